@@ -1,0 +1,159 @@
+// Package backends holds the plain data every backend produces and the small
+// interfaces the console talks to. Nothing here does I/O; a Kafka cluster
+// (backends/kafka, backends/bundled) and a RabbitMQ server (backends/rabbitmq)
+// fill the same shapes where the meaning is the same (brokers, consumers with
+// an age) and their own where it is not (partitions and ISR; queue wiring).
+// No client-library type crosses this boundary, so tui/ and the engine packages
+// never import franz-go or amqp091-go.
+package backends
+
+import (
+	"context"
+	"time"
+)
+
+// Kind names the sort of system a context attaches to.
+type Kind string
+
+const (
+	KindBundled  Kind = "bundled"
+	KindKafka    Kind = "kafka"
+	KindRabbitMQ Kind = "rabbitmq"
+)
+
+// ClusterInfo describes the cluster as a whole.
+type ClusterInfo struct {
+	ID         string   `json:"cluster_id"`
+	Controller int32    `json:"controller"`
+	Brokers    []Broker `json:"brokers"`
+}
+
+// Broker is one broker (Kafka) or node (RabbitMQ).
+type Broker struct {
+	ID         int32  `json:"id"`
+	Host       string `json:"host"`
+	Port       int32  `json:"port"`
+	Rack       string `json:"rack,omitempty"`
+	Controller bool   `json:"controller"`
+}
+
+// TopicPartition names one partition.
+type TopicPartition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+}
+
+// Partition is one partition's metadata and offsets as observed.
+type Partition struct {
+	Topic         string  `json:"topic"`
+	Partition     int32   `json:"partition"`
+	Leader        int32   `json:"leader"` // -1 when there is no leader (offline)
+	LeaderEpoch   int32   `json:"leader_epoch"`
+	Replicas      []int32 `json:"replicas"`
+	ISR           []int32 `json:"isr"`
+	Offline       []int32 `json:"offline_replicas"`
+	LogStart      int64   `json:"log_start"`
+	HighWatermark int64   `json:"high_watermark"`
+	LastStable    int64   `json:"last_stable"`
+	// Err is the Kafka error for this partition's metadata or offsets, kept
+	// with its code name (e.g. "LEADER_NOT_AVAILABLE"), empty when healthy.
+	Err string `json:"error,omitempty"`
+}
+
+// Topic is a topic with its partitions and the configs the console reads.
+type Topic struct {
+	Name              string            `json:"name"`
+	Internal          bool              `json:"internal"`
+	ReplicationFactor int               `json:"replication_factor"`
+	Partitions        []Partition       `json:"partitions"`
+	Configs           map[string]string `json:"configs"`
+}
+
+// Config keys the console reads from a topic.
+const (
+	ConfigMinISR        = "min.insync.replicas"
+	ConfigRetentionMs   = "retention.ms"
+	ConfigCleanupPolicy = "cleanup.policy"
+	ConfigTimestampType = "message.timestamp.type"
+)
+
+// Member is one consumer-group member and what it is assigned.
+type Member struct {
+	ID         string           `json:"member_id"`
+	InstanceID string           `json:"instance_id,omitempty"`
+	ClientID   string           `json:"client_id"`
+	Host       string           `json:"host"`
+	Assigned   []TopicPartition `json:"assignment"`
+}
+
+// Group is a consumer group as described by its coordinator.
+type Group struct {
+	Name         string   `json:"group"`
+	State        string   `json:"state"`
+	Protocol     string   `json:"protocol"`
+	ProtocolType string   `json:"protocol_type"`
+	Coordinator  int32    `json:"coordinator"`
+	Members      []Member `json:"members"`
+}
+
+// Committed is a group's committed offset for one partition.
+type Committed struct {
+	Topic       string `json:"topic"`
+	Partition   int32  `json:"partition"`
+	Offset      int64  `json:"offset"`
+	LeaderEpoch int32  `json:"leader_epoch"`
+	Metadata    string `json:"metadata,omitempty"`
+}
+
+// TimestampType says whose clock a record timestamp came from.
+type TimestampType string
+
+const (
+	CreateTime     TimestampType = "CreateTime"    // the producer's clock
+	LogAppendTime  TimestampType = "LogAppendTime" // the broker's clock
+	UnknownTimeTyp TimestampType = "unknown"
+)
+
+// OffsetQuery asks for the first data record at or after Offset.
+type OffsetQuery struct {
+	TopicPartition
+	Offset int64
+}
+
+// RecordTime answers an OffsetQuery. Found is false when no data record lies
+// at or after the offset (an empty tail, or only transaction markers).
+type RecordTime struct {
+	OffsetQuery
+	Found bool `json:"found"`
+	// At is the offset of the data record the timestamp belongs to
+	// (>= Offset: control records and compacted gaps are skipped).
+	At        int64         `json:"at"`
+	Timestamp time.Time     `json:"timestamp"`
+	Type      TimestampType `json:"timestamp_type"`
+}
+
+// Cluster is what the console needs from a Kafka-shaped cluster. Every call
+// honours ctx's deadline; errors name the broker, topic or group and keep
+// Kafka's error code name.
+type Cluster interface {
+	// Describe returns the cluster id, controller and brokers.
+	Describe(ctx context.Context) (ClusterInfo, error)
+	// Topics returns the named topics, or all non-internal topics when none
+	// are named, with partitions, offsets and configs filled in.
+	Topics(ctx context.Context, names ...string) ([]Topic, error)
+	// Groups lists and describes every consumer group.
+	Groups(ctx context.Context) ([]Group, error)
+	// DescribeGroup describes one group; a group that does not exist is an error.
+	DescribeGroup(ctx context.Context, name string) (Group, error)
+	// CommittedOffsets returns the committed offsets of each named group.
+	CommittedOffsets(ctx context.Context, groups ...string) (map[string][]Committed, error)
+	// Close releases connections.
+	Close()
+}
+
+// TimestampReader is implemented by backends that can read record timestamps
+// from the log (the source of age-based lag). Implementations batch queries
+// per leader broker and cache answers: the timestamp of an offset never changes.
+type TimestampReader interface {
+	FirstTimestamps(ctx context.Context, queries []OffsetQuery) ([]RecordTime, error)
+}

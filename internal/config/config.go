@@ -1,0 +1,412 @@
+// Package config is Berth's typed configuration: named contexts, SLOs, group
+// policies and redrive policies, with defaults and validation. Loading from
+// files, environment and flags (viper) happens in cmd/; everything else
+// receives a *Config that has passed Validate.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"time"
+)
+
+// DefaultBootstrap is where the bundled broker listens unless told otherwise.
+const DefaultBootstrap = "127.0.0.1:9092"
+
+// DefaultContextName is the context used when no config file exists.
+const DefaultContextName = "bundled"
+
+// Config is the whole effective configuration.
+type Config struct {
+	CurrentContext string             `mapstructure:"current_context" yaml:"current_context" json:"current_context"`
+	Contexts       map[string]Context `mapstructure:"contexts" yaml:"contexts" json:"contexts"`
+	// Refresh is how often the console and `--watch` re-read the cluster.
+	Refresh time.Duration `mapstructure:"refresh" yaml:"refresh" json:"refresh"`
+	Lag     LagConfig     `mapstructure:"lag" yaml:"lag" json:"lag"`
+	// Groups holds per-group-pattern policies (SLOs, effects).
+	Groups  []GroupPolicy `mapstructure:"groups" yaml:"groups" json:"groups"`
+	Redrive RedriveConfig `mapstructure:"redrive" yaml:"redrive" json:"redrive"`
+	// Audit is the local audit log file.
+	Audit AuditConfig `mapstructure:"audit" yaml:"audit" json:"audit"`
+	// Source is the file the config was read from ("" when none).
+	Source string `mapstructure:"-" yaml:"-" json:"source,omitempty"`
+}
+
+// Context is one named system Berth can attach to.
+type Context struct {
+	Kind      string   `mapstructure:"kind" yaml:"kind" json:"kind"`
+	Bootstrap []string `mapstructure:"bootstrap" yaml:"bootstrap" json:"bootstrap,omitempty"`
+	TLS       TLS      `mapstructure:"tls" yaml:"tls" json:"tls"`
+	SASL      SASL     `mapstructure:"sasl" yaml:"sasl" json:"sasl"`
+	ReadOnly  bool     `mapstructure:"read_only" yaml:"read_only" json:"read_only"`
+	// RabbitMQ.
+	AMQPURL       string   `mapstructure:"amqp_url" yaml:"amqp_url" json:"amqp_url,omitempty"`
+	ManagementURL string   `mapstructure:"management_url" yaml:"management_url" json:"management_url,omitempty"`
+	Vhosts        []string `mapstructure:"vhosts" yaml:"vhosts" json:"vhosts,omitempty"`
+	Username      string   `mapstructure:"username" yaml:"username" json:"username,omitempty"`
+	PasswordEnv   string   `mapstructure:"password_env" yaml:"password_env" json:"password_env,omitempty"`
+	PasswordFile  string   `mapstructure:"password_file" yaml:"password_file" json:"password_file,omitempty"`
+	// Queues are checked by passive declare when the management API is absent.
+	Queues []string `mapstructure:"queues" yaml:"queues" json:"queues,omitempty"`
+	// DataDir is the bundled broker's data directory (kind bundled only).
+	DataDir string `mapstructure:"data_dir" yaml:"data_dir" json:"data_dir,omitempty"`
+}
+
+// TLS settings for a connection.
+type TLS struct {
+	Enabled    bool   `mapstructure:"enabled" yaml:"enabled" json:"enabled"`
+	CAFile     string `mapstructure:"ca_file" yaml:"ca_file" json:"ca_file,omitempty"`
+	CertFile   string `mapstructure:"cert_file" yaml:"cert_file" json:"cert_file,omitempty"`
+	KeyFile    string `mapstructure:"key_file" yaml:"key_file" json:"key_file,omitempty"`
+	SkipVerify bool   `mapstructure:"skip_verify" yaml:"skip_verify" json:"skip_verify"`
+}
+
+// SASL settings. The password itself is never stored in the file: it comes
+// from PasswordEnv or PasswordFile and is never printed.
+type SASL struct {
+	Mechanism    string `mapstructure:"mechanism" yaml:"mechanism" json:"mechanism,omitempty"`
+	Username     string `mapstructure:"username" yaml:"username" json:"username,omitempty"`
+	PasswordEnv  string `mapstructure:"password_env" yaml:"password_env" json:"password_env,omitempty"`
+	PasswordFile string `mapstructure:"password_file" yaml:"password_file" json:"password_file,omitempty"`
+}
+
+// LagConfig tunes the lag engine.
+type LagConfig struct {
+	// DefaultSLO is the age a group may reach before it is in breach.
+	DefaultSLO time.Duration `mapstructure:"default_slo" yaml:"default_slo" json:"default_slo"`
+	// Window is the sliding window statuses are judged over.
+	Window time.Duration `mapstructure:"window" yaml:"window" json:"window"`
+	// RetentionMargin flags a partition whose time to data loss is below it.
+	RetentionMargin time.Duration `mapstructure:"retention_margin" yaml:"retention_margin" json:"retention_margin"`
+}
+
+// GroupPolicy applies to consumer groups (or queues) whose name matches.
+type GroupPolicy struct {
+	Match string `mapstructure:"match" yaml:"match" json:"match"`
+	// SLO is the maximum acceptable age; zero means the default.
+	SLO time.Duration `mapstructure:"slo" yaml:"slo" json:"slo,omitempty"`
+	// Effects marks groups whose processing has external side effects
+	// (payments): replays need explicit confirmation.
+	Effects bool `mapstructure:"effects" yaml:"effects" json:"effects"`
+}
+
+// RedriveConfig holds DLQ pairs and redrive policies.
+type RedriveConfig struct {
+	// DLQs declares DLQ -> original pairs not found by naming convention.
+	DLQs     []DLQPair       `mapstructure:"dlqs" yaml:"dlqs" json:"dlqs,omitempty"`
+	Policies []RedrivePolicy `mapstructure:"policies" yaml:"policies" json:"policies,omitempty"`
+	// PlanMaxAge is how long an approved plan stays executable.
+	PlanMaxAge time.Duration `mapstructure:"plan_max_age" yaml:"plan_max_age" json:"plan_max_age"`
+	// VerifyWatch is how long to watch the DLQ for re-failures after execution.
+	VerifyWatch time.Duration `mapstructure:"verify_watch" yaml:"verify_watch" json:"verify_watch"`
+	// StoreDSN is where RabbitMQ plans and ledger live (postgres:// or a sqlite file path).
+	StoreDSN string `mapstructure:"store_dsn" yaml:"store_dsn" json:"store_dsn,omitempty"`
+}
+
+// DLQPair declares that DLQ receives dead letters of Original.
+type DLQPair struct {
+	DLQ      string `mapstructure:"dlq" yaml:"dlq" json:"dlq"`
+	Original string `mapstructure:"original" yaml:"original" json:"original"`
+}
+
+// RedrivePolicy applies to DLQs whose name matches the glob Match.
+type RedrivePolicy struct {
+	Match                 string          `mapstructure:"match" yaml:"match" json:"match"`
+	IdempotencyKey        string          `mapstructure:"idempotency_key" yaml:"idempotency_key" json:"idempotency_key,omitempty"`
+	RequireIdempotencyKey bool            `mapstructure:"require_idempotency_key" yaml:"require_idempotency_key" json:"require_idempotency_key"`
+	SystemOfRecord        *SystemOfRecord `mapstructure:"system_of_record" yaml:"system_of_record" json:"system_of_record,omitempty"`
+	Review                string          `mapstructure:"review" yaml:"review" json:"review,omitempty"`
+	Approvals             int             `mapstructure:"approvals" yaml:"approvals" json:"approvals"`
+	AllowedSigners        string          `mapstructure:"allowed_signers" yaml:"allowed_signers" json:"allowed_signers,omitempty"`
+	MaxRedrives           int             `mapstructure:"max_redrives" yaml:"max_redrives" json:"max_redrives"`
+	// OrderingKey names the business key for ordering checks on queues
+	// (json:FIELD or header:NAME); Kafka uses the record key.
+	OrderingKey string `mapstructure:"ordering_key" yaml:"ordering_key" json:"ordering_key,omitempty"`
+	// ErrorHeader names an application error header used for classes.
+	ErrorHeader string `mapstructure:"error_header" yaml:"error_header" json:"error_header,omitempty"`
+	// StopOnFailure stops execution at the first failed send (payments).
+	StopOnFailure bool `mapstructure:"stop_on_failure" yaml:"stop_on_failure" json:"stop_on_failure"`
+}
+
+// SystemOfRecord is where a policy checks whether an effect already committed.
+type SystemOfRecord struct {
+	Driver string `mapstructure:"driver" yaml:"driver" json:"driver"`
+	// DSN is masked when printed: it may carry a password.
+	DSN    string `mapstructure:"dsn" yaml:"dsn" json:"dsn,omitempty"`
+	DSNEnv string `mapstructure:"dsn_env" yaml:"dsn_env" json:"dsn_env,omitempty"`
+	Query  string `mapstructure:"query" yaml:"query" json:"query"`
+}
+
+// AuditConfig locates the local audit log.
+type AuditConfig struct {
+	File string `mapstructure:"file" yaml:"file" json:"file"`
+}
+
+// Default returns the configuration used when no file exists: one bundled
+// context on 127.0.0.1:9092.
+func Default() *Config {
+	return &Config{
+		CurrentContext: DefaultContextName,
+		Contexts: map[string]Context{
+			DefaultContextName: {Kind: "bundled", Bootstrap: []string{DefaultBootstrap}},
+		},
+		Refresh: 5 * time.Second,
+		Lag: LagConfig{
+			DefaultSLO:      5 * time.Minute,
+			Window:          2 * time.Minute,
+			RetentionMargin: 6 * time.Hour,
+		},
+		Redrive: RedriveConfig{
+			PlanMaxAge:  24 * time.Hour,
+			VerifyWatch: 30 * time.Second,
+		},
+		Audit: AuditConfig{File: path.Join(DataHome(), "audit.log")},
+	}
+}
+
+// ApplyDefaults fills zero values that have a default.
+func (c *Config) ApplyDefaults() {
+	d := Default()
+	if c.Contexts == nil {
+		c.Contexts = map[string]Context{}
+	}
+	if len(c.Contexts) == 0 {
+		c.Contexts = d.Contexts
+	}
+	if c.CurrentContext == "" {
+		if _, ok := c.Contexts[DefaultContextName]; ok || len(c.Contexts) != 1 {
+			c.CurrentContext = DefaultContextName
+		} else {
+			for name := range c.Contexts {
+				c.CurrentContext = name
+			}
+		}
+	}
+	if c.Refresh == 0 {
+		c.Refresh = d.Refresh
+	}
+	if c.Lag.DefaultSLO == 0 {
+		c.Lag.DefaultSLO = d.Lag.DefaultSLO
+	}
+	if c.Lag.Window == 0 {
+		c.Lag.Window = d.Lag.Window
+	}
+	if c.Lag.RetentionMargin == 0 {
+		c.Lag.RetentionMargin = d.Lag.RetentionMargin
+	}
+	if c.Redrive.PlanMaxAge == 0 {
+		c.Redrive.PlanMaxAge = d.Redrive.PlanMaxAge
+	}
+	if c.Redrive.VerifyWatch == 0 {
+		c.Redrive.VerifyWatch = d.Redrive.VerifyWatch
+	}
+	if c.Audit.File == "" {
+		c.Audit.File = d.Audit.File
+	}
+	for name, ctx := range c.Contexts {
+		if ctx.Kind == "" {
+			ctx.Kind = "kafka"
+		}
+		if ctx.Kind == "bundled" && len(ctx.Bootstrap) == 0 {
+			ctx.Bootstrap = []string{DefaultBootstrap}
+		}
+		c.Contexts[name] = ctx
+	}
+}
+
+// Validate reports the first problem as an error naming the field.
+func (c *Config) Validate() error {
+	if _, ok := c.Contexts[c.CurrentContext]; !ok {
+		return fmt.Errorf("current_context: unknown context %q (have: %s)", c.CurrentContext, strings.Join(c.ContextNames(), ", "))
+	}
+	for _, name := range c.ContextNames() {
+		if err := c.Contexts[name].validate(); err != nil {
+			return fmt.Errorf("contexts.%s.%w", name, err)
+		}
+	}
+	if c.Refresh < 200*time.Millisecond {
+		return fmt.Errorf("refresh: %s is too short (at least 200ms)", c.Refresh)
+	}
+	if c.Lag.DefaultSLO <= 0 {
+		return errors.New("lag.default_slo: must be positive")
+	}
+	if c.Lag.Window <= 0 {
+		return errors.New("lag.window: must be positive")
+	}
+	for i, g := range c.Groups {
+		if g.Match == "" {
+			return fmt.Errorf("groups[%d].match: empty pattern", i)
+		}
+		if _, err := path.Match(g.Match, ""); err != nil {
+			return fmt.Errorf("groups[%d].match: bad pattern %q", i, g.Match)
+		}
+		if g.SLO < 0 {
+			return fmt.Errorf("groups[%d].slo: must not be negative", i)
+		}
+	}
+	for i, p := range c.Redrive.Policies {
+		if err := p.validate(); err != nil {
+			return fmt.Errorf("redrive.policies[%d].%w", i, err)
+		}
+	}
+	for i, d := range c.Redrive.DLQs {
+		if d.DLQ == "" || d.Original == "" {
+			return fmt.Errorf("redrive.dlqs[%d]: both dlq and original are required", i)
+		}
+	}
+	return nil
+}
+
+func (x Context) validate() error {
+	switch x.Kind {
+	case "bundled", "kafka":
+		if len(x.Bootstrap) == 0 {
+			return errors.New("bootstrap: at least one host:port is required")
+		}
+		for _, b := range x.Bootstrap {
+			if !strings.Contains(b, ":") {
+				return fmt.Errorf("bootstrap: %q is not host:port", b)
+			}
+		}
+	case "rabbitmq":
+		if x.AMQPURL == "" && x.ManagementURL == "" {
+			return errors.New("amqp_url: an AMQP URL or a management URL is required")
+		}
+	default:
+		return fmt.Errorf("kind: %q is not one of bundled, kafka, rabbitmq", x.Kind)
+	}
+	switch strings.ToUpper(x.SASL.Mechanism) {
+	case "", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+	default:
+		return fmt.Errorf("sasl.mechanism: %q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", x.SASL.Mechanism)
+	}
+	if x.SASL.Mechanism != "" && x.SASL.Username == "" {
+		return errors.New("sasl.username: required with a SASL mechanism")
+	}
+	return nil
+}
+
+func (p RedrivePolicy) validate() error {
+	if p.Match == "" {
+		return errors.New("match: empty pattern")
+	}
+	if _, err := path.Match(p.Match, ""); err != nil {
+		return fmt.Errorf("match: bad pattern %q", p.Match)
+	}
+	if p.IdempotencyKey != "" && !strings.HasPrefix(p.IdempotencyKey, "json:") && !strings.HasPrefix(p.IdempotencyKey, "header:") {
+		return fmt.Errorf("idempotency_key: %q must be json:FIELD or header:NAME", p.IdempotencyKey)
+	}
+	switch p.Review {
+	case "", "none", "required":
+	default:
+		return fmt.Errorf("review: %q is not required or none", p.Review)
+	}
+	if p.Approvals < 0 {
+		return errors.New("approvals: must not be negative")
+	}
+	if p.Review == "required" && p.Approvals > 0 && p.AllowedSigners == "" {
+		return errors.New("allowed_signers: required when approvals are required")
+	}
+	if p.MaxRedrives < 0 {
+		return errors.New("max_redrives: must not be negative")
+	}
+	if s := p.SystemOfRecord; s != nil {
+		switch s.Driver {
+		case "postgres", "sqlite":
+		default:
+			return fmt.Errorf("system_of_record.driver: %q is not postgres or sqlite", s.Driver)
+		}
+		if s.DSN == "" && s.DSNEnv == "" {
+			return errors.New("system_of_record.dsn: dsn or dsn_env is required")
+		}
+		if s.Query == "" {
+			return errors.New("system_of_record.query: required")
+		}
+	}
+	return nil
+}
+
+// ContextNames lists context names in sorted order.
+func (c *Config) ContextNames() []string {
+	names := make([]string, 0, len(c.Contexts))
+	for n := range c.Contexts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Current returns the current context and its name.
+func (c *Config) Current() (string, Context) {
+	return c.CurrentContext, c.Contexts[c.CurrentContext]
+}
+
+// GroupPolicyFor returns the first group policy matching name, and the SLO
+// that applies (the policy's, or the default).
+func (c *Config) GroupPolicyFor(name string) (GroupPolicy, time.Duration) {
+	for _, g := range c.Groups {
+		if ok, _ := path.Match(g.Match, name); ok {
+			slo := g.SLO
+			if slo == 0 {
+				slo = c.Lag.DefaultSLO
+			}
+			return g, slo
+		}
+	}
+	return GroupPolicy{}, c.Lag.DefaultSLO
+}
+
+// RedrivePolicyFor returns the first redrive policy whose glob matches the
+// DLQ's name, and whether one matched.
+func (c *Config) RedrivePolicyFor(dlq string) (RedrivePolicy, bool) {
+	for _, p := range c.Redrive.Policies {
+		if ok, _ := path.Match(p.Match, dlq); ok {
+			return p, true
+		}
+	}
+	return RedrivePolicy{}, false
+}
+
+// Password resolves a secret from an environment variable or a file. The
+// error names the variable or file, never the value.
+func Password(env, file string) (string, error) {
+	if env != "" {
+		v, ok := os.LookupEnv(env)
+		if !ok {
+			return "", fmt.Errorf("password_env: environment variable %s is not set", env)
+		}
+		return v, nil
+	}
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("password_file: cannot read %s: %v", file, errors.Unwrap(err))
+		}
+		return strings.TrimRight(string(b), "\r\n"), nil
+	}
+	return "", nil
+}
+
+// DataHome is $XDG_DATA_HOME/berth (default ~/.local/share/berth).
+func DataHome() string {
+	base := os.Getenv("XDG_DATA_HOME")
+	if base == "" {
+		home, _ := os.UserHomeDir()
+		base = path.Join(home, ".local", "share")
+	}
+	return path.Join(base, "berth")
+}
+
+// ConfigHome is $XDG_CONFIG_HOME/berth (default ~/.config/berth).
+func ConfigHome() string {
+	base := os.Getenv("XDG_CONFIG_HOME")
+	if base == "" {
+		home, _ := os.UserHomeDir()
+		base = path.Join(home, ".config")
+	}
+	return path.Join(base, "berth")
+}

@@ -1,0 +1,82 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestDefaultIsValidBundled(t *testing.T) {
+	c := Default()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	name, ctx := c.Current()
+	if name != "bundled" || ctx.Kind != "bundled" || ctx.Bootstrap[0] != "127.0.0.1:9092" {
+		t.Fatalf("default context = %s %+v", name, ctx)
+	}
+}
+
+func TestValidateNamesTheField(t *testing.T) {
+	cases := []struct {
+		mutate func(*Config)
+		want   string
+	}{
+		{func(c *Config) { c.CurrentContext = "prod" }, `current_context: unknown context "prod"`},
+		{func(c *Config) { c.Contexts["x"] = Context{Kind: "nats"} }, `contexts.x.kind: "nats"`},
+		{func(c *Config) { c.Contexts["x"] = Context{Kind: "kafka"} }, `contexts.x.bootstrap`},
+		{func(c *Config) {
+			c.Contexts["x"] = Context{Kind: "kafka", Bootstrap: []string{"h:1"}, SASL: SASL{Mechanism: "GSSAPI"}}
+		}, `contexts.x.sasl.mechanism`},
+		{func(c *Config) { c.Redrive.Policies = []RedrivePolicy{{Match: "p*", Review: "maybe"}} }, `redrive.policies[0].review`},
+		{func(c *Config) {
+			c.Redrive.Policies = []RedrivePolicy{{Match: "p*", SystemOfRecord: &SystemOfRecord{Driver: "mysql"}}}
+		}, `redrive.policies[0].system_of_record.driver`},
+		{func(c *Config) { c.Groups = []GroupPolicy{{Match: "[bad"}} }, `groups[0].match`},
+	}
+	for _, tc := range cases {
+		c := Default()
+		tc.mutate(c)
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("got %v, want an error containing %q", err, tc.want)
+		}
+	}
+}
+
+func TestPoliciesMatchByGlob(t *testing.T) {
+	c := Default()
+	c.Groups = []GroupPolicy{{Match: "payments-*", Effects: true}, {Match: "sales-*", SLO: 3600e9}}
+	c.Redrive.Policies = []RedrivePolicy{{Match: "payments*.DLT", Review: "required"}}
+	if p, _ := c.GroupPolicyFor("payments-capture"); !p.Effects {
+		t.Fatal("payments-capture should be effect-producing")
+	}
+	if _, slo := c.GroupPolicyFor("sales-analytics"); slo.Hours() != 1 {
+		t.Fatalf("sales SLO = %s", slo)
+	}
+	if _, slo := c.GroupPolicyFor("email-notifier"); slo != c.Lag.DefaultSLO {
+		t.Fatalf("default SLO = %s", slo)
+	}
+	if p, ok := c.RedrivePolicyFor("payments.DLT"); !ok || p.Review != "required" {
+		t.Fatal("payments.DLT policy not found")
+	}
+	if _, ok := c.RedrivePolicyFor("shipment-jobs.DLT"); ok {
+		t.Fatal("shipment-jobs.DLT should match no policy")
+	}
+}
+
+func TestRedactHidesPasswords(t *testing.T) {
+	for _, in := range []string{
+		"amqp://guest:s3cret@127.0.0.1:5672/",
+		"postgres://app:s3cret@db:5432/test",
+		"host=db user=app password=s3cret dbname=test",
+	} {
+		out := RedactURL(in)
+		if strings.Contains(out, "s3cret") {
+			t.Errorf("RedactURL(%q) = %q still holds the password", in, out)
+		}
+	}
+	msg := RedactError(`dial amqp://guest:s3cret@10.0.0.1:5672/: refused`)
+	if strings.Contains(msg, "s3cret") {
+		t.Errorf("RedactError left the password: %s", msg)
+	}
+}

@@ -1,0 +1,133 @@
+// Package output renders headless command results as aligned tables, JSON
+// or Markdown. Cells are sanitised: anything read from a cluster may carry
+// escape sequences, and they never reach the terminal intact.
+package output
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/berth-dev/berth/internal/sanitize"
+)
+
+// Format is an output format chosen with -o.
+type Format string
+
+const (
+	Table    Format = "table"
+	JSON     Format = "json"
+	Markdown Format = "markdown"
+)
+
+// Parse validates a -o value against the formats a command accepts.
+func Parse(s string, allowed ...Format) (Format, error) {
+	if len(allowed) == 0 {
+		allowed = []Format{Table, JSON}
+	}
+	names := make([]string, len(allowed))
+	for i, f := range allowed {
+		if string(f) == s {
+			return f, nil
+		}
+		names[i] = string(f)
+	}
+	return "", fmt.Errorf("--output: %q is not one of %s", s, strings.Join(names, ", "))
+}
+
+// WriteJSON writes v as indented JSON followed by a newline.
+func WriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// Grid is a table: a header and rows of cells.
+type Grid struct {
+	Header []string
+	Rows   [][]string
+	// Right marks columns to right-align (numbers).
+	Right map[int]bool
+}
+
+// Add appends a row; cells are sanitised.
+func (g *Grid) Add(cells ...string) {
+	for i, c := range cells {
+		cells[i] = sanitize.Text(c)
+	}
+	g.Rows = append(g.Rows, cells)
+}
+
+// WriteTable writes g as space-aligned columns.
+func (g *Grid) WriteTable(w io.Writer) error {
+	widths := make([]int, len(g.Header))
+	measure := func(row []string) {
+		for i, c := range row {
+			if i < len(widths) {
+				if n := utf8.RuneCountInString(c); n > widths[i] {
+					widths[i] = n
+				}
+			}
+		}
+	}
+	measure(g.Header)
+	for _, r := range g.Rows {
+		measure(r)
+	}
+	var b strings.Builder
+	line := func(row []string) {
+		for i := range widths {
+			c := ""
+			if i < len(row) {
+				c = row[i]
+			}
+			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
+			if g.Right[i] {
+				b.WriteString(pad + c)
+			} else if i == len(widths)-1 {
+				b.WriteString(c)
+			} else {
+				b.WriteString(c + pad)
+			}
+			if i < len(widths)-1 {
+				b.WriteString("  ")
+			}
+		}
+		b.WriteString("\n")
+	}
+	line(g.Header)
+	for _, r := range g.Rows {
+		line(r)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteMarkdown writes g as a GitHub-flavoured Markdown table.
+func (g *Grid) WriteMarkdown(w io.Writer) error {
+	var b strings.Builder
+	row := func(cells []string) {
+		b.WriteString("|")
+		for _, c := range cells {
+			b.WriteString(" " + strings.ReplaceAll(c, "|", `\|`) + " |")
+		}
+		b.WriteString("\n")
+	}
+	row(g.Header)
+	b.WriteString("|")
+	for i := range g.Header {
+		if g.Right[i] {
+			b.WriteString("---:|")
+		} else {
+			b.WriteString("---|")
+		}
+	}
+	b.WriteString("\n")
+	for _, r := range g.Rows {
+		row(r)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
