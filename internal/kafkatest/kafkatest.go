@@ -1,0 +1,121 @@
+// Package kafkatest starts an in-process Kafka-protocol cluster (kfake) on
+// random loopback ports for integration tests, with helpers to create topics,
+// produce records with known timestamps and commit offsets. It is test
+// support: no production code imports it.
+package kafkatest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Cluster is a running test cluster.
+type Cluster struct {
+	*kfake.Cluster
+	Addrs  []string
+	Client *kgo.Client
+	Admin  *kadm.Client
+}
+
+// Start runs a cluster of n brokers on random ports; it is closed when the
+// test ends. Extra kfake options are appended.
+func Start(t testing.TB, brokers int, opts ...kfake.Opt) *Cluster {
+	t.Helper()
+	ports := make([]int, brokers)
+	o := append([]kfake.Opt{kfake.NumBrokers(brokers), kfake.Ports(ports...)}, opts...)
+	kc, err := kfake.NewCluster(o...)
+	if err != nil {
+		t.Fatalf("kfake: %v", err)
+	}
+	addrs := kc.ListenAddrs()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ProducerLinger(0))
+	if err != nil {
+		kc.Close()
+		t.Fatalf("client: %v", err)
+	}
+	c := &Cluster{Cluster: kc, Addrs: addrs, Client: cl, Admin: kadm.NewClient(cl)}
+	t.Cleanup(func() { cl.Close(); kc.Close() })
+	return c
+}
+
+// CreateTopic creates a topic with the given partitions, replication factor
+// and configs (nil values are dropped).
+func (c *Cluster) CreateTopic(t testing.TB, name string, partitions int32, rf int16, configs map[string]string) {
+	t.Helper()
+	cfg := map[string]*string{}
+	for k, v := range configs {
+		v := v
+		cfg[k] = &v
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := c.Admin.CreateTopics(ctx, partitions, rf, cfg, name)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatalf("create topic %s: %v", name, err)
+	}
+}
+
+// Produce writes records synchronously (records keep their Topic, Partition
+// when set with a manual partitioner, Key, Value, Headers and Timestamp).
+func (c *Cluster) Produce(t testing.TB, recs ...*kgo.Record) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Client.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+}
+
+// ProduceTo writes n records to one partition with timestamps start,
+// start+step, ... and returns the offsets written.
+func (c *Cluster) ProduceTo(t testing.TB, topic string, partition int32, n int, start time.Time, step time.Duration) []int64 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = &kgo.Record{Topic: topic, Partition: partition, Value: []byte("v"), Timestamp: start.Add(time.Duration(i) * step)}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res := cl.ProduceSync(ctx, recs...)
+	if err := res.FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	offs := make([]int64, n)
+	for i, r := range res {
+		offs[i] = r.Record.Offset
+	}
+	return offs
+}
+
+// Commit commits offsets for a group (no members needed).
+func (c *Cluster) Commit(t testing.TB, group string, offsets map[string]map[int32]int64) {
+	t.Helper()
+	os := kadm.Offsets{}
+	for topic, ps := range offsets {
+		for p, o := range ps {
+			os.Add(kadm.Offset{Topic: topic, Partition: p, At: o, LeaderEpoch: -1})
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := c.Admin.CommitOffsets(ctx, group, os)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatalf("commit %s: %v", group, err)
+	}
+}
