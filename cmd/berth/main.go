@@ -4,20 +4,24 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/berth-dev/berth/internal/config"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:]))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // run executes the command line and returns the process exit status:
 // 0 success, 1 failure, 2 usage error, 3 SLO breach (lag --fail-on-breach).
-func run(args []string) int {
-	root := newRoot(newApp(os.Stdout, os.Stderr))
+// Output goes to stdout and stderr so tests can run commands in-process.
+func run(args []string, stdout, stderr io.Writer) int {
+	root := newRoot(newApp(stdout, stderr))
 	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	err := root.Execute()
 	if err == nil {
 		return 0
@@ -26,6 +30,6 @@ func run(args []string) int {
 	if errors.As(err, &ex) && ex.silent {
 		return ex.code
 	}
-	fmt.Fprintln(os.Stderr, "berth: "+config.RedactError(oneLine(err.Error())))
+	fmt.Fprintln(stderr, "berth: "+config.RedactError(oneLine(err.Error())))
 	return exitCode(err)
 }
