@@ -1,0 +1,336 @@
+// Package lag is Berth's lag engine: pure computation that turns observed
+// offsets, commits and record timestamps into per-partition lag rows,
+// per-group roll-ups, statuses, skew and ISR health. It does no I/O, keeps no
+// clock (time is always an argument) and imports no client library, so every
+// rule here is tested with tables of numbers.
+//
+// Definitions (per group x topic x partition), after the seeds' Decision 17
+// (SLOs are ages, not message counts):
+//
+//   - c committed offset (NoCommit: none), s log start, e high watermark.
+//   - position p = max(c, s); offset lag = max(0, e - p).
+//   - EXPIRED when c < s: s - c records were deleted by retention before the
+//     group read them (Lost).
+//   - age = now - timestamp of the first data record at or after p when lag
+//     > 0, else 0. A timestamp in the future reads as 0 and sets ClockSkew.
+//   - rates from the first and last sample in the window; ETA = lag /
+//     (consume - produce) when positive, else falling behind.
+//   - time to data loss = retention - age on delete-policy topics.
+package lag
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/berth-dev/berth/backends"
+)
+
+// NoCommit is the committed offset of a partition the group never committed.
+// Its position is the log start (the group would start there at earliest).
+const NoCommit int64 = -1
+
+// Status is a partition's (or group's) health over the sliding window. The
+// constants are ordered by severity: a group's status is its worst
+// partition's, i.e. the maximum.
+type Status uint8
+
+const (
+	// OK: caught up, or keeping up (lag reached 0 in the window, or the age
+	// is within Config.SteadyAge).
+	OK Status = iota
+	// LAGGING: the group commits, but lag and age are not decreasing over
+	// the window (it is falling behind or not catching up).
+	LAGGING
+	// REWIND: the committed offset went backwards in the window and has not
+	// yet returned to where it was (an offset reset or a replay).
+	REWIND
+	// STALLED: a member owns the partition, lag > 0, and the committed offset
+	// did not move over the window (a stuck or poisoned consumer).
+	STALLED
+	// STOPPED: lag > 0, commits not moving, and no member owns the partition
+	// (the group is empty or the partition is unassigned).
+	STOPPED
+	// EXPIRED: the committed offset is below the log start: retention deleted
+	// records the group had not read (Lost counts them).
+	EXPIRED
+)
+
+// Statuses lists every status in severity order.
+var Statuses = []Status{OK, LAGGING, REWIND, STALLED, STOPPED, EXPIRED}
+
+var statusNames = [...]string{"OK", "LAGGING", "REWIND", "STALLED", "STOPPED", "EXPIRED"}
+
+func (s Status) String() string {
+	if int(s) < len(statusNames) {
+		return statusNames[s]
+	}
+	return fmt.Sprintf("Status(%d)", s)
+}
+
+// MarshalText writes the status name ("OK", "STALLED", ...).
+func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads a status name.
+func (s *Status) UnmarshalText(b []byte) error {
+	for i, n := range statusNames {
+		if n == string(b) {
+			*s = Status(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown status %q", b)
+}
+
+// PartitionLag is one group's lag in one partition at one moment. It is a
+// value: snapshots hold slices of them and never change them afterwards.
+// Group is not repeated here: a PartitionLag always lives in its GroupLag.
+type PartitionLag struct {
+	Topic     string
+	Partition int32
+	// Committed is the group's committed offset, NoCommit when none.
+	Committed int64
+	LogStart  int64
+	End       int64 // high watermark
+	// Lag is max(0, End - max(Committed, LogStart)), except that a tail made
+	// only of transaction markers (or aborted records) is not lag: it is 0.
+	Lag int64
+	// Lost is LogStart - Committed when the partition is EXPIRED, else 0.
+	Lost int64
+
+	// Age is now minus the timestamp of the first data record at or after
+	// the position; 0 when Lag is 0. AgeKnown is false when the timestamp
+	// could not be read (not fetched yet, not authorised, an error).
+	Age      time.Duration
+	AgeKnown bool
+	// Timestamp is the record timestamp the age was computed from (zero
+	// when none) and TimestampType whose clock it came from.
+	Timestamp     time.Time
+	TimestampType backends.TimestampType
+	// AgeApprox is set when the timestamp came from a record batch header
+	// (the record itself did not come back whole): the age is the batch's
+	// oldest, an upper bound within the producer's linger time.
+	AgeApprox bool
+	// ClockSkew is set when the record's timestamp lies in the future (the
+	// producer's clock is ahead): Age then reads 0.
+	ClockSkew bool
+
+	// ProduceRate and ConsumeRate are records per second over the window
+	// (end offset and committed offset deltas). RatesKnown is false until
+	// two samples exist.
+	ProduceRate float64
+	ConsumeRate float64
+	RatesKnown  bool
+	// ETA is the time to catch up at current rates; FallingBehind is set
+	// instead when the consumer is not gaining (consume <= produce) and
+	// there is lag. ETA is 0 when there is no lag.
+	ETA           time.Duration
+	ETAKnown      bool
+	FallingBehind bool
+
+	// TimeToLoss is retention - age on delete-policy topics with a finite
+	// retention (TimeToLossKnown); RetentionRisk flags it under the margin.
+	TimeToLoss      time.Duration
+	TimeToLossKnown bool
+	RetentionRisk   bool
+
+	Status Status
+	// Owner is the member id that owns the partition ("" when none).
+	Owner string
+	// Breach is set when Age exceeds the group's SLO.
+	Breach bool
+	// Compacted marks a compacted topic: offset lag is an upper bound
+	// (compaction leaves gaps), the age is still exact.
+	Compacted bool
+}
+
+// GroupLag is a consumer group's roll-up: maximum age (never an average),
+// sum of lag, worst status, plus its partition rows.
+type GroupLag struct {
+	Group   string
+	State   string // the coordinator's state (Stable, Empty, ...)
+	Members int
+	// IdleMembers are member ids with no assignment (e.g. more members than
+	// partitions): capacity that cannot help.
+	IdleMembers []string
+
+	Status Status
+	// Counts is the number of partitions in each status.
+	Counts [len(statusNames)]int
+
+	// MaxAge is the largest partition age (the group's headline "lag in
+	// time"); MaxAgeKnown is false when no lagging partition's age is known.
+	MaxAge          time.Duration
+	MaxAgeKnown     bool
+	MaxAgeTopic     string
+	MaxAgePartition int32
+	// AgesUnknown counts lagging partitions whose age could not be read.
+	AgesUnknown int
+
+	TotalLag    int64
+	Lost        int64
+	ProduceRate float64
+	ConsumeRate float64
+
+	// AgeSkew is max / median partition age among the group's partitions
+	// (0 when undefined): one stuck partition stands out when it is large.
+	AgeSkew float64
+
+	SLO    time.Duration
+	Breach bool
+
+	ClockSkew     bool
+	RetentionRisk bool
+
+	// Partitions are the rows, sorted by topic then partition.
+	Partitions []PartitionLag
+}
+
+// ISRClass classifies a partition's replication health, worst last.
+type ISRClass uint8
+
+const (
+	// Healthy: every replica is in sync.
+	Healthy ISRClass = iota
+	// UnderReplicated: ISR smaller than the replica set, still above min ISR.
+	UnderReplicated
+	// AtMinISR: ISR equals min.insync.replicas: one more loss blocks writes.
+	AtMinISR
+	// UnderMinISR: ISR below min.insync.replicas: acks=all writes are
+	// rejected with NOT_ENOUGH_REPLICAS.
+	UnderMinISR
+	// Offline: no leader: nothing can be read or written.
+	Offline
+)
+
+var isrNames = [...]string{"healthy", "under_replicated", "at_min_isr", "under_min_isr", "offline"}
+
+func (c ISRClass) String() string {
+	if int(c) < len(isrNames) {
+		return isrNames[c]
+	}
+	return fmt.Sprintf("ISRClass(%d)", c)
+}
+
+// MarshalText writes the class name ("under_min_isr", ...).
+func (c ISRClass) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// PartitionHealth is one partition's replication health.
+type PartitionHealth struct {
+	Topic       string   `json:"topic"`
+	Partition   int32    `json:"partition"`
+	Leader      int32    `json:"leader"`
+	LeaderEpoch int32    `json:"leader_epoch"`
+	Replicas    int      `json:"replicas"`
+	ISR         int      `json:"isr"`
+	MinISR      int      `json:"min_isr"`
+	Class       ISRClass `json:"class"`
+	// WritesBlocked: acks=all produce fails (UnderMinISR or Offline).
+	WritesBlocked bool `json:"writes_blocked"`
+	// Elections is the number of leader-epoch changes seen since the
+	// previous refresh (0 on the first).
+	Elections int `json:"elections"`
+	// Err is the partition's metadata error code name, if any.
+	Err string `json:"error,omitempty"`
+}
+
+// PartitionRate is one partition's produce rate, the input to skew.
+type PartitionRate struct {
+	Topic     string
+	Partition int32
+	Leader    int32
+	Rate      float64 // records per second over the window
+	Known     bool
+}
+
+// HotPartition is a partition whose produce rate is at least
+// Config.HotRatio times its topic's median.
+type HotPartition struct {
+	Topic     string  `json:"topic"`
+	Partition int32   `json:"partition"`
+	Leader    int32   `json:"leader"`
+	Rate      float64 `json:"produce_rate"`
+	// Ratio is Rate / median; 0 when the median is 0 (all others idle).
+	Ratio float64 `json:"ratio"`
+	// Share is the partition's fraction of the topic's produce rate.
+	Share float64 `json:"share"`
+}
+
+// TopicSkew is the produce-rate skew of one topic over the window.
+type TopicSkew struct {
+	Topic      string  `json:"topic"`
+	Partitions int     `json:"partitions"`
+	TotalRate  float64 `json:"produce_rate"`
+	MaxRate    float64 `json:"max_rate"`
+	MedianRate float64 `json:"median_rate"`
+	// Ratio is MaxRate / MedianRate; 0 when undefined. Unbounded is set when
+	// the median is 0 but some partition produces (one partition takes it all).
+	Ratio     float64        `json:"ratio"`
+	Unbounded bool           `json:"unbounded"`
+	Hot       []HotPartition `json:"hot"`
+}
+
+// BrokerShare is one broker's share of partition leadership and of produce
+// traffic (which lands on leaders).
+type BrokerShare struct {
+	Broker       int32   `json:"broker"`
+	Leaders      int     `json:"leaders"`
+	LeaderShare  float64 `json:"leader_share"`
+	ProduceRate  float64 `json:"produce_rate"`
+	ProduceShare float64 `json:"produce_share"`
+}
+
+// Config tunes the engine. Zero fields take the defaults in DefaultConfig.
+type Config struct {
+	// Window is the sliding window statuses and rates are judged over.
+	Window time.Duration
+	// SteadyAge: a partition whose age is at or below it is OK whatever its
+	// commits do (normal commit cadence and batching show as a few seconds).
+	SteadyAge time.Duration
+	// RetentionMargin flags TimeToLoss below it.
+	RetentionMargin time.Duration
+	// SkewTolerance: timestamps up to this far in the future read as age 0
+	// without a clock-skew flag (clocks a little apart are normal).
+	SkewTolerance time.Duration
+	// HotRatio: a partition is hot at HotRatio x its topic's median rate.
+	HotRatio float64
+	// MinHotRate: topics producing less than this (records/s in total) are
+	// not judged for hot partitions (noise).
+	MinHotRate float64
+}
+
+// DefaultConfig returns the defaults: a 2 minute window, 15 s steady age,
+// 6 h retention margin, 5 s skew tolerance, hot at 3x median above 1 rec/s.
+func DefaultConfig() Config {
+	return Config{
+		Window:          2 * time.Minute,
+		SteadyAge:       15 * time.Second,
+		RetentionMargin: 6 * time.Hour,
+		SkewTolerance:   5 * time.Second,
+		HotRatio:        3,
+		MinHotRate:      1,
+	}
+}
+
+// WithDefaults fills zero fields from DefaultConfig.
+func (c Config) WithDefaults() Config {
+	d := DefaultConfig()
+	if c.Window <= 0 {
+		c.Window = d.Window
+	}
+	if c.SteadyAge <= 0 {
+		c.SteadyAge = d.SteadyAge
+	}
+	if c.RetentionMargin <= 0 {
+		c.RetentionMargin = d.RetentionMargin
+	}
+	if c.SkewTolerance <= 0 {
+		c.SkewTolerance = d.SkewTolerance
+	}
+	if c.HotRatio <= 0 {
+		c.HotRatio = d.HotRatio
+	}
+	if c.MinHotRate <= 0 {
+		c.MinHotRate = d.MinHotRate
+	}
+	return c
+}
