@@ -9,6 +9,7 @@ package backends
 
 import (
 	"context"
+	"strconv"
 	"time"
 )
 
@@ -94,6 +95,12 @@ type Group struct {
 	ProtocolType string   `json:"protocol_type"`
 	Coordinator  int32    `json:"coordinator"`
 	Members      []Member `json:"members"`
+	// Type is the group protocol generation: "classic" (JoinGroup/SyncGroup)
+	// or "consumer" (KIP-848); empty when the broker does not say.
+	Type string `json:"type,omitempty"`
+	// Err is the Kafka error met describing this group (its code name
+	// first), empty when it was described; Groups keeps going past it.
+	Err string `json:"error,omitempty"`
 }
 
 // Committed is a group's committed offset for one partition.
@@ -156,4 +163,25 @@ type Cluster interface {
 // per leader broker and cache answers: the timestamp of an offset never changes.
 type TimestampReader interface {
 	FirstTimestamps(ctx context.Context, queries []OffsetQuery) ([]RecordTime, error)
+}
+
+// UnderReplicated reports whether fewer replicas are in sync than assigned.
+func (p Partition) UnderReplicated() bool { return len(p.ISR) < len(p.Replicas) }
+
+// UnderMinISR reports whether the in-sync replicas are fewer than minISR
+// (the topic's min.insync.replicas): acks=all producers are then refused
+// with NOT_ENOUGH_REPLICAS. minISR <= 0 means unknown and never reports.
+func (p Partition) UnderMinISR(minISR int) bool { return minISR > 0 && len(p.ISR) < minISR }
+
+// LeaderOffline reports whether the partition has no leader: it can be neither
+// written nor read.
+func (p Partition) LeaderOffline() bool { return p.Leader < 0 }
+
+// MinISR is the topic's min.insync.replicas, or 0 when unknown.
+func (t Topic) MinISR() int {
+	n, err := strconv.Atoi(t.Configs[ConfigMinISR])
+	if err != nil {
+		return 0
+	}
+	return n
 }
