@@ -1,0 +1,326 @@
+package lag
+
+import (
+	"sort"
+	"time"
+
+	"github.com/berth-dev/berth/backends"
+)
+
+// Sample is one earlier observation of a group's position in a partition.
+// The monitor keeps these; the engine only reads them.
+type Sample struct {
+	At        time.Time
+	Committed int64 // NoCommit when none
+	LogStart  int64
+	End       int64
+	// Age as computed at that sample (AgeKnown false when it was not).
+	Age      time.Duration
+	AgeKnown bool
+}
+
+// Probe is the timestamp read from the log for the current position.
+type Probe struct {
+	// Known is false when the timestamp could not be read (age unknown).
+	Known bool
+	// Found is false when no data record lies at or after the position
+	// (only transaction markers or aborted records): the tail is not lag.
+	Found     bool
+	Timestamp time.Time
+	Type      backends.TimestampType
+	// Approx: from a record batch header rather than the record itself.
+	Approx bool
+}
+
+// PartitionInput is everything the engine needs for one group x partition.
+type PartitionInput struct {
+	Topic     string
+	Partition int32
+	// Current observation (taken at now).
+	Committed int64 // NoCommit when none
+	LogStart  int64
+	End       int64
+	Probe     Probe
+	// History holds earlier samples, oldest first; only those within the
+	// window are used (or the newest one, if all are older).
+	History []Sample
+	// Owner is the member that owns the partition ("" when none).
+	Owner string
+	// Topic properties.
+	Compacted bool
+	Deletes   bool
+	Retention time.Duration // 0: infinite or unknown
+	SLO       time.Duration // 0: no breach judgement
+}
+
+// Position is where a group would read next: max(committed, logStart), the
+// log start when it never committed.
+func Position(committed, logStart int64) int64 {
+	if committed == NoCommit || committed < logStart {
+		return logStart
+	}
+	return committed
+}
+
+// OffsetLag is max(0, end - Position(committed, logStart)).
+func OffsetLag(committed, logStart, end int64) int64 {
+	if l := end - Position(committed, logStart); l > 0 {
+		return l
+	}
+	return 0
+}
+
+// Evaluate computes one partition's lag row at now.
+func Evaluate(in PartitionInput, now time.Time, cfg Config) PartitionLag {
+	cfg = cfg.WithDefaults()
+	r := PartitionLag{
+		Topic:     in.Topic,
+		Partition: in.Partition,
+		Committed: in.Committed,
+		LogStart:  in.LogStart,
+		End:       in.End,
+		Owner:     in.Owner,
+		Compacted: in.Compacted,
+	}
+	expired := in.Committed != NoCommit && in.Committed < in.LogStart
+	if expired {
+		r.Lost = in.LogStart - in.Committed
+	}
+	r.Lag = OffsetLag(in.Committed, in.LogStart, in.End)
+
+	// Age.
+	switch {
+	case r.Lag == 0:
+		r.AgeKnown = true
+	case !in.Probe.Known:
+	case !in.Probe.Found:
+		// Only markers (or aborted records) past the position: nothing to
+		// consume, so neither lag nor age.
+		r.Lag, r.AgeKnown = 0, true
+	default:
+		r.AgeKnown = true
+		r.Timestamp, r.TimestampType, r.AgeApprox = in.Probe.Timestamp, in.Probe.Type, in.Probe.Approx
+		r.Age = now.Sub(in.Probe.Timestamp)
+		if r.Age < 0 {
+			if -r.Age > cfg.SkewTolerance {
+				r.ClockSkew = true
+			}
+			r.Age = 0
+		}
+	}
+
+	// The window: samples no older than Window, or the newest one.
+	win := windowed(in.History, now, cfg.Window)
+
+	// Rates from the window's first sample.
+	if len(win) > 0 {
+		first := win[0]
+		if dt := now.Sub(first.At).Seconds(); dt > 0 {
+			r.RatesKnown = true
+			if d := in.End - first.End; d > 0 {
+				r.ProduceRate = float64(d) / dt
+			}
+			if in.Committed != NoCommit && first.Committed != NoCommit {
+				if d := in.Committed - first.Committed; d > 0 {
+					r.ConsumeRate = float64(d) / dt
+				}
+			}
+		}
+	}
+	switch {
+	case r.Lag == 0:
+		r.ETAKnown = true
+	case r.RatesKnown && r.ConsumeRate > r.ProduceRate:
+		r.ETA = time.Duration(float64(r.Lag) / (r.ConsumeRate - r.ProduceRate) * float64(time.Second))
+		r.ETAKnown = true
+	case r.RatesKnown:
+		r.FallingBehind = true
+	}
+
+	// Time to data loss.
+	if in.Deletes && in.Retention > 0 && r.Lag > 0 && r.AgeKnown {
+		r.TimeToLoss = in.Retention - r.Age
+		r.TimeToLossKnown = true
+		r.RetentionRisk = r.TimeToLoss < cfg.RetentionMargin
+	}
+
+	if in.SLO > 0 && r.AgeKnown && r.Age > in.SLO {
+		r.Breach = true
+	}
+	r.Status = status(in, r, win, expired, cfg)
+	return r
+}
+
+func windowed(h []Sample, now time.Time, window time.Duration) []Sample {
+	if len(h) == 0 {
+		return nil
+	}
+	i := sort.Search(len(h), func(i int) bool { return now.Sub(h[i].At) <= window })
+	if i == len(h) {
+		// Every sample is older than the window (refreshes slower than the
+		// window): judge against the newest one.
+		return h[len(h)-1:]
+	}
+	return h[i:]
+}
+
+// status applies the rules in order; the first that matches wins.
+func status(in PartitionInput, r PartitionLag, win []Sample, expired bool, cfg Config) Status {
+	if expired {
+		return EXPIRED
+	}
+	// REWIND: a commit in the window (or now) went below its predecessor,
+	// and the group has not yet come back to the highest commit before it.
+	peak, prev, rewound := int64(NoCommit), int64(NoCommit), int64(NoCommit)
+	step := func(c int64) {
+		if c == NoCommit {
+			return
+		}
+		if prev != NoCommit && c < prev {
+			rewound = peak
+		}
+		if c > peak {
+			peak = c
+		}
+		prev = c
+	}
+	for _, s := range win {
+		step(s.Committed)
+	}
+	step(in.Committed)
+	if rewound != NoCommit && in.Committed != NoCommit && in.Committed < rewound {
+		return REWIND
+	}
+	if r.Lag == 0 {
+		return OK
+	}
+	moved := false
+	for _, s := range win {
+		if s.Committed != in.Committed {
+			moved = true
+		}
+	}
+	if in.Owner == "" && !moved {
+		return STOPPED
+	}
+	if len(win) == 0 {
+		// One sample shows no movement: nothing more can be judged.
+		return OK
+	}
+	for _, s := range win {
+		if OffsetLag(s.Committed, s.LogStart, s.End) == 0 {
+			return OK // caught up within the window: new data just arrived
+		}
+	}
+	if r.AgeKnown && r.Age <= cfg.SteadyAge {
+		return OK
+	}
+	if !moved {
+		return STALLED
+	}
+	first := win[0]
+	firstLag := OffsetLag(first.Committed, first.LogStart, first.End)
+	if r.Lag >= firstLag {
+		return LAGGING
+	}
+	if r.AgeKnown && first.AgeKnown && r.Age >= first.Age {
+		return LAGGING
+	}
+	return OK
+}
+
+// GroupInfo is what the roll-up needs to know about a group.
+type GroupInfo struct {
+	Name    string
+	State   string
+	Members []backends.Member
+	SLO     time.Duration
+}
+
+// Owners maps each assigned partition to the member that owns it.
+func Owners(members []backends.Member) map[backends.TopicPartition]string {
+	m := make(map[backends.TopicPartition]string)
+	for _, mem := range members {
+		for _, tp := range mem.Assigned {
+			m[tp] = mem.ID
+		}
+	}
+	return m
+}
+
+// IdleMembers lists members with no assigned partition, sorted.
+func IdleMembers(members []backends.Member) []string {
+	var idle []string
+	for _, m := range members {
+		if len(m.Assigned) == 0 {
+			idle = append(idle, m.ID)
+		}
+	}
+	sort.Strings(idle)
+	return idle
+}
+
+// RollUp combines a group's partition rows: worst status, maximum age (never
+// an average), sum of lag, age skew (max / median, the median floored at one
+// second so a single stuck partition among caught-up ones reads as its age in
+// seconds) and SLO breach. rows are sorted by topic and partition in place.
+func RollUp(info GroupInfo, rows []PartitionLag) GroupLag {
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].Topic != rows[j].Topic {
+			return rows[i].Topic < rows[j].Topic
+		}
+		return rows[i].Partition < rows[j].Partition
+	})
+	g := GroupLag{
+		Group:       info.Name,
+		State:       info.State,
+		Members:     len(info.Members),
+		IdleMembers: IdleMembers(info.Members),
+		SLO:         info.SLO,
+		Partitions:  rows,
+	}
+	ages := make([]time.Duration, 0, len(rows))
+	first := true
+	for i := range rows {
+		r := &rows[i]
+		g.Counts[r.Status]++
+		if r.Status > g.Status {
+			g.Status = r.Status
+		}
+		g.TotalLag += r.Lag
+		g.Lost += r.Lost
+		g.ProduceRate += r.ProduceRate
+		g.ConsumeRate += r.ConsumeRate
+		g.ClockSkew = g.ClockSkew || r.ClockSkew
+		g.RetentionRisk = g.RetentionRisk || r.RetentionRisk
+		if !r.AgeKnown {
+			g.AgesUnknown++
+			continue
+		}
+		ages = append(ages, r.Age)
+		if first || r.Age > g.MaxAge {
+			g.MaxAge, g.MaxAgeTopic, g.MaxAgePartition = r.Age, r.Topic, r.Partition
+			first = false
+		}
+		g.MaxAgeKnown = true
+	}
+	if len(ages) > 1 {
+		med := median(ages)
+		if med < time.Second {
+			med = time.Second
+		}
+		g.AgeSkew = float64(g.MaxAge) / float64(med)
+	}
+	g.Breach = info.SLO > 0 && g.MaxAgeKnown && g.MaxAge > info.SLO
+	return g
+}
+
+func median(d []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
