@@ -6,7 +6,9 @@ package kafka
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -48,6 +50,12 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 		cl.Close()
 		if pctx.Err() != nil {
 			return nil, fmt.Errorf("kafka %s: unreachable within %s", strings.Join(o.Bootstrap, ","), o.timeout())
+		}
+		// A refused or unroutable connection fails at once; say so plainly
+		// rather than wait out the timeout.
+		var op *net.OpError
+		if errors.As(err, &op) && op.Err != nil {
+			return nil, fmt.Errorf("kafka %s: unreachable: %s", strings.Join(o.Bootstrap, ","), op.Err)
 		}
 		return nil, fmt.Errorf("kafka %s: %w", strings.Join(o.Bootstrap, ","), err)
 	}

@@ -75,9 +75,20 @@ func newRoot(a *app) *cobra.Command {
 	for _, f := range commands {
 		root.AddCommand(f(a))
 	}
-	// The console is the default action.
-	if tuiRun != nil {
-		root.RunE = func(cmd *cobra.Command, _ []string) error { return tuiRun(a, cmd) }
+	// The console is the default action. Without it, bare `berth` prints
+	// help; either way an unknown command is a usage error (exit 2), not
+	// cobra's help page with exit 0.
+	root.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usageErr("unknown command %q (see berth --help)", args[0])
+		}
+		return nil
+	}
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		if tuiRun != nil {
+			return tuiRun(a, cmd)
+		}
+		return cmd.Help()
 	}
 	return root
 }
