@@ -1,0 +1,161 @@
+package capacity
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// trimFloat renders v with as many digits as it needs and no exponent
+// ("20000", "0.3", "1.5").
+func trimFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// groupThousands renders v with d decimals and comma-grouped thousands
+// ("31,200,000", "19.53"). A non-zero value that would round to zero is
+// shown with three significant digits instead, so a small figure never
+// reads as nothing.
+func groupThousands(v float64, d int) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "—" // never printed for computed figures; defensive
+	}
+	if v != 0 && math.Abs(v) < 0.5*math.Pow10(-d) {
+		return strconv.FormatFloat(v, 'g', 3, 64)
+	}
+	s := strconv.FormatFloat(v, 'f', d, 64)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	intPart, frac, hasFrac := strings.Cut(s, ".")
+	var b strings.Builder
+	for i, r := range intPart {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	out := b.String()
+	if hasFrac {
+		out += "." + frac
+	}
+	if neg {
+		out = "-" + out
+	}
+	return out
+}
+
+// num renders a figure with d decimals, dropping a fractional part of
+// zeros for whole counts typed as inputs ("20,000", "0.5").
+func num(v float64) string {
+	if v == math.Trunc(v) {
+		return groupThousands(v, 0)
+	}
+	s := groupThousands(v, 2)
+	if strings.Contains(s, ".") && !strings.ContainsAny(s, "e") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
+}
+
+// FormatSizeInput renders a byte count as text ParseSize reads back exactly:
+// "1KiB" when it is a whole number of a binary unit, "1000B" otherwise.
+func FormatSizeInput(b float64) string {
+	for _, u := range []struct {
+		name string
+		n    float64
+	}{{"GiB", GiB}, {"MiB", MiB}, {"KiB", KiB}} {
+		if b >= u.n && math.Mod(b, u.n) == 0 {
+			return trimFloat(b/u.n) + u.name
+		}
+	}
+	return trimFloat(b) + "B"
+}
+
+// FormatSize renders a byte count for reading: "1 KiB", "1.5 KiB", "1,000 B".
+func FormatSize(b float64) string {
+	for _, u := range []struct {
+		name string
+		n    float64
+	}{{"GiB", GiB}, {"MiB", MiB}, {"KiB", KiB}} {
+		if b >= u.n {
+			return num(math.Round(b/u.n*100)/100) + " " + u.name
+		}
+	}
+	return num(math.Round(b*100)/100) + " B"
+}
+
+// FormatDurationInput renders a duration as text ParseDuration reads back:
+// the largest unit it is a whole number of ("3d", "10m"), else seconds.
+func FormatDurationInput(d time.Duration) string {
+	for _, u := range []struct {
+		name string
+		d    time.Duration
+	}{{"d", 24 * time.Hour}, {"h", time.Hour}, {"m", time.Minute}, {"s", time.Second}} {
+		if d >= u.d && d%u.d == 0 {
+			return strconv.FormatInt(int64(d/u.d), 10) + u.name
+		}
+	}
+	if d == 0 {
+		return "0s"
+	}
+	return trimFloat(d.Seconds()) + "s"
+}
+
+// FormatDuration renders seconds for reading: "18m 34s", "3d", "1h 5m".
+func FormatDuration(s float64) string {
+	if s < 1 {
+		return num(math.Round(s*1000)/1000) + " s"
+	}
+	total := int64(math.Round(s))
+	parts := []string{}
+	for _, u := range []struct {
+		name string
+		n    int64
+	}{{"d", 86400}, {"h", 3600}, {"m", 60}, {"s", 1}} {
+		if q := total / u.n; q > 0 {
+			parts = append(parts, fmt.Sprintf("%d%s", q, u.name))
+			total -= q * u.n
+		}
+		if len(parts) == 2 {
+			break
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// FormatValue renders an output's value for reading, at the precision the
+// seed's worksheet prints it, with its unit.
+func FormatValue(o Output, v float64) string {
+	switch o {
+	case IngestMiBPerS, PeakMiBPerS, EgressMiBPerS, PeakEgressMiBPerS:
+		return groupThousands(v, 2) + " MiB/s"
+	case IngestTBPerDay:
+		return groupThousands(v, 3) + " TB/day"
+	case IngestTiBPerDay:
+		return groupThousands(v, 3) + " TiB/day"
+	case RetentionLogicalTiB, RetentionReplicatedTiB:
+		return groupThousands(v, 2) + " TiB"
+	case PeakGrossGiB, PeakAboveBaselineGiB:
+		return groupThousands(v, 2) + " GiB"
+	case DeliveriesPerS, PeakDeliveriesPerS, PartitionCapPerS, HotPartitionPerS:
+		return groupThousands(v, 0) + "/s"
+	case OtherPartitionPerS:
+		return "≈" + groupThousands(v, 0) + "/s each"
+	case ConsumersPerGroup, PeakConsumersPerGroup:
+		return groupThousands(v, 0) + " per group"
+	case ConsumersTotal, PeakConsumersTotal:
+		return groupThousands(v, 0) + " total"
+	case MinPartitionsForPeak:
+		return "≥" + groupThousands(v, 0) + " partitions"
+	case PeakBacklogEvents, LagEventsForDuration:
+		return groupThousands(v, 0) + " events"
+	case DrainSeconds, LagSecondsForEvents:
+		if v >= 60 {
+			return groupThousands(v, 0) + " s (" + FormatDuration(v) + ")"
+		}
+		return num(math.Round(v*10)/10) + " s"
+	case HotPartitionMultiple:
+		return groupThousands(v, 1) + "×"
+	}
+	return num(v)
+}
