@@ -137,6 +137,10 @@ type RecordTime struct {
 	At        int64         `json:"at"`
 	Timestamp time.Time     `json:"timestamp"`
 	Type      TimestampType `json:"timestamp_type"`
+	// Approximate is set when the timestamp came from a record batch header
+	// (the record did not come back whole): the batch's first timestamp, an
+	// upper bound on the age within the producer's linger time.
+	Approximate bool `json:"approximate,omitempty"`
 }
 
 // Cluster is what the console needs from a Kafka-shaped cluster. Every call
