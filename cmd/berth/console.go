@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-dev/berth/backends"
+	"github.com/berth-dev/berth/backends/kafka"
+	"github.com/berth-dev/berth/internal/monitor"
+	"github.com/berth-dev/berth/lag"
+	"github.com/berth-dev/berth/tui"
+)
+
+// Bare `berth` opens the console on the current context.
+func init() {
+	tuiRun = func(a *app, _ *cobra.Command) error { return a.runConsole(consoleOptions{}) }
+}
+
+// consoleOptions are what other commands (berth demo) add to the console.
+type consoleOptions struct {
+	// brokerToggle takes a bundled broker down or brings it back; the
+	// brokers page offers it only when set.
+	brokerToggle func(id int32, down bool) error
+	// refresh overrides the configured refresh interval when positive.
+	refresh time.Duration
+}
+
+// runConsole opens the interactive console and returns when the user quits.
+func (a *app) runConsole(o consoleOptions) error {
+	reason := ""
+	if a.readOnly {
+		reason = "--read-only"
+		if a.ctx.ReadOnly {
+			reason = "context " + a.ctxName + " has read_only: true"
+		}
+	}
+	forced := a.v.GetBool("read-only")
+	return tui.Run(tui.Options{
+		Config:         a.cfg,
+		Context:        a.ctxName,
+		ReadOnly:       a.readOnly,
+		ReadOnlyReason: reason,
+		Dial:           a.dialConsole,
+		Timeout:        a.timeout,
+		Refresh:        o.refresh,
+		BrokerToggle:   o.brokerToggle,
+		ReadOnlyFor: func(name string) (bool, string) {
+			switch {
+			case a.cfg.Contexts[name].ReadOnly:
+				return true, "context " + name + " has read_only: true"
+			case forced:
+				return true, "--read-only"
+			}
+			return false, ""
+		},
+	})
+}
+
+// dialConsole attaches the console to a context: a Kafka client, the
+// timestamp reader and a monitor (the refresh loop's state and history).
+// It runs inside a tea.Cmd, bounded by ctx.
+func (a *app) dialConsole(ctx context.Context, name string) (tui.Source, error) {
+	b := *a // a copy: the options of another context, without touching a
+	if name != a.ctxName {
+		c, ok := a.cfg.Contexts[name]
+		if !ok {
+			return nil, fmt.Errorf("unknown context %q", name)
+		}
+		b.ctxName, b.ctx = name, c
+	}
+	opts, err := b.kafkaOptions()
+	if err != nil {
+		return nil, err
+	}
+	client, err := kafka.Dial(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	cluster := kafka.NewCluster(client)
+	cfg := a.cfg
+	mon := monitor.New(cluster, kafka.NewTimestampReader(client), monitor.Config{
+		Lag: lag.Config{Window: cfg.Lag.Window, RetentionMargin: cfg.Lag.RetentionMargin},
+		SLO: func(group string) time.Duration {
+			_, slo := cfg.GroupPolicyFor(group)
+			return slo
+		},
+	})
+	return &consoleSource{cluster: cluster, mon: mon}, nil
+}
+
+// consoleSource is a tui.Source over the Kafka backend and a monitor.
+type consoleSource struct {
+	cluster *kafka.Cluster
+	mon     *monitor.Monitor
+}
+
+func (s *consoleSource) Refresh(ctx context.Context) (*tui.Snapshot, error) {
+	snap, err := s.mon.Refresh(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &snap, nil
+}
+
+func (s *consoleSource) Cluster() backends.Cluster { return s.cluster }
+
+func (s *consoleSource) Close() { s.cluster.Close() }

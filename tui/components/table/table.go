@@ -1,0 +1,792 @@
+// Package table is the console's data table: a windowed renderer that draws
+// only the rows on screen, with a "/" filter, sorting by any column and vim
+// keys. It replaces bubbles/table for the big tables because bubbles renders
+// about twice the visible rows through lipgloss on every keypress, which
+// costs ~3 ms a frame at 10k rows (see /work/shared/reference/table-render.md);
+// this one writes pre-extracted SGR sequences around hand-padded cells and
+// costs tens of microseconds, whatever the row count.
+//
+// Rows are data (sanitised strings plus numeric sort keys); SetRows swaps the
+// slice and recomputes the filtered, sorted index. The cursor follows the
+// selected row's ID across refreshes, so a refresh never moves the user.
+//
+// Filter syntax: plain text matches rows containing it (case-insensitive,
+// any column); a leading "~" or "r:" makes the rest a regular expression
+// (Go RE2 syntax, case-insensitive).
+package table
+
+import (
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/berth-dev/berth/tui/keys"
+	"github.com/berth-dev/berth/tui/styles"
+)
+
+// Column describes one column.
+type Column struct {
+	Title string
+	// Width is the column's natural content width in cells.
+	Width int
+	// Flex is the column's share of spare width (0: fixed width).
+	Flex int
+	// Right aligns the column to the right (numbers).
+	Right bool
+	// Numeric sorts the column by Row.Nums instead of the text.
+	Numeric bool
+	// Drop is the order in which columns are hidden when the terminal is too
+	// narrow: the highest Drop goes first; 0 is never dropped.
+	Drop int
+}
+
+// Row is one table row. Cells must already be sanitised display text.
+type Row struct {
+	// ID identifies the row across refreshes (the cursor follows it).
+	ID    string
+	Cells []string
+	// Nums are the sort keys of Numeric columns, by column index. NaN (or a
+	// short slice) sorts after every number.
+	Nums []float64
+	// Level colours the whole row.
+	Level styles.Level
+	// CellLevels, when set, colours cells individually (overrides Level).
+	CellLevels []styles.Level
+}
+
+// gap is the space between columns; gutter holds the cursor mark.
+const (
+	gap        = 2
+	gutterW    = 2
+	cursorMark = "▸ "
+	noMark     = "  "
+	wheelStep  = 3
+)
+
+// Model is the table state. It is a value: Update returns the new one.
+type Model struct {
+	cols []Column
+	rows []Row
+
+	view   []int // indices into rows, filtered and sorted
+	cursor int   // index into view
+	offset int   // first visible index into view
+
+	width, height int
+	visCols       []int // indices of columns shown at this width
+	widths        []int // widths of visCols
+
+	sortCol  int // -1: the rows' own order
+	sortDesc bool
+
+	filter    string
+	filterRe  *regexp.Regexp
+	filterErr string
+	filtering bool
+
+	empty string
+
+	keys   keys.Table
+	fkeys  keys.Filter
+	sgr    [styles.NumLevels]styles.SGR
+	selSGR styles.SGR
+	hdrSGR styles.SGR
+	srtSGR styles.SGR
+	dimSGR styles.SGR
+}
+
+// New returns a table with the given columns, styled by st.
+func New(cols []Column, st *styles.Styles) Model {
+	m := Model{cols: cols, sortCol: -1, keys: keys.DefaultTable(), fkeys: keys.DefaultFilter(), empty: "no rows"}
+	for i := range m.sgr {
+		if styles.Level(i) == styles.Normal {
+			continue // the terminal's own foreground reads best on any background
+		}
+		m.sgr[i] = styles.Of(st.Levels[i])
+	}
+	m.selSGR = styles.Of(st.Selected)
+	m.hdrSGR = styles.Of(st.Header)
+	m.srtSGR = styles.Of(st.HeaderSorted)
+	m.dimSGR = styles.Of(st.Muted)
+	m.SetSize(80, 10)
+	return m
+}
+
+// KeyBindings returns the table's keys (for help).
+func (m Model) KeyBindings() []key.Binding { return m.keys.Bindings() }
+
+// SetEmpty sets the text shown when there are no rows at all.
+func (m *Model) SetEmpty(s string) { m.empty = s }
+
+// SetSize sets the table's outer size: one header line, the rows, and one
+// footer line (filter and row count).
+func (m *Model) SetSize(w, h int) {
+	if w < 10 {
+		w = 10
+	}
+	if h < 3 {
+		h = 3
+	}
+	m.width, m.height = w, h
+	m.layout()
+	m.clamp()
+}
+
+// SetSort sorts by column col (-1: none), descending if desc.
+func (m *Model) SetSort(col int, desc bool) {
+	id := m.selectedID()
+	m.sortCol, m.sortDesc = col, desc
+	m.recompute(id)
+}
+
+// Sort returns the sort column and direction.
+func (m Model) Sort() (col int, desc bool) { return m.sortCol, m.sortDesc }
+
+// SetFilter applies a filter as if typed (see the package doc for syntax).
+func (m *Model) SetFilter(f string) {
+	id := m.selectedID()
+	m.filter = f
+	m.compileFilter()
+	m.recompute(id)
+}
+
+// Filter returns the current filter text.
+func (m Model) Filter() string { return m.filter }
+
+// Filtering reports whether the filter line is taking keystrokes.
+func (m Model) Filtering() bool { return m.filtering }
+
+// CapturesKey reports whether the table wants this key before any global
+// handler: everything while typing a filter, and esc while a filter is set
+// (esc clears the filter before it goes back).
+func (m Model) CapturesKey(msg tea.KeyMsg) bool {
+	if m.filtering {
+		return true
+	}
+	return m.filter != "" && key.Matches(msg, m.fkeys.Cancel)
+}
+
+// SetRows replaces the rows. The cursor stays on the row with the same ID.
+func (m *Model) SetRows(rows []Row) {
+	id := m.selectedID()
+	m.rows = rows
+	m.recompute(id)
+}
+
+// Rows returns all rows (unfiltered).
+func (m Model) Rows() []Row { return m.rows }
+
+// Len is the number of rows shown (after the filter).
+func (m Model) Len() int { return len(m.view) }
+
+// Cursor is the cursor's index among the rows shown.
+func (m Model) Cursor() int { return m.cursor }
+
+// Offset is the index of the first row on screen.
+func (m Model) Offset() int { return m.offset }
+
+// Selected returns the row under the cursor.
+func (m Model) Selected() (Row, bool) {
+	if m.cursor < 0 || m.cursor >= len(m.view) {
+		return Row{}, false
+	}
+	return m.rows[m.view[m.cursor]], true
+}
+
+// VisibleRow returns the i-th row shown (after filter and sort).
+func (m Model) VisibleRow(i int) (Row, bool) {
+	if i < 0 || i >= len(m.view) {
+		return Row{}, false
+	}
+	return m.rows[m.view[i]], true
+}
+
+// Select moves the cursor to the row with this ID, if shown.
+func (m *Model) Select(id string) bool {
+	for i, r := range m.view {
+		if m.rows[r].ID == id {
+			m.cursor = i
+			m.clamp()
+			return true
+		}
+	}
+	return false
+}
+
+func (m Model) selectedID() string {
+	if r, ok := m.Selected(); ok {
+		return r.ID
+	}
+	return ""
+}
+
+func (m Model) bodyHeight() int { return m.height - 2 }
+
+// Update handles keys and the mouse wheel.
+func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.KeyMsg:
+		if m.filtering {
+			m.updateFilter(msg)
+			return m, nil
+		}
+		m.updateKey(msg)
+	case tea.MouseMsg:
+		if msg.Action != tea.MouseActionPress {
+			break
+		}
+		switch msg.Button {
+		case tea.MouseButtonWheelUp:
+			m.move(-wheelStep)
+		case tea.MouseButtonWheelDown:
+			m.move(wheelStep)
+		}
+	}
+	return m, nil
+}
+
+func (m *Model) updateKey(msg tea.KeyMsg) {
+	page := m.bodyHeight()
+	switch {
+	case key.Matches(msg, m.keys.Up):
+		m.move(-1)
+	case key.Matches(msg, m.keys.Down):
+		m.move(1)
+	case key.Matches(msg, m.keys.PageUp):
+		m.move(-page)
+	case key.Matches(msg, m.keys.PageDown):
+		m.move(page)
+	case key.Matches(msg, m.keys.Home):
+		m.cursor = 0
+		m.clamp()
+	case key.Matches(msg, m.keys.End):
+		m.cursor = len(m.view) - 1
+		m.clamp()
+	case key.Matches(msg, m.keys.Filter):
+		m.filtering = true
+	case key.Matches(msg, m.fkeys.Cancel):
+		if m.filter != "" {
+			m.SetFilter("")
+		}
+	case key.Matches(msg, m.keys.SortCol):
+		n, _ := strconv.Atoi(msg.String())
+		m.sortByVisible(n - 1)
+	case key.Matches(msg, m.keys.SortNext):
+		m.stepSort(1)
+	case key.Matches(msg, m.keys.SortPrev):
+		m.stepSort(-1)
+	case key.Matches(msg, m.keys.SortFlip):
+		if m.sortCol < 0 && len(m.visCols) > 0 {
+			m.SetSort(m.visCols[0], true)
+		} else {
+			m.SetSort(m.sortCol, !m.sortDesc)
+		}
+	}
+}
+
+// sortByVisible sorts by the n-th column on screen; again toggles direction.
+// Numeric columns start descending (biggest lag first), text ascending.
+func (m *Model) sortByVisible(n int) {
+	if n < 0 || n >= len(m.visCols) {
+		return
+	}
+	c := m.visCols[n]
+	if c == m.sortCol {
+		m.SetSort(c, !m.sortDesc)
+		return
+	}
+	m.SetSort(c, m.cols[c].Numeric)
+}
+
+func (m *Model) stepSort(d int) {
+	if len(m.visCols) == 0 {
+		return
+	}
+	pos := -1
+	for i, c := range m.visCols {
+		if c == m.sortCol {
+			pos = i
+		}
+	}
+	pos = ((pos+d)%len(m.visCols) + len(m.visCols)) % len(m.visCols)
+	c := m.visCols[pos]
+	m.SetSort(c, m.cols[c].Numeric)
+}
+
+func (m *Model) updateFilter(msg tea.KeyMsg) {
+	switch {
+	case key.Matches(msg, m.fkeys.Accept):
+		m.filtering = false
+	case key.Matches(msg, m.fkeys.Cancel):
+		m.filtering = false
+		m.SetFilter("")
+	case key.Matches(msg, m.fkeys.Erase):
+		if m.filter != "" {
+			_, n := utf8.DecodeLastRuneInString(m.filter)
+			m.SetFilter(m.filter[:len(m.filter)-n])
+		}
+	case key.Matches(msg, m.fkeys.Clear):
+		m.SetFilter("")
+	case msg.Type == tea.KeyRunes || msg.Type == tea.KeySpace:
+		m.SetFilter(m.filter + string(msg.Runes))
+	}
+}
+
+func (m *Model) move(d int) {
+	m.cursor += d
+	m.clamp()
+}
+
+// clamp keeps the cursor in range and on screen.
+func (m *Model) clamp() {
+	n := len(m.view)
+	if m.cursor >= n {
+		m.cursor = n - 1
+	}
+	if m.cursor < 0 {
+		m.cursor = 0
+	}
+	h := m.bodyHeight()
+	if m.offset > m.cursor {
+		m.offset = m.cursor
+	}
+	if m.cursor >= m.offset+h {
+		m.offset = m.cursor - h + 1
+	}
+	if m.offset > n-h {
+		m.offset = n - h
+	}
+	if m.offset < 0 {
+		m.offset = 0
+	}
+}
+
+func (m *Model) compileFilter() {
+	m.filterRe, m.filterErr = nil, ""
+	pat, isRe := regexPattern(m.filter)
+	if !isRe {
+		return
+	}
+	re, err := regexp.Compile("(?i)" + pat)
+	if err != nil {
+		m.filterErr = "bad regex"
+		return
+	}
+	m.filterRe = re
+}
+
+// regexPattern reports whether f is a regex filter and returns its pattern.
+func regexPattern(f string) (string, bool) {
+	switch {
+	case strings.HasPrefix(f, "~"):
+		return f[1:], true
+	case strings.HasPrefix(f, "r:"):
+		return f[2:], true
+	}
+	return f, false
+}
+
+// Match reports whether a row matches the filter text f (the same rule the
+// table applies; exported for tests and for pages that filter elsewhere).
+func Match(r Row, f string) bool {
+	m := Model{filter: f}
+	m.compileFilter()
+	return m.matches(r, strings.ToLower(f))
+}
+
+func (m *Model) matches(r Row, lower string) bool {
+	if m.filterRe != nil {
+		for _, c := range r.Cells {
+			if m.filterRe.MatchString(c) {
+				return true
+			}
+		}
+		return false
+	}
+	if m.filterErr != "" {
+		return true // a half-typed regex shows everything rather than nothing
+	}
+	for _, c := range r.Cells {
+		if containsFold(c, lower) {
+			return true
+		}
+	}
+	return false
+}
+
+// containsFold is strings.Contains(strings.ToLower(s), lower) without
+// allocating for ASCII text.
+func containsFold(s, lower string) bool {
+	if lower == "" {
+		return true
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return strings.Contains(strings.ToLower(s), lower)
+		}
+	}
+	n := len(lower)
+outer:
+	for i := 0; i+n <= len(s); i++ {
+		for j := 0; j < n; j++ {
+			c := s[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != lower[j] {
+				continue outer
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// recompute rebuilds the filtered, sorted view and puts the cursor back on id.
+func (m *Model) recompute(id string) {
+	view := m.view[:0]
+	if cap(view) < len(m.rows) {
+		view = make([]int, 0, len(m.rows))
+	}
+	pat, _ := regexPattern(m.filter)
+	if pat == "" {
+		for i := range m.rows {
+			view = append(view, i)
+		}
+	} else {
+		lower := strings.ToLower(m.filter)
+		for i := range m.rows {
+			if m.matches(m.rows[i], lower) {
+				view = append(view, i)
+			}
+		}
+	}
+	m.view = view
+	if c := m.sortCol; c >= 0 && c < len(m.cols) {
+		numeric, desc, rows := m.cols[c].Numeric, m.sortDesc, m.rows
+		sort.SliceStable(view, func(a, b int) bool {
+			ra, rb := &rows[view[a]], &rows[view[b]]
+			var cmp int
+			if numeric {
+				cmp = cmpNum(num(ra, c), num(rb, c))
+			} else {
+				cmp = strings.Compare(cell(ra, c), cell(rb, c))
+			}
+			if desc {
+				cmp = -cmp
+			}
+			return cmp < 0
+		})
+	}
+	if id != "" {
+		for i, r := range m.view {
+			if m.rows[r].ID == id {
+				m.cursor = i
+				break
+			}
+		}
+	}
+	m.clamp()
+}
+
+func num(r *Row, c int) float64 {
+	if c < len(r.Nums) {
+		return r.Nums[c]
+	}
+	return math.NaN()
+}
+
+func cell(r *Row, c int) string {
+	if c < len(r.Cells) {
+		return r.Cells[c]
+	}
+	return ""
+}
+
+// cmpNum orders numbers. NaN ("no value") counts as -Inf, so it goes last
+// in the usual descending view of a numeric column (biggest first).
+func cmpNum(a, b float64) int {
+	if math.IsNaN(a) {
+		a = math.Inf(-1)
+	}
+	if math.IsNaN(b) {
+		b = math.Inf(-1)
+	}
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// layout decides which columns fit and how wide each is.
+func (m *Model) layout() {
+	avail := m.width - gutterW
+	vis := make([]int, 0, len(m.cols))
+	for i := range m.cols {
+		vis = append(vis, i)
+	}
+	need := func(v []int) int {
+		t := 0
+		for _, c := range v {
+			t += m.cols[c].Width
+		}
+		return t + gap*(len(v)-1)
+	}
+	for len(vis) > 1 && need(vis) > avail {
+		drop, best := -1, 0
+		for i, c := range vis {
+			if d := m.cols[c].Drop; d > best {
+				drop, best = i, d
+			}
+		}
+		if drop < 0 {
+			break
+		}
+		vis = append(vis[:drop], vis[drop+1:]...)
+	}
+	widths := make([]int, len(vis))
+	flex := 0
+	for i, c := range vis {
+		widths[i] = m.cols[c].Width
+		flex += m.cols[c].Flex
+	}
+	spare := avail - need(vis)
+	if spare > 0 && flex > 0 {
+		given := 0
+		last := -1
+		for i, c := range vis {
+			if f := m.cols[c].Flex; f > 0 {
+				add := spare * f / flex
+				widths[i] += add
+				given += add
+				last = i
+			}
+		}
+		widths[last] += spare - given
+	}
+	// Still too wide (only undroppable columns left): shrink the widest.
+	for over := need2(widths) - avail; over > 0; over = need2(widths) - avail {
+		wi := 0
+		for i := range widths {
+			if widths[i] > widths[wi] {
+				wi = i
+			}
+		}
+		if widths[wi] <= 3 {
+			break
+		}
+		cut := over
+		if cut > widths[wi]-3 {
+			cut = widths[wi] - 3
+		}
+		widths[wi] -= cut
+	}
+	m.visCols, m.widths = vis, widths
+}
+
+func need2(w []int) int {
+	t := 0
+	for _, x := range w {
+		t += x
+	}
+	return t + gap*(len(w)-1)
+}
+
+// View renders header, visible rows and the footer: exactly height lines,
+// each exactly width cells.
+func (m Model) View() string {
+	var b strings.Builder
+	b.Grow((m.width + 32) * m.height)
+	m.writeHeader(&b)
+	h := m.bodyHeight()
+	end := m.offset + h
+	if end > len(m.view) {
+		end = len(m.view)
+	}
+	lines := 0
+	for i := m.offset; i < end; i++ {
+		b.WriteByte('\n')
+		m.writeRow(&b, &m.rows[m.view[i]], i == m.cursor)
+		lines++
+	}
+	if len(m.view) == 0 && h > 0 {
+		b.WriteByte('\n')
+		msg := m.empty
+		if len(m.rows) > 0 {
+			msg = "no rows match the filter"
+		}
+		writePadded(&b, m.dimSGR.Wrap(noMark+msg), m.width-gutterW-ansi.StringWidth(msg))
+		lines++
+	}
+	for ; lines < h; lines++ {
+		b.WriteByte('\n')
+		b.WriteString(strings.Repeat(" ", m.width))
+	}
+	b.WriteByte('\n')
+	m.writeFooter(&b)
+	return b.String()
+}
+
+func writePadded(b *strings.Builder, s string, pad int) {
+	b.WriteString(s)
+	for ; pad > 0; pad-- {
+		b.WriteByte(' ')
+	}
+}
+
+func (m Model) writeHeader(b *strings.Builder) {
+	b.WriteString(noMark)
+	for i, c := range m.visCols {
+		if i > 0 {
+			b.WriteString("  ")
+		}
+		title := m.cols[c].Title
+		sgr := m.hdrSGR
+		if c == m.sortCol {
+			sgr = m.srtSGR
+			if m.sortDesc {
+				title += "▼"
+			} else {
+				title += "▲"
+			}
+		}
+		b.WriteString(sgr.Prefix)
+		writeCell(b, title, m.widths[i], m.cols[c].Right)
+		b.WriteString(sgr.Suffix)
+	}
+	b.WriteString(strings.Repeat(" ", m.trailing()))
+}
+
+// trailing is the blank space right of the last column.
+func (m Model) trailing() int {
+	t := m.width - gutterW - need2(m.widths)
+	if t < 0 {
+		return 0
+	}
+	return t
+}
+
+func (m Model) writeRow(b *strings.Builder, r *Row, selected bool) {
+	if selected {
+		b.WriteString(m.selSGR.Prefix)
+		b.WriteString(cursorMark)
+		for i, c := range m.visCols {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			writeCell(b, cell(r, c), m.widths[i], m.cols[c].Right)
+		}
+		b.WriteString(strings.Repeat(" ", m.trailing()))
+		b.WriteString(m.selSGR.Suffix)
+		return
+	}
+	b.WriteString(noMark)
+	if r.CellLevels == nil {
+		sgr := m.sgr[r.Level]
+		b.WriteString(sgr.Prefix)
+		for i, c := range m.visCols {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			writeCell(b, cell(r, c), m.widths[i], m.cols[c].Right)
+		}
+		b.WriteString(sgr.Suffix)
+	} else {
+		for i, c := range m.visCols {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			lv := r.Level
+			if c < len(r.CellLevels) {
+				lv = r.CellLevels[c]
+			}
+			sgr := m.sgr[lv]
+			b.WriteString(sgr.Prefix)
+			writeCell(b, cell(r, c), m.widths[i], m.cols[c].Right)
+			b.WriteString(sgr.Suffix)
+		}
+	}
+	b.WriteString(strings.Repeat(" ", m.trailing()))
+}
+
+// writeCell writes s truncated ("…") or padded to exactly w cells.
+func writeCell(b *strings.Builder, s string, w int, right bool) {
+	if w <= 0 {
+		return
+	}
+	sw, ascii := len(s), true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf || s[i] < 0x20 {
+			ascii = false
+			break
+		}
+	}
+	if !ascii {
+		sw = ansi.StringWidth(s)
+	}
+	if sw > w {
+		if ascii {
+			b.WriteString(s[:w-1])
+		} else {
+			t := ansi.Truncate(s, w-1, "")
+			b.WriteString(t)
+			for p := w - 1 - ansi.StringWidth(t); p > 0; p-- {
+				b.WriteByte(' ')
+			}
+		}
+		b.WriteString("…")
+		return
+	}
+	if right {
+		writePadded(b, "", w-sw)
+		b.WriteString(s)
+		return
+	}
+	writePadded(b, s, w-sw)
+}
+
+func (m Model) writeFooter(b *strings.Builder) {
+	var left string
+	switch {
+	case m.filtering:
+		left = "/" + m.filter + "█"
+	case m.filter != "":
+		left = "filter: " + m.filter
+	}
+	if m.filterErr != "" {
+		left += "  (" + m.filterErr + ")"
+	}
+	right := strconv.Itoa(len(m.view))
+	if len(m.view) != len(m.rows) {
+		right += "/" + strconv.Itoa(len(m.rows))
+	}
+	right += " rows"
+	if len(m.view) > m.bodyHeight() {
+		right = strconv.Itoa(m.offset+1) + "-" + strconv.Itoa(min(m.offset+m.bodyHeight(), len(m.view))) + " of " + right
+	}
+	avail := m.width - gutterW
+	rw := len(right)
+	lw := ansi.StringWidth(left)
+	if lw+rw+2 > avail {
+		left = ansi.Truncate(left, max(0, avail-rw-3), "…")
+		lw = ansi.StringWidth(left)
+	}
+	line := noMark + left + strings.Repeat(" ", max(0, avail-lw-rw)) + right
+	if ansi.StringWidth(line) > m.width {
+		line = ansi.Truncate(line, m.width, "")
+	}
+	b.WriteString(m.dimSGR.Wrap(line))
+	if pad := m.width - ansi.StringWidth(line); pad > 0 {
+		b.WriteString(strings.Repeat(" ", pad))
+	}
+}

@@ -1,0 +1,122 @@
+package tui
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/berth-dev/berth/lag"
+	"github.com/berth-dev/berth/tui/styles"
+)
+
+// fmtDur formats a duration compactly: "0s", "45s", "12m05s", "3h12m", "2d04h".
+func fmtDur(d time.Duration) string {
+	if d < 0 {
+		return "-" + fmtDur(-d)
+	}
+	s := int64(d.Round(time.Second) / time.Second)
+	switch {
+	case s < 60:
+		return strconv.FormatInt(s, 10) + "s"
+	case s < 3600:
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	case s < 86400:
+		return fmt.Sprintf("%dh%02dm", s/3600, (s%3600)/60)
+	}
+	return fmt.Sprintf("%dd%02dh", s/86400, (s%86400)/3600)
+}
+
+// fmtAge is fmtDur, or "?" when the age could not be read.
+func fmtAge(d time.Duration, known bool) string {
+	if !known {
+		return "?"
+	}
+	return fmtDur(d)
+}
+
+// fmtRate formats records per second: "-" until two samples exist.
+func fmtRate(r float64, known bool) string {
+	if !known {
+		return "-"
+	}
+	switch {
+	case r >= 10000:
+		return fmt.Sprintf("%.0fk/s", r/1000)
+	case r >= 100:
+		return fmt.Sprintf("%.0f/s", r)
+	}
+	return fmt.Sprintf("%.1f/s", r)
+}
+
+// fmtOffset formats an offset; a missing commit reads "-".
+func fmtOffset(o int64) string {
+	if o < 0 {
+		return "-"
+	}
+	return strconv.FormatInt(o, 10)
+}
+
+// fmtIDs joins broker ids: "1,2,3".
+func fmtIDs(ids []int32) string {
+	var b strings.Builder
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(int(id)))
+	}
+	return b.String()
+}
+
+// statusLevel maps a lag status to a colour level.
+func statusLevel(s lag.Status) styles.Level {
+	switch s {
+	case lag.OK:
+		return styles.Normal
+	case lag.LAGGING, lag.REWIND:
+		return styles.Warn
+	}
+	return styles.Bad
+}
+
+// isrLevel maps an ISR class to a colour level.
+func isrLevel(c lag.ISRClass) styles.Level {
+	switch c {
+	case lag.Healthy:
+		return styles.Normal
+	case lag.UnderReplicated, lag.AtMinISR:
+		return styles.Warn
+	}
+	return styles.Bad
+}
+
+// isrText is how an ISR class reads in a cell.
+func isrText(h lag.PartitionHealth) string {
+	switch h.Class {
+	case lag.UnderReplicated:
+		return "under-replicated"
+	case lag.AtMinISR:
+		return "at min ISR"
+	case lag.UnderMinISR:
+		return "UNDER MIN ISR: acks=all writes blocked"
+	case lag.Offline:
+		return "OFFLINE: no leader"
+	}
+	return "ok"
+}
+
+// num is a float sort key.
+func num[T int | int32 | int64 | float64](v T) float64 { return float64(v) }
+
+// unknown is the sort key of a value that is not known.
+var unknown = math.NaN()
+
+// durKey is a sort key for a duration that may be unknown.
+func durKey(d time.Duration, known bool) float64 {
+	if !known {
+		return unknown
+	}
+	return d.Seconds()
+}

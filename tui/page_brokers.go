@@ -1,0 +1,166 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/berth-dev/berth/backends"
+	"github.com/berth-dev/berth/internal/sanitize"
+	"github.com/berth-dev/berth/tui/components/table"
+	"github.com/berth-dev/berth/tui/styles"
+)
+
+func init() {
+	RegisterPageSpec(PageSpec{Name: "brokers", Aliases: []string{"nodes"}, Help: "brokers: leaders and traffic share", Factory: newBrokers})
+}
+
+const (
+	colBID = iota
+	colBHost
+	colBRack
+	colBRole
+	colBLeaders
+	colBLeaderShare
+	colBRate
+	colBShare
+	numBCols
+)
+
+// brokersPage lists brokers with their leader count and share of produce
+// traffic. With the demo's broker toggle, "x" takes the selected broker down
+// or brings it back (shown disabled in a read-only context).
+type brokersPage struct {
+	tablePage
+	down map[int32]bool // brokers this page took down
+	seen map[int32]backends.Broker
+}
+
+// brokerToggledMsg is the result of a broker toggle.
+type brokerToggledMsg struct {
+	id   int32
+	down bool
+	err  error
+}
+
+func newBrokers(env PageEnv) Page {
+	p := &brokersPage{down: map[int32]bool{}, seen: map[int32]backends.Broker{}}
+	p.env, p.title = env, "brokers"
+	p.tbl = table.New([]table.Column{
+		colBID:          {Title: "ID", Width: 4, Right: true, Numeric: true},
+		colBHost:        {Title: "HOST", Width: 16, Flex: 1},
+		colBRack:        {Title: "RACK", Width: 6, Drop: 2},
+		colBRole:        {Title: "ROLE", Width: 10},
+		colBLeaders:     {Title: "LEADERS", Width: 7, Right: true, Numeric: true},
+		colBLeaderShare: {Title: "LEAD %", Width: 6, Right: true, Numeric: true, Drop: 1},
+		colBRate:        {Title: "PRODUCE", Width: 8, Right: true, Numeric: true},
+		colBShare:       {Title: "TRAFFIC", Width: 7, Right: true, Numeric: true},
+	}, env.Styles)
+	p.tbl.SetSort(colBID, false)
+	p.tbl.SetEmpty("no brokers")
+	p.rows = p.brokerRows
+	if env.BrokerToggle != nil {
+		k := pageKey{
+			binding: key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "take broker down / bring back (demo)")),
+			run:     p.toggle,
+		}
+		if env.ReadOnly {
+			k.disabled = env.ReadOnlyReason
+			if k.disabled == "" {
+				k.disabled = "read-only context"
+			}
+		}
+		p.keys = append(p.keys, k)
+	}
+	return p
+}
+
+func (p *brokersPage) Update(msg tea.Msg) (Page, tea.Cmd) {
+	if m, ok := msg.(brokerToggledMsg); ok {
+		if m.err != nil {
+			return p, Flash(Error, fmt.Sprintf("broker %d: %v", m.id, m.err))
+		}
+		p.down[m.id] = m.down
+		if p.snap != nil {
+			p.tbl.SetRows(p.rows(p.snap))
+		}
+		state := "back up"
+		if m.down {
+			state = "down (simulated): ISR shrinks on the next refresh"
+		}
+		return p, Flash(Info, fmt.Sprintf("broker %d %s", m.id, state))
+	}
+	_, cmd := p.tablePage.Update(msg)
+	return p, cmd
+}
+
+// toggle flips the selected broker through the demo's switch, off the UI
+// goroutine.
+func (p *brokersPage) toggle(r table.Row, ok bool) tea.Cmd {
+	if !ok {
+		return nil
+	}
+	id64, err := strconv.ParseInt(r.ID, 10, 32)
+	if err != nil {
+		return nil
+	}
+	id, down, fn := int32(id64), !p.down[int32(id64)], p.env.BrokerToggle
+	return p.env.Do(func(context.Context, backends.Cluster) tea.Msg {
+		return brokerToggledMsg{id: id, down: down, err: fn(id, down)}
+	})
+}
+
+func (p *brokersPage) brokerRows(s *Snapshot) []table.Row {
+	up := map[int32]bool{}
+	for _, b := range s.Cluster.Brokers {
+		p.seen[b.ID] = b
+		up[b.ID] = true
+	}
+	shares := map[int32]int{}
+	for i, sh := range s.Brokers {
+		shares[sh.Broker] = i
+	}
+	ids := make([]int32, 0, len(p.seen))
+	for id := range p.seen {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	rows := make([]table.Row, 0, len(ids))
+	for _, id := range ids {
+		b := p.seen[id]
+		cells := make([]string, numBCols)
+		nums := make([]float64, numBCols)
+		cells[colBID], nums[colBID] = fmt.Sprint(id), num(id)
+		cells[colBHost] = sanitize.Text(fmt.Sprintf("%s:%d", b.Host, b.Port))
+		cells[colBRack] = sanitize.Text(b.Rack)
+		role := "broker"
+		if b.ID == s.Cluster.Controller {
+			role = "controller"
+		}
+		lv := styles.Normal
+		switch {
+		case !up[id]:
+			role, lv = "MISSING", styles.Bad
+		case p.down[id]:
+			role, lv = "DOWN (sim)", styles.Bad
+		}
+		cells[colBRole] = role
+		if i, ok := shares[id]; ok {
+			sh := s.Brokers[i]
+			cells[colBLeaders], nums[colBLeaders] = fmt.Sprint(sh.Leaders), num(sh.Leaders)
+			cells[colBLeaderShare], nums[colBLeaderShare] = fmt.Sprintf("%.0f%%", sh.LeaderShare*100), sh.LeaderShare
+			cells[colBRate], nums[colBRate] = fmtRate(sh.ProduceRate, true), sh.ProduceRate
+			cells[colBShare], nums[colBShare] = fmt.Sprintf("%.0f%%", sh.ProduceShare*100), sh.ProduceShare
+		} else {
+			for _, c := range []int{colBLeaders, colBLeaderShare, colBRate, colBShare} {
+				cells[c], nums[c] = "-", unknown
+			}
+		}
+		rows = append(rows, table.Row{ID: fmt.Sprint(id), Cells: cells, Nums: nums, Level: lv})
+	}
+	return rows
+}

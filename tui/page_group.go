@@ -1,0 +1,313 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/NimbleMarkets/ntcharts/sparkline"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/berth-dev/berth/internal/monitor"
+	"github.com/berth-dev/berth/internal/sanitize"
+	"github.com/berth-dev/berth/lag"
+	"github.com/berth-dev/berth/tui/components/table"
+	"github.com/berth-dev/berth/tui/styles"
+)
+
+func init() {
+	RegisterPageSpec(PageSpec{Name: "group", Help: "one group: members, per-partition lag, age chart", Factory: newGroup, Complete: groupNames})
+}
+
+// Columns of a group's partition table.
+const (
+	colPTopic = iota
+	colPPart
+	colPCommitted
+	colPEnd
+	colPLag
+	colPAge
+	colPStatus
+	colPETA
+	colPLoss
+	colPMember
+	numPCols
+)
+
+func partitionLagColumns() []table.Column {
+	return []table.Column{
+		colPTopic:     {Title: "TOPIC", Width: 8, Flex: 1},
+		colPPart:      {Title: "P", Width: 3, Right: true, Numeric: true},
+		colPCommitted: {Title: "COMMITTED", Width: 9, Right: true, Numeric: true},
+		colPEnd:       {Title: "END", Width: 8, Right: true, Numeric: true},
+		colPLag:       {Title: "LAG", Width: 6, Right: true, Numeric: true},
+		colPAge:       {Title: "AGE", Width: 6, Right: true, Numeric: true},
+		colPStatus:    {Title: "STATUS", Width: 8},
+		colPETA:       {Title: "CATCH-UP", Width: 8, Right: true, Numeric: true},
+		colPLoss:      {Title: "LOSS IN", Width: 7, Right: true, Numeric: true},
+		colPMember:    {Title: "MEMBER", Width: 16, Flex: 1, Drop: 1},
+	}
+}
+
+// groupPage shows one group: a summary, its members, a chart of its maximum
+// age and total lag over the last minutes, and one row per partition with
+// the worst (oldest) first.
+type groupPage struct {
+	tablePage
+	name    string // as given (raw group name, or its sanitised form)
+	found   bool
+	ageLine sparkline.Model
+	lagLine sparkline.Model
+}
+
+// chartHeight is the height of the sparklines (plus one label line).
+const chartHeight = 3
+
+func newGroup(env PageEnv) Page {
+	p := &groupPage{}
+	if len(env.Args) > 0 {
+		p.name = strings.Join(env.Args, " ")
+	}
+	p.env, p.title = env, sanitize.Text(p.name)
+	p.tbl = table.New(partitionLagColumns(), env.Styles)
+	p.tbl.SetSort(colPAge, true)
+	p.tbl.SetEmpty("the group has no committed offsets or assignments")
+	p.rows = p.partitionRows
+	p.header = p.headerView
+	p.headerLines = func(h int) int {
+		if h < 14 {
+			return 2 // summary and members only: the rows matter more
+		}
+		return 3 + chartHeight
+	}
+	p.keys = actionKeys(env, "group")
+	for i := range p.keys {
+		run := p.keys[i].run
+		// Actions on a group page act on the group, whatever row is selected.
+		p.keys[i].run = func(table.Row, bool) tea.Cmd { return run(table.Row{ID: p.groupName()}, true) }
+	}
+	p.ageLine = sparkline.New(20, chartHeight, sparkline.WithStyle(env.Styles.ChartAge))
+	p.lagLine = sparkline.New(20, chartHeight, sparkline.WithStyle(env.Styles.ChartLag))
+	return p
+}
+
+// groupName is the group's real name once seen in a snapshot.
+func (p *groupPage) groupName() string {
+	if g, ok := p.lookup(p.snap); ok {
+		return g.Group
+	}
+	return p.name
+}
+
+// lookup finds the group by its raw or sanitised name.
+func (p *groupPage) lookup(s *Snapshot) (monitor.Group, bool) {
+	if s == nil {
+		return monitor.Group{}, false
+	}
+	if g, ok := s.Group(p.name); ok {
+		return g, true
+	}
+	for _, g := range s.Groups {
+		if sanitize.Text(g.Group) == p.name {
+			return g, true
+		}
+	}
+	return monitor.Group{}, false
+}
+
+func (p *groupPage) partitionRows(s *Snapshot) []table.Row {
+	g, ok := p.lookup(s)
+	p.found = ok
+	if !ok {
+		return nil
+	}
+	p.updateCharts(g)
+	clients := map[string]string{}
+	for _, m := range g.Members {
+		c := m.ClientID
+		if m.Host != "" {
+			c += "@" + strings.TrimPrefix(m.Host, "/")
+		}
+		clients[m.ID] = c
+	}
+	rows := make([]table.Row, 0, len(g.Partitions))
+	for _, pl := range g.Partitions {
+		rows = append(rows, partitionLagRow(pl, clients))
+	}
+	return rows
+}
+
+// partitionLagRow renders one partition of a group.
+func partitionLagRow(pl lag.PartitionLag, clients map[string]string) table.Row {
+	cells := make([]string, numPCols)
+	nums := make([]float64, numPCols)
+	cells[colPTopic] = sanitize.Text(pl.Topic)
+	cells[colPPart] = fmt.Sprint(pl.Partition)
+	nums[colPPart] = num(pl.Partition)
+	cells[colPCommitted] = fmtOffset(pl.Committed)
+	nums[colPCommitted] = num(pl.Committed)
+	cells[colPEnd] = fmt.Sprint(pl.End)
+	nums[colPEnd] = num(pl.End)
+	cells[colPLag] = fmt.Sprint(pl.Lag)
+	nums[colPLag] = num(pl.Lag)
+	ageKnown := pl.AgeKnown || pl.Lag == 0
+	cells[colPAge] = fmtAge(pl.Age, ageKnown)
+	if pl.AgeApprox && pl.Age > 0 {
+		cells[colPAge] = "≤" + cells[colPAge]
+	}
+	if pl.ClockSkew {
+		cells[colPAge] += "⚠"
+	}
+	nums[colPAge] = durKey(pl.Age, ageKnown)
+	status := pl.Status.String()
+	if pl.Status == lag.EXPIRED && pl.Lost > 0 {
+		status = fmt.Sprintf("EXPIRED -%d", pl.Lost)
+	}
+	if pl.Breach {
+		status += "!"
+	}
+	cells[colPStatus] = status
+	switch {
+	case pl.Lag == 0:
+		cells[colPETA], nums[colPETA] = "0s", 0
+	case pl.FallingBehind:
+		cells[colPETA], nums[colPETA] = "behind", 1e18
+	case pl.ETAKnown:
+		cells[colPETA], nums[colPETA] = fmtDur(pl.ETA), pl.ETA.Seconds()
+	default:
+		cells[colPETA], nums[colPETA] = "-", unknown
+	}
+	if pl.TimeToLossKnown {
+		cells[colPLoss], nums[colPLoss] = fmtDur(pl.TimeToLoss), pl.TimeToLoss.Seconds()
+		if pl.RetentionRisk {
+			cells[colPLoss] += "!"
+		}
+	} else {
+		cells[colPLoss], nums[colPLoss] = "-", unknown
+	}
+	if pl.Owner == "" {
+		cells[colPMember] = "(unassigned)"
+	} else if c, ok := clients[pl.Owner]; ok {
+		cells[colPMember] = sanitize.Text(c)
+	} else {
+		cells[colPMember] = sanitize.Text(pl.Owner)
+	}
+	lv := statusLevel(pl.Status)
+	if pl.Breach && lv < styles.Bad {
+		lv = styles.Bad
+	}
+	var cellLv []styles.Level
+	if pl.RetentionRisk {
+		cellLv = make([]styles.Level, numPCols)
+		for i := range cellLv {
+			cellLv[i] = lv
+		}
+		cellLv[colPLoss] = styles.Bad
+	}
+	return table.Row{
+		ID:         fmt.Sprintf("%s\x00%d", pl.Topic, pl.Partition),
+		Cells:      cells,
+		Nums:       nums,
+		Level:      lv,
+		CellLevels: cellLv,
+	}
+}
+
+// updateCharts loads the group's history into the sparklines.
+func (p *groupPage) updateCharts(g monitor.Group) {
+	w := max(10, (p.width-4)/2)
+	p.ageLine.Resize(w, chartHeight)
+	p.lagLine.Resize(w, chartHeight)
+	p.ageLine.Clear()
+	p.lagLine.Clear()
+	hist := g.History
+	if len(hist) > w {
+		hist = hist[len(hist)-w:]
+	}
+	for _, pt := range hist {
+		p.ageLine.Push(pt.MaxAge.Seconds())
+		p.lagLine.Push(float64(pt.TotalLag))
+	}
+	p.ageLine.Draw()
+	p.lagLine.Draw()
+}
+
+func (p *groupPage) headerView(s *Snapshot, w int) []string {
+	st := p.env.Styles
+	g, ok := p.lookup(s)
+	if !ok {
+		return []string{st.Levels[styles.Bad].Render("group " + sanitize.Text(p.name) + " not found in the last refresh")}
+	}
+	status := st.Levels[statusLevel(g.Status)].Render(g.Status.String())
+	age := "max age " + fmtAge(g.MaxAge, g.MaxAgeKnown || g.TotalLag == 0)
+	if g.MaxAgeKnown && g.MaxAge > 0 {
+		age += fmt.Sprintf(" (%s-%d)", sanitize.Text(g.MaxAgeTopic), g.MaxAgePartition)
+	}
+	slo := "SLO " + fmtDur(g.SLO)
+	if g.Breach {
+		slo = st.Levels[styles.Bad].Render(slo + " BREACHED")
+	}
+	summary := strings.Join([]string{
+		sanitize.Text(g.State), status, age, fmt.Sprintf("lag %d", g.TotalLag), slo,
+	}, " · ")
+	if g.AgeSkew >= 3 {
+		summary += st.Levels[styles.Warn].Render(fmt.Sprintf(" · age skew %.0fx", g.AgeSkew))
+	}
+	if g.Err != "" {
+		summary = st.Levels[styles.Bad].Render("error: " + sanitize.Text(g.Err))
+	}
+
+	members := st.Label.Render(fmt.Sprintf("members (%d) ", len(g.Members)))
+	var ms []string
+	for _, m := range g.Members {
+		ms = append(ms, fmt.Sprintf("%s@%s[%d]", sanitize.Text(m.ClientID), sanitize.Text(strings.TrimPrefix(m.Host, "/")), len(m.Assigned)))
+	}
+	if len(ms) == 0 {
+		ms = append(ms, "none")
+	}
+	if len(g.IdleMembers) > 0 {
+		ms = append(ms, st.Levels[styles.Warn].Render(fmt.Sprintf("%d idle (no partitions)", len(g.IdleMembers))))
+	}
+	members += strings.Join(ms, "  ")
+
+	lines := []string{fit(summary, w), fit(members, w)}
+	if p.headerHeight() <= 2 {
+		return lines
+	}
+	span := "no history yet"
+	if n := len(g.History); n > 1 {
+		span = "last " + fmtDur(g.History[n-1].At.Sub(g.History[0].At))
+	}
+	cw := max(10, (w-4)/2)
+	peakAge, peakLag := time.Duration(0), int64(0)
+	for _, pt := range g.History {
+		peakAge = max(peakAge, pt.MaxAge)
+		peakLag = max(peakLag, pt.TotalLag)
+	}
+	l1 := padRight(fit(st.ChartAge.Render("max age")+st.Muted.Render(fmt.Sprintf(" peak %s, %s", fmtDur(peakAge), span)), cw), cw+4)
+	l2 := fit(st.ChartLag.Render("total lag")+st.Muted.Render(fmt.Sprintf(" peak %d", peakLag)), cw)
+	lines = append(lines, l1+l2)
+	ageRows := strings.Split(p.ageLine.View(), "\n")
+	lagRows := strings.Split(p.lagLine.View(), "\n")
+	for i := 0; i < chartHeight; i++ {
+		var a, b string
+		if i < len(ageRows) {
+			a = ageRows[i]
+		}
+		if i < len(lagRows) {
+			b = lagRows[i]
+		}
+		lines = append(lines, padRight(fit(a, cw), cw+4)+fit(b, cw))
+	}
+	lines = append(lines, "")
+	return lines
+}
+
+// fit cuts s to w cells.
+func fit(s string, w int) string {
+	if ansi.StringWidth(s) > w {
+		return ansi.Truncate(s, w, "…")
+	}
+	return s
+}
