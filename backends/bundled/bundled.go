@@ -80,30 +80,43 @@ type Broker struct {
 	closeErr  error
 }
 
-// Start runs a bundled broker and returns once every broker answers.
-func Start(ctx context.Context, o Options) (*Broker, error) {
+// withDefaults fills zero fields with their defaults.
+func (o Options) withDefaults() Options {
 	if o.Listen == "" {
 		o.Listen = config.DefaultBootstrap
 	}
 	if o.Brokers == 0 {
 		o.Brokers = 3
 	}
-	if o.Brokers < 1 || o.Brokers > 16 {
-		return nil, fmt.Errorf("brokers: %d is out of range (1-16)", o.Brokers)
-	}
 	if o.Seed == "" {
 		o.Seed = SeedHarborCart
-	}
-	if o.Seed != SeedHarborCart && o.Seed != SeedNone {
-		return nil, fmt.Errorf("seed: %q is not one of harborcart, none", o.Seed)
 	}
 	if o.DataDir == "" {
 		o.DataDir = DefaultDataDir()
 	}
-	host, ports, err := listenPorts(o.Listen, o.Brokers)
-	if err != nil {
+	return o
+}
+
+// Validate reports the first bad option as an error naming it.
+func (o Options) Validate() error {
+	o = o.withDefaults()
+	if o.Brokers < 1 || o.Brokers > 16 {
+		return fmt.Errorf("brokers: %d is out of range (1-16)", o.Brokers)
+	}
+	if o.Seed != SeedHarborCart && o.Seed != SeedNone {
+		return fmt.Errorf("seed: %q is not one of harborcart, none", o.Seed)
+	}
+	_, _, err := listenPorts(o.Listen, o.Brokers)
+	return err
+}
+
+// Start runs a bundled broker and returns once every broker answers.
+func Start(ctx context.Context, o Options) (*Broker, error) {
+	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	o = o.withDefaults()
+	host, ports, _ := listenPorts(o.Listen, o.Brokers)
 	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", o.DataDir, errors.Unwrap(err))
 	}
