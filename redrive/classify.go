@@ -1,0 +1,264 @@
+package redrive
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Record is a DLQ record as the backend read it.
+type Record struct {
+	Topic     string    `json:"topic"`
+	Partition int32     `json:"partition"`
+	Offset    int64     `json:"offset"`
+	Timestamp time.Time `json:"timestamp"`
+	Key       []byte    `json:"key"`
+	Value     []byte    `json:"value"`
+	Headers   []Header  `json:"headers"`
+	// KeyNull distinguishes a null key from an empty one.
+	KeyNull bool `json:"key_null,omitempty"`
+}
+
+// Coord is a DLQ record's coordinates.
+type Coord struct {
+	Partition int32 `json:"partition"`
+	Offset    int64 `json:"offset"`
+}
+
+func (c Coord) String() string { return fmt.Sprintf("%d:%d", c.Partition, c.Offset) }
+
+// Coord returns the record's coordinates.
+func (r Record) Coord() Coord { return Coord{r.Partition, r.Offset} }
+
+// Parsed is a DLQ record with its diagnostics, ids and class.
+type Parsed struct {
+	Record
+	Diag Diagnostics `json:"diagnostics"`
+	// EventID and IdempotencyKey are empty when the record does not carry them.
+	EventID        string `json:"event_id"`
+	IdempotencyKey string `json:"idempotency_key"`
+	// Class is the failure class id (see ClassOf).
+	Class string `json:"class"`
+}
+
+// Extractors says where the event id and idempotency key live for a DLQ.
+type Extractors struct {
+	EventID        Field
+	IdempotencyKey Field
+}
+
+// DefaultExtractors reads both from the JSON field eventId.
+func DefaultExtractors() Extractors {
+	f, _ := ParseField(DefaultEventID)
+	return Extractors{EventID: f, IdempotencyKey: f}
+}
+
+// ParseRecord parses one record's headers, ids and class.
+func ParseRecord(r Record, x Extractors) Parsed {
+	p := Parsed{Record: r, Diag: Parse(r.Headers)}
+	p.EventID, _ = x.EventID.Extract(r.Headers, r.Value)
+	p.IdempotencyKey, _ = x.IdempotencyKey.Extract(r.Headers, r.Value)
+	p.Class = ClassOf(p.OriginalTopic(), p.Diag.ExceptionName(), Normalise(p.Diag.Message)).ID
+	return p
+}
+
+// OriginalTopic is the topic the record last failed on ("" when unknown).
+func (p Parsed) OriginalTopic() string {
+	if h := p.Diag.LastHop(); h != nil {
+		return h.Topic
+	}
+	return ""
+}
+
+// ExceptionName is the most specific exception class the headers give: the
+// root cause when Spring recorded it (the outer class is usually
+// ListenerExecutionFailedException), else the exception, else the key
+// deserialisation exception.
+func (d Diagnostics) ExceptionName() string {
+	switch {
+	case d.Cause != "":
+		return d.Cause
+	case d.Exception != "":
+		return d.Exception
+	default:
+		return d.KeyException
+	}
+}
+
+var (
+	reUUID   = regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+	reHexID  = regexp.MustCompile(`(?i)\b(?:0x)?[0-9a-f]{8,}\b`)
+	reIDTok  = regexp.MustCompile(`\b[A-Za-z]+[-_][A-Za-z0-9]*\d[A-Za-z0-9_-]*\b`)
+	reNumber = regexp.MustCompile(`\d+(?:\.\d+)?`)
+	reSpace  = regexp.MustCompile(`\s+`)
+)
+
+// Normalise turns an exception message into a pattern shared by every
+// occurrence of the same failure: UUIDs become <uuid>, hex ids (8+ chars
+// mixing digits and letters) <hex>, ids like ord-1234 or pay_9f3 <id>, and
+// remaining numbers <n>. Whitespace is collapsed and the result capped at
+// 200 characters.
+func Normalise(msg string) string {
+	s := reUUID.ReplaceAllString(msg, "<uuid>")
+	s = reHexID.ReplaceAllStringFunc(s, func(m string) string {
+		// Only mixed digits and letters: all-digit runs are numbers, and
+		// all-letter runs are words ("deadbeef" aside, "accepted" is hex too).
+		if strings.ContainsAny(m, "0123456789") && strings.ContainsAny(strings.ToLower(strings.TrimPrefix(strings.ToLower(m), "0x")), "abcdef") {
+			return "<hex>"
+		}
+		return m
+	})
+	s = reIDTok.ReplaceAllString(s, "<id>")
+	s = reNumber.ReplaceAllString(s, "<n>")
+	s = strings.TrimSpace(reSpace.ReplaceAllString(s, " "))
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:200]) + "…"
+	}
+	return s
+}
+
+// ClassKey identifies a failure class.
+type ClassKey struct {
+	OriginalTopic string `json:"original_topic"`
+	Exception     string `json:"exception"`
+	Pattern       string `json:"pattern"`
+}
+
+// ClassOf returns the class for a key, with its stable id: "c-" and the
+// first 10 hex digits of SHA-256 over the three parts. The id is what
+// --class takes; it is the same on every terminal and every run.
+func ClassOf(originalTopic, exception, pattern string) Class {
+	h := sha256.Sum256([]byte(originalTopic + "\x00" + exception + "\x00" + pattern))
+	return Class{ID: "c-" + hex.EncodeToString(h[:])[:10], ClassKey: ClassKey{originalTopic, exception, pattern}}
+}
+
+// Class is a failure class: records from one original topic failing with
+// one exception class and one normalised message.
+type Class struct {
+	ID string `json:"class"`
+	ClassKey
+	Count     int       `json:"count"`
+	FirstSeen time.Time `json:"first_seen"`
+	LastSeen  time.Time `json:"last_seen"`
+	// Transient is true when the rules judge the failure transient (worth
+	// retrying as is); Verdict says transient, permanent or unknown, and Rule
+	// which rule decided.
+	Transient bool   `json:"transient"`
+	Verdict   string `json:"verdict"`
+	Rule      string `json:"rule,omitempty"`
+}
+
+// Verdicts a class can have.
+const (
+	VerdictTransient = "transient"
+	VerdictPermanent = "permanent"
+	VerdictUnknown   = "unknown"
+)
+
+// Rule matches failures by a regular expression over "exception: message".
+type Rule struct {
+	Pattern *regexp.Regexp
+	Verdict string
+}
+
+// Rules decide transient versus permanent; the first match wins.
+type Rules []Rule
+
+// DefaultRules: validation, deserialisation and 4xx are permanent;
+// timeouts, connection errors and 5xx transient. Permanent rules come first:
+// a deserialisation failure reported through a timeout wrapper is still poison.
+var DefaultRules = MustRules(
+	[]string{
+		`(?i)deseriali[sz]|serializationexception|messageconversion|json(parse|mapping|processing)exception|malformed|unexpected (token|character)|cannot parse`,
+		`(?i)validation|constraintviolation|invalid|illegalargument|schema`,
+		`(?i)\b(http|status|code|response)\b\D{0,12}4\d\d\b|\b4\d\d (bad request|unauthori[sz]ed|forbidden|not found|conflict|unprocessable)`,
+	},
+	[]string{
+		`(?i)time[ds]? ?out|deadline exceeded`,
+		`(?i)connect(ion)?(exception| refused| reset| closed| timed)|socketexception|unknownhost|no route to host|broken pipe|\beof\b`,
+		`(?i)\b(http|status|code|response)\b\D{0,12}5\d\d\b|\b5\d\d (internal server error|bad gateway|service unavailable|gateway timeout)|unavailable|temporar`,
+	},
+)
+
+// MustRules compiles rule patterns, panicking on a bad one (for defaults).
+func MustRules(permanent, transient []string) Rules {
+	r, err := CompileRules(permanent, transient)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// CompileRules compiles permanent then transient patterns; the error names
+// the bad pattern.
+func CompileRules(permanent, transient []string) (Rules, error) {
+	var out Rules
+	add := func(list []string, verdict string) error {
+		for _, p := range list {
+			re, err := regexp.Compile(p)
+			if err != nil {
+				return fmt.Errorf("%s rule %q: %v", verdict, p, err)
+			}
+			out = append(out, Rule{Pattern: re, Verdict: verdict})
+		}
+		return nil
+	}
+	if err := add(permanent, VerdictPermanent); err != nil {
+		return nil, err
+	}
+	if err := add(transient, VerdictTransient); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Judge returns the verdict for an exception and message, and the rule.
+func (rs Rules) Judge(exception, message string) (string, string) {
+	s := exception + ": " + message
+	for _, r := range rs {
+		if r.Pattern.MatchString(s) {
+			return r.Verdict, r.Pattern.String()
+		}
+	}
+	return VerdictUnknown, ""
+}
+
+// Classify groups records into classes, sorted by count (largest first),
+// then by id. Records in no known convention fall into a class with an empty
+// topic and exception, still counted.
+func Classify(recs []Parsed, rules Rules) []Class {
+	byID := map[string]*Class{}
+	for _, p := range recs {
+		c, ok := byID[p.Class]
+		if !ok {
+			cl := ClassOf(p.OriginalTopic(), p.Diag.ExceptionName(), Normalise(p.Diag.Message))
+			cl.Verdict, cl.Rule = rules.Judge(cl.Exception+" "+p.Diag.Exception, p.Diag.Message)
+			cl.Transient = cl.Verdict == VerdictTransient
+			c = &cl
+			byID[p.Class] = c
+		}
+		c.Count++
+		ts := p.Timestamp
+		if c.FirstSeen.IsZero() || ts.Before(c.FirstSeen) {
+			c.FirstSeen = ts
+		}
+		if ts.After(c.LastSeen) {
+			c.LastSeen = ts
+		}
+	}
+	out := make([]Class, 0, len(byID))
+	for _, c := range byID {
+		out = append(out, *c)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
