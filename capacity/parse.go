@@ -132,6 +132,9 @@ func ParseSize(s string) (float64, error) {
 		}
 		mult = m
 	}
+	if num == "" {
+		return 0, fmt.Errorf("%q needs a number before the unit", strings.TrimSpace(s))
+	}
 	v, err := parseDecimal(num)
 	if err != nil {
 		return 0, err
