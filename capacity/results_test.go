@@ -1,0 +1,88 @@
+package capacity
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestResults_JSONNames pins the JSON field names the issue lists, and that
+// values are unrounded.
+func TestResults_JSONNames(t *testing.T) {
+	r, ok := Compute(HarborCart).Results()
+	if !ok {
+		t.Fatal("HarborCart invalid")
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"ingest_mib_per_s", "ingest_tb_per_day", "ingest_tib_per_day", "retention_logical_tib",
+		"retention_replicated_tib", "peak_mib_per_s", "peak_gross_gib", "peak_above_baseline_gib", "deliveries_per_s",
+		"peak_deliveries_per_s", "consumers_per_group", "consumers_total", "peak_consumers_per_group", "peak_consumers_total",
+		"egress_mib_per_s", "peak_egress_mib_per_s", "partition_cap_per_s", "min_partitions_for_peak", "peak_backlog_events",
+		"drain_seconds", "hot_partition_per_s", "hot_partition_multiple", "other_partition_per_s"} {
+		if _, ok := m[name]; !ok {
+			t.Errorf("JSON lacks %s", name)
+		}
+	}
+	for _, o := range Outputs() {
+		if o == LagSecondsForEvents || o == LagEventsForDuration {
+			continue
+		}
+		want, _ := Compute(HarborCart).Value(o)
+		if got, ok := m[o.JSON()].(float64); !ok || got != want {
+			t.Errorf("%s = %v, want unrounded %v", o.JSON(), m[o.JSON()], want)
+		}
+	}
+	if _, ok := m["lag_seconds_for_events"]; ok {
+		t.Error("lag conversion present though no lag was given")
+	}
+}
+
+func TestResults_NullWhenNotApplicable(t *testing.T) {
+	r, _ := Compute(with(func(in *Inputs) { in.Partitions = 1 })).Results()
+	if r.OtherPartitionPerS != nil || r.DrainSeconds != nil {
+		t.Errorf("one partition: others %v drain %v, want null", r.OtherPartitionPerS, r.DrainSeconds)
+	}
+	if _, ok := Compute(with(func(in *Inputs) { in.Partitions = 0 })).Results(); ok {
+		t.Error("results from invalid inputs")
+	}
+}
+
+func TestMeasurement_Prefill(t *testing.T) {
+	m := Measurement{Topic: "orders", Window: 10 * time.Second, AvgRate: 1234.5, PeakRate: 2000,
+		EventSize: 100.25, Sampled: 40, Partitions: 6, ReplicationFactor: 1, Retention: 7 * 24 * time.Hour, Groups: 2}
+	form := DefaultForm()
+	filled := m.Prefill(&form)
+	want := []Field{AvgRate, PeakRate, EventSize, Partitions, ReplicationFactor, Retention, Groups}
+	if !slices.Equal(filled, want) {
+		t.Fatalf("filled %v, want %v", filled, want)
+	}
+	in, bad := form.Inputs()
+	if len(bad) != 0 {
+		t.Fatalf("prefilled form invalid: %v", bad)
+	}
+	if in.AvgRate != 1234.5 || in.PeakRate != 2000 || in.EventSize != 100.25 || in.Partitions != 6 ||
+		in.ReplicationFactor != 1 || in.Retention != 7*24*time.Hour || in.Groups != 2 {
+		t.Errorf("inputs %+v", in)
+	}
+	// unmeasured fields keep what was typed
+	if in.ConsumerRate != HarborCart.ConsumerRate || in.PeakDuration != HarborCart.PeakDuration {
+		t.Errorf("unmeasured fields changed: %+v", in)
+	}
+	if got := m.Source(); got != "orders, measured over 10s" {
+		t.Errorf("Source() = %q", got)
+	}
+	// nothing sampled, unlimited retention: those fields stay as typed
+	form = DefaultForm()
+	filled = Measurement{AvgRate: 5, PeakRate: 5}.Prefill(&form)
+	if slices.Contains(filled, EventSize) || slices.Contains(filled, Retention) || form[EventSize] != "1KiB" {
+		t.Errorf("filled %v, form %v", filled, form)
+	}
+}
