@@ -1,0 +1,490 @@
+package offsets
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/berth-dev/berth/backends"
+	"github.com/berth-dev/berth/internal/audit"
+)
+
+// Backend is the cluster I/O a reset needs. backends/kafka.Resets
+// implements it; nothing here knows about a client library.
+type Backend interface {
+	// Describe identifies the cluster (its id binds a saved plan to it).
+	Describe(ctx context.Context) (backends.ClusterInfo, error)
+	// Topics returns the named topics with partitions and log offsets; an
+	// unknown topic is an error naming it.
+	Topics(ctx context.Context, names ...string) ([]backends.Topic, error)
+	// GroupForReset describes the group; a group the cluster does not know
+	// is State "Dead" with no members (a reset may create its offsets).
+	GroupForReset(ctx context.Context, group string) (backends.Group, error)
+	// CommittedOffsets returns committed offsets per group.
+	CommittedOffsets(ctx context.Context, groups ...string) (map[string][]backends.Committed, error)
+	// OffsetsForTime returns, per partition of the topics, the first offset
+	// whose record timestamp is at or after at (ListOffsets by timestamp).
+	OffsetsForTime(ctx context.Context, at time.Time, topics ...string) (map[TP]int64, error)
+	// FirstTimestamps reads the timestamps of records at given offsets.
+	FirstTimestamps(ctx context.Context, queries []backends.OffsetQuery) ([]backends.RecordTime, error)
+	// CommitOffsets commits offsets for the group as a non-member, in one
+	// request. The broker refuses it when the group has members.
+	CommitOffsets(ctx context.Context, group string, offsets []backends.Committed) error
+}
+
+// Request is what the operator asked for.
+type Request struct {
+	Group string
+	Spec  Spec
+	Scope Scope
+}
+
+// Resetter is the offset-reset action, shared by the CLI and the TUI.
+type Resetter struct {
+	Backend Backend
+	// Audit records every executed reset; Execute refuses without it.
+	Audit *audit.Log
+	// Context names the Berth context (recorded in plans and the audit log).
+	Context string
+	// ReadOnly refuses Execute (dry runs are read-only and allowed).
+	ReadOnly bool
+	// Effects reports whether a group is effect-producing (config
+	// groups[].effects); nil means none is.
+	Effects func(group string) bool
+	// Actor is who executes (default: the OS user).
+	Actor string
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// ErrReadOnly refuses a reset in a read-only context.
+var ErrReadOnly = errors.New("refused: the context is read-only")
+
+// ActiveError refuses a reset while the group has members: Kafka lets only
+// an inactive group's offsets be altered, and a live consumer would commit
+// over the reset anyway.
+type ActiveError struct {
+	Group   string
+	State   string
+	Members []backends.Member
+}
+
+func (e *ActiveError) Error() string {
+	if len(e.Members) == 0 {
+		return fmt.Sprintf("refused: group %s is %s, not Empty: stop its consumers first", e.Group, e.State)
+	}
+	return fmt.Sprintf("refused: group %s has %d active member(s): %s: stop its consumers first", e.Group, len(e.Members), memberNames(e.Members))
+}
+
+// ChangedError refuses an execute whose plan no longer matches the cluster.
+type ChangedError struct {
+	Group   string
+	Changes []string
+}
+
+func (e *ChangedError) Error() string {
+	return fmt.Sprintf("refused: group %s changed since the dry run (%s): nothing committed; run the dry run again", e.Group, strings.Join(e.Changes, "; "))
+}
+
+// EffectsError refuses a replay of an effect-producing group without
+// explicit confirmation.
+type EffectsError struct {
+	Group  string
+	Replay int64
+}
+
+func (e *EffectsError) Error() string {
+	return fmt.Sprintf("refused: group %s is effect-producing and this reset replays %d record(s): their side effects repeat unless the consumer is idempotent; add --confirm-replay-effects to proceed", e.Group, e.Replay)
+}
+
+func (r *Resetter) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Resetter) effects(group string) bool { return r.Effects != nil && r.Effects(group) }
+
+// Plan computes the dry run: it reads the group, its committed offsets, the
+// partitions in scope with their log bounds (and, per mode, offsets for a
+// time or another group's commits), computes targets, then reads the
+// timestamps bounding each replayed or skipped span. It changes nothing
+// and is allowed in read-only contexts.
+func (r *Resetter) Plan(ctx context.Context, req Request) (Plan, error) {
+	if req.Group == "" {
+		return Plan{}, errors.New("no group given")
+	}
+	spec := req.Spec
+	if spec.Mode == ByDuration && spec.Duration > 0 {
+		spec.Time = r.now().Add(-spec.Duration).UTC()
+	}
+	if err := spec.Validate(); err != nil {
+		return Plan{}, err
+	}
+	info, err := r.Backend.Describe(ctx)
+	if err != nil {
+		return Plan{}, err
+	}
+	g, err := r.Backend.GroupForReset(ctx, req.Group)
+	if err != nil {
+		return Plan{}, err
+	}
+	groups := []string{req.Group}
+	if spec.Mode == FromGroup {
+		if spec.Group == req.Group {
+			return Plan{}, fmt.Errorf("--from-group %s: that is the group being reset", spec.Group)
+		}
+		groups = append(groups, spec.Group)
+	}
+	commits, err := r.Backend.CommittedOffsets(ctx, groups...)
+	if err != nil {
+		return Plan{}, err
+	}
+	committed := toMap(commits[req.Group])
+	var source map[TP]int64
+	if spec.Mode == FromGroup {
+		source = toMap(commits[spec.Group])
+	}
+
+	// Topics to describe: the scope's, the committed ones for --all-topics,
+	// the file's or the source group's.
+	names := map[string]bool{}
+	for _, n := range req.Scope.topicNames() {
+		names[n] = true
+	}
+	if req.Scope.AllTopics {
+		for tp := range committed {
+			names[tp.Topic] = true
+		}
+	}
+	for _, f := range spec.File {
+		names[f.Topic] = true
+	}
+	if spec.Mode == FromGroup && req.Scope.Empty() {
+		for tp := range source {
+			names[tp.Topic] = true
+		}
+	}
+	topicList := sortedKeys(names)
+	topicParts := map[string][]int32{}
+	bounds := map[TP]Bounds{}
+	if len(topicList) > 0 {
+		topics, err := r.Backend.Topics(ctx, topicList...)
+		if err != nil {
+			return Plan{}, err
+		}
+		for _, t := range topics {
+			for _, p := range t.Partitions {
+				topicParts[t.Name] = append(topicParts[t.Name], p.Partition)
+				if p.Err == "" && p.LogStart >= 0 && p.HighWatermark >= 0 {
+					bounds[TP{Topic: t.Name, Partition: p.Partition}] = Bounds{LogStart: p.LogStart, LogEnd: p.HighWatermark}
+				}
+			}
+		}
+		for _, t := range topics {
+			for _, p := range t.Partitions {
+				if p.Err != "" {
+					// Only an error if the partition is in scope; checked below.
+					bounds[TP{Topic: t.Name, Partition: p.Partition}] = Bounds{LogStart: -1, LogEnd: -1}
+				}
+			}
+		}
+	}
+	tps, err := Select(spec, req.Scope, committed, source, topicParts)
+	if err != nil {
+		return Plan{}, err
+	}
+	for _, tp := range tps {
+		if b := bounds[tp]; b.LogStart < 0 {
+			return Plan{}, fmt.Errorf("%s[%d]: log offsets unavailable (partition offline?): cannot plan a reset for it", tp.Topic, tp.Partition)
+		}
+	}
+	snap := Snapshot{Group: req.Group, State: g.State, Members: g.Members, Committed: committed,
+		Bounds: bounds, Source: source, Effects: r.effects(req.Group)}
+	if spec.Mode == ToDatetime || spec.Mode == ByDuration {
+		snap.ForTime, err = r.Backend.OffsetsForTime(ctx, spec.Time, topicsOf(tps)...)
+		if err != nil {
+			return Plan{}, err
+		}
+	}
+	p, err := Compute(spec, tps, snap)
+	if err != nil {
+		return Plan{}, err
+	}
+	p.Context, p.ClusterID, p.Scope = r.Context, info.ID, req.Scope
+	p.CreatedAt = r.now().UTC()
+	p.CreatedBy = r.actor()
+	if qs := p.SpanQueries(); len(qs) > 0 {
+		// Spans are information, not safety: a failure to read them leaves
+		// the span unknown rather than failing the dry run.
+		if times, err := r.Backend.FirstTimestamps(ctx, qs); err == nil {
+			p = p.WithSpans(times)
+		} else {
+			p.Warnings = append(p.Warnings, "time spans unknown: "+err.Error())
+		}
+	}
+	return p.Seal(), nil
+}
+
+func (r *Resetter) actor() string {
+	if r.Actor != "" {
+		return r.Actor
+	}
+	return audit.CurrentUser()
+}
+
+// ExecOptions are the operator's explicit confirmations.
+type ExecOptions struct {
+	ConfirmReplayEffects bool
+}
+
+// Result is what Execute did.
+type Result struct {
+	Plan     Plan `json:"plan"`
+	Executed bool `json:"executed"`
+	// Verified is true when the committed offsets read back after the
+	// commit equal the plan's targets.
+	Verified bool `json:"verified"`
+	// AuditSeq is the sequence number of the audit entry recording the
+	// outcome.
+	AuditSeq int64 `json:"audit_seq"`
+	// Warning is a non-fatal problem after the commit (audit mirror).
+	Warning string `json:"warning,omitempty"`
+}
+
+// AuditDetails is what an offsets.reset audit entry records.
+type AuditDetails struct {
+	Group      string        `json:"group"`
+	ClusterID  string        `json:"cluster_id"`
+	Spec       string        `json:"spec"`
+	PlanDigest string        `json:"plan_digest"`
+	Status     string        `json:"status"` // "started", "committed", "failed"
+	Error      string        `json:"error,omitempty"`
+	Verified   bool          `json:"verified,omitempty"`
+	Effects    bool          `json:"effects,omitempty"`
+	Confirmed  bool          `json:"confirmed_replay_effects,omitempty"`
+	Partitions []AuditChange `json:"partitions"`
+}
+
+// AuditChange is one partition's before and after.
+type AuditChange struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Before    *int64 `json:"before"`
+	After     int64  `json:"after"`
+}
+
+// Audit actions written by Execute.
+const (
+	ActionStart = "offsets.reset.start"
+	ActionReset = "offsets.reset"
+)
+
+// Execute commits exactly the plan's targets, after checking, in order:
+// the context is writable; the plan is intact, for this context and this
+// cluster; the effects guard; and, re-read from the cluster immediately
+// before committing, that the group has no members and that its committed
+// offsets and the partitions' log bounds still match the plan. It records
+// the intent in the audit log before committing (so an unwritable audit
+// log stops the reset) and the outcome after, then reads the offsets back
+// to verify them. On any refusal nothing is committed.
+func (r *Resetter) Execute(ctx context.Context, p Plan, o ExecOptions) (Result, error) {
+	res := Result{Plan: p}
+	if r.ReadOnly {
+		return res, ErrReadOnly
+	}
+	if p.Digest == "" || p.ComputeDigest() != p.Digest {
+		return res, errors.New("refused: the plan's digest does not match its content; run the dry run again")
+	}
+	if p.Context != r.Context {
+		return res, fmt.Errorf("refused: the plan was made for context %q, this is %q", p.Context, r.Context)
+	}
+	if r.Audit == nil {
+		return res, errors.New("refused: no audit log configured (audit.file)")
+	}
+	effects := p.Effects || r.effects(p.Group)
+	if effects && (p.ReplayTotal() > 0 || len(p.UnknownStart()) > 0) && !o.ConfirmReplayEffects {
+		return res, &EffectsError{Group: p.Group, Replay: p.ReplayTotal()}
+	}
+	info, err := r.Backend.Describe(ctx)
+	if err != nil {
+		return res, err
+	}
+	if info.ID != p.ClusterID {
+		return res, fmt.Errorf("refused: the plan was made on cluster %q, context %s is now cluster %q", p.ClusterID, r.Context, info.ID)
+	}
+	if err := r.recheck(ctx, p); err != nil {
+		return res, err
+	}
+
+	details := AuditDetails{Group: p.Group, ClusterID: p.ClusterID, Spec: p.Spec.String() + " " + p.Scope.String(),
+		PlanDigest: p.Digest, Status: "started", Effects: effects, Confirmed: o.ConfirmReplayEffects}
+	for _, row := range p.Partitions {
+		details.Partitions = append(details.Partitions, AuditChange{Topic: row.Topic, Partition: row.Partition, Before: row.Current, After: row.Target})
+	}
+	entry := audit.Entry{Actor: r.Actor, Action: ActionStart, Context: r.Context, Target: p.Group, Details: details}
+	if _, err := r.Audit.Append(ctx, entry); err != nil && !isSinkErr(err) {
+		return res, fmt.Errorf("refused: cannot write the audit log, nothing committed: %w", err)
+	}
+
+	offs := make([]backends.Committed, 0, len(p.Partitions))
+	for _, row := range p.Partitions {
+		offs = append(offs, backends.Committed{Topic: row.Topic, Partition: row.Partition, Offset: row.Target, LeaderEpoch: -1})
+	}
+	commitErr := r.Backend.CommitOffsets(ctx, p.Group, offs)
+	if commitErr == nil {
+		res.Executed = true
+		res.Verified, err = r.verify(ctx, p)
+		if err != nil {
+			res.Warning = "could not read the offsets back to verify: " + err.Error()
+		} else if !res.Verified {
+			res.Warning = "the committed offsets read back differ from the plan (a consumer committed since?)"
+		}
+	}
+
+	// The outcome is recorded even when the caller's context is done (an
+	// interrupted reset must still leave a trace).
+	details.Status, details.Verified = "committed", res.Verified
+	if commitErr != nil {
+		details.Status, details.Error = "failed", commitErr.Error()
+	}
+	entry.Action, entry.Details = ActionReset, details
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	stored, aerr := r.Audit.Append(actx, entry)
+	res.AuditSeq = stored.Seq
+	if commitErr != nil {
+		return res, fmt.Errorf("commit refused by the cluster, nothing changed: %w", commitErr)
+	}
+	if aerr != nil {
+		if isSinkErr(aerr) {
+			res.Warning = joinWarn(res.Warning, aerr.Error())
+		} else {
+			return res, fmt.Errorf("offsets committed, but the audit log could not record it: %w", aerr)
+		}
+	}
+	return res, nil
+}
+
+func joinWarn(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+func isSinkErr(err error) bool {
+	var se *audit.SinkError
+	return errors.As(err, &se)
+}
+
+// recheck re-reads the group and the log immediately before the commit and
+// refuses when anything the plan depends on moved.
+func (r *Resetter) recheck(ctx context.Context, p Plan) error {
+	g, err := r.Backend.GroupForReset(ctx, p.Group)
+	if err != nil {
+		return err
+	}
+	if len(g.Members) > 0 {
+		return &ActiveError{Group: p.Group, State: g.State, Members: g.Members}
+	}
+	switch g.State {
+	case "Empty", "Dead", "":
+	default:
+		return &ActiveError{Group: p.Group, State: g.State}
+	}
+	var changes []string
+	if len(p.Members) > 0 {
+		changes = append(changes, fmt.Sprintf("it had %d member(s) at plan time", len(p.Members)))
+	}
+	commits, err := r.Backend.CommittedOffsets(ctx, p.Group)
+	if err != nil {
+		return err
+	}
+	now := toMap(commits[p.Group])
+	topics := map[string]bool{}
+	for _, row := range p.Partitions {
+		topics[row.Topic] = true
+		c, has := now[row.TP()]
+		switch {
+		case row.Current == nil && has:
+			changes = append(changes, fmt.Sprintf("%s now has committed offset %d (none at plan time)", row.Label(), c))
+		case row.Current != nil && !has:
+			changes = append(changes, fmt.Sprintf("%s no longer has a committed offset (was %d)", row.Label(), *row.Current))
+		case row.Current != nil && c != *row.Current:
+			changes = append(changes, fmt.Sprintf("%s committed offset is %d, was %d at plan time", row.Label(), c, *row.Current))
+		}
+	}
+	ts, err := r.Backend.Topics(ctx, sortedKeys(topics)...)
+	if err != nil {
+		return err
+	}
+	bounds := map[TP]backends.Partition{}
+	for _, t := range ts {
+		for _, pp := range t.Partitions {
+			bounds[TP{Topic: t.Name, Partition: pp.Partition}] = pp
+		}
+	}
+	for _, row := range p.Partitions {
+		b, ok := bounds[row.TP()]
+		switch {
+		case !ok:
+			changes = append(changes, row.Label()+" no longer exists")
+		case b.Err != "" || b.LogStart < 0:
+			changes = append(changes, row.Label()+" log offsets unavailable: "+b.Err)
+		case row.Target < b.LogStart:
+			changes = append(changes, fmt.Sprintf("%s target %d is now below the log start %d (retention deleted it)", row.Label(), row.Target, b.LogStart))
+		case row.Target > b.HighWatermark:
+			changes = append(changes, fmt.Sprintf("%s target %d is now beyond the log end %d (topic recreated?)", row.Label(), row.Target, b.HighWatermark))
+		}
+	}
+	if len(changes) > 0 {
+		return &ChangedError{Group: p.Group, Changes: changes}
+	}
+	return nil
+}
+
+// verify reads the committed offsets back and compares them with the plan
+// (a reset tool that silently commits something else is worse than none).
+func (r *Resetter) verify(ctx context.Context, p Plan) (bool, error) {
+	commits, err := r.Backend.CommittedOffsets(ctx, p.Group)
+	if err != nil {
+		return false, err
+	}
+	now := toMap(commits[p.Group])
+	for _, row := range p.Partitions {
+		if c, ok := now[row.TP()]; !ok || c != row.Target {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func toMap(cs []backends.Committed) map[TP]int64 {
+	m := make(map[TP]int64, len(cs))
+	for _, c := range cs {
+		m[TP{Topic: c.Topic, Partition: c.Partition}] = c.Offset
+	}
+	return m
+}
+
+func topicsOf(tps []TP) []string {
+	set := map[string]bool{}
+	for _, tp := range tps {
+		set[tp.Topic] = true
+	}
+	return sortedKeys(set)
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
