@@ -230,7 +230,6 @@ func ParseCSV(name string, r io.Reader) ([]FileOffset, error) {
 		if err == io.EOF {
 			break
 		}
-		line, _ := cr.FieldPos(0)
 		if err != nil {
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
@@ -238,6 +237,7 @@ func ParseCSV(name string, r io.Reader) ([]FileOffset, error) {
 			}
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
+		line, _ := cr.FieldPos(0)
 		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
 			continue
 		}
