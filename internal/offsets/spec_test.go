@@ -52,12 +52,12 @@ func TestParseCSVLineNumberedErrors(t *testing.T) {
 		t.Fatalf("parsed %+v", got)
 	}
 	for in, want := range map[string]string{
-		"orders,0,10\norders,x,5\n":   "f.csv: line 2: partition \"x\"",
-		"orders,0,10\norders,1,-3\n":  "line 2: offset \"-3\"",
-		"orders,0\n":                  "line 1: expected topic,partition,offset, got 2",
-		"orders,0,1\n,1,2\n":          "line 2: topic is empty",
-		"orders,0,1\norders,0,2\n":    "line 2: orders[0] already given on line 1",
-		"# nothing\n":                 "no offsets",
+		"orders,0,10\norders,x,5\n":  "f.csv: line 2: partition \"x\"",
+		"orders,0,10\norders,1,-3\n": "line 2: offset \"-3\"",
+		"orders,0\n":                 "line 1: expected topic,partition,offset, got 2",
+		"orders,0,1\n,1,2\n":         "line 2: topic is empty",
+		"orders,0,1\norders,0,2\n":   "line 2: orders[0] already given on line 1",
+		"# nothing\n":                "no offsets",
 		"orders,0,1\n\"orders,1,2\n": "line 2",
 	} {
 		_, err := ParseCSV("f.csv", strings.NewReader(in))
