@@ -1,0 +1,369 @@
+// Package rabbitmq is the RabbitMQ backend: queue inventory and statistics
+// from the management HTTP API, messages over AMQP 0.9.1 (amqp091-go), and a
+// reduced mode (passive declares of configured queues) when there is no
+// management API. Callers see only backends types; amqp091-go stays here.
+package rabbitmq
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/berth-dev/berth/backends"
+	"github.com/berth-dev/berth/internal/config"
+)
+
+// Options say how to reach a RabbitMQ server.
+type Options struct {
+	// AMQPURL is amqp:// or amqps:// (credentials in it are never printed).
+	AMQPURL string
+	// ManagementURL is the management API's base (http(s)://host:15672).
+	ManagementURL string
+	// Username and Password override the URLs' credentials when set.
+	Username, Password string
+	// Vhosts limits the inventory (empty: every vhost the user can see).
+	Vhosts []string
+	// Queues are the queues reduced mode checks by passive declare.
+	Queues []string
+	TLS    *tls.Config // for amqps:// and https://; nil: system defaults
+	// Timeout bounds dialing and each call.
+	Timeout time.Duration
+}
+
+// Client is one attachment to a RabbitMQ server.
+type Client struct {
+	opts Options
+	mgmt *mgmt // nil in reduced mode
+	// mgmtErr says why there is no management API (reduced mode).
+	mgmtErr error
+	uri     amqp.URI // parsed AMQPURL (zero when none)
+
+	mu   sync.Mutex
+	conn *amqp.Connection
+}
+
+// Mode names of a QueueInventory.
+const (
+	ModeManagement = "management"
+	ModeReduced    = "reduced"
+)
+
+// Dial attaches. With a management URL it checks the API answers; when it
+// does not and there is an AMQP URL, the client falls back to reduced mode
+// (Reduced says why). With an AMQP URL it connects. Errors name the address
+// and never carry credentials.
+func Dial(ctx context.Context, o Options) (*Client, error) {
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	if o.AMQPURL == "" && o.ManagementURL == "" {
+		return nil, errors.New("rabbitmq: an AMQP URL or a management URL is required")
+	}
+	c := &Client{opts: o}
+	if o.AMQPURL != "" {
+		u, err := amqp.ParseURI(o.AMQPURL)
+		if err != nil {
+			return nil, fmt.Errorf("amqp_url: %q: %s", config.RedactURL(o.AMQPURL), config.RedactError(err.Error(), o.AMQPURL))
+		}
+		if o.Username != "" {
+			u.Username, u.Password = o.Username, o.Password
+		}
+		c.uri = u
+	}
+	if o.ManagementURL != "" {
+		user, pass := "guest", "guest"
+		if c.uri.Host != "" {
+			user, pass = c.uri.Username, c.uri.Password
+		}
+		if o.Username != "" {
+			user, pass = o.Username, o.Password
+		}
+		m, err := newMgmt(o.ManagementURL, user, pass, o.TLS, o.Timeout)
+		if err != nil {
+			return nil, err
+		}
+		if o.Username != "" {
+			m.user, m.password = o.Username, o.Password
+		}
+		octx, cancel := context.WithTimeout(ctx, o.Timeout)
+		_, err = m.overview(octx)
+		cancel()
+		switch {
+		case err == nil:
+			c.mgmt = m
+		case o.AMQPURL == "":
+			return nil, err
+		default:
+			c.mgmtErr = err
+		}
+	} else {
+		c.mgmtErr = errors.New("no management URL configured")
+	}
+	if o.AMQPURL != "" {
+		if _, err := c.connection(ctx); err != nil {
+			if c.mgmt == nil {
+				return nil, err
+			}
+			// The inventory still works; message operations will say why not.
+		}
+	}
+	return c, nil
+}
+
+// Reduced reports whether the client runs without the management API, and why.
+func (c *Client) Reduced() (bool, error) { return c.mgmt == nil, c.mgmtErr }
+
+// AMQPAddr is host:port of the AMQP endpoint (no credentials).
+func (c *Client) AMQPAddr() string {
+	if c.uri.Host == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s:%d", c.uri.Host, c.uri.Port)
+}
+
+// Vhost is the AMQP connection's vhost.
+func (c *Client) Vhost() string {
+	if c.uri.Host == "" {
+		return "/"
+	}
+	return c.uri.Vhost
+}
+
+// Close releases the AMQP connection.
+func (c *Client) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn != nil {
+		_ = c.conn.Close()
+		c.conn = nil
+	}
+}
+
+// connection returns the shared AMQP connection, dialing it when needed.
+func (c *Client) connection(ctx context.Context) (*amqp.Connection, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn != nil && !c.conn.IsClosed() {
+		return c.conn, nil
+	}
+	conn, err := c.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.conn = conn
+	return conn, nil
+}
+
+// dial opens a new AMQP connection (redrive uses its own).
+func (c *Client) dial(ctx context.Context) (*amqp.Connection, error) {
+	if c.uri.Host == "" {
+		return nil, errors.New("rabbitmq: this operation needs AMQP; the context has no amqp_url")
+	}
+	timeout := c.opts.Timeout
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
+		timeout = time.Until(dl)
+	}
+	if timeout <= 0 {
+		return nil, fmt.Errorf("rabbitmq amqp %s: no time left to connect", c.AMQPAddr())
+	}
+	cfg := amqp.Config{
+		SASL:       []amqp.Authentication{&amqp.PlainAuth{Username: c.uri.Username, Password: c.uri.Password}},
+		Vhost:      c.uri.Vhost,
+		Heartbeat:  10 * time.Second,
+		Locale:     "en_US",
+		Dial:       amqp.DefaultDial(timeout),
+		Properties: amqp.Table{"connection_name": "berth"},
+	}
+	if c.uri.Scheme == "amqps" {
+		cfg.TLSClientConfig = c.opts.TLS
+		if cfg.TLSClientConfig == nil {
+			cfg.TLSClientConfig = &tls.Config{ServerName: c.uri.Host}
+		}
+	}
+	u := c.uri
+	u.Username, u.Password = "", ""
+	conn, err := amqp.DialConfig(u.String(), cfg)
+	if err != nil {
+		return nil, c.amqpErr(err)
+	}
+	return conn, nil
+}
+
+// amqpErr names the address and masks credentials.
+func (c *Client) amqpErr(err error) error {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return fmt.Errorf("rabbitmq amqp %s: no answer within %s", c.AMQPAddr(), c.opts.Timeout)
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return fmt.Errorf("rabbitmq amqp %s: %v", c.AMQPAddr(), oe.Err)
+	}
+	if errors.Is(err, amqp.ErrSASL) || errors.Is(err, amqp.ErrCredentials) {
+		return fmt.Errorf("rabbitmq amqp %s: authentication failed (check username and password)", c.AMQPAddr())
+	}
+	return fmt.Errorf("rabbitmq amqp %s: %s", c.AMQPAddr(), config.RedactError(err.Error(), c.opts.AMQPURL))
+}
+
+// channel opens a throwaway channel: a failed passive declare closes it.
+func (c *Client) channel(ctx context.Context) (*amqp.Channel, error) {
+	conn, err := c.connection(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := conn.Channel()
+	if err != nil {
+		// The connection may have died under us: one fresh try.
+		c.mu.Lock()
+		if c.conn == conn {
+			c.conn = nil
+		}
+		c.mu.Unlock()
+		if conn, err = c.connection(ctx); err != nil {
+			return nil, err
+		}
+		if ch, err = conn.Channel(); err != nil {
+			return nil, c.amqpErr(err)
+		}
+	}
+	return ch, nil
+}
+
+// bounded runs f, giving up when ctx ends (amqp091 calls take no context,
+// and a busy queue process can block a declare for seconds).
+func (c *Client) bounded(ctx context.Context, what string, f func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("rabbitmq amqp %s: %s: no answer within the timeout", c.AMQPAddr(), what)
+	}
+}
+
+// Inventory lists queues with their statistics: every queue of the
+// configured vhosts through the management API, or in reduced mode the
+// configured queues by passive declare (and what that cannot show).
+func (c *Client) Inventory(ctx context.Context) (backends.QueueInventory, error) {
+	if c.mgmt == nil {
+		return c.reducedInventory(ctx)
+	}
+	inv := backends.QueueInventory{Mode: ModeManagement}
+	vhosts := c.opts.Vhosts
+	if len(vhosts) == 0 {
+		vhosts = []string{""}
+	}
+	for _, vh := range vhosts {
+		qs, err := c.mgmt.queues(ctx, vh)
+		if err != nil {
+			return inv, err
+		}
+		for _, q := range qs {
+			inv.Queues = append(inv.Queues, q.toQueue())
+		}
+	}
+	sortQueues(inv.Queues)
+	return inv, nil
+}
+
+// ReducedMissing is what reduced mode cannot show.
+var ReducedMissing = []string{
+	"unacknowledged counts, rates, consumer utilisation, head message timestamps (ages), queue types and dead-letter wiring need the management API",
+	"only configured queues are listed (contexts.<name>.queues): AMQP cannot list queues",
+}
+
+func (c *Client) reducedInventory(ctx context.Context) (backends.QueueInventory, error) {
+	inv := backends.QueueInventory{Mode: ModeReduced}
+	why := "no management API"
+	if c.mgmtErr != nil {
+		why = "no management API (" + c.mgmtErr.Error() + ")"
+	}
+	inv.Missing = append([]string{why}, ReducedMissing...)
+	if len(c.opts.Queues) == 0 {
+		inv.Warnings = append(inv.Warnings, "no queues configured for reduced mode (contexts.<name>.queues)")
+	}
+	for _, name := range c.opts.Queues {
+		q, err := c.passive(ctx, name)
+		if err != nil {
+			if errors.Is(err, errNotFound) {
+				inv.Warnings = append(inv.Warnings, fmt.Sprintf("queue %q not found in vhost %q", name, c.Vhost()))
+				continue
+			}
+			return inv, err
+		}
+		inv.Queues = append(inv.Queues, q)
+	}
+	sortQueues(inv.Queues)
+	return inv, nil
+}
+
+// passive reads a queue's ready count and consumers by passive declare.
+func (c *Client) passive(ctx context.Context, name string) (backends.Queue, error) {
+	ch, err := c.channel(ctx)
+	if err != nil {
+		return backends.Queue{}, err
+	}
+	defer ch.Close()
+	var q amqp.Queue
+	err = c.bounded(ctx, "declare "+name, func() (err error) {
+		q, err = ch.QueueDeclarePassive(name, false, false, false, false, nil)
+		return err
+	})
+	if err != nil {
+		var ae *amqp.Error
+		if errors.As(err, &ae) && ae.Code == amqp.NotFound {
+			return backends.Queue{}, errNotFound
+		}
+		return backends.Queue{}, c.amqpErr(err)
+	}
+	ready := int64(q.Messages)
+	cons := q.Consumers
+	return backends.Queue{
+		Name: name, Vhost: c.Vhost(), Ready: &ready, Consumers: &cons,
+		Source: "passive_declare",
+	}, nil
+}
+
+// Queue reads one queue; for a stream it also reads the first and last
+// messages' publisher timestamps. The error says when it does not exist.
+func (c *Client) Queue(ctx context.Context, vhost, name string) (backends.Queue, error) {
+	if vhost == "" {
+		vhost = c.Vhost()
+	}
+	if c.mgmt == nil {
+		q, err := c.passive(ctx, name)
+		if errors.Is(err, errNotFound) {
+			return q, fmt.Errorf("queue %q not found in vhost %q", name, c.Vhost())
+		}
+		return q, err
+	}
+	mq, err := c.mgmt.queue(ctx, vhost, name)
+	if errors.Is(err, errNotFound) {
+		return backends.Queue{}, fmt.Errorf("queue %q not found in vhost %q", name, vhost)
+	}
+	if err != nil {
+		return backends.Queue{}, err
+	}
+	q := mq.toQueue()
+	if q.Type == backends.QueueStream && c.uri.Host != "" && vhost == c.Vhost() {
+		_ = c.streamExtent(ctx, &q) // best effort: the fields stay unknown
+	}
+	return q, nil
+}
+
+func sortQueues(qs []backends.Queue) {
+	sort.Slice(qs, func(i, j int) bool {
+		if qs[i].Vhost != qs[j].Vhost {
+			return qs[i].Vhost < qs[j].Vhost
+		}
+		return qs[i].Name < qs[j].Name
+	})
+}
