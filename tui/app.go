@@ -95,6 +95,8 @@ type Model struct {
 
 	palette palette
 	help    bool
+
+	noTimers bool // tests: timers return nil commands
 }
 
 // internal messages
@@ -232,7 +234,7 @@ func (m *Model) route(id int, cmd tea.Cmd) tea.Cmd {
 
 // Init starts the clock, the page and the first dial or refresh.
 func (m *Model) Init() tea.Cmd {
-	cmds := []tea.Cmd{clockTick(), m.top().page.Init()}
+	cmds := []tea.Cmd{m.clockTick(), m.top().page.Init()}
 	if m.source == nil {
 		cmds = append(cmds, m.dialCmd(m.ctxName))
 	} else {
@@ -241,8 +243,17 @@ func (m *Model) Init() tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
-func clockTick() tea.Cmd {
-	return tea.Tick(time.Second, func(time.Time) tea.Msg { return clockMsg{} })
+func (m *Model) clockTick() tea.Cmd {
+	return m.tick(time.Second, func(time.Time) tea.Msg { return clockMsg{} })
+}
+
+// tick is tea.Tick, except in model tests (noTimers), where timers are
+// delivered by hand so that no test waits on a clock.
+func (m *Model) tick(d time.Duration, fn func(time.Time) tea.Msg) tea.Cmd {
+	if m.noTimers {
+		return nil
+	}
+	return tea.Tick(d, fn)
 }
 
 func (m *Model) top() *entry { return &m.stack[len(m.stack)-1] }
@@ -295,7 +306,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, m.updatePage(len(m.stack)-1, msg)
 	case clockMsg:
-		return m, clockTick()
+		return m, m.clockTick()
 	case refreshTickMsg:
 		if msg.gen != m.gen {
 			return m, nil
@@ -447,7 +458,7 @@ func (m *Model) setFlash(f FlashMsg) tea.Cmd {
 	m.flash = f
 	m.flashID++
 	id := m.flashID
-	return tea.Tick(flashDuration, func(time.Time) tea.Msg { return flashClearMsg{id: id} })
+	return m.tick(flashDuration, func(time.Time) tea.Msg { return flashClearMsg{id: id} })
 }
 
 func oneLine(s string) string {
@@ -476,7 +487,7 @@ func (m *Model) applyRefresh(msg refreshedMsg) tea.Cmd {
 
 func (m *Model) scheduleRefresh() tea.Cmd {
 	gen := m.gen
-	return tea.Tick(m.opts.Refresh, func(time.Time) tea.Msg { return refreshTickMsg{gen: gen} })
+	return m.tick(m.opts.Refresh, func(time.Time) tea.Msg { return refreshTickMsg{gen: gen} })
 }
 
 // switchContext starts dialing another context; the current one stays on
@@ -528,7 +539,7 @@ func (m *Model) applyDial(msg dialedMsg) tea.Cmd {
 func (m *Model) retryDial(name string) tea.Cmd {
 	gen := m.gen
 	m.dialing = name
-	return tea.Tick(m.opts.Refresh, func(time.Time) tea.Msg {
+	return m.tick(m.opts.Refresh, func(time.Time) tea.Msg {
 		return retryDialMsg{gen: gen, name: name}
 	})
 }
@@ -697,12 +708,15 @@ func (m *Model) freshness() string {
 	return st.StatusBar.Render(" " + ago(now.Sub(m.lastGood)) + " ago ")
 }
 
-// hints lists the page's first keys (the full list is under "?").
+// navKeys are left out of the hint line: everyone knows arrows; "?" lists them.
+var navKeys = map[string]bool{"↑/k": true, "↓/j": true, "pgup/ctrl+b": true, "pgdn/ctrl+f": true, "home/g": true, "end/G": true, ">": true, "<": true, "r": true}
+
+// hints lists the page's own keys first (the full list is under "?").
 func (m *Model) hints() string {
 	var parts []string
 	for _, b := range m.top().page.KeyBindings() {
 		h := b.Help()
-		if h.Key == "" || !b.Enabled() {
+		if h.Key == "" || !b.Enabled() || navKeys[h.Key] {
 			continue
 		}
 		parts = append(parts, h.Key+" "+h.Desc)

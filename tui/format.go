@@ -107,6 +107,21 @@ func isrText(h lag.PartitionHealth) string {
 	return "ok"
 }
 
+// isrShort is isrText for a narrow cell.
+func isrShort(h lag.PartitionHealth) string {
+	switch h.Class {
+	case lag.UnderReplicated:
+		return "under-replicated"
+	case lag.AtMinISR:
+		return "at min ISR"
+	case lag.UnderMinISR:
+		return "UNDER MIN ISR"
+	case lag.Offline:
+		return "OFFLINE"
+	}
+	return "ok"
+}
+
 // num is a float sort key.
 func num[T int | int32 | int64 | float64](v T) float64 { return float64(v) }
 

@@ -65,6 +65,10 @@ func (m *Model) helpView(w, h int) string {
 		grid[r] = padRight(grid[r], colW*c) + cell
 	}
 	title := m.styles.Title.Render("keys") + m.styles.Muted.Render("  (any key closes)")
+	if m.readOnly {
+		// Why actions are disabled, on a line of its own so it is never cut.
+		title += "   " + m.styles.ReadOnly.Render("read-only: "+m.readOnlyReason)
+	}
 	return title + "\n\n" + strings.Join(grid, "\n")
 }
 

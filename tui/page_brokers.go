@@ -49,6 +49,7 @@ type brokerToggledMsg struct {
 
 func newBrokers(env PageEnv) Page {
 	p := &brokersPage{down: map[int32]bool{}, seen: map[int32]backends.Broker{}}
+	p.self = p
 	p.env, p.title = env, "brokers"
 	p.tbl = table.New([]table.Column{
 		colBID:          {Title: "ID", Width: 4, Right: true, Numeric: true},

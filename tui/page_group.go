@@ -69,6 +69,7 @@ func newGroup(env PageEnv) Page {
 	if len(env.Args) > 0 {
 		p.name = strings.Join(env.Args, " ")
 	}
+	p.self = p
 	p.env, p.title = env, sanitize.Text(p.name)
 	p.tbl = table.New(partitionLagColumns(), env.Styles)
 	p.tbl.SetSort(colPAge, true)

@@ -81,6 +81,7 @@ type groupsPage struct{ tablePage }
 
 func newGroups(env PageEnv) Page {
 	p := &groupsPage{}
+	p.self = p
 	p.env, p.title = env, "groups"
 	p.tbl = table.New(groupColumns(), env.Styles)
 	p.tbl.SetSort(colGroupAge, true)

@@ -26,6 +26,7 @@ type overviewPage struct {
 
 func newOverview(env PageEnv) Page {
 	p := &overviewPage{seen: map[int32]bool{}}
+	p.self = p
 	p.env, p.title = env, "overview"
 	p.tbl = table.New(groupColumns(), env.Styles)
 	p.tbl.SetSort(colGroupAge, true)

@@ -109,6 +109,7 @@ type topicsPage struct{ tablePage }
 
 func newTopics(env PageEnv) Page {
 	p := &topicsPage{}
+	p.self = p
 	p.env, p.title = env, "topics"
 	p.tbl = table.New(topicColumns(), env.Styles)
 	p.tbl.SetSort(colTName, false)
@@ -183,6 +184,7 @@ type topicPage struct {
 
 func newTopic(env PageEnv) Page {
 	p := &topicPage{name: strings.Join(env.Args, " ")}
+	p.self = p
 	p.env, p.title = env, sanitize.Text(p.name)
 	p.tbl = table.New(topicPartitionColumns(), env.Styles)
 	p.tbl.SetSort(colPPartition, false)
@@ -241,7 +243,13 @@ func (p *topicPage) headerView(s *Snapshot, w int) []string {
 	}
 	worst, n := worstISR(t)
 	if worst != lag.Healthy {
-		line2 += st.Levels[isrLevel(worst)].Render(fmt.Sprintf(" · %d partitions with ISR problems", n))
+		line2 += st.Levels[isrLevel(worst)].Render(fmt.Sprintf(" · %d partition(s) with ISR problems", n))
+		for _, h := range t.Health {
+			if h.WritesBlocked {
+				line2 += st.Levels[styles.Bad].Render(fmt.Sprintf(" · p%d: %s", h.Partition, isrText(h)))
+				break
+			}
+		}
 	}
 	return []string{fit(line, w), fit(line2, w)}
 }
@@ -284,7 +292,7 @@ func (p *topicPage) partitionRows(s *Snapshot) []table.Row {
 		if i < len(t.Health) {
 			h := t.Health[i]
 			if h.Class != lag.Healthy {
-				state = append(state, isrText(h))
+				state = append(state, isrShort(h))
 				lv = isrLevel(h.Class)
 				cellLv[colPISR] = lv
 				cellLv[colPState] = lv
@@ -329,6 +337,7 @@ type configsPage struct {
 
 func newConfigs(env PageEnv) Page {
 	p := &configsPage{name: strings.Join(env.Args, " ")}
+	p.self = p
 	p.env, p.title = env, "configs"
 	p.tbl = table.New([]table.Column{
 		{Title: "CONFIG", Width: 30},

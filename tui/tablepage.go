@@ -14,6 +14,9 @@ import (
 // rebuilds rows on each SnapshotMsg; the table keeps the cursor on the same
 // row ID, the filter and the sort.
 type tablePage struct {
+	// self is the embedding page: Update returns it, so the stack keeps
+	// the outer type (and its methods), not this embedded part.
+	self  Page
 	env   PageEnv
 	title string
 	tbl   table.Model
@@ -55,7 +58,7 @@ func (p *tablePage) KeyBindings() []key.Binding {
 		b := k.binding
 		if k.disabled != "" {
 			h := b.Help()
-			b.SetHelp(h.Key, h.Desc+" (disabled: "+k.disabled+")")
+			b.SetHelp(h.Key, h.Desc+" (disabled)")
 		}
 		out = append(out, b)
 	}
@@ -88,23 +91,23 @@ func (p *tablePage) Update(msg tea.Msg) (Page, tea.Cmd) {
 		}
 		if p.enter != nil && msg.Type == tea.KeyEnter {
 			if r, ok := p.tbl.Selected(); ok {
-				return p, p.enter(r)
+				return p.self, p.enter(r)
 			}
-			return p, nil
+			return p.self, nil
 		}
 		for _, k := range p.keys {
 			if key.Matches(msg, k.binding) {
 				if k.disabled != "" {
-					return p, Flash(Error, k.binding.Help().Desc+": "+k.disabled)
+					return p.self, Flash(Error, k.binding.Help().Desc+": "+k.disabled)
 				}
 				r, ok := p.tbl.Selected()
-				return p, k.run(r, ok)
+				return p.self, k.run(r, ok)
 			}
 		}
 	}
 	var cmd tea.Cmd
 	p.tbl, cmd = p.tbl.Update(msg)
-	return p, cmd
+	return p.self, cmd
 }
 
 func (p *tablePage) headerHeight() int {

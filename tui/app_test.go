@@ -1,0 +1,371 @@
+package tui
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/berth-dev/berth/tui/components/table"
+)
+
+func TestStartsOnOverviewWithWorstGroupFirst(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24)
+	if got := crumbs(m); got != "overview" {
+		t.Fatalf("stack = %q, want overview", got)
+	}
+	p := m.top().page.(*overviewPage)
+	r, ok := p.tbl.VisibleRow(0)
+	if !ok || r.ID != "fraud-monitor" {
+		t.Fatalf("first group = %q, want fraud-monitor (oldest max age)", r.ID)
+	}
+	v := m.View()
+	for _, want := range []string{"1 under min ISR: acks=all writes blocked", "orders-by-tenant-3 7.0x median", "shipment-jobs.DLT 12", "3/3 brokers up"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("overview lacks %q:\n%s", want, v)
+		}
+	}
+}
+
+func TestNavigateToGroupByKeysAndBack(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24)
+	press(m, "c") // groups page
+	if got := crumbs(m); got != "groups" {
+		t.Fatalf("after c: %q", got)
+	}
+	// Sorted by max age: fraud-monitor, sales-analytics, email-notifier.
+	press(m, "j", "enter")
+	if got := crumbs(m); got != "groups > sales-analytics" {
+		t.Fatalf("after j enter: %q", got)
+	}
+	press(m, "esc")
+	if got := crumbs(m); got != "groups" {
+		t.Fatalf("after esc: %q", got)
+	}
+	// The cursor is where it was.
+	if r, _ := m.top().page.(*groupsPage).tbl.Selected(); r.ID != "sales-analytics" {
+		t.Fatalf("cursor on %q after back", r.ID)
+	}
+}
+
+func TestGroupPageShowsStuckPartitionFirst(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24)
+	press(m, "enter") // overview's first row: fraud-monitor
+	g, ok := m.top().page.(*groupPage)
+	if !ok {
+		t.Fatalf("top page is %T", m.top().page)
+	}
+	r, _ := g.tbl.VisibleRow(0)
+	if r.Cells[colPPart] != "7" || !strings.HasPrefix(r.Cells[colPStatus], "STALLED") {
+		t.Fatalf("first row = %v, want partition 7 STALLED", r.Cells)
+	}
+	v := m.View()
+	if !strings.Contains(v, "max age 7m12s (orders-7)") {
+		t.Errorf("summary lacks the worst partition:\n%s", v)
+	}
+	if !strings.Contains(v, "behind") {
+		t.Errorf("stuck partition should read 'behind' for time to catch up:\n%s", v)
+	}
+}
+
+func TestPaletteCompletesAndOpensGroup(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24)
+	press(m, ":")
+	typeText(m, "group fr")
+	if len(m.palette.sugg) != 1 || m.palette.sugg[0].text != "group fraud-monitor" {
+		t.Fatalf("suggestions = %+v", m.palette.sugg)
+	}
+	press(m, "tab")
+	if m.palette.input != "group fraud-monitor" {
+		t.Fatalf("tab completed to %q", m.palette.input)
+	}
+	press(m, "enter")
+	if got := crumbs(m); got != "overview > fraud-monitor" {
+		t.Fatalf("stack = %q", got)
+	}
+}
+
+func TestPaletteArrowsPickSuggestion(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24)
+	press(m, ":")
+	typeText(m, "gr")
+	// "group" then "groups": down picks the second.
+	if len(m.palette.sugg) < 2 || m.palette.sugg[1].text != "groups" {
+		t.Fatalf("suggestions = %+v", m.palette.sugg)
+	}
+	press(m, "down", "enter")
+	if got := crumbs(m); got != "groups" {
+		t.Fatalf("stack = %q, want groups", got)
+	}
+}
+
+func TestPaletteUnknownPageFlashes(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24)
+	press(m, ":")
+	typeText(m, "zzz")
+	press(m, "enter")
+	if m.flash.Level != Error || !strings.Contains(m.flash.Text, "no such page") {
+		t.Fatalf("flash = %+v", m.flash)
+	}
+}
+
+func TestFilterTakesKeysAndQDoesNotQuit(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24)
+	press(m, "c", "/")
+	if press(m, "q") {
+		t.Fatal("q while typing a filter quit the console")
+	}
+	p := m.top().page.(*groupsPage)
+	if p.tbl.Filter() != "q" {
+		t.Fatalf("filter = %q", p.tbl.Filter())
+	}
+	press(m, "backspace")
+	typeText(m, "FRAUD")
+	press(m, "enter")
+	if p.tbl.Len() != 1 {
+		t.Fatalf("filter FRAUD shows %d rows", p.tbl.Len())
+	}
+	// esc clears the filter first, then goes back.
+	press(m, "esc")
+	if p.tbl.Filter() != "" || crumbs(m) != "groups" {
+		t.Fatalf("esc: filter %q, stack %q", p.tbl.Filter(), crumbs(m))
+	}
+	press(m, "esc")
+	if crumbs(m) != "overview" {
+		t.Fatalf("second esc: stack %q", crumbs(m))
+	}
+	if !press(m, "q") {
+		t.Fatal("q did not quit")
+	}
+}
+
+func TestRegexFilter(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24)
+	press(m, "c", "/")
+	typeText(m, "~^(email|sales)-")
+	press(m, "enter")
+	if n := m.top().page.(*groupsPage).tbl.Len(); n != 2 {
+		t.Fatalf("regex filter shows %d rows, want 2", n)
+	}
+}
+
+func TestSortByColumnKeys(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24)
+	press(m, "c", "1") // sort by GROUP ascending
+	p := m.top().page.(*groupsPage)
+	if r, _ := p.tbl.VisibleRow(0); r.ID != "email-notifier" {
+		t.Fatalf("sorted by name: first %q", r.ID)
+	}
+	press(m, "1") // again: descending
+	if r, _ := p.tbl.VisibleRow(0); r.ID != "sales-analytics" {
+		t.Fatalf("sorted by name desc: first %q", r.ID)
+	}
+	if !strings.Contains(m.View(), "GROUP▼") {
+		t.Fatal("header does not mark the sort column")
+	}
+}
+
+func TestRefreshFailureKeepsDataAndMarksStale(t *testing.T) {
+	m, src := newTestModel(t, 120, 30)
+	src.setFail(errors.New("dial 127.0.0.1:9092: connection refused"))
+	send(m, refreshTickMsg{gen: m.gen})
+	if m.snap == nil || m.lastErr == nil {
+		t.Fatalf("snap=%v lastErr=%v", m.snap != nil, m.lastErr)
+	}
+	v := m.View()
+	if !strings.Contains(v, "fraud-monitor") {
+		t.Fatal("last good data left the screen after a failed refresh")
+	}
+	if !strings.Contains(v, "STALE") || !strings.Contains(v, "connection refused") {
+		t.Fatalf("status line does not say stale / the error:\n%s", lastLine(v))
+	}
+	// The flash clears itself; the stale marker stays until a good refresh.
+	send(m, flashClearMsg{id: m.flashID})
+	if strings.Contains(m.View(), "connection refused") {
+		t.Fatal("flash did not clear")
+	}
+	src.setFail(nil)
+	send(m, refreshTickMsg{gen: m.gen})
+	if strings.Contains(m.View(), "STALE") {
+		t.Fatal("still stale after a good refresh")
+	}
+}
+
+func TestStaleResultsAreDropped(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24)
+	before := m.snap
+	// A refresh from an older sequence or generation must not apply.
+	send(m, refreshedMsg{gen: m.gen, seq: m.seq - 1, snap: fixtureSnapshot(99)})
+	send(m, refreshedMsg{gen: m.gen - 1, seq: m.seq, snap: fixtureSnapshot(98)})
+	if m.snap != before {
+		t.Fatal("a stale refresh replaced the snapshot")
+	}
+	// A page result from before a context switch is dropped too.
+	got := 0
+	probe := &probePage{onMsg: func(tea.Msg) { got++ }}
+	m.stack = append(m.stack, entry{id: 999, page: probe})
+	send(m, routedMsg{gen: m.gen - 1, pageID: 999, msg: "old"})
+	send(m, routedMsg{gen: m.gen, pageID: 999, msg: "new"})
+	if got != 1 {
+		t.Fatalf("page got %d routed messages, want 1 (the current generation)", got)
+	}
+}
+
+func TestContextSwitch(t *testing.T) {
+	m, src := newTestModel(t, 80, 24)
+	press(m, ":")
+	typeText(m, "ctx prod")
+	press(m, "enter")
+	if m.ctxName != "prod" || !m.readOnly || !src.closed {
+		t.Fatalf("ctx=%s readOnly=%v oldClosed=%v", m.ctxName, m.readOnly, src.closed)
+	}
+	if !strings.Contains(lastLine(m.View()), "READ-ONLY") {
+		t.Fatalf("no read-only badge: %q", lastLine(m.View()))
+	}
+	// A failed switch keeps the current context.
+	press(m, ":")
+	typeText(m, "ctx bundled")
+	press(m, "enter")
+	if m.ctxName != "prod" || m.flash.Level != Error {
+		t.Fatalf("after failed switch: ctx=%s flash=%+v", m.ctxName, m.flash)
+	}
+}
+
+func TestReadOnlyActionIsDisabledWithReason(t *testing.T) {
+	pushed := 0
+	RegisterAction(Action{
+		Scope:   "group",
+		Key:     key.NewBinding(key.WithKeys("Z"), key.WithHelp("Z", "test reset")),
+		Mutates: true,
+		Open:    func(PageEnv, string) Page { pushed++; return &probePage{} },
+	})
+	t.Cleanup(func() {
+		registry.Lock()
+		registry.actions = registry.actions[:len(registry.actions)-1]
+		registry.Unlock()
+	})
+	m, _ := newTestModel(t, 80, 24, func(o *Options) { o.ReadOnly, o.ReadOnlyReason = true, "context prod has read_only: true" })
+	press(m, "c", "Z")
+	if pushed != 0 {
+		t.Fatal("a mutating action opened in a read-only context")
+	}
+	if !strings.Contains(m.flash.Text, "read_only") {
+		t.Fatalf("flash = %q, want the reason", m.flash.Text)
+	}
+	press(m, "?")
+	if v := m.View(); !strings.Contains(v, "test reset (disabled)") || !strings.Contains(v, "read-only: context prod has read_only: true") {
+		t.Fatalf("help does not show the disabled action:\n%s", m.View())
+	}
+
+	// Writable: the action opens with the selected group as its target.
+	m2, _ := newTestModel(t, 80, 24)
+	press(m2, "c", "Z")
+	if pushed != 1 || len(m2.stack) != 2 {
+		t.Fatalf("pushed=%d stack=%q", pushed, crumbs(m2))
+	}
+}
+
+func TestUntrustedTextIsEscaped(t *testing.T) {
+	m, _ := newTestModel(t, 120, 40)
+	check := func(where string) {
+		t.Helper()
+		v := m.View()
+		if strings.ContainsAny(v, "\x1b\x07") {
+			t.Fatalf("%s: raw escape or BEL reached the screen", where)
+		}
+		if !strings.Contains(v, `\e[2J`) && !strings.Contains(v, `\e[41m`) && !strings.Contains(v, `\e[5m`) {
+			t.Fatalf("%s: escaped text not visible:\n%s", where, v)
+		}
+	}
+	press(m, "t")
+	check("topics")
+	press(m, "home", "enter")
+	check("topic")
+	press(m, "C")
+	check("configs")
+	press(m, ":")
+	typeText(m, "group fraud-monitor")
+	press(m, "enter")
+	check("group members")
+}
+
+func TestEveryPageFitsTheScreen(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {120, 40}, {200, 50}} {
+		m, _ := newTestModel(t, size[0], size[1])
+		for _, nav := range [][]string{{"o"}, {"t"}, {"t", "j", "enter"}, {"c"}, {"c", "enter"}, {"b"}, {"?"}, {"esc", ":"}} {
+			press(m, nav...)
+			assertFits(t, m.View(), size[0], size[1], crumbs(m))
+		}
+	}
+}
+
+func TestBrokerToggleRunsOffTheUIThread(t *testing.T) {
+	var calls []string
+	toggle := func(id int32, down bool) error {
+		calls = append(calls, strings.TrimSpace(strings.Join([]string{"b", string(rune('0' + id)), map[bool]string{true: "down", false: "up"}[down]}, " ")))
+		return nil
+	}
+	m, _ := newTestModel(t, 80, 24, func(o *Options) { o.BrokerToggle = toggle })
+	press(m, "b", "j", "x")
+	if len(calls) != 1 || calls[0] != "b 1 down" {
+		t.Fatalf("calls = %v", calls)
+	}
+	if !strings.Contains(m.View(), "DOWN (sim)") {
+		t.Fatalf("broker not shown down:\n%s", m.View())
+	}
+	press(m, "x")
+	if len(calls) != 2 || calls[1] != "b 1 up" {
+		t.Fatalf("calls = %v", calls)
+	}
+	// Without the toggle, the key does nothing and help does not list it.
+	m2, _ := newTestModel(t, 80, 24)
+	press(m2, "b", "?")
+	if strings.Contains(m2.View(), "take broker down") {
+		t.Fatal("broker toggle offered without the demo")
+	}
+}
+
+func TestQuitKeys(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24)
+	if !press(m, "ctrl+c") {
+		t.Fatal("ctrl+c did not quit")
+	}
+}
+
+// assertFits checks a frame is exactly h lines of exactly w cells.
+func assertFits(t *testing.T, v string, w, h int, where string) {
+	t.Helper()
+	lines := strings.Split(v, "\n")
+	if len(lines) != h {
+		t.Fatalf("%s at %dx%d: %d lines", where, w, h, len(lines))
+	}
+	for i, l := range lines {
+		if lw := ansi.StringWidth(l); lw != w {
+			t.Fatalf("%s at %dx%d: line %d is %d cells: %q", where, w, h, i, lw, l)
+		}
+	}
+}
+
+func lastLine(v string) string {
+	i := strings.LastIndexByte(v, '\n')
+	return v[i+1:]
+}
+
+// probePage records the messages it gets.
+type probePage struct{ onMsg func(tea.Msg) }
+
+func (p *probePage) Init() tea.Cmd { return nil }
+func (p *probePage) Update(msg tea.Msg) (Page, tea.Cmd) {
+	if s, ok := msg.(string); ok && p.onMsg != nil {
+		p.onMsg(s)
+	}
+	return p, nil
+}
+func (p *probePage) View() string               { return "probe" }
+func (p *probePage) Title() string              { return "probe" }
+func (p *probePage) KeyBindings() []key.Binding { return nil }
+
+var _ = table.Row{}
