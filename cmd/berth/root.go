@@ -42,6 +42,21 @@ var commands []func(*app) *cobra.Command
 
 func register(f func(*app) *cobra.Command) { commands = append(commands, f) }
 
+// subcommands holds constructors for commands that live under a parent
+// registered by another file (e.g. "redrive approve" beside "redrive plan").
+var subcommands []struct {
+	parent string
+	make   func(*app) *cobra.Command
+}
+
+// registerUnder adds a subcommand to the top-level command named parent.
+func registerUnder(parent string, f func(*app) *cobra.Command) {
+	subcommands = append(subcommands, struct {
+		parent string
+		make   func(*app) *cobra.Command
+	}{parent, f})
+}
+
 func newRoot(a *app) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "berth",
@@ -74,6 +89,14 @@ func newRoot(a *app) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
 	for _, f := range commands {
 		root.AddCommand(f(a))
+	}
+	for _, sc := range subcommands {
+		parent := findCommand(root, sc.parent)
+		if parent == nil {
+			parent = &cobra.Command{Use: sc.parent}
+			root.AddCommand(parent)
+		}
+		parent.AddCommand(sc.make(a))
 	}
 	// The console is the default action. Without it, bare `berth` prints
 	// help; either way an unknown command is a usage error (exit 2), not
@@ -191,4 +214,13 @@ func yamlError(err error) string {
 		return msg[i:]
 	}
 	return msg
+}
+
+func findCommand(root *cobra.Command, name string) *cobra.Command {
+	for _, c := range root.Commands() {
+		if c.Name() == name {
+			return c
+		}
+	}
+	return nil
 }
