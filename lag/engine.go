@@ -274,7 +274,7 @@ func RollUp(info GroupInfo, rows []PartitionLag) GroupLag {
 	g := GroupLag{
 		Group:       info.Name,
 		State:       info.State,
-		Members:     len(info.Members),
+		MemberCount: len(info.Members),
 		IdleMembers: IdleMembers(info.Members),
 		SLO:         info.SLO,
 		Partitions:  rows,

@@ -146,9 +146,9 @@ type PartitionLag struct {
 // GroupLag is a consumer group's roll-up: maximum age (never an average),
 // sum of lag, worst status, plus its partition rows.
 type GroupLag struct {
-	Group   string
-	State   string // the coordinator's state (Stable, Empty, ...)
-	Members int
+	Group       string
+	State       string // the coordinator's state (Stable, Empty, ...)
+	MemberCount int
 	// IdleMembers are member ids with no assignment (e.g. more members than
 	// partitions): capacity that cannot help.
 	IdleMembers []string

@@ -3,13 +3,579 @@ package monitor
 import (
 	"context"
 	"errors"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/berth-dev/berth/backends"
+	"github.com/berth-dev/berth/lag"
 )
 
-// state is the history the monitor keeps between refreshes.
-type state struct{}
+// slots is how many samples of each partition the monitor keeps for the
+// sliding window: the newest plus earlier ones spaced at least
+// window/(slots-2) apart, so the window is always covered without storing a
+// sample per refresh (memory is per group x partition x slot).
+const slots = 8
 
-func newState() *state { return &state{} }
+// probeChunk bounds the queries passed to the timestamp reader at once, so a
+// cold refresh over 500,000 positions never holds them all in memory.
+const probeChunk = 50000
+
+// state is the history the monitor keeps between refreshes.
+type state struct {
+	seq    int
+	times  []time.Time // slot times, oldest first
+	topics map[string]*topicState
+	groups map[string]*groupState
+}
+
+func newState() *state {
+	return &state{topics: map[string]*topicState{}, groups: map[string]*groupState{}}
+}
+
+// topicState holds a topic's per-slot offsets, aligned with state.times.
+type topicState struct {
+	n      int
+	starts [][]int64
+	ends   [][]int64
+	epochs []int32
+}
+
+type groupState struct {
+	topics  map[string]*gtState
+	history []Point
+}
+
+// gtState is one group's history on one topic: per slot, per partition.
+type gtState struct {
+	n         int
+	committed [][]int64
+	ages      [][]int32 // seconds; -1 unknown
+	// The last timestamp read for each partition, reused while the
+	// position (and, for "no data" answers, the end) has not moved.
+	probePos []int64
+	probeEnd []int64
+	probeMs  []int64
+	probeFl  []uint8
+}
+
+const (
+	pfKnown uint8 = 1 << iota
+	pfFound
+	pfApprox
+	pfLogAppend
+	pfUnknownType
+)
+
+func newGT(n, nslots int) *gtState {
+	g := &gtState{n: n, probePos: make([]int64, n), probeEnd: make([]int64, n), probeMs: make([]int64, n), probeFl: make([]uint8, n)}
+	for i := range g.probePos {
+		g.probePos[i] = -2
+	}
+	for i := 0; i < nslots; i++ {
+		g.committed = append(g.committed, filled64(n, lag.NoCommit))
+		g.ages = append(g.ages, filled32(n, -1))
+	}
+	return g
+}
+
+func filled64(n int, v int64) []int64 {
+	s := make([]int64, n)
+	for i := range s {
+		s[i] = v
+	}
+	return s
+}
+
+func filled32(n int, v int32) []int32 {
+	s := make([]int32, n)
+	for i := range s {
+		s[i] = v
+	}
+	return s
+}
+
+// row is the per-refresh working data for one group x partition.
+type row struct {
+	gt        *gtState
+	topic     *topicView
+	p         int
+	committed int64
+	pos       int64
+	end       int64
+}
+
+type topicView struct {
+	t         backends.Topic
+	st        *topicState
+	compacted bool
+	deletes   bool
+	retention time.Duration
+	index     map[int32]int
+}
 
 func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
-	return Snapshot{}, errors.New("monitor: not implemented yet")
+	st := m.st
+	now := m.cfg.Now()
+	began := time.Now()
+	var warnings []string
+
+	info, err := m.cluster.Describe(ctx)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	topics, err := m.cluster.Topics(ctx)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	groups, err := m.cluster.Groups(ctx)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	if len(m.cfg.Groups) > 0 {
+		want := map[string]bool{}
+		for _, g := range m.cfg.Groups {
+			want[g] = true
+		}
+		kept := groups[:0]
+		for _, g := range groups {
+			if want[g.Name] {
+				kept = append(kept, g)
+			}
+		}
+		groups = kept
+	}
+	sort.Slice(groups, func(i, j int) bool { return groups[i].Name < groups[j].Name })
+	names := make([]string, len(groups))
+	for i, g := range groups {
+		names[i] = g.Name
+	}
+	commits, cerr := m.cluster.CommittedOffsets(ctx, names...)
+	if cerr != nil {
+		if ctx.Err() != nil {
+			return Snapshot{}, cerr
+		}
+		warnings = append(warnings, oneLine(cerr))
+	}
+
+	// Topics: state, views, slot alignment.
+	views := make(map[string]*topicView, len(topics))
+	for _, t := range topics {
+		ts := st.topics[t.Name]
+		if ts == nil || ts.n != len(t.Partitions) {
+			ts = &topicState{n: len(t.Partitions), epochs: filled32(len(t.Partitions), -1)}
+			for range st.times {
+				ts.starts = append(ts.starts, filled64(ts.n, -1))
+				ts.ends = append(ts.ends, filled64(ts.n, -1))
+			}
+			st.topics[t.Name] = ts
+		}
+		v := &topicView{t: t, st: ts, index: make(map[int32]int, len(t.Partitions))}
+		for i, p := range t.Partitions {
+			v.index[p.Partition] = i
+		}
+		policy := t.Configs[backends.ConfigCleanupPolicy]
+		v.compacted = strings.Contains(policy, "compact")
+		v.deletes = policy == "" || strings.Contains(policy, "delete")
+		if ms, err := strconv.ParseInt(t.Configs[backends.ConfigRetentionMs], 10, 64); err == nil && ms > 0 {
+			v.retention = time.Duration(ms) * time.Millisecond
+		}
+		views[t.Name] = v
+	}
+	for name := range st.topics {
+		if views[name] == nil {
+			delete(st.topics, name)
+		}
+	}
+
+	// Groups: which topics each covers (commits and assignments), all of
+	// each topic's partitions.
+	type gwork struct {
+		g      backends.Group
+		gs     *groupState
+		rows   []row
+		owners map[backends.TopicPartition]string
+		err    string
+	}
+	work := make([]*gwork, 0, len(groups))
+	seenGroups := map[string]bool{}
+	for _, g := range groups {
+		seenGroups[g.Name] = true
+		gs := st.groups[g.Name]
+		if gs == nil {
+			gs = &groupState{topics: map[string]*gtState{}}
+			st.groups[g.Name] = gs
+		}
+		w := &gwork{g: g, gs: gs, owners: lag.Owners(g.Members), err: g.Err}
+		cs, ok := commits[g.Name]
+		if !ok && cerr != nil {
+			w.err = strings.TrimSpace(w.err + " committed offsets unavailable")
+		}
+		byTopic := map[string]map[int32]int64{}
+		for _, c := range cs {
+			if byTopic[c.Topic] == nil {
+				byTopic[c.Topic] = map[int32]int64{}
+			}
+			byTopic[c.Topic][c.Partition] = c.Offset
+		}
+		for tp := range w.owners {
+			if byTopic[tp.Topic] == nil {
+				byTopic[tp.Topic] = map[int32]int64{}
+			}
+		}
+		tnames := make([]string, 0, len(byTopic))
+		for t := range byTopic {
+			if views[t] != nil {
+				tnames = append(tnames, t)
+			}
+		}
+		sort.Strings(tnames)
+		for _, tn := range tnames {
+			v := views[tn]
+			gt := gs.topics[tn]
+			if gt == nil || gt.n != len(v.t.Partitions) {
+				gt = newGT(len(v.t.Partitions), len(st.times))
+				gs.topics[tn] = gt
+			}
+			for i, p := range v.t.Partitions {
+				c, ok := byTopic[tn][p.Partition]
+				if !ok {
+					c = lag.NoCommit
+				}
+				w.rows = append(w.rows, row{gt: gt, topic: v, p: i, committed: c, pos: lag.Position(c, p.LogStart), end: p.HighWatermark})
+			}
+		}
+		for tn := range gs.topics {
+			if byTopic[tn] == nil || views[tn] == nil {
+				delete(gs.topics, tn)
+			}
+		}
+		work = append(work, w)
+	}
+	for name := range st.groups {
+		if !seenGroups[name] {
+			delete(st.groups, name)
+		}
+	}
+
+	// Timestamps: only positions with lag whose answer is not already known.
+	if m.ts != nil && !m.cfg.SkipAges {
+		type ref struct {
+			gt *gtState
+			p  int
+		}
+		idx := map[backends.OffsetQuery]int{}
+		var queries []backends.OffsetQuery
+		var refs [][]ref
+		for _, w := range work {
+			for _, r := range w.rows {
+				if r.end <= r.pos || r.end < 0 {
+					continue
+				}
+				gt := r.gt
+				fl := gt.probeFl[r.p]
+				if gt.probePos[r.p] == r.pos && fl&pfKnown != 0 && (fl&pfFound != 0 || gt.probeEnd[r.p] == r.end) {
+					continue
+				}
+				gt.probeFl[r.p] = 0 // unknown until answered
+				part := r.topic.t.Partitions[r.p]
+				q := backends.OffsetQuery{TopicPartition: backends.TopicPartition{Topic: part.Topic, Partition: part.Partition}, Offset: r.pos}
+				i, ok := idx[q]
+				if !ok {
+					i = len(queries)
+					idx[q] = i
+					queries = append(queries, q)
+					refs = append(refs, nil)
+				}
+				refs[i] = append(refs[i], ref{gt, r.p})
+				gt.probePos[r.p], gt.probeEnd[r.p] = r.pos, r.end
+			}
+		}
+		idx = nil
+		var probeErrs []error
+		for start := 0; start < len(queries); start += probeChunk {
+			chunk := queries[start:min(start+probeChunk, len(queries))]
+			rts, err := m.ts.FirstTimestamps(ctx, chunk)
+			if err != nil {
+				probeErrs = append(probeErrs, err)
+			}
+			pos := map[backends.OffsetQuery]int{}
+			for i, q := range chunk {
+				pos[q] = start + i
+			}
+			for _, rt := range rts {
+				i, ok := pos[rt.OffsetQuery]
+				if !ok {
+					continue
+				}
+				fl := pfKnown
+				if rt.Found {
+					fl |= pfFound
+				}
+				if rt.Approximate {
+					fl |= pfApprox
+				}
+				switch rt.Type {
+				case backends.LogAppendTime:
+					fl |= pfLogAppend
+				case backends.CreateTime:
+				default:
+					fl |= pfUnknownType
+				}
+				for _, rf := range refs[i] {
+					rf.gt.probeFl[rf.p] = fl
+					rf.gt.probeMs[rf.p] = rt.Timestamp.UnixMilli()
+				}
+			}
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		if len(probeErrs) > 0 {
+			warnings = append(warnings, "timestamps: "+oneLine(errors.Join(probeErrs...)))
+		}
+	}
+
+	// Evaluate.
+	lcfg := m.cfg.Lag
+	var hist []lag.Sample
+	snapGroups := make([]Group, 0, len(work))
+	for _, w := range work {
+		slo := m.cfg.SLO(w.g.Name)
+		rows := make([]lag.PartitionLag, 0, len(w.rows))
+		for _, r := range w.rows {
+			part := r.topic.t.Partitions[r.p]
+			hist = hist[:0]
+			for s, at := range st.times {
+				hist = append(hist, lag.Sample{
+					At: at, Committed: r.gt.committed[s][r.p],
+					LogStart: r.topic.st.starts[s][r.p], End: r.topic.st.ends[s][r.p],
+					Age: time.Duration(r.gt.ages[s][r.p]) * time.Second, AgeKnown: r.gt.ages[s][r.p] >= 0,
+				})
+			}
+			in := lag.PartitionInput{
+				Topic: part.Topic, Partition: part.Partition,
+				Committed: r.committed, LogStart: part.LogStart, End: part.HighWatermark,
+				History: hist, Owner: w.owners[backends.TopicPartition{Topic: part.Topic, Partition: part.Partition}],
+				Compacted: r.topic.compacted, Deletes: r.topic.deletes, Retention: r.topic.retention, SLO: slo,
+			}
+			if fl := r.gt.probeFl[r.p]; fl&pfKnown != 0 && r.gt.probePos[r.p] == r.pos {
+				in.Probe = lag.Probe{Known: true, Found: fl&pfFound != 0, Approx: fl&pfApprox != 0, Type: backends.CreateTime}
+				if fl&pfLogAppend != 0 {
+					in.Probe.Type = backends.LogAppendTime
+				} else if fl&pfUnknownType != 0 {
+					in.Probe.Type = backends.UnknownTimeTyp
+				}
+				if in.Probe.Found {
+					in.Probe.Timestamp = time.UnixMilli(r.gt.probeMs[r.p])
+				}
+			}
+			rows = append(rows, lag.Evaluate(in, now, lcfg))
+		}
+		gl := lag.RollUp(lag.GroupInfo{Name: w.g.Name, State: w.g.State, Members: w.g.Members, SLO: slo}, rows)
+		w.gs.history = appendHistory(w.gs.history, Point{At: now, MaxAge: gl.MaxAge, MaxAgeKnown: gl.MaxAgeKnown, TotalLag: gl.TotalLag, Status: gl.Status}, m.cfg.History)
+		snapGroups = append(snapGroups, Group{
+			GroupLag: gl, Protocol: w.g.Protocol, Members: w.g.Members,
+			History: append([]Point(nil), w.gs.history...), Err: w.err,
+		})
+	}
+
+	// Topics: rates, skew, ISR health.
+	window := time.Duration(0)
+	snapTopics := make([]Topic, 0, len(topics))
+	var allRates []lag.PartitionRate
+	health := Health{}
+	for _, t := range topics {
+		v := views[t.Name]
+		ts := v.st
+		first := firstInWindow(st.times, now, lcfg.Window)
+		if first >= 0 && now.Sub(st.times[first]) > window {
+			window = now.Sub(st.times[first])
+		}
+		out := Topic{
+			Name: t.Name, Internal: t.Internal, ReplicationFactor: t.ReplicationFactor, Configs: t.Configs,
+			Partitions: t.Partitions, Compacted: v.compacted, Deletes: v.deletes, Retention: v.retention,
+			MinISR: lag.MinISR(t.Configs),
+			Health: make([]lag.PartitionHealth, len(t.Partitions)), Rates: make([]lag.PartitionRate, len(t.Partitions)),
+		}
+		for i, p := range t.Partitions {
+			rate := lag.PartitionRate{Topic: t.Name, Partition: p.Partition, Leader: p.Leader}
+			if first >= 0 {
+				if prev := ts.ends[first][i]; prev >= 0 && p.HighWatermark >= 0 {
+					if dt := now.Sub(st.times[first]).Seconds(); dt > 0 {
+						rate.Known = true
+						if d := p.HighWatermark - prev; d > 0 {
+							rate.Rate = float64(d) / dt
+						}
+					}
+				}
+			}
+			out.Rates[i] = rate
+			h := lag.ClassifyISR(p, out.MinISR, ts.epochs[i])
+			out.Health[i] = h
+			switch h.Class {
+			case lag.UnderReplicated:
+				health.UnderReplicated++
+			case lag.AtMinISR:
+				health.AtMinISR++
+			case lag.UnderMinISR:
+				health.UnderMinISR++
+			case lag.Offline:
+				health.Offline++
+			}
+			health.Elections += h.Elections
+			if h.Class != lag.Healthy || h.Elections > 0 || h.Err != "" {
+				health.ISR = append(health.ISR, h)
+			}
+		}
+		out.Skew = lag.TopicSkewOf(t.Name, out.Rates, lcfg)
+		if len(out.Skew.Hot) > 0 {
+			health.Hot = append(health.Hot, out.Skew.Hot...)
+			health.Skewed = append(health.Skewed, out.Skew)
+		}
+		allRates = append(allRates, out.Rates...)
+		snapTopics = append(snapTopics, out)
+	}
+	sort.SliceStable(health.ISR, func(i, j int) bool { return health.ISR[i].Class > health.ISR[j].Class })
+	sort.SliceStable(health.Hot, func(i, j int) bool { return health.Hot[i].Rate > health.Hot[j].Rate })
+	brokerIDs := make([]int32, len(info.Brokers))
+	for i, b := range info.Brokers {
+		brokerIDs[i] = b.ID
+	}
+	brokers := lag.BrokerShares(brokerIDs, allRates)
+	health.Brokers = brokers
+	for _, g := range snapGroups {
+		if g.Breach {
+			health.Breaches = append(health.Breaches, Breach{Group: g.Group, Status: g.Status, MaxAge: g.MaxAge, SLO: g.SLO, Topic: g.MaxAgeTopic, Partition: g.MaxAgePartition})
+		}
+	}
+
+	// Store this refresh as the newest slot.
+	m.store(now, topics, views, work2rows(work, func(w *gwork) []row { return w.rows }), snapGroups)
+
+	st.seq++
+	return Snapshot{
+		Seq: st.seq, Observed: now, Took: time.Since(began), Window: window,
+		Cluster: info, Topics: snapTopics, Groups: snapGroups, Brokers: brokers, Health: health,
+		Warnings: warnings,
+	}, nil
 }
+
+func work2rows[W any](ws []W, f func(W) []row) [][]row {
+	out := make([][]row, len(ws))
+	for i, w := range ws {
+		out[i] = f(w)
+	}
+	return out
+}
+
+// store appends (or, when the previous two slots are closer than the
+// spacing, overwrites) the newest slot with this refresh's values.
+func (m *Monitor) store(now time.Time, topics []backends.Topic, views map[string]*topicView, rows [][]row, groups []Group) {
+	st := m.st
+	gap := m.cfg.Lag.Window / (slots - 2)
+	n := len(st.times)
+	overwrite := n >= 2 && st.times[n-1].Sub(st.times[n-2]) < gap
+	drop := !overwrite && n == slots
+	switch {
+	case overwrite:
+		st.times[n-1] = now
+	case drop:
+		copy(st.times, st.times[1:])
+		st.times[n-1] = now
+	default:
+		st.times = append(st.times, now)
+	}
+	shift64 := func(s [][]int64, fill int64, size int) [][]int64 {
+		switch {
+		case overwrite:
+			return s
+		case drop:
+			old := s[0]
+			copy(s, s[1:])
+			s[len(s)-1] = old
+			return s
+		default:
+			return append(s, filled64(size, fill))
+		}
+	}
+	shift32 := func(s [][]int32, size int) [][]int32 {
+		switch {
+		case overwrite:
+			return s
+		case drop:
+			old := s[0]
+			copy(s, s[1:])
+			s[len(s)-1] = old
+			return s
+		default:
+			return append(s, filled32(size, -1))
+		}
+	}
+	for _, t := range topics {
+		ts := views[t.Name].st
+		ts.starts = shift64(ts.starts, -1, ts.n)
+		ts.ends = shift64(ts.ends, -1, ts.n)
+		last := len(ts.starts) - 1
+		for i, p := range t.Partitions {
+			ts.starts[last][i] = p.LogStart
+			ts.ends[last][i] = p.HighWatermark
+			ts.epochs[i] = p.LeaderEpoch
+		}
+	}
+	// Every group-topic state shifts once, whether or not it was seen.
+	for _, gs := range st.groups {
+		for _, gt := range gs.topics {
+			gt.committed = shift64(gt.committed, lag.NoCommit, gt.n)
+			gt.ages = shift32(gt.ages, gt.n)
+			last := len(gt.committed) - 1
+			for i := range gt.committed[last] {
+				gt.committed[last][i] = lag.NoCommit
+				gt.ages[last][i] = -1
+			}
+		}
+	}
+	for gi, rs := range rows {
+		g := groups[gi]
+		for ri, r := range rs {
+			last := len(r.gt.committed) - 1
+			r.gt.committed[last][r.p] = r.committed
+			pl := g.Partitions[ri]
+			// Partitions are sorted by topic then partition in the roll-up,
+			// the same order rows were built in.
+			if pl.AgeKnown {
+				r.gt.ages[last][r.p] = int32(pl.Age / time.Second)
+			}
+		}
+	}
+}
+
+func firstInWindow(times []time.Time, now time.Time, window time.Duration) int {
+	if len(times) == 0 {
+		return -1
+	}
+	for i, t := range times {
+		if now.Sub(t) <= window {
+			return i
+		}
+	}
+	return len(times) - 1
+}
+
+func appendHistory(h []Point, p Point, keep time.Duration) []Point {
+	h = append(h, p)
+	i := 0
+	for i < len(h)-1 && p.At.Sub(h[i].At) > keep {
+		i++
+	}
+	if i > 0 {
+		h = append(h[:0:0], h[i:]...)
+	}
+	return h
+}
+
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+}
+
