@@ -308,20 +308,34 @@ func TestStatusesFromScriptedCommits(t *testing.T) {
 	}
 }
 
-// degradeISR answers Metadata from a real response rewritten so that broker
-// down has left every ISR (kfake always reports ISR = replicas).
-func degradeISR(t *testing.T, kc *kafkatest.Cluster, down ...int32) {
+// isrControl answers Metadata from a real response rewritten so that the
+// brokers in down have left every ISR and lost leadership (kfake always
+// reports ISR = replicas). set changes the down set.
+type isrControl struct {
+	mu   sync.Mutex
+	down map[int32]bool
+}
+
+func (c *isrControl) set(down ...int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.down = map[int32]bool{}
+	for _, d := range down {
+		c.down[d] = true
+	}
+}
+
+func controlISR(t *testing.T, kc *kafkatest.Cluster) *isrControl {
 	t.Helper()
 	real, err := kmsg.NewPtrMetadataRequest().RequestWith(tctx(t), kc.Client)
 	if err != nil {
 		t.Fatal(err)
 	}
-	isDown := map[int32]bool{}
-	for _, d := range down {
-		isDown[d] = true
-	}
+	c := &isrControl{down: map[int32]bool{}}
 	kc.ControlKey(int16(kmsg.Metadata), func(kr kmsg.Request) (kmsg.Response, error, bool) {
 		kc.KeepControl()
+		c.mu.Lock()
+		defer c.mu.Unlock()
 		mreq := kr.(*kmsg.MetadataRequest)
 		resp := mreq.ResponseKind().(*kmsg.MetadataResponse)
 		resp.Version = mreq.Version
@@ -333,11 +347,11 @@ func degradeISR(t *testing.T, kc *kafkatest.Cluster, down ...int32) {
 				np := p
 				np.ISR = nil
 				for _, rep := range p.Replicas {
-					if !isDown[rep] {
+					if !c.down[rep] {
 						np.ISR = append(np.ISR, rep)
 					}
 				}
-				if isDown[p.Leader] {
+				if c.down[p.Leader] {
 					np.Leader = -1
 					np.LeaderEpoch++
 				}
@@ -347,6 +361,7 @@ func degradeISR(t *testing.T, kc *kafkatest.Cluster, down ...int32) {
 		}
 		return resp, nil, true
 	})
+	return c
 }
 
 func TestISRHealth(t *testing.T) {
@@ -373,7 +388,8 @@ func TestISRHealth(t *testing.T) {
 			down = append(down, b)
 		}
 	}
-	degradeISR(t, r.kc, down...)
+	isr := controlISR(t, r.kc)
+	isr.set(down...)
 	s = r.refreshUntil(t, func(s Snapshot) bool { return len(s.Health.ISR) > 0 })
 	var orders, clicks []lag.PartitionHealth
 	for _, tp := range s.Topics {
@@ -405,7 +421,7 @@ func TestISRHealth(t *testing.T) {
 		t.Fatalf("health counts: %+v", s.Health)
 	}
 	// One broker down: under-replicated but writable.
-	degradeISR(t, r.kc, down[0])
+	isr.set(down[0])
 	s = r.refreshUntil(t, func(s Snapshot) bool { return s.Health.UnderMinISR == 0 })
 	if s.Health.UnderMinISR != 0 || s.Health.UnderReplicated == 0 {
 		t.Fatalf("one broker down: %+v", s.Health)

@@ -578,4 +578,3 @@ func appendHistory(h []Point, p Point, keep time.Duration) []Point {
 func oneLine(err error) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
 }
-
