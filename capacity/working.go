@@ -3,6 +3,7 @@ package capacity
 import (
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Line is one figure on the worksheet with its working shown.
@@ -95,8 +96,8 @@ func (w Worksheet) Sections() []Section {
 
 	// 4 · Group deliveries
 	s4 := Section{Number: 4, Title: "Group deliveries", Lines: []Line{
-		line(DeliveriesPerS, fmt.Sprintf("%d groups × %s", in.Groups, num(in.AvgRate))),
-		line(PeakDeliveriesPerS, fmt.Sprintf("%d groups × %s", in.Groups, num(in.PeakRate))),
+		line(DeliveriesPerS, fmt.Sprintf("%s × %s", plural(in.Groups, "group"), num(in.AvgRate))),
+		line(PeakDeliveriesPerS, fmt.Sprintf("%s × %s", plural(in.Groups, "group"), num(in.PeakRate))),
 	}}
 	if has(PeakDeliveriesPerS) {
 		s4.Note = "logical reads, not extra appends"
@@ -112,13 +113,13 @@ func (w Worksheet) Sections() []Section {
 	}
 	out = append(out, Section{Number: 5, Title: "Consumers at " + rate(in.ConsumerRate) + " each", Lines: []Line{
 		line(ConsumersPerGroup, need(in.AvgRate)),
-		line(ConsumersTotal, fmt.Sprintf("%s × %d groups", groupThousands(v(ConsumersPerGroup), 0), in.Groups)),
+		line(ConsumersTotal, fmt.Sprintf("%s × %s", groupThousands(v(ConsumersPerGroup), 0), plural(in.Groups, "group"))),
 		line(PeakConsumersPerGroup, need(in.PeakRate)),
-		line(PeakConsumersTotal, fmt.Sprintf("%s × %d groups", groupThousands(v(PeakConsumersPerGroup), 0), in.Groups)),
+		line(PeakConsumersTotal, fmt.Sprintf("%s × %s", groupThousands(v(PeakConsumersPerGroup), 0), plural(in.Groups, "group"))),
 	}})
 
 	// 6 · Broker network
-	copies := fmt.Sprintf("(%d groups + %d follower copies)", in.Groups, followers)
+	copies := fmt.Sprintf("(%s + %s)", plural(in.Groups, "group"), plural(followers, "follower copy"))
 	s6 := Section{Number: 6, Title: "Broker network", Lines: []Line{
 		line(EgressMiBPerS, FormatValue(IngestMiBPerS, v(IngestMiBPerS))+" × "+copies),
 		line(PeakEgressMiBPerS, FormatValue(PeakMiBPerS, v(PeakMiBPerS))+" × "+copies),
@@ -139,21 +140,21 @@ func (w Worksheet) Sections() []Section {
 	// 7 · The binding constraint
 	capS := groupThousands(partitionCap(in), 0)
 	s7 := Section{Number: 7, Title: "Binding constraint", Lines: []Line{
-		line(PartitionCapPerS, fmt.Sprintf("%d partitions × %s (one active consumer per partition)", in.Partitions, rate(in.ConsumerRate))),
+		line(PartitionCapPerS, fmt.Sprintf("%s × %s (one active consumer per partition)", plural(in.Partitions, "partition"), rate(in.ConsumerRate))),
 		line(MinPartitionsForPeak, need(in.PeakRate)),
 	}}
 	if has(PeakBacklogEvents) && !w.CapReached() {
 		s7.Lines = append(s7.Lines,
 			line(PeakBacklogEvents, "cap "+capS+"/s ≥ peak "+num(in.PeakRate)+"/s: the cap is never reached"),
 			line(DrainSeconds, "nothing to drain"))
-		s7.Note = fmt.Sprintf("%d partitions cap a group at %s/s, above the peak: the cap is never reached", in.Partitions, capS)
+		s7.Note = fmt.Sprintf("%s cap a group at %s/s, at or above the peak: the cap is never reached", plural(in.Partitions, "partition"), capS)
 	} else {
 		s7.Lines = append(s7.Lines,
 			line(PeakBacklogEvents, "("+num(in.PeakRate)+" − "+capS+") events/s × "+num(peakSecs)+" s"),
 			line(DrainSeconds, groupThousands(v(PeakBacklogEvents), 0)+" ÷ ("+capS+" − "+num(in.AvgRate)+") events/s"))
 		if has(PeakBacklogEvents, MinPartitionsForPeak) {
-			s7.Note = fmt.Sprintf("%d partitions cap a group at %s/s; the peak needs ≥%s partitions, faster consumers, or an accepted lag",
-				in.Partitions, capS, groupThousands(v(MinPartitionsForPeak), 0))
+			s7.Note = fmt.Sprintf("%s cap a group at %s/s; the peak needs ≥%s partitions, faster consumers, or an accepted lag",
+				plural(in.Partitions, "partition"), capS, groupThousands(v(MinPartitionsForPeak), 0))
 			if w.Errors[AvgRate] == nil && partitionCap(in) < in.AvgRate {
 				s7.Note += "; the cap is below the average rate, so lag grows even outside the peak"
 			}
@@ -200,4 +201,15 @@ func (w Worksheet) cappedPeakEgress() (float64, bool) {
 	reads := math.Min(in.PeakRate, partitionCap(in)) * b * float64(in.Groups)
 	repl := in.PeakRate * b * float64(in.ReplicationFactor-1)
 	return (reads + repl) / MiB, true
+}
+
+// plural is "1 partition", "24 partitions", "2 follower copies".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "y") {
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

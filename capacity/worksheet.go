@@ -189,12 +189,14 @@ var outputs = [NumOutputs]outputDef{
 			}
 			return ok(in.HotKeyShare * in.AvgRate)
 		}},
-	HotPartitionMultiple: {"hot_partition_multiple", "hot partition ÷ uniform", []Field{HotKeyShare, Partitions},
+	HotPartitionMultiple: {"hot_partition_multiple", "hot partition ÷ uniform", []Field{HotKeyShare, AvgRate, Partitions},
 		func(in Inputs) (float64, string) {
 			if in.Partitions == 1 {
 				return ok(1)
 			}
-			return ok(in.HotKeyShare * float64(in.Partitions))
+			// hot ÷ (avg ÷ P), which is share × P; computed this way round
+			// so 30% of 24 prints as 7.2, not 7.199999999999999.
+			return ok(in.HotKeyShare * in.AvgRate * float64(in.Partitions) / in.AvgRate)
 		}},
 	OtherPartitionPerS: {"other_partition_per_s", "each other partition", []Field{HotKeyShare, AvgRate, Partitions},
 		func(in Inputs) (float64, string) {
