@@ -1,0 +1,188 @@
+package kafka
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/berth-dev/berth/internal/kafkatest"
+	"github.com/berth-dev/berth/redrive"
+	"github.com/berth-dev/berth/redrive/approval"
+)
+
+func testPlan(dlq string, created time.Time) redrive.Plan {
+	return redrive.Plan{
+		Version: redrive.PlanVersion, Cluster: "test", DLQ: dlq, Selection: redrive.Selection{Classes: []string{"c-1"}},
+		Rate: 10, BatchSize: 5, Author: "alice", CreatedAt: created,
+		Records: []redrive.PlanRecord{{Partition: 0, Offset: 1, EventID: "e1", Target: "payments", Verdict: redrive.Verdict{Included: true}}},
+	}
+}
+
+func signer(t *testing.T) ssh.Signer {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestPlanStoreIsSharedBetweenClientsAndSignaturesDoNotTouchThePlan(t *testing.T) {
+	kc := kafkatest.Start(t, 3)
+	alice := NewPlanStore(dialCluster(t, kc).Client())
+	bob := NewPlanStore(dialCluster(t, kc).Client()) // another operator's terminal
+
+	t0 := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	f := redrive.NewFile(testPlan("payments.DLT", t0))
+	authorSig, err := approval.Sign(f.Hash, signer(t), approval.RoleAuthor, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Signatures = append(f.Signatures, authorSig)
+	if err := alice.PutPlan(tctx(t), f); err != nil {
+		t.Fatal(err)
+	}
+	older := redrive.NewFile(testPlan("shipments.DLT", t0.Add(-time.Hour)))
+	if err := alice.PutPlan(tctx(t), older); err != nil {
+		t.Fatal(err)
+	}
+
+	// Two approvers sign concurrently: both signatures survive.
+	errs := make(chan error, 2)
+	for i := 0; i < 2; i++ {
+		go func() {
+			sig, err := approval.Sign(f.Hash, signer(t), approval.RoleApproval, t0)
+			if err == nil {
+				err = bob.AddSignature(context.Background(), f.Hash, sig)
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < 2; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	plans, err := bob.Plans(tctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plans) != 2 || plans[0].Hash != f.Hash || plans[1].Hash != older.Hash {
+		t.Fatalf("plans %d, newest first expected", len(plans))
+	}
+	got := plans[0]
+	if got.Plan.Hash() != f.Hash || got.Author() == nil || len(got.Approvals()) != 2 {
+		t.Fatalf("stored plan: author %v, %d approvals", got.Author(), len(got.Approvals()))
+	}
+	one, err := alice.Plan(tctx(t), f.Hash[:10])
+	if err != nil || one.Hash != f.Hash {
+		t.Fatalf("lookup by prefix: %v", err)
+	}
+	if _, err := alice.Plan(tctx(t), "deadbeefdead"); err == nil || !strings.Contains(err.Error(), "not in the plan store") {
+		t.Fatalf("unknown plan: %v", err)
+	}
+	// A signature over another plan is refused before it is written.
+	other, _ := approval.Sign(older.Hash, signer(t), approval.RoleApproval, t0)
+	if err := bob.AddSignature(tctx(t), f.Hash, other); err == nil {
+		t.Fatal("a signature over another plan was stored")
+	}
+	// A plan whose content was altered is refused.
+	bad := f
+	bad.Plan.Rate = 1000
+	if err := alice.PutPlan(tctx(t), bad); !errors.Is(err, redrive.ErrHashMismatch) {
+		t.Fatalf("altered plan: %v", err)
+	}
+}
+
+func TestTamperedStoredPlanIsReported(t *testing.T) {
+	kc := kafkatest.Start(t, 1)
+	store := NewPlanStore(dialCluster(t, kc).Client())
+	f := redrive.NewFile(testPlan("payments.DLT", time.Now()))
+	if err := store.PutPlan(tctx(t), f); err != nil {
+		t.Fatal(err)
+	}
+	// Someone writes a different plan body under the same key.
+	tampered := strings.Replace(`{"hash":"`+f.Hash+`","plan":{"version":1,"dlq":"payments.DLT","rate":999}}`, "", "", 1)
+	kc.Produce(t, &kgo.Record{Topic: PlanTopic, Key: []byte("plan/" + f.Hash), Value: []byte(tampered)})
+	if _, err := store.Plans(tctx(t)); !errors.Is(err, redrive.ErrHashMismatch) {
+		t.Fatalf("tampered plan store read: %v", err)
+	}
+}
+
+func TestLedgerRoundTripAndEmptyWhenNeverWritten(t *testing.T) {
+	kc := kafkatest.Start(t, 1)
+	store := NewPlanStore(dialCluster(t, kc).Client())
+	entries, err := store.Ledger(tctx(t))
+	if err != nil || len(entries) != 0 {
+		t.Fatalf("fresh cluster ledger: %v %v", entries, err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	in := []redrive.LedgerEntry{
+		{DLQ: "payments.DLT", Partition: 0, Offset: 4, EventID: "e4", Action: redrive.LedgerRedriven, Plan: "abc", Target: "payments", At: now},
+		{DLQ: "payments.DLT", Partition: 1, Offset: 2, Action: redrive.LedgerSettled, Plan: "abc", At: now},
+	}
+	if err := store.AppendLedger(tctx(t), in...); err != nil {
+		t.Fatal(err)
+	}
+	// Written again (a retried batch): still one entry per record.
+	if err := store.AppendLedger(tctx(t), in[0]); err != nil {
+		t.Fatal(err)
+	}
+	entries, err = store.Ledger(tctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 || entries[0].EventID != "e4" || !entries[0].At.Equal(now) || entries[1].Action != redrive.LedgerSettled {
+		t.Fatalf("ledger %+v", entries)
+	}
+	ix := redrive.NewLedgerIndex("payments.DLT", entries)
+	if !ix.Done(redrive.Coord{Partition: 0, Offset: 4}) || !ix.Done(redrive.Coord{Partition: 1, Offset: 2}) {
+		t.Fatal("ledger index misses entries")
+	}
+}
+
+func TestLedgerSkipsAbortedTransactions(t *testing.T) {
+	kc := kafkatest.Start(t, 1)
+	store := NewPlanStore(dialCluster(t, kc).Client())
+	if err := store.EnsureLedger(tctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	txn, err := kgo.NewClient(kgo.SeedBrokers(kc.Addrs...), kgo.TransactionalID("berth-test-ledger"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	write := func(off int64, commit bool) {
+		if err := txn.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		r, _ := LedgerRecord(redrive.LedgerEntry{DLQ: "d.DLT", Offset: off, Action: redrive.LedgerRedriven})
+		if err := txn.ProduceSync(tctx(t), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := txn.EndTransaction(tctx(t), kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(1, true)
+	write(2, false) // aborted: never redriven
+	write(3, true)
+	entries, err := store.Ledger(tctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 || entries[0].Offset != 1 || entries[1].Offset != 3 {
+		t.Fatalf("ledger after an aborted transaction: %+v", entries)
+	}
+}
