@@ -251,7 +251,7 @@ func warnings(p Plan, fallback, noSource, lost []string) []string {
 	var clamped []string
 	for _, r := range p.Partitions {
 		if r.Clamped {
-			clamped = append(clamped, fmt.Sprintf("%s %d -> %d (%s)", r.Label(), r.Requested, r.Target, r.ClampedTo))
+			clamped = append(clamped, fmt.Sprintf("%s asked %d, set to %d (%s)", r.Label(), r.Requested, r.Target, r.ClampedTo))
 		}
 	}
 	if len(clamped) > 0 {

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-dev/berth/internal/audit"
+	"github.com/berth-dev/berth/internal/output"
+	"github.com/berth-dev/berth/internal/sanitize"
+)
+
+// `berth audit` lists the local audit log; `berth audit verify` walks its
+// hash chain. Every command that changes a cluster records itself through
+// a.openAudit, so they all write the same file.
+
+func init() {
+	register(func(a *app) *cobra.Command {
+		var file string
+		cmd := &cobra.Command{
+			Use:   "audit",
+			Short: "List the audit log of actions that changed a cluster (offset resets, redrives)",
+			Args:  noArgs,
+			RunE:  func(cmd *cobra.Command, _ []string) error { return a.runAuditList(file) },
+		}
+		addAuditFlag(cmd, &file)
+		verify := &cobra.Command{
+			Use:   "verify",
+			Short: "Check the audit log's hash chain; exit 1 naming the first edited, removed or reordered entry",
+			Args:  noArgs,
+			RunE:  func(cmd *cobra.Command, _ []string) error { return a.runAuditVerify(file) },
+		}
+		addAuditFlag(verify, &file)
+		cmd.AddCommand(verify)
+		return cmd
+	})
+}
+
+// addAuditFlag adds --audit-file to a command that reads or writes the
+// audit log.
+func addAuditFlag(cmd *cobra.Command, into *string) {
+	cmd.Flags().StringVar(into, "audit-file", "", "audit log file (default: audit.file in the config, or $BERTH_AUDIT_FILE)")
+}
+
+// auditPath is where the audit log lives: --audit-file, else
+// $BERTH_AUDIT_FILE, else the config's audit.file (default under the XDG
+// data home).
+func (a *app) auditPath(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if env := os.Getenv("BERTH_AUDIT_FILE"); env != "" {
+		return env
+	}
+	return a.cfg.Audit.File
+}
+
+// openAudit opens the audit log every destructive command appends to.
+func (a *app) openAudit(flag string) (*audit.Log, error) {
+	return audit.Open(a.auditPath(flag))
+}
+
+func (a *app) runAuditList(file string) error {
+	f, err := a.format(output.Table, output.JSON)
+	if err != nil {
+		return err
+	}
+	log, err := a.openAudit(file)
+	if err != nil {
+		return err
+	}
+	entries, err := log.List()
+	if err != nil {
+		return err
+	}
+	if f == output.JSON {
+		if entries == nil {
+			entries = []audit.Entry{}
+		}
+		return output.WriteJSON(a.stdout, entries)
+	}
+	if len(entries) == 0 {
+		fmt.Fprintf(a.stdout, "No audit entries in %s.\n", sanitize.Text(log.Path()))
+		return nil
+	}
+	g := output.Grid{Header: []string{"SEQ", "TIME (UTC)", "ACTOR", "ACTION", "CONTEXT", "TARGET", "SUMMARY"}, Right: map[int]bool{0: true}}
+	for _, e := range entries {
+		when := e.Time
+		if t := e.When(); !t.IsZero() {
+			when = t.UTC().Format("2006-01-02 15:04:05")
+		}
+		g.Add(fmt.Sprint(e.Seq), when, e.Actor, e.Action, e.Context, e.Target, summarise(e))
+	}
+	return g.WriteTable(a.stdout)
+}
+
+// summarise is a one-line view of an entry's details for the table: the
+// status and, for offset resets, before -> after per partition.
+func summarise(e audit.Entry) string {
+	var d struct {
+		Status     string `json:"status"`
+		Error      string `json:"error"`
+		Spec       string `json:"spec"`
+		Partitions []struct {
+			Topic     string `json:"topic"`
+			Partition int32  `json:"partition"`
+			Before    *int64 `json:"before"`
+			After     int64  `json:"after"`
+		} `json:"partitions"`
+	}
+	raw := e.DetailsJSON()
+	if raw == nil || json.Unmarshal(raw, &d) != nil {
+		return truncate(string(raw), 80)
+	}
+	var parts []string
+	if d.Status != "" {
+		parts = append(parts, d.Status)
+	}
+	if d.Spec != "" {
+		parts = append(parts, strings.TrimSpace(d.Spec))
+	}
+	var moves []string
+	for _, p := range d.Partitions {
+		before := "none"
+		if p.Before != nil {
+			before = fmt.Sprint(*p.Before)
+		}
+		moves = append(moves, fmt.Sprintf("%s[%d] %s->%d", p.Topic, p.Partition, before, p.After))
+	}
+	if len(moves) > 0 {
+		parts = append(parts, truncate(strings.Join(moves, " "), 120))
+	}
+	if d.Error != "" {
+		parts = append(parts, "error: "+d.Error)
+	}
+	if len(parts) == 0 {
+		return truncate(string(raw), 80)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+func (a *app) runAuditVerify(file string) error {
+	f, err := a.format(output.Table, output.JSON)
+	if err != nil {
+		return err
+	}
+	log, err := a.openAudit(file)
+	if err != nil {
+		return err
+	}
+	rep, err := log.Verify()
+	if err != nil {
+		return err
+	}
+	if f == output.JSON {
+		if err := output.WriteJSON(a.stdout, rep); err != nil {
+			return err
+		}
+	} else if rep.OK {
+		fmt.Fprintf(a.stdout, "OK: %d entries, chain intact (head %s) in %s\n", rep.Entries, rep.Head, sanitize.Text(rep.File))
+	}
+	if !rep.OK {
+		return &exitError{code: 1, err: fmt.Errorf("audit log %s is tampered or damaged at %s (%d good entries before it)", rep.File, rep.Bad, rep.Entries)}
+	}
+	return nil
+}
