@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -105,6 +106,15 @@ type RedriveConfig struct {
 	VerifyWatch time.Duration `mapstructure:"verify_watch" yaml:"verify_watch" json:"verify_watch"`
 	// StoreDSN is where RabbitMQ plans and ledger live (postgres:// or a sqlite file path).
 	StoreDSN string `mapstructure:"store_dsn" yaml:"store_dsn" json:"store_dsn,omitempty"`
+	// Classes adds failure-class rules (regular expressions over
+	// "exception: message"), checked before the built-in ones.
+	Classes ClassRules `mapstructure:"classes" yaml:"classes" json:"classes"`
+}
+
+// ClassRules are extra transient/permanent rules for DLQ failure classes.
+type ClassRules struct {
+	Transient []string `mapstructure:"transient" yaml:"transient" json:"transient,omitempty"`
+	Permanent []string `mapstructure:"permanent" yaml:"permanent" json:"permanent,omitempty"`
 }
 
 // DLQPair declares that DLQ receives dead letters of Original.
@@ -115,8 +125,11 @@ type DLQPair struct {
 
 // RedrivePolicy applies to DLQs whose name matches the glob Match.
 type RedrivePolicy struct {
-	Match                 string          `mapstructure:"match" yaml:"match" json:"match"`
-	IdempotencyKey        string          `mapstructure:"idempotency_key" yaml:"idempotency_key" json:"idempotency_key,omitempty"`
+	Match          string `mapstructure:"match" yaml:"match" json:"match"`
+	IdempotencyKey string `mapstructure:"idempotency_key" yaml:"idempotency_key" json:"idempotency_key,omitempty"`
+	// EventID is where the event id lives (json:FIELD or header:NAME;
+	// default json:eventId).
+	EventID               string          `mapstructure:"event_id" yaml:"event_id" json:"event_id,omitempty"`
 	RequireIdempotencyKey bool            `mapstructure:"require_idempotency_key" yaml:"require_idempotency_key" json:"require_idempotency_key"`
 	SystemOfRecord        *SystemOfRecord `mapstructure:"system_of_record" yaml:"system_of_record" json:"system_of_record,omitempty"`
 	Review                string          `mapstructure:"review" yaml:"review" json:"review,omitempty"`
@@ -253,6 +266,16 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("redrive.policies[%d].%w", i, err)
 		}
 	}
+	for i, r := range c.Redrive.Classes.Transient {
+		if _, err := regexp.Compile(r); err != nil {
+			return fmt.Errorf("redrive.classes.transient[%d]: bad regular expression %q", i, r)
+		}
+	}
+	for i, r := range c.Redrive.Classes.Permanent {
+		if _, err := regexp.Compile(r); err != nil {
+			return fmt.Errorf("redrive.classes.permanent[%d]: bad regular expression %q", i, r)
+		}
+	}
 	for i, d := range c.Redrive.DLQs {
 		if d.DLQ == "" || d.Original == "" {
 			return fmt.Errorf("redrive.dlqs[%d]: both dlq and original are required", i)
@@ -299,6 +322,9 @@ func (p RedrivePolicy) validate() error {
 	}
 	if p.IdempotencyKey != "" && !strings.HasPrefix(p.IdempotencyKey, "json:") && !strings.HasPrefix(p.IdempotencyKey, "header:") {
 		return fmt.Errorf("idempotency_key: %q must be json:FIELD or header:NAME", p.IdempotencyKey)
+	}
+	if p.EventID != "" && !strings.HasPrefix(p.EventID, "json:") && !strings.HasPrefix(p.EventID, "header:") {
+		return fmt.Errorf("event_id: %q must be json:FIELD or header:NAME", p.EventID)
 	}
 	switch p.Review {
 	case "", "none", "required":
