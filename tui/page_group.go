@@ -56,9 +56,10 @@ func partitionLagColumns() []table.Column {
 type groupPage struct {
 	tablePage
 	name    string // as given (raw group name, or its sanitised form)
-	found   bool
-	ageLine sparkline.Model
-	lagLine sparkline.Model
+	// ageRows and lagRows are the charts drawn once per refresh: ntcharts
+	// renders each canvas cell through lipgloss (~1 ms a frame), so the
+	// frame reuses these strings instead of calling View per keypress.
+	ageRows, lagRows []string
 }
 
 // chartHeight is the height of the sparklines (plus one label line).
@@ -74,7 +75,12 @@ func newGroup(env PageEnv) Page {
 	p.tbl = table.New(partitionLagColumns(), env.Styles)
 	p.tbl.SetSort(colPAge, true)
 	p.tbl.SetEmpty("the group has no committed offsets or assignments")
-	p.rows = p.partitionRows
+	p.rows, p.async = p.partitionRows, true
+	p.extra = p.drawCharts
+	p.install = func(v any) {
+		c := v.(charts)
+		p.ageRows, p.lagRows = c.age, c.lag
+	}
 	p.header = p.headerView
 	p.headerLines = func(h int) int {
 		if h < 14 {
@@ -88,9 +94,30 @@ func newGroup(env PageEnv) Page {
 		// Actions on a group page act on the group, whatever row is selected.
 		p.keys[i].run = func(table.Row, bool) tea.Cmd { return run(table.Row{ID: p.groupName()}, true) }
 	}
-	p.ageLine = sparkline.New(20, chartHeight, sparkline.WithStyle(env.Styles.ChartAge))
-	p.lagLine = sparkline.New(20, chartHeight, sparkline.WithStyle(env.Styles.ChartLag))
 	return p
+}
+
+// Update redraws the charts on resize (they are drawn once per refresh).
+func (p *groupPage) Update(msg tea.Msg) (Page, tea.Cmd) {
+	_, cmd := p.tablePage.Update(msg)
+	if ws, ok := msg.(tea.WindowSizeMsg); ok && p.snap != nil {
+		snap, draw := p.snap, p.drawCharts
+		redraw := p.env.Route(func() tea.Msg { return chartsMsg{snap: snap, c: draw(snap, ws.Width)} })
+		return p, tea.Batch(cmd, redraw)
+	}
+	if m, ok := msg.(chartsMsg); ok && m.snap == p.snap {
+		if c, ok := m.c.(charts); ok {
+			p.ageRows, p.lagRows = c.age, c.lag
+			p.headerCache = nil
+		}
+	}
+	return p, cmd
+}
+
+// chartsMsg delivers charts redrawn for a new width.
+type chartsMsg struct {
+	snap *Snapshot
+	c    any
 }
 
 // groupName is the group's real name once seen in a snapshot.
@@ -117,13 +144,13 @@ func (p *groupPage) lookup(s *Snapshot) (monitor.Group, bool) {
 	return monitor.Group{}, false
 }
 
+// partitionRows runs off the UI goroutine: it reads only the snapshot and
+// p.name, which never changes.
 func (p *groupPage) partitionRows(s *Snapshot) []table.Row {
 	g, ok := p.lookup(s)
-	p.found = ok
 	if !ok {
 		return nil
 	}
-	p.updateCharts(g)
 	clients := map[string]string{}
 	for _, m := range g.Members {
 		c := m.ClientID
@@ -215,23 +242,31 @@ func partitionLagRow(pl lag.PartitionLag, clients map[string]string) table.Row {
 	}
 }
 
-// updateCharts loads the group's history into the sparklines.
-func (p *groupPage) updateCharts(g monitor.Group) {
-	w := max(10, (p.width-4)/2)
-	p.ageLine.Resize(w, chartHeight)
-	p.lagLine.Resize(w, chartHeight)
-	p.ageLine.Clear()
-	p.lagLine.Clear()
+// charts are the two sparklines, drawn off the UI goroutine.
+type charts struct{ age, lag []string }
+
+// drawCharts draws the group's history as two sparklines of half the page
+// width each. It runs in a tea.Cmd (ntcharts renders every canvas cell
+// through lipgloss, about 1 ms), so it reads only the snapshot and p.name.
+func (p *groupPage) drawCharts(s *Snapshot, width int) any {
+	g, ok := p.lookup(s)
+	if !ok {
+		return nil
+	}
+	w := max(10, (width-4)/2)
+	age := sparkline.New(w, chartHeight, sparkline.WithStyle(p.env.Styles.ChartAge))
+	lg := sparkline.New(w, chartHeight, sparkline.WithStyle(p.env.Styles.ChartLag))
 	hist := g.History
 	if len(hist) > w {
 		hist = hist[len(hist)-w:]
 	}
 	for _, pt := range hist {
-		p.ageLine.Push(pt.MaxAge.Seconds())
-		p.lagLine.Push(float64(pt.TotalLag))
+		age.Push(pt.MaxAge.Seconds())
+		lg.Push(float64(pt.TotalLag))
 	}
-	p.ageLine.Draw()
-	p.lagLine.Draw()
+	age.Draw()
+	lg.Draw()
+	return charts{age: strings.Split(age.View(), "\n"), lag: strings.Split(lg.View(), "\n")}
 }
 
 func (p *groupPage) headerView(s *Snapshot, w int) []string {
@@ -289,8 +324,7 @@ func (p *groupPage) headerView(s *Snapshot, w int) []string {
 	l1 := padRight(fit(st.ChartAge.Render("max age")+st.Muted.Render(fmt.Sprintf(" peak %s, %s", fmtDur(peakAge), span)), cw), cw+4)
 	l2 := fit(st.ChartLag.Render("total lag")+st.Muted.Render(fmt.Sprintf(" peak %d", peakLag)), cw)
 	lines = append(lines, l1+l2)
-	ageRows := strings.Split(p.ageLine.View(), "\n")
-	lagRows := strings.Split(p.lagLine.View(), "\n")
+	ageRows, lagRows := p.ageRows, p.lagRows
 	for i := 0; i < chartHeight; i++ {
 		var a, b string
 		if i < len(ageRows) {

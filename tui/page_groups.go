@@ -86,7 +86,7 @@ func newGroups(env PageEnv) Page {
 	p.tbl = table.New(groupColumns(), env.Styles)
 	p.tbl.SetSort(colGroupAge, true)
 	p.tbl.SetEmpty("no consumer groups")
-	p.rows = groupRows
+	p.rows, p.async = groupRows, true
 	p.enter = func(r table.Row) tea.Cmd { return Open("group", r.ID) }
 	p.keys = actionKeys(env, "group")
 	return p

@@ -31,7 +31,7 @@ func newOverview(env PageEnv) Page {
 	p.tbl = table.New(groupColumns(), env.Styles)
 	p.tbl.SetSort(colGroupAge, true)
 	p.tbl.SetEmpty("no consumer groups")
-	p.rows = groupRows
+	p.rows, p.async = groupRows, true
 	p.header = p.summary
 	p.headerLines = func(h int) int { return min(8, max(0, h-6)) }
 	p.enter = func(r table.Row) tea.Cmd { return Open("group", r.ID) }

@@ -114,7 +114,7 @@ func newTopics(env PageEnv) Page {
 	p.tbl = table.New(topicColumns(), env.Styles)
 	p.tbl.SetSort(colTName, false)
 	p.tbl.SetEmpty("no topics")
-	p.rows = topicRows
+	p.rows, p.async = topicRows, true
 	p.enter = func(r table.Row) tea.Cmd { return Open("topic", r.ID) }
 	p.keys = actionKeys(env, "topic")
 	return p
@@ -189,7 +189,7 @@ func newTopic(env PageEnv) Page {
 	p.tbl = table.New(topicPartitionColumns(), env.Styles)
 	p.tbl.SetSort(colPPartition, false)
 	p.tbl.SetEmpty("no partitions")
-	p.rows = p.partitionRows
+	p.rows, p.async = p.partitionRows, true
 	p.header = p.headerView
 	p.headerLines = func(int) int { return 2 }
 	p.keys = append([]pageKey{{

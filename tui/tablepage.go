@@ -24,12 +24,31 @@ type tablePage struct {
 
 	width, height int
 
-	// rows builds the table rows from a snapshot.
-	rows func(s *Snapshot) []table.Row
+	// rows builds the table rows from a snapshot. When async is set it runs
+	// in a tea.Cmd (off the UI goroutine), so it must be a pure function of
+	// the snapshot: no page state may be read or written.
+	rows  func(s *Snapshot) []table.Row
+	async bool
+	// rowsGen numbers row builds; only the newest is installed.
+	rowsGen uint64
+	// onSnapshot, when set, runs on the UI goroutine for each snapshot
+	// (remembered brokers) before rows are built.
+	onSnapshot func(s *Snapshot)
+	// extra, when set, computes page-specific data with the rows, off the
+	// UI goroutine (e.g. charts); install receives it on the UI goroutine.
+	extra   func(s *Snapshot, width int) any
+	install func(v any)
 	// header renders lines above the table (may be nil).
 	header func(s *Snapshot, width int) []string
 	// headerLines is how many lines header takes at most (reserved).
 	headerLines func(height int) int
+	// headerCache holds the header rendered for headerFor (snapshot, width):
+	// it changes once per refresh, not per keypress.
+	headerCache []string
+	headerFor   struct {
+		snap          *Snapshot
+		width, height int
+	}
 	// enter opens the selected row (may be nil).
 	enter func(r table.Row) tea.Cmd
 	// keys are the page's own keys (beyond the table's), with handlers.
@@ -82,9 +101,38 @@ func (p *tablePage) Update(msg tea.Msg) (Page, tea.Cmd) {
 	case SnapshotMsg:
 		p.snap = msg.Snap
 		p.resize()
-		if p.snap != nil {
-			p.tbl.SetRows(p.rows(p.snap))
+		if p.snap == nil {
+			break
 		}
+		if p.onSnapshot != nil {
+			p.onSnapshot(p.snap)
+		}
+		if !p.async {
+			p.tbl.SetRows(p.rows(p.snap))
+			break
+		}
+		// Build, filter and sort the rows off the UI goroutine: a refresh
+		// of 10,000 partitions must not delay the next key.
+		p.rowsGen++
+		gen, snap, build, extra, width := p.rowsGen, p.snap, p.rows, p.extra, p.width
+		col, desc, filter := p.tbl.Params()
+		cols := p.tbl.Columns()
+		return p.self, p.env.Route(func() tea.Msg {
+			msg := rowsMsg{gen: gen, prep: table.Prepare(cols, build(snap), col, desc, filter)}
+			if extra != nil {
+				msg.extra = extra(snap, width)
+			}
+			return msg
+		})
+	case rowsMsg:
+		if msg.gen == p.rowsGen {
+			p.tbl.SetPrepared(msg.prep)
+			if p.install != nil && msg.extra != nil {
+				p.install(msg.extra)
+				p.headerCache = nil
+			}
+		}
+		return p.self, nil
 	case tea.KeyMsg:
 		if p.tbl.Filtering() {
 			break
@@ -127,7 +175,11 @@ func (p *tablePage) View() string {
 	if hh > 0 {
 		var lines []string
 		if p.header != nil && p.snap != nil {
-			lines = p.header(p.snap, p.width)
+			if p.headerFor.snap != p.snap || p.headerFor.width != p.width || p.headerFor.height != p.height || p.headerCache == nil {
+				p.headerCache = p.header(p.snap, p.width)
+				p.headerFor.snap, p.headerFor.width, p.headerFor.height = p.snap, p.width, p.height
+			}
+			lines = p.headerCache
 		}
 		for i := 0; i < hh; i++ {
 			if i < len(lines) {
@@ -167,6 +219,13 @@ func actionKeys(env PageEnv, scope string) []pageKey {
 		out = append(out, k)
 	}
 	return out
+}
+
+// rowsMsg carries rows built off the UI goroutine back to their page.
+type rowsMsg struct {
+	gen   uint64
+	prep  table.Prepared
+	extra any
 }
 
 // openActionMsg asks the app to build and push an action's page (the app
