@@ -62,7 +62,10 @@ func BenchmarkKeyToRender(b *testing.B) {
 	snap := bigSnapshot(10000)
 	for _, mode := range []string{"async", "sync"} {
 		b.Run(mode+"/partitions=10000/200x50", func(b *testing.B) {
-			m, _ := newTestModel(b, 200, 50, func(o *Options) { o.Start = "group"; o.Source = &fakeSource{snap: func(int) *monitor.Snapshot { return snap }} })
+			m, _ := newTestModel(b, 200, 50, func(o *Options) {
+				o.Start = "group"
+				o.Source = &fakeSource{snap: func(int) *monitor.Snapshot { return snap }}
+			})
 			m.stack = m.stack[:0]
 			run(m, m.pushEntry(m.newEntry("group", []string{"big-group"})))
 			gp := m.top().page.(*groupPage)

@@ -55,7 +55,7 @@ func partitionLagColumns() []table.Column {
 // the worst (oldest) first.
 type groupPage struct {
 	tablePage
-	name    string // as given (raw group name, or its sanitised form)
+	name string // as given (raw group name, or its sanitised form)
 	// ageRows and lagRows are the charts drawn once per refresh: ntcharts
 	// renders each canvas cell through lipgloss (~1 ms a frame), so the
 	// frame reuses these strings instead of calling View per keypress.
