@@ -1,0 +1,318 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/berth-dev/berth/backends"
+	"github.com/berth-dev/berth/internal/config"
+)
+
+// DLQ is a queue that receives dead letters.
+type DLQ struct {
+	Name  string `json:"dlq"`
+	Vhost string `json:"vhost"`
+	Type  string `json:"type"`
+	// Sources are the queues whose dead letters land here.
+	Sources []string `json:"sources"`
+	// Found is "wiring" (a queue's dead-letter exchange is bound to it) or
+	// "config" (redrive.dlqs).
+	Found string          `json:"found"`
+	Queue *backends.Queue `json:"-"`
+}
+
+// DLQs finds dead-letter queues: for every queue with a dead-letter
+// exchange, the queues bound to that exchange with a binding that matches
+// its dead-letter routing key (exactly, by wildcard, or an empty key); for
+// the default exchange, the queue named by the routing key. Configured pairs
+// are added (the only source in reduced mode).
+func (c *Client) DLQs(ctx context.Context, configured []config.DLQPair) ([]DLQ, error) {
+	inv, err := c.Inventory(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byKey := map[string]*DLQ{}
+	queues := map[string]backends.Queue{}
+	for _, q := range inv.Queues {
+		queues[q.Vhost+"\x00"+q.Name] = q
+	}
+	add := func(vhost, name, source, found string) {
+		k := vhost + "\x00" + name
+		d, ok := byKey[k]
+		if !ok {
+			d = &DLQ{Name: name, Vhost: vhost, Found: found}
+			if q, ok := queues[k]; ok {
+				q := q
+				d.Type, d.Queue = q.Type, &q
+			}
+			byKey[k] = d
+		}
+		for _, s := range d.Sources {
+			if s == source {
+				return
+			}
+		}
+		if source != "" {
+			d.Sources = append(d.Sources, source)
+		}
+	}
+	if c.mgmt != nil {
+		bindings := map[string][]mBinding{}
+		for _, q := range inv.Queues {
+			w := q.Wiring
+			if w.DeadLetterExchange == nil {
+				continue
+			}
+			dlx := *w.DeadLetterExchange
+			if dlx == "" {
+				if w.DeadLetterRoutingKey != nil {
+					add(q.Vhost, *w.DeadLetterRoutingKey, q.Name, "wiring")
+				}
+				continue
+			}
+			bk := q.Vhost + "\x00" + dlx
+			bs, ok := bindings[bk]
+			if !ok {
+				if bs, err = c.mgmt.exchangeBindings(ctx, q.Vhost, dlx); err != nil {
+					return nil, err
+				}
+				bindings[bk] = bs
+			}
+			for _, b := range bs {
+				if b.DestinationType != "queue" || b.Destination == q.Name {
+					continue
+				}
+				if w.DeadLetterRoutingKey == nil || b.RoutingKey == *w.DeadLetterRoutingKey ||
+					b.RoutingKey == "" || strings.ContainsAny(b.RoutingKey, "*#") {
+					add(q.Vhost, b.Destination, q.Name, "wiring")
+				}
+			}
+		}
+	}
+	for _, p := range configured {
+		add(c.Vhost(), p.DLQ, p.Original, "config")
+	}
+	out := make([]DLQ, 0, len(byKey))
+	for _, d := range byKey {
+		sort.Strings(d.Sources)
+		out = append(out, *d)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Vhost != out[j].Vhost {
+			return out[i].Vhost < out[j].Vhost
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
+}
+
+// BrowseOptions tune Browse.
+type BrowseOptions struct {
+	// Limit is the most messages read (default 100).
+	Limit int
+	Extractors
+	// QueueType must be given in reduced mode (no management API to ask).
+	QueueType string
+	// AcceptQuorumSideEffects allows browsing a quorum queue with no
+	// delivery limit, knowing each message's delivery count grows by one.
+	AcceptQuorumSideEffects bool
+}
+
+// BrowseResult is what a browse read, and how.
+type BrowseResult struct {
+	Queue string `json:"queue"`
+	Vhost string `json:"vhost"`
+	Type  string `json:"type"`
+	// Method names how the messages were read and returned.
+	Method string `json:"method"`
+	// Complete is set when every message in the queue was read.
+	Complete bool      `json:"complete"`
+	Messages []Message `json:"messages"`
+	// SideEffects lists what the browse changed (redelivered flags,
+	// delivery counts), empty when nothing.
+	SideEffects []string `json:"side_effects,omitempty"`
+}
+
+// RefusedError explains why a browse would not be safe.
+type RefusedError struct{ Why string }
+
+func (e *RefusedError) Error() string { return e.Why }
+
+// Browse reads messages of a queue without losing, dead-lettering or
+// reordering any:
+//   - classic: basic.get without ack up to the limit, then one
+//     nack(multiple, requeue) of the last tag: RabbitMQ puts classic
+//     messages back at their original positions (order kept; the only
+//     trace is the redelivered flag);
+//   - stream: a consumer from offset "first" (reading a stream removes
+//     nothing; get and nack are never sent: they close the connection);
+//   - quorum: every requeue moves the message to the back and counts a
+//     delivery, so browsing is refused unless the caller accepts that, the
+//     queue has no delivery limit (a message at its limit would be dropped
+//     or dead-lettered) and the whole queue fits in the limit (then every
+//     message is returned in order and the order survives).
+func (c *Client) Browse(ctx context.Context, queue string, o BrowseOptions) (BrowseResult, error) {
+	if o.Limit <= 0 {
+		o.Limit = 100
+	}
+	res := BrowseResult{Queue: queue, Vhost: c.Vhost(), Type: o.QueueType}
+	var q backends.Queue
+	if c.mgmt != nil {
+		var err error
+		if q, err = c.Queue(ctx, c.Vhost(), queue); err != nil {
+			return res, err
+		}
+		res.Type = q.Type
+	} else if res.Type == "" {
+		return res, &RefusedError{Why: fmt.Sprintf("queue %q: its type is unknown without the management API; browsing a quorum queue has side effects, so say the type (classic, quorum or stream)", queue)}
+	}
+	switch res.Type {
+	case backends.QueueClassic:
+		return c.browseClassic(ctx, res, o)
+	case backends.QueueStream:
+		return c.browseStream(ctx, res, o)
+	case backends.QueueQuorum:
+		return c.browseQuorum(ctx, res, q, o)
+	}
+	return res, fmt.Errorf("queue %q: unknown queue type %q", queue, res.Type)
+}
+
+func (c *Client) browseClassic(ctx context.Context, res BrowseResult, o BrowseOptions) (BrowseResult, error) {
+	res.Method = "basic.get without ack, then nack(multiple, requeue): classic queues keep positions"
+	ch, err := c.channel(ctx)
+	if err != nil {
+		return res, err
+	}
+	// Closing the channel also requeues anything still held, at its
+	// original position: an error or a cancel part-way loses nothing.
+	defer ch.Close()
+	ds, complete, err := c.getN(ctx, ch, res.Queue, o.Limit)
+	if err != nil {
+		return res, err
+	}
+	res.Complete = complete
+	for i, d := range ds {
+		res.Messages = append(res.Messages, ToMessage(i, d, o.Extractors))
+	}
+	if len(ds) > 0 {
+		if err := ch.Nack(ds[len(ds)-1].DeliveryTag, true, true); err != nil {
+			return res, c.amqpErr(err)
+		}
+		res.SideEffects = append(res.SideEffects, "messages read are marked redelivered")
+		c.settle(ctx, res.Queue, len(ds))
+	}
+	return res, nil
+}
+
+// getN gets up to n messages without ack; complete is set when the queue
+// ran out first.
+func (c *Client) getN(ctx context.Context, ch *amqp.Channel, queue string, n int) ([]amqp.Delivery, bool, error) {
+	var out []amqp.Delivery
+	for len(out) < n {
+		if err := ctx.Err(); err != nil {
+			return nil, false, fmt.Errorf("rabbitmq amqp %s: browse %s: %w", c.AMQPAddr(), queue, err)
+		}
+		var d amqp.Delivery
+		var ok bool
+		err := c.bounded(ctx, "get from "+queue, func() (err error) {
+			d, ok, err = ch.Get(queue, false)
+			return err
+		})
+		if err != nil {
+			var ae *amqp.Error
+			if errors.As(err, &ae) && ae.Code == amqp.NotFound {
+				return nil, false, fmt.Errorf("queue %q not found in vhost %q", queue, c.Vhost())
+			}
+			return nil, false, c.amqpErr(err)
+		}
+		if !ok {
+			return out, true, nil
+		}
+		out = append(out, d)
+	}
+	return out, false, nil
+}
+
+func (c *Client) browseStream(ctx context.Context, res BrowseResult, o BrowseOptions) (BrowseResult, error) {
+	res.Method = "stream consumer from offset first (non-destructive)"
+	ds, err := c.streamRead(ctx, res.Queue, "first", o.Limit)
+	if err != nil {
+		return res, err
+	}
+	res.Complete = len(ds) < o.Limit
+	for i, d := range ds {
+		res.Messages = append(res.Messages, ToMessage(i, d, o.Extractors))
+	}
+	return res, nil
+}
+
+func (c *Client) browseQuorum(ctx context.Context, res BrowseResult, q backends.Queue, o BrowseOptions) (BrowseResult, error) {
+	if q.Wiring.DeliveryLimit != nil {
+		return res, &RefusedError{Why: fmt.Sprintf("queue %q is a quorum queue with delivery limit %d: every browse counts a delivery, and a message at its limit would be dropped or dead-lettered; refusing (RabbitMQ 3.10 offers no side-effect-free read of a quorum queue)", res.Queue, *q.Wiring.DeliveryLimit)}
+	}
+	if !o.AcceptQuorumSideEffects {
+		return res, &RefusedError{Why: fmt.Sprintf("queue %q is a quorum queue: returning a message moves it to the back and adds 1 to its x-delivery-count; browse again accepting that (--accept-requeue-side-effects) to read it", res.Queue)}
+	}
+	total, known := q.Total()
+	if !known || total > int64(o.Limit) {
+		return res, &RefusedError{Why: fmt.Sprintf("queue %q is a quorum queue holding %s messages, more than the browse limit %d: a partial read would put the messages read behind the rest (reordering); raise --limit above the depth", res.Queue, countOr(total, known), o.Limit)}
+	}
+	res.Method = "quorum: basic.get of the whole queue without ack, then nack(requeue) one by one in order"
+	ch, err := c.channel(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer ch.Close()
+	ds, complete, err := c.getN(ctx, ch, res.Queue, o.Limit)
+	if err != nil {
+		return res, err
+	}
+	if !complete {
+		// More arrived since the count: returning what we hold would put it
+		// behind them. Closing the channel returns it (same effect), so say so.
+		return res, &RefusedError{Why: fmt.Sprintf("queue %q grew past the browse limit while reading; the messages read were returned to the back of the queue", res.Queue)}
+	}
+	res.Complete = true
+	for i, d := range ds {
+		res.Messages = append(res.Messages, ToMessage(i, d, o.Extractors))
+	}
+	// Forward order: each requeue appends to the back, so the queue ends in
+	// its original order (any message published meanwhile ends up first).
+	for _, d := range ds {
+		if err := ch.Nack(d.DeliveryTag, false, true); err != nil {
+			return res, c.amqpErr(err)
+		}
+	}
+	if len(ds) > 0 {
+		res.SideEffects = append(res.SideEffects, "each message's x-delivery-count grew by 1 and it is marked redelivered")
+	}
+	// Quorum requeues go through the Raft log and land a moment later:
+	// wait for them, so a browse that follows reads the whole queue again.
+	c.settle(ctx, res.Queue, len(ds))
+	return res, nil
+}
+
+// settle waits (briefly, bounded) until queue's ready count reaches n.
+func (c *Client) settle(ctx context.Context, queue string, n int) {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		q, err := c.passive(ctx, queue)
+		if err != nil || (q.Ready != nil && *q.Ready >= int64(n)) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func countOr(n int64, known bool) string {
+	if !known {
+		return "an unknown number of"
+	}
+	return fmt.Sprint(n)
+}
