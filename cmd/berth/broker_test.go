@@ -67,8 +67,17 @@ var listeningRe = regexp.MustCompile(`^broker (\d+) listening on (\S+)`)
 // every broker's address.
 func startBrokerProc(t *testing.T, brokers int, args ...string) *brokerProc {
 	t.Helper()
+	return startBerthProc(t, brokers, append([]string{"broker"}, args...)...)
+}
+
+// startBerthProc runs the berth binary with args (isolated from the user's
+// config) and waits for it to print the addresses of that many brokers.
+func startBerthProc(t *testing.T, brokers int, args ...string) *brokerProc {
+	t.Helper()
 	bin := buildBerth(t)
-	cmd := exec.Command(bin, append([]string{"broker"}, args...)...)
+	cmd := exec.Command(bin, args...)
+	home := t.TempDir()
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "XDG_DATA_HOME="+filepath.Join(home, "data"))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -105,12 +114,28 @@ func startBrokerProc(t *testing.T, brokers int, args ...string) *brokerProc {
 		case a := <-addrCh:
 			p.addrs = append(p.addrs, a)
 		case <-p.done:
-			t.Fatalf("berth broker exited early:\n%s", p.output())
+			t.Fatalf("berth %s exited early:\n%s", args[0], p.output())
 		case <-deadline:
-			t.Fatalf("berth broker printed no addresses within 15s:\n%s", p.output())
+			t.Fatalf("berth %s printed no addresses within 15s:\n%s", args[0], p.output())
 		}
 	}
 	return p
+}
+
+// waitOutput polls the process's output until it contains want.
+func (p *brokerProc) waitOutput(t *testing.T, want string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !strings.Contains(p.output(), want) {
+		select {
+		case <-p.done:
+			t.Fatalf("berth exited before printing %q:\n%s", want, p.output())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("berth did not print %q within %s:\n%s", want, within, p.output())
+		}
+	}
 }
 
 func (p *brokerProc) output() string {

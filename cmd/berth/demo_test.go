@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/berth-dev/berth/backends/bundled"
+	"github.com/berth-dev/berth/internal/kafkatest"
+)
+
+// The demo writes; it must refuse any cluster that is not a Berth bundled
+// broker, and write nothing there.
+func TestDemoRefusesForeignCluster(t *testing.T) {
+	isolateConfig(t)
+	foreign := kafkatest.Start(t, 1) // plain kfake: cluster id "kfake"
+	_, stderr, code := runBerth(t, "demo", "--headless", "--listen", foreign.Addrs[0], "--data-dir", t.TempDir())
+	if code != 1 || !strings.Contains(stderr, "not a Berth bundled broker") || !strings.Contains(stderr, foreign.Addrs[0]) {
+		t.Fatalf("exit %d, stderr %q; want a refusal naming the address", code, stderr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	tds, err := foreign.Admin.ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tds) != 0 {
+		t.Fatalf("demo created topics on a foreign cluster: %v", tds.Names())
+	}
+}
+
+func TestDemoRejectsBadRate(t *testing.T) {
+	isolateConfig(t)
+	_, stderr, code := runBerth(t, "demo", "--headless", "--rate", "0")
+	if code != 2 || !strings.Contains(stderr, "--rate") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// The demo attaches to a bundled broker already running (recognised by its
+// cluster id), runs the workload against it and stops cleanly on SIGTERM.
+func TestDemoAttachesToBundledBroker(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	b, err := bundled.Start(ctx, bundled.Options{Listen: "127.0.0.1:0", DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	p := startBerthProc(t, 0, "demo", "--headless", "--listen", b.Addrs()[0], "--data-dir", t.TempDir())
+	p.waitOutput(t, "attached to bundled broker "+b.ClusterID(), 15*time.Second)
+	p.waitOutput(t, "orders/s", 10*time.Second)
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for {
+		ends, err := adm.ListEndOffsets(ctx, "orders")
+		var total int64
+		if err == nil {
+			ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+		}
+		if total > 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the demo wrote nothing to the bundled broker it attached to:\n%s", p.output())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	p.waitOutput(t, "orders ", 10*time.Second) // a status line
+	if code := p.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("SIGTERM exit %d; output:\n%s", code, p.output())
+	}
+}
+
+// With nothing on --listen the demo starts its own broker; --down-broker
+// puts it in the degraded state other clients observe.
+func TestDemoOwnBrokerDegraded(t *testing.T) {
+	p := startBerthProc(t, 3, "demo", "--headless", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--down-broker", "1")
+	p.waitOutput(t, "orders/s", 15*time.Second)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	tds, err := adm.ListTopics(ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range tds["orders"].Partitions {
+		if len(part.ISR) != 2 || slices.Contains(part.ISR, 1) || !slices.Equal(part.OfflineReplicas, []int32{1}) {
+			t.Fatalf("orders/%d ISR %v offline %v with broker 1 down", part.Partition, part.ISR, part.OfflineReplicas)
+		}
+	}
+	if code := p.stop(t, syscall.SIGINT); code != 0 {
+		t.Fatalf("SIGINT exit %d; output:\n%s", code, p.output())
+	}
+}
