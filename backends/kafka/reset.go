@@ -28,6 +28,12 @@ func NewResets(c *Client) *Resets {
 	return &Resets{Cluster: NewCluster(c), ts: NewTimestampReader(c)}
 }
 
+// ResetsOn returns the reset backend sharing an existing Cluster's
+// connection (the console's). It does not own it: do not Close it.
+func ResetsOn(k *Cluster) *Resets {
+	return &Resets{Cluster: k, ts: NewTimestampReader(k.c)}
+}
+
 // GroupForReset describes the group. A group the cluster does not know
 // (never committed, or deleted) has nothing to protect: it is reported as
 // "Dead" with no members, and a reset creates its offsets, as

@@ -353,18 +353,8 @@ func writeResetTable(w io.Writer, out resetOutput, fl resetFlags) error {
 	g := output.Grid{Header: []string{"TOPIC", "PARTITION", "CURRENT", "NEW", "CHANGE", "IMPACT", "CLAMPED"},
 		Right: map[int]bool{1: true, 2: true, 3: true, 4: true}}
 	for _, r := range out.Partitions {
-		cur, change := "-", "-"
-		if r.Current != nil {
-			cur = fmt.Sprint(*r.Current)
-		}
-		if r.Delta != nil {
-			change = fmt.Sprintf("%+d", *r.Delta)
-		}
-		clamp := ""
-		if r.Clamped {
-			clamp = fmt.Sprintf("%s (asked %d)", r.ClampedTo, r.Requested)
-		}
-		g.Add(r.Topic, fmt.Sprint(r.Partition), cur, fmt.Sprint(r.Target), change, impact(r), clamp)
+		cur, change, clamp := r.CurrentText(), r.ChangeText(), r.ClampText()
+		g.Add(r.Topic, fmt.Sprint(r.Partition), cur, fmt.Sprint(r.Target), change, r.Impact(), clamp)
 	}
 	if err := g.WriteTable(w); err != nil {
 		return err
@@ -403,30 +393,3 @@ func shortDigest(d string) string {
 	}
 	return d
 }
-
-// impact is the IMPACT cell: what the group will do differently.
-func impact(r offsets.Row) string {
-	span := ""
-	if r.SpanFrom != nil && r.SpanTo != nil {
-		span = fmt.Sprintf(" (%s → %s)", r.SpanFrom.UTC().Format(spanLayout), r.SpanTo.UTC().Format(spanLayout))
-	} else if r.SpanFrom != nil {
-		span = fmt.Sprintf(" (from %s)", r.SpanFrom.UTC().Format(spanLayout))
-	}
-	switch {
-	case r.ReplayRecords > 0:
-		return fmt.Sprintf("replay %d record(s)%s", r.ReplayRecords, span)
-	case r.SkipRecords > 0:
-		return fmt.Sprintf("skip %d record(s) never processed%s", r.SkipRecords, span)
-	case r.Current == nil:
-		if r.Note != "" {
-			return "no committed offset; " + r.Note
-		}
-		return "no committed offset: starts at the new offset"
-	case r.Note != "":
-		return "no change; " + r.Note
-	default:
-		return "no change"
-	}
-}
-
-const spanLayout = "2006-01-02 15:04:05Z"

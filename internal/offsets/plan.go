@@ -429,3 +429,56 @@ func ParsePlan(name string, b []byte) (Plan, error) {
 	}
 	return p, nil
 }
+
+// SpanLayout is how the dry run prints record timestamps.
+const SpanLayout = "2006-01-02 15:04:05Z"
+
+// CurrentText is the CURRENT cell: the committed offset or "-".
+func (r Row) CurrentText() string {
+	if r.Current == nil {
+		return "-"
+	}
+	return fmt.Sprint(*r.Current)
+}
+
+// ChangeText is the CHANGE cell: the signed delta or "-".
+func (r Row) ChangeText() string {
+	if r.Delta == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%+d", *r.Delta)
+}
+
+// ClampText is the CLAMPED cell: which end and what was asked, or "".
+func (r Row) ClampText() string {
+	if !r.Clamped {
+		return ""
+	}
+	return fmt.Sprintf("%s (asked %d)", r.ClampedTo, r.Requested)
+}
+
+// Impact is the IMPACT cell, the same in the CLI and the console: what the
+// group will do differently, with the time span the records cover.
+func (r Row) Impact() string {
+	span := ""
+	if r.SpanFrom != nil && r.SpanTo != nil {
+		span = fmt.Sprintf(" (%s → %s)", r.SpanFrom.UTC().Format(SpanLayout), r.SpanTo.UTC().Format(SpanLayout))
+	} else if r.SpanFrom != nil {
+		span = fmt.Sprintf(" (from %s)", r.SpanFrom.UTC().Format(SpanLayout))
+	}
+	switch {
+	case r.ReplayRecords > 0:
+		return fmt.Sprintf("replay %d record(s)%s", r.ReplayRecords, span)
+	case r.SkipRecords > 0:
+		return fmt.Sprintf("skip %d record(s) never processed%s", r.SkipRecords, span)
+	case r.Current == nil:
+		if r.Note != "" {
+			return "no committed offset; " + r.Note
+		}
+		return "no committed offset: starts at the new offset"
+	case r.Note != "":
+		return "no change; " + r.Note
+	default:
+		return "no change"
+	}
+}
