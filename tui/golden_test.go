@@ -4,14 +4,18 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/charmbracelet/x/ansi"
 )
 
-// update rewrites the golden views: go test ./tui/ -run Golden -update
-var update = flag.Bool("update", false, "rewrite testdata/golden views")
+// updating reports whether -update was given (go test ./tui/ -run Golden
+// -update rewrites the golden views). The flag itself is registered by
+// x/exp/golden, which teatest imports; registering it twice would panic.
+func updating() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
 
 // goldenDir is the repository's testdata/golden/tui.
 var goldenDir = filepath.Join("..", "testdata", "golden", "tui")
@@ -21,7 +25,7 @@ func requireGolden(t *testing.T, name, view string) {
 	t.Helper()
 	got := ansi.Strip(view) + "\n"
 	path := filepath.Join(goldenDir, name+".golden")
-	if *update {
+	if updating() {
 		if err := os.MkdirAll(goldenDir, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -72,5 +76,3 @@ func TestGoldenViews(t *testing.T) {
 		})
 	}
 }
-
-var _ = strings.Split
