@@ -1,0 +1,250 @@
+package kafka
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/berth-dev/berth/redrive"
+	"github.com/berth-dev/berth/redrive/execute"
+)
+
+// RedriveTransport executes redrive batches on Kafka: each batch's records
+// and their ledger entries are produced in one transaction, under a
+// transactional id derived from the plan hash. Killing the process at any
+// moment leaves either a committed batch (records and ledger entries both
+// visible to read_committed readers) or an open transaction, which the next
+// run's producer (same transactional id) aborts when it starts; the next run
+// then skips what the ledger says is done. Two operators running the same
+// plan at once fence each other the same way.
+type RedriveTransport struct {
+	k  *Cluster
+	tx *kgo.Client
+}
+
+// TransactionalID is the transactional id used for a plan.
+func TransactionalID(planHash string) string {
+	if len(planHash) > 40 {
+		planHash = planHash[:40]
+	}
+	return "berth-redrive-" + planHash
+}
+
+// NewRedriveTransport prepares the ledger topic and a transactional producer
+// for the plan.
+func (k *Cluster) NewRedriveTransport(ctx context.Context, planHash string) (*RedriveTransport, error) {
+	if err := NewPlanStore(k.c).EnsureLedger(ctx); err != nil {
+		return nil, err
+	}
+	tx, err := k.c.NewKgo(
+		kgo.TransactionalID(TransactionalID(planHash)),
+		kgo.TransactionTimeout(60*time.Second),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(0),
+		// Keyed records go where Kafka's default partitioner puts them
+		// (murmur2), so per-key order holds with the original producers'.
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+	)
+	if err != nil {
+		return nil, err
+	}
+	// Initialise the producer id now, not at the first send: InitProducerId
+	// fences an earlier run of this plan and aborts the transaction it left
+	// open, so its records never block read_committed readers — even when
+	// this run finds nothing left to send.
+	if _, _, err := tx.ProducerID(ctx); err != nil {
+		tx.Close()
+		return nil, fmt.Errorf("init transactional producer %s: %s", TransactionalID(planHash), codeName(err))
+	}
+	return &RedriveTransport{k: k, tx: tx}, nil
+}
+
+// Close releases the producer.
+func (t *RedriveTransport) Close() { t.tx.Close() }
+
+// Read returns the DLQ records at coords.
+func (t *RedriveTransport) Read(ctx context.Context, dlq string, coords []redrive.Coord) (map[redrive.Coord]redrive.Record, error) {
+	recs, _, err := t.k.ReadDLQAt(ctx, dlq, coords)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[redrive.Coord]redrive.Record, len(recs))
+	for _, r := range recs {
+		out[r.Coord()] = r
+	}
+	return out, nil
+}
+
+// Send produces one batch and its ledger entries in one transaction.
+func (t *RedriveTransport) Send(ctx context.Context, batch []execute.Outgoing) ([]redrive.LedgerEntry, error) {
+	if err := t.tx.BeginTransaction(); err != nil {
+		return nil, fmt.Errorf("begin transaction: %w", err)
+	}
+	abort := func(err error) ([]redrive.LedgerEntry, error) {
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = t.tx.AbortBufferedRecords(actx)
+		_ = t.tx.EndTransaction(actx, kgo.TryAbort)
+		return nil, err
+	}
+	recs := make([]*kgo.Record, len(batch))
+	for i, o := range batch {
+		r := &kgo.Record{Topic: o.Topic, Value: o.Value}
+		if !o.KeyNull {
+			r.Key = o.Key
+		}
+		for _, h := range o.Headers {
+			r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+		}
+		recs[i] = r
+	}
+	// Produced in order on one producer: records for the same key land on
+	// the same partition in the order sent.
+	if err := t.tx.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return abort(fmt.Errorf("produce: %s", codeName(err)))
+	}
+	entries := make([]redrive.LedgerEntry, len(batch))
+	ledger := make([]*kgo.Record, len(batch))
+	for i, o := range batch {
+		e := o.Ledger
+		e.TargetPartition, e.TargetOffset = recs[i].Partition, recs[i].Offset
+		entries[i] = e
+		lr, err := LedgerRecord(e)
+		if err != nil {
+			return abort(err)
+		}
+		ledger[i] = lr
+	}
+	if err := t.tx.ProduceSync(ctx, ledger...).FirstErr(); err != nil {
+		return abort(fmt.Errorf("write ledger: %s", codeName(err)))
+	}
+	if err := t.tx.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return abort(fmt.Errorf("commit transaction: %s", codeName(err)))
+	}
+	return entries, nil
+}
+
+// Mismatch is a redriven record whose read-back copy differs from the plan.
+type Mismatch struct {
+	DLQ    redrive.Coord `json:"dlq"`
+	Target string        `json:"target"`
+	Where  string        `json:"where"`
+	Reason string        `json:"reason"`
+}
+
+// VerifyRedriven reads back every redriven copy named in the ledger entries
+// (read_committed) and compares its payload hash with the plan's.
+func (k *Cluster) VerifyRedriven(ctx context.Context, entries []redrive.LedgerEntry, want map[redrive.Coord]string) ([]Mismatch, error) {
+	type at struct {
+		topic     string
+		partition int32
+		offset    int64
+	}
+	byTarget := map[at]redrive.LedgerEntry{}
+	lo, hi := map[rangeKey]int64{}, map[rangeKey]int64{}
+	for _, e := range entries {
+		a := at{e.Target, e.TargetPartition, e.TargetOffset}
+		byTarget[a] = e
+		rk := rangeKey{e.Target, e.TargetPartition}
+		if v, ok := lo[rk]; !ok || e.TargetOffset < v {
+			lo[rk] = e.TargetOffset
+		}
+		if e.TargetOffset+1 > hi[rk] {
+			hi[rk] = e.TargetOffset + 1
+		}
+	}
+	var ranges []readRange
+	for rk, from := range lo {
+		ranges = append(ranges, readRange{topic: rk.topic, partition: rk.partition, from: from, end: hi[rk]})
+	}
+	seen := map[at]bool{}
+	var out []Mismatch
+	if _, err := k.c.readRanges(ctx, ranges, 0, 0, func(r *kgo.Record) {
+		a := at{r.Topic, r.Partition, r.Offset}
+		e, ok := byTarget[a]
+		if !ok {
+			return
+		}
+		seen[a] = true
+		c := redrive.Coord{Partition: e.Partition, Offset: e.Offset}
+		sum := sha256.Sum256(r.Value)
+		if w, ok := want[c]; ok && hex.EncodeToString(sum[:]) != w {
+			out = append(out, Mismatch{DLQ: c, Target: e.Target, Where: fmt.Sprintf("%d:%d", r.Partition, r.Offset), Reason: "payload hash differs"})
+		}
+	}, nil); err != nil {
+		return nil, err
+	}
+	for a, e := range byTarget {
+		if !seen[a] {
+			out = append(out, Mismatch{DLQ: redrive.Coord{Partition: e.Partition, Offset: e.Offset}, Target: e.Target, Where: fmt.Sprintf("%d:%d", a.partition, a.offset), Reason: "not found (read_committed)"})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Where < out[j].Where })
+	return out, nil
+}
+
+// DLQEnds returns the DLQ's current end offsets (where a re-failure watch starts).
+func (k *Cluster) DLQEnds(ctx context.Context, dlq string) (map[int32]int64, error) {
+	ts, err := k.Topics(ctx, dlq)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int32]int64{}
+	for _, p := range ts[0].Partitions {
+		out[p.Partition] = p.HighWatermark
+	}
+	return out, nil
+}
+
+// Refailure is a redriven record that came back to the DLQ.
+type Refailure struct {
+	DLQ       redrive.Coord `json:"dlq"`    // where it landed again
+	Origin    string        `json:"origin"` // berth-redrive-origin: the record it was redriven from
+	Exception string        `json:"exception,omitempty"`
+}
+
+// WatchRefailures reads the DLQ from the given offsets for d and reports
+// records carrying berth-redrive-plan = planHash: records that failed again
+// after this plan redrove them.
+func (k *Cluster) WatchRefailures(ctx context.Context, dlq, planHash string, from map[int32]int64, d time.Duration) ([]Refailure, error) {
+	assign := map[string]map[int32]kgo.Offset{dlq: {}}
+	for p, o := range from {
+		assign[dlq][p] = kgo.NewOffset().At(o)
+	}
+	cl, err := k.c.NewKgo(kgo.ConsumePartitions(assign), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(250*time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var out []Refailure
+	for wctx.Err() == nil {
+		fs := cl.PollFetches(wctx)
+		fs.EachRecord(func(r *kgo.Record) {
+			var plan, origin, exc string
+			for _, h := range r.Headers {
+				switch h.Key {
+				case redrive.HeaderPlan:
+					plan = string(h.Value)
+				case redrive.HeaderOrigin:
+					origin = string(h.Value)
+				case "kafka_dlt-exception-fqcn":
+					exc = string(h.Value)
+				}
+			}
+			if plan == planHash {
+				out = append(out, Refailure{DLQ: redrive.Coord{Partition: r.Partition, Offset: r.Offset}, Origin: origin, Exception: exc})
+			}
+		})
+	}
+	if ctx.Err() != nil {
+		return out, ctx.Err()
+	}
+	return out, nil
+}

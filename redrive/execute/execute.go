@@ -1,0 +1,504 @@
+// Package execute runs an approved redrive plan: it enforces the
+// preconditions (read-only, review policy and approvals, expiry, blocked
+// checks), runs the checks again, re-reads every record and refuses one whose
+// payload changed, sends records in batches that keep same-key order, rate
+// limited, pausable and cancellable, and audits every step. The transport
+// (Kafka transactions, RabbitMQ confirms) sits behind Transport, so the same
+// rules apply to every backend.
+package execute
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/berth-dev/berth/internal/audit"
+	"github.com/berth-dev/berth/redrive"
+	"github.com/berth-dev/berth/redrive/approval"
+)
+
+// Outgoing is one record ready to send, with the ledger entry that must be
+// written atomically with it.
+type Outgoing struct {
+	Topic   string
+	Key     []byte
+	KeyNull bool
+	Value   []byte
+	Headers []redrive.Header
+	Ledger  redrive.LedgerEntry
+}
+
+// Transport is what the executor needs from a backend.
+type Transport interface {
+	// Read returns the DLQ records at the given coordinates; a record that is
+	// gone (retention, compaction) is absent from the map.
+	Read(ctx context.Context, dlq string, coords []redrive.Coord) (map[redrive.Coord]redrive.Record, error)
+	// Send delivers one batch and writes its ledger entries in one atomic
+	// unit (a Kafka transaction), returning the entries with their target
+	// coordinates. On error nothing of the batch is visible.
+	Send(ctx context.Context, batch []Outgoing) ([]redrive.LedgerEntry, error)
+}
+
+// Control steers a running execution.
+type Control int
+
+const (
+	Pause Control = iota + 1
+	Resume
+	Cancel // finish the batch in flight, then stop
+)
+
+// Progress is reported after every batch.
+type Progress struct {
+	Plan    string        `json:"plan"`
+	Total   int           `json:"total"`
+	Sent    int           `json:"sent"`
+	Skipped int           `json:"skipped"`
+	Failed  int           `json:"failed"`
+	Paused  bool          `json:"paused"`
+	Elapsed time.Duration `json:"elapsed_ns"`
+	ETA     time.Duration `json:"eta_ns"`
+}
+
+// Options configure one execution.
+type Options struct {
+	ReadOnly bool
+	Context  string // Berth context name, for the audit log
+	Actor    string
+	Now      func() time.Time
+	// MaxAge is how long after its creation a plan may still run.
+	MaxAge time.Duration
+	// Policy is the redrive policy that applies to the plan's DLQ today
+	// (review and approvals are taken from it, not from the plan).
+	Policy    redrive.PolicySnapshot
+	HasPolicy bool
+	// Signers is the policy's allowed_signers (required when review is).
+	Signers approval.AllowedSigners
+	// Sources feed the checks that run again before sending.
+	Sources redrive.Sources
+	// StopOnFailure stops at the first failed batch (payment policies).
+	StopOnFailure bool
+	Transport     Transport
+	Audit         *audit.Log
+	Progress      func(Progress)
+	Control       <-chan Control
+	// Sleep waits for the rate limiter (tests may replace it).
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Skip is a record not sent, with the reason.
+type Skip struct {
+	Partition int32          `json:"partition"`
+	Offset    int64          `json:"offset"`
+	EventID   string         `json:"event_id,omitempty"`
+	Reason    redrive.Reason `json:"reason"`
+	Detail    string         `json:"detail,omitempty"`
+}
+
+// Failure is a batch that could not be sent.
+type Failure struct {
+	Records []redrive.Coord `json:"records"`
+	Error   string          `json:"error"`
+}
+
+// Result is the outcome of an execution.
+type Result struct {
+	Plan      string                `json:"plan"`
+	DLQ       string                `json:"dlq"`
+	Sent      int                   `json:"sent"`
+	Skipped   []Skip                `json:"skipped"`
+	Failed    []Failure             `json:"failed"`
+	Cancelled bool                  `json:"cancelled"`
+	Approval  approval.Decision     `json:"approval"`
+	Ledger    []redrive.LedgerEntry `json:"-"`
+}
+
+// Refusal is returned when a precondition fails; nothing was sent.
+type Refusal struct{ Reason string }
+
+func (r *Refusal) Error() string { return "refused: " + r.Reason }
+
+func refuse(format string, a ...any) error { return &Refusal{Reason: fmt.Sprintf(format, a...)} }
+
+// Reason values the executor adds to the checks' reasons.
+const (
+	ReasonChanged redrive.Reason = "payload_changed" // the DLQ record no longer matches the plan
+	ReasonGone    redrive.Reason = "record_gone"     // the DLQ record is no longer in the log
+)
+
+// Preflight checks everything that must hold before anything is sent and
+// returns the approval decision. It does no I/O beyond what o holds.
+func Preflight(f redrive.File, o Options) (approval.Decision, error) {
+	now := o.now()
+	var d approval.Decision
+	if o.ReadOnly {
+		return d, refuse("the context is read-only")
+	}
+	if got := f.Plan.Hash(); got != f.Hash {
+		return d, refuse("plan content does not match its hash %s (edited after it was made: make and approve a new plan)", short(f.Hash))
+	}
+	if o.MaxAge > 0 && now.Sub(f.Plan.CreatedAt) > o.MaxAge {
+		return d, refuse("plan %s expired: made %s ago, plans run within %s", short(f.Hash), now.Sub(f.Plan.CreatedAt).Round(time.Second), o.MaxAge)
+	}
+	if blocked, why := f.Plan.Blocked(); blocked {
+		return d, refuse("plan %s is blocked (a check could not run): %s", short(f.Hash), why)
+	}
+	review := o.Policy.Review == "required" || (!o.HasPolicy && f.Plan.Policy.Review == "required")
+	required := o.Policy.Approvals
+	if !o.HasPolicy {
+		required = f.Plan.Policy.Approvals
+	}
+	if review && required < 1 {
+		required = 1
+	}
+	if !review {
+		return approval.Decision{Approved: true, Approvers: []string{}}, nil
+	}
+	if len(o.Signers) == 0 {
+		return d, refuse("policy requires review but no allowed_signers are configured")
+	}
+	d = approval.Evaluate(f.Hash, f.Author(), approvalsOf(f), o.Signers, required, now)
+	if !d.Approved {
+		why := d.Reason
+		if len(d.Refused) > 0 {
+			why += " (" + joinLimit(d.Refused, 3) + ")"
+		}
+		return d, refuse("plan %s is not approved: %s", short(f.Hash), why)
+	}
+	return d, nil
+}
+
+// Execute runs the plan. A Refusal means nothing was sent. Cancelling ctx
+// stops after the batch in flight (the transport's atomicity makes any point
+// safe); running the same plan again resumes from the ledger.
+func Execute(ctx context.Context, f redrive.File, o Options) (Result, error) {
+	res := Result{Plan: f.Hash, DLQ: f.Plan.DLQ, Skipped: []Skip{}, Failed: []Failure{}}
+	dec, err := Preflight(f, o)
+	res.Approval = dec
+	if err != nil {
+		if aerr := o.audit(ctx, "redrive.refused", f, map[string]any{"reason": err.Error()}); aerr != nil {
+			return res, errors.Join(err, aerr)
+		}
+		return res, err
+	}
+	if err := o.audit(ctx, "redrive.execute.started", f, map[string]any{"records": len(f.Plan.Records), "approvers": dec.Approvers}); err != nil {
+		return res, err
+	}
+
+	// Checks again, over the plan as approved.
+	verdicts, err := redrive.Run(ctx, f.Plan.Candidates(), redrive.CheckOptions{
+		DLQ: f.Plan.DLQ, RequireKey: f.Plan.Policy.RequireIdempotencyKey,
+		MaxRedrives: f.Plan.Policy.MaxRedrives, AllowHazards: f.Plan.AllowOrderingHazards,
+	}, o.Sources)
+	if err != nil {
+		return res, err
+	}
+	var todo []redrive.PlanRecord
+	for i, r := range f.Plan.Records {
+		v := verdicts[i]
+		switch {
+		case !r.Included:
+			res.Skipped = append(res.Skipped, skipOf(r, r.Verdict))
+		case v.Reason == redrive.ReasonCheckFailed:
+			// A check that cannot run blocks the record: never read as "not applied".
+			res.Skipped = append(res.Skipped, skipOf(r, v))
+		case !v.Included:
+			res.Skipped = append(res.Skipped, skipOf(r, v))
+		default:
+			todo = append(todo, r)
+		}
+	}
+
+	// Re-read the records and refuse any whose payload changed.
+	coords := make([]redrive.Coord, len(todo))
+	for i, r := range todo {
+		coords[i] = r.Coord()
+	}
+	recs, err := o.Transport.Read(ctx, f.Plan.DLQ, coords)
+	if err != nil {
+		return res, fmt.Errorf("read %s: %w", f.Plan.DLQ, err)
+	}
+	var out []Outgoing
+	for _, r := range todo {
+		rec, ok := recs[r.Coord()]
+		switch {
+		case !ok:
+			res.Skipped = append(res.Skipped, Skip{r.Partition, r.Offset, r.EventID, ReasonGone, "no longer in the DLQ's log"})
+		case sha(rec.Value) != r.ValueSHA256:
+			res.Skipped = append(res.Skipped, Skip{r.Partition, r.Offset, r.EventID, ReasonChanged, "payload hash differs from the plan's"})
+		default:
+			out = append(out, outgoing(f, r, rec, o.now()))
+		}
+	}
+	// Same-key order: send in the order the records were first consumed
+	// (original topic, partition, offset), then DLQ order.
+	sort.SliceStable(out, func(i, j int) bool { return before(out[i], out[j]) })
+
+	err = o.sendAll(ctx, f, out, &res)
+	status := "finished"
+	if res.Cancelled {
+		status = "cancelled"
+	}
+	if err != nil {
+		status = "failed"
+	}
+	aerr := o.audit(ctx, "redrive.execute."+status, f, map[string]any{
+		"sent": res.Sent, "skipped": len(res.Skipped), "failed": len(res.Failed), "error": errString(err),
+	})
+	return res, errors.Join(err, aerr)
+}
+
+func (o Options) sendAll(ctx context.Context, f redrive.File, out []Outgoing, res *Result) error {
+	batch := f.Plan.BatchSize
+	if batch <= 0 {
+		batch = 100
+	}
+	var interval time.Duration
+	if f.Plan.Rate > 0 {
+		interval = time.Second * time.Duration(batch) / time.Duration(f.Plan.Rate)
+	}
+	start := o.now()
+	total := len(out) + len(res.Skipped)
+	paused := false
+	report := func() {
+		if o.Progress == nil {
+			return
+		}
+		p := Progress{Plan: f.Hash, Total: total, Sent: res.Sent, Skipped: len(res.Skipped), Failed: failedCount(res), Paused: paused, Elapsed: o.now().Sub(start)}
+		if res.Sent > 0 {
+			left := len(out) - res.Sent - failedCount(res)
+			p.ETA = time.Duration(float64(p.Elapsed) / float64(res.Sent) * float64(left))
+		}
+		o.Progress(p)
+	}
+	report()
+	next := o.now()
+	for i := 0; i < len(out); {
+		// Controls are read between batches: a batch is never split.
+		if o.waitTurn(ctx, &paused, report) {
+			res.Cancelled = true
+			return nil
+		}
+		if ctx.Err() != nil {
+			res.Cancelled = true
+			return nil
+		}
+		if wait := next.Sub(o.now()); wait > 0 {
+			if err := o.sleep(ctx, wait); err != nil {
+				res.Cancelled = true
+				return nil
+			}
+		}
+		end := i + batch
+		if end > len(out) {
+			end = len(out)
+		}
+		b := out[i:end]
+		// The batch in flight finishes even if ctx is cancelled meanwhile.
+		entries, err := o.Transport.Send(context.WithoutCancel(ctx), b)
+		if err != nil {
+			fl := Failure{Error: err.Error()}
+			for _, x := range b {
+				fl.Records = append(fl.Records, redrive.Coord{Partition: x.Ledger.Partition, Offset: x.Ledger.Offset})
+			}
+			res.Failed = append(res.Failed, fl)
+			if aerr := o.audit(ctx, "redrive.batch.failed", f, map[string]any{"records": fl.Records, "error": fl.Error}); aerr != nil {
+				return aerr
+			}
+			if o.StopOnFailure {
+				report()
+				return fmt.Errorf("stopped at the first failure (policy): %v", err)
+			}
+		} else {
+			res.Sent += len(entries)
+			res.Ledger = append(res.Ledger, entries...)
+			if aerr := o.audit(ctx, "redrive.batch.sent", f, map[string]any{"records": len(entries), "first": coordOf(entries[0]), "last": coordOf(entries[len(entries)-1])}); aerr != nil {
+				return aerr
+			}
+		}
+		report()
+		i = end
+		next = next.Add(interval)
+	}
+	return nil
+}
+
+// waitTurn applies pending controls and blocks while paused; it reports
+// whether the execution is cancelled (by Cancel or ctx).
+func (o Options) waitTurn(ctx context.Context, paused *bool, report func()) bool {
+	apply := func(c Control) bool {
+		switch c {
+		case Pause:
+			*paused = true
+		case Resume:
+			*paused = false
+		case Cancel:
+			return true
+		}
+		report()
+		return false
+	}
+	for {
+		select {
+		case c := <-o.Control:
+			if apply(c) {
+				return true
+			}
+			continue
+		default:
+		}
+		if !*paused {
+			return ctx.Err() != nil
+		}
+		select {
+		case c := <-o.Control:
+			if apply(c) {
+				return true
+			}
+		case <-ctx.Done():
+			return true
+		}
+	}
+}
+
+// outgoing builds the record to send: key, value and the original headers
+// except DLQ diagnostics and earlier Berth headers, plus Berth's own.
+func outgoing(f redrive.File, r redrive.PlanRecord, rec redrive.Record, now time.Time) Outgoing {
+	var hs []redrive.Header
+	for _, h := range rec.Headers {
+		if redrive.IsDiagnostic(h.Key) || h.Key == redrive.HeaderPlan || h.Key == redrive.HeaderOrigin || h.Key == redrive.HeaderAttempt {
+			continue
+		}
+		hs = append(hs, h)
+	}
+	attempt := r.PriorRedrives + 1
+	hs = append(hs,
+		redrive.Header{Key: redrive.HeaderPlan, Value: []byte(f.Hash)},
+		redrive.Header{Key: redrive.HeaderOrigin, Value: []byte(redrive.FormatOrigin(f.Plan.DLQ, r.Partition, r.Offset))},
+		redrive.Header{Key: redrive.HeaderAttempt, Value: []byte(strconv.Itoa(attempt))},
+	)
+	target := r.Target
+	if f.Plan.Target != "" {
+		target = f.Plan.Target
+	}
+	return Outgoing{
+		Topic: target, Key: rec.Key, KeyNull: rec.KeyNull, Value: rec.Value, Headers: hs,
+		Ledger: redrive.LedgerEntry{
+			DLQ: f.Plan.DLQ, Partition: r.Partition, Offset: r.Offset, EventID: r.EventID,
+			Action: redrive.LedgerRedriven, Plan: f.Hash, Target: target, Attempt: attempt, At: now.UTC(),
+		},
+	}
+}
+
+func before(a, b Outgoing) bool {
+	if a.Topic != b.Topic {
+		return a.Topic < b.Topic
+	}
+	if a.Ledger.Partition != b.Ledger.Partition || a.Ledger.Offset != b.Ledger.Offset {
+		return a.Ledger.Partition < b.Ledger.Partition || a.Ledger.Partition == b.Ledger.Partition && a.Ledger.Offset < b.Ledger.Offset
+	}
+	return false
+}
+
+func approvalsOf(f redrive.File) []approval.Signature {
+	var out []approval.Signature
+	for _, s := range f.Signatures {
+		if s.Role == approval.RoleApproval {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func skipOf(r redrive.PlanRecord, v redrive.Verdict) Skip {
+	return Skip{Partition: r.Partition, Offset: r.Offset, EventID: r.EventID, Reason: v.Reason, Detail: v.Detail}
+}
+
+func (o Options) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
+func (o Options) sleep(ctx context.Context, d time.Duration) error {
+	if o.Sleep != nil {
+		return o.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// audit appends an entry. A mirror (audit topic) failure is not fatal: the
+// local log has the entry. A local failure is: a destructive action that
+// cannot be recorded does not go on.
+func (o Options) audit(ctx context.Context, action string, f redrive.File, details map[string]any) error {
+	if o.Audit == nil {
+		return nil
+	}
+	details["plan"] = f.Hash
+	details["dlq"] = f.Plan.DLQ
+	_, err := o.Audit.Append(context.WithoutCancel(ctx), audit.Entry{Actor: o.Actor, Action: action, Context: o.Context, Target: f.Hash, Details: details})
+	var se *audit.SinkError
+	if err != nil && !errors.As(err, &se) {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	return nil
+}
+
+func failedCount(r *Result) int {
+	n := 0
+	for _, f := range r.Failed {
+		n += len(f.Records)
+	}
+	return n
+}
+
+func coordOf(e redrive.LedgerEntry) string {
+	return fmt.Sprintf("%s/%d/%d", e.Target, e.TargetPartition, e.TargetOffset)
+}
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func joinLimit(s []string, n int) string {
+	out := ""
+	for i, x := range s {
+		if i == n {
+			out += fmt.Sprintf("; and %d more", len(s)-n)
+			break
+		}
+		if i > 0 {
+			out += "; "
+		}
+		out += x
+	}
+	return out
+}
