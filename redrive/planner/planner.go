@@ -1,0 +1,386 @@
+// Package planner makes and re-checks redrive plans for a Kafka cluster: it
+// reads DLQs through the Kafka backend, resolves the redrive policy that
+// applies to a DLQ (whatever the context, ad-hoc --bootstrap included),
+// queries the system of record through redrive/sor, and runs the checks in
+// redrive. The CLI and the console both use it; it never writes anything
+// but the plan store.
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/berth-dev/berth/backends/kafka"
+	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/redrive"
+	"github.com/berth-dev/berth/redrive/sor"
+)
+
+// Planner ties the pieces together for one cluster.
+type Planner struct {
+	Cluster *kafka.Cluster
+	Store   *kafka.PlanStore
+	Config  *config.Config
+	// ReadLimit bounds records read per DLQ (0: kafka.DefaultReadLimit).
+	ReadLimit int
+	// ScanLimit bounds the ordering scan per partition (0: kafka.DefaultScanLimit).
+	ScanLimit int64
+	// Progress receives ordering-scan progress (optional).
+	Progress func(kafka.ScanProgress)
+	// Now is the clock (tests set it).
+	Now func() time.Time
+}
+
+// New returns a planner on a connected cluster.
+func New(cl *kafka.Cluster, cfg *config.Config) *Planner {
+	return &Planner{Cluster: cl, Store: kafka.NewPlanStore(cl.Client()), Config: cfg, Now: time.Now}
+}
+
+// Policy is the redrive policy resolved for one DLQ.
+type Policy struct {
+	config.RedrivePolicy
+	Matched    bool
+	Extractors redrive.Extractors
+}
+
+// PolicyFor resolves the policy for a DLQ (the first matching glob), with
+// defaults: ids from json:eventId, loop limit redrive.DefaultMaxRedrives.
+func (p *Planner) PolicyFor(dlq string) (Policy, error) {
+	rp, ok := p.Config.RedrivePolicyFor(dlq)
+	pol := Policy{RedrivePolicy: rp, Matched: ok}
+	ev, err := redrive.ParseField(rp.EventID)
+	if err != nil {
+		return Policy{}, fmt.Errorf("redrive policy %q: event_id: %v", rp.Match, err)
+	}
+	idem, err := redrive.ParseField(rp.IdempotencyKey)
+	if err != nil {
+		return Policy{}, fmt.Errorf("redrive policy %q: idempotency_key: %v", rp.Match, err)
+	}
+	pol.Extractors = redrive.Extractors{EventID: ev, IdempotencyKey: idem}
+	if pol.MaxRedrives <= 0 {
+		pol.MaxRedrives = redrive.DefaultMaxRedrives
+	}
+	if pol.Review == "" {
+		pol.Review = "none"
+	}
+	return pol, nil
+}
+
+// Snapshot is the policy as recorded in a plan (no secrets).
+func (pol Policy) Snapshot() redrive.PolicySnapshot {
+	s := redrive.PolicySnapshot{
+		Match: pol.Match, IdempotencyKey: pol.Extractors.IdempotencyKey.String(),
+		RequireIdempotencyKey: pol.RequireIdempotencyKey, Review: pol.Review,
+		Approvals: pol.Approvals, MaxRedrives: pol.MaxRedrives,
+	}
+	if pol.SystemOfRecord != nil {
+		s.SystemOfRecord = pol.SystemOfRecord.Driver + ": " + pol.SystemOfRecord.Query
+	}
+	return s
+}
+
+// Rules are the class rules: the config's first, then the defaults.
+func (p *Planner) Rules() (redrive.Rules, error) {
+	extra, err := redrive.CompileRules(p.Config.Redrive.Classes.Permanent, p.Config.Redrive.Classes.Transient)
+	if err != nil {
+		return nil, fmt.Errorf("redrive.classes: %v", err)
+	}
+	return append(extra, redrive.DefaultRules...), nil
+}
+
+func (p *Planner) pairs() []redrive.Pair {
+	var out []redrive.Pair
+	for _, d := range p.Config.Redrive.DLQs {
+		out = append(out, redrive.Pair{DLQ: d.DLQ, Original: d.Original})
+	}
+	return out
+}
+
+func (p *Planner) now() time.Time {
+	if p.Now == nil {
+		return time.Now()
+	}
+	return p.Now()
+}
+
+// List discovers the DLQs and summarises each: depth, oldest pending age,
+// classes and original topics.
+func (p *Planner) List(ctx context.Context) ([]redrive.DLQ, error) {
+	dlqs, _, err := p.Cluster.DLQs(ctx, p.pairs())
+	if err != nil {
+		return nil, err
+	}
+	entries, err := p.Store.Ledger(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]redrive.DLQ, 0, len(dlqs))
+	for _, d := range dlqs {
+		l, err := p.load(ctx, d.Name, p.ReadLimit, entries)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, redrive.Summarise(d, l.Total, l.Records, int64(len(l.Records)), l.Ledger, l.Complete, p.now()))
+	}
+	return out, nil
+}
+
+// Loaded is one DLQ's records, parsed, with its classes.
+type Loaded struct {
+	DLQ     string
+	Policy  Policy
+	Records []redrive.Parsed
+	// Pending are the records not yet redriven or settled; Classes group them.
+	Pending  []redrive.Parsed
+	Classes  []redrive.Class
+	Total    int64
+	Complete bool
+	Ledger   redrive.LedgerIndex
+}
+
+// Load reads and classifies a DLQ (at most limit records; 0: ReadLimit).
+func (p *Planner) Load(ctx context.Context, dlq string, limit int) (Loaded, error) {
+	entries, err := p.Store.Ledger(ctx)
+	if err != nil {
+		return Loaded{}, err
+	}
+	return p.load(ctx, dlq, limit, entries)
+}
+
+func (p *Planner) load(ctx context.Context, dlq string, limit int, entries []redrive.LedgerEntry) (Loaded, error) {
+	pol, err := p.PolicyFor(dlq)
+	if err != nil {
+		return Loaded{}, err
+	}
+	rules, err := p.Rules()
+	if err != nil {
+		return Loaded{}, err
+	}
+	if limit <= 0 {
+		limit = p.ReadLimit
+	}
+	res, err := p.Cluster.ReadDLQ(ctx, dlq, kafka.ReadOptions{Limit: limit})
+	if err != nil {
+		return Loaded{}, err
+	}
+	l := Loaded{DLQ: dlq, Policy: pol, Total: res.Total, Complete: res.Complete, Ledger: redrive.NewLedgerIndex(dlq, entries)}
+	for _, r := range res.Records {
+		pr := redrive.ParseRecord(r, pol.Extractors)
+		l.Records = append(l.Records, pr)
+		if !l.Ledger.Done(pr.Coord()) {
+			l.Pending = append(l.Pending, pr)
+		}
+	}
+	l.Classes = redrive.Classify(l.Pending, rules)
+	return l, nil
+}
+
+// Request is what an operator asks a plan to contain.
+type Request struct {
+	DLQ     string
+	Classes []string
+	Offsets []redrive.Coord
+	// Filters narrow the selection (or select on their own).
+	Key    string
+	Header string // NAME=VALUE
+	Since  *time.Time
+	Until  *time.Time
+
+	Target       string
+	Rate         int
+	BatchSize    int
+	AllowHazards bool
+	Author       string
+}
+
+// Defaults for a plan's pacing.
+const (
+	DefaultRate      = 100
+	DefaultBatchSize = 100
+)
+
+// ErrNoSelector refuses a plan that selects nothing explicitly.
+var ErrNoSelector = errors.New("a plan needs an explicit selection: --class, --offsets, --key, --header, --since or --until (never everything implicitly)")
+
+// Plan selects records, runs the checks and returns the plan (unsigned, not
+// stored). A plan whose checks could not all run is returned with those
+// records marked check_failed; Plan.Blocked says so.
+func (p *Planner) Plan(ctx context.Context, req Request) (redrive.File, error) {
+	sel := redrive.Selection{Classes: req.Classes, Offsets: req.Offsets, Key: req.Key, Header: req.Header, Since: req.Since, Until: req.Until}
+	if sel.Empty() {
+		return redrive.File{}, ErrNoSelector
+	}
+	hName, hValue, hasHeader := strings.Cut(req.Header, "=")
+	if req.Header != "" && (!hasHeader || hName == "") {
+		return redrive.File{}, fmt.Errorf("--header: %q is not NAME=VALUE", req.Header)
+	}
+	if req.Rate < 0 || req.BatchSize < 0 {
+		return redrive.File{}, errors.New("--rate and --batch-size must not be negative")
+	}
+	l, err := p.Load(ctx, req.DLQ, 0)
+	if err != nil {
+		return redrive.File{}, err
+	}
+	known := map[string]bool{}
+	for _, r := range l.Records {
+		known[r.Class] = true
+	}
+	for _, c := range req.Classes {
+		if !known[c] {
+			return redrive.File{}, fmt.Errorf("--class %s: no such class in %s (see berth dlq classes %s)", c, req.DLQ, req.DLQ)
+		}
+	}
+	if !l.Complete && len(req.Classes) > 0 {
+		return redrive.File{}, fmt.Errorf("%s holds %d records, more than the read limit: select by --offsets or narrow with --since/--until", req.DLQ, l.Total)
+	}
+
+	// Base set: the classes' records plus the coordinates; filters alone
+	// select from every record.
+	chosen := map[redrive.Coord]redrive.Parsed{}
+	wantClass := map[string]bool{}
+	for _, c := range req.Classes {
+		wantClass[c] = true
+	}
+	for _, r := range l.Records {
+		if wantClass[r.Class] || (len(req.Classes) == 0 && len(req.Offsets) == 0) {
+			chosen[r.Coord()] = r
+		}
+	}
+	if len(req.Offsets) > 0 {
+		recs, missing, err := p.Cluster.ReadDLQAt(ctx, req.DLQ, req.Offsets)
+		if err != nil {
+			return redrive.File{}, err
+		}
+		if len(missing) > 0 {
+			var ms []string
+			for _, m := range missing {
+				ms = append(ms, m.String())
+			}
+			return redrive.File{}, fmt.Errorf("--offsets: no record at %s in %s", strings.Join(ms, ","), req.DLQ)
+		}
+		for _, r := range recs {
+			chosen[r.Coord()] = redrive.ParseRecord(r, l.Policy.Extractors)
+		}
+	}
+	var picked []redrive.Parsed
+	for _, r := range chosen {
+		if req.Key != "" && string(r.Key) != req.Key {
+			continue
+		}
+		if req.Header != "" && !hasHeaderValue(r.Headers, hName, hValue) {
+			continue
+		}
+		if req.Since != nil && r.Timestamp.Before(*req.Since) {
+			continue
+		}
+		if req.Until != nil && !r.Timestamp.Before(*req.Until) {
+			continue
+		}
+		picked = append(picked, r)
+	}
+	if len(picked) == 0 {
+		return redrive.File{}, fmt.Errorf("the selection matches no record in %s", req.DLQ)
+	}
+	sort.Slice(picked, func(i, j int) bool {
+		if picked[i].Partition != picked[j].Partition {
+			return picked[i].Partition < picked[j].Partition
+		}
+		return picked[i].Offset < picked[j].Offset
+	})
+
+	info, err := p.Cluster.Describe(ctx)
+	if err != nil {
+		return redrive.File{}, err
+	}
+	plan := redrive.Plan{
+		Version: redrive.PlanVersion, Cluster: info.ID, DLQ: req.DLQ, Selection: sel, Target: req.Target,
+		Rate: req.Rate, BatchSize: req.BatchSize, AllowOrderingHazards: req.AllowHazards,
+		Policy: l.Policy.Snapshot(), Author: req.Author, CreatedAt: p.now().UTC().Truncate(time.Millisecond),
+	}
+	if plan.Rate == 0 {
+		plan.Rate = DefaultRate
+	}
+	if plan.BatchSize == 0 {
+		plan.BatchSize = DefaultBatchSize
+	}
+	if plan.Author == "" {
+		plan.Author = DefaultAuthor()
+	}
+	for _, r := range picked {
+		plan.Records = append(plan.Records, redrive.NewPlanRecord(r, req.Target))
+	}
+	vs, err := p.Check(ctx, plan)
+	if err != nil {
+		return redrive.File{}, err
+	}
+	plan.ApplyVerdicts(vs)
+	return redrive.NewFile(plan), nil
+}
+
+// Check runs the five checks over a plan's records as they are now (when
+// the plan is made, and again before it executes). A record with no target
+// (no original topic and no --target) is blocked.
+func (p *Planner) Check(ctx context.Context, plan redrive.Plan) ([]redrive.Verdict, error) {
+	pol, err := p.PolicyFor(plan.DLQ)
+	if err != nil {
+		return nil, err
+	}
+	cs := plan.Candidates()
+	src := redrive.Sources{
+		Ledger: p.Store.Ledger,
+		Scan: func(ctx context.Context, s *redrive.OrderingScan) error {
+			return p.Cluster.ScanOrdering(ctx, s, p.ScanLimit, p.Progress)
+		},
+	}
+	if pol.SystemOfRecord != nil {
+		s := *pol.SystemOfRecord
+		src.Committed = func(ctx context.Context, keys []string) (map[string]bool, error) {
+			l, err := sor.Open(ctx, s)
+			if err != nil {
+				return nil, err
+			}
+			defer l.Close()
+			return l.Committed(ctx, keys)
+		}
+	}
+	vs, err := redrive.Run(ctx, cs, redrive.CheckOptions{
+		DLQ: plan.DLQ, RequireKey: pol.RequireIdempotencyKey, MaxRedrives: pol.MaxRedrives, AllowHazards: plan.AllowOrderingHazards,
+	}, src)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range plan.Records {
+		if r.Target == "" && vs[i].Included {
+			vs[i] = redrive.Verdict{Reason: redrive.ReasonCheckFailed, Detail: "no target: the record names no original topic; plan with --target"}
+		}
+	}
+	return vs, nil
+}
+
+func hasHeaderValue(hs []redrive.Header, name, value string) bool {
+	for _, h := range hs {
+		if h.Key == name && string(h.Value) == value {
+			return true
+		}
+	}
+	return false
+}
+
+// DefaultAuthor is user@host, the author recorded when none is given.
+func DefaultAuthor() string {
+	name := os.Getenv("USER")
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	}
+	host, _ := os.Hostname()
+	if name == "" {
+		name = "unknown"
+	}
+	return name + "@" + host
+}

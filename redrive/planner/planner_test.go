@@ -1,0 +1,340 @@
+package planner
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kgo"
+	_ "modernc.org/sqlite"
+
+	"github.com/berth-dev/berth/backends/kafka"
+	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/kafkatest"
+	"github.com/berth-dev/berth/redrive"
+)
+
+func tctx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// fixture is a payments topic and its DLT in a bundled broker, laid out so
+// each check has a record to find:
+//
+//	DLT 0: key order-0, pay-0 captured in the system of record -> effect_committed
+//	DLT 1: key order-1, pay-1 not captured                     -> included
+//	DLT 2: key order-2, no idempotency key                     -> missing_idempotency_key
+//	DLT 3: key order-1, same event id as DLT 1                 -> duplicate
+//	DLT 4: key order-4, redriven twice before (limit 2)        -> loop_limit
+//	DLT 5: key order-5, a newer order-5 event follows it       -> ordering_hazard
+//	DLT 6: key order-6, already in the ledger                  -> already_redriven
+type fixture struct {
+	kc  *kafkatest.Cluster
+	cl  *kafka.Cluster
+	cfg *config.Config
+}
+
+func dltHeaders(origOffset int64, extra ...kgo.RecordHeader) []kgo.RecordHeader {
+	p := make([]byte, 4)
+	o := make([]byte, 8)
+	binary.BigEndian.PutUint64(o, uint64(origOffset))
+	return append([]kgo.RecordHeader{
+		{Key: "kafka_dlt-original-topic", Value: []byte("payments")},
+		{Key: "kafka_dlt-original-partition", Value: p},
+		{Key: "kafka_dlt-original-offset", Value: o},
+		{Key: "kafka_dlt-exception-cause-fqcn", Value: []byte("java.net.SocketTimeoutException")},
+		{Key: "kafka_dlt-exception-message", Value: []byte(fmt.Sprintf("PSP read timed out after %d ms", 3000+origOffset))},
+	}, extra...)
+}
+
+func newFixture(t *testing.T, sor *config.SystemOfRecord) *fixture {
+	kc := kafkatest.Start(t, 1)
+	kc.CreateTopic(t, "payments", 1, 1, nil)
+	kc.CreateTopic(t, "payments.DLT", 1, 1, nil)
+	pay := func(i int, event, key, order string) []byte {
+		if key == "" {
+			return []byte(fmt.Sprintf(`{"eventId":"%s","orderId":"%s","amountCents":%d}`, event, order, 100*i))
+		}
+		return []byte(fmt.Sprintf(`{"eventId":"%s","idempotencyKey":"%s","orderId":"%s","amountCents":%d}`, event, key, order, 100*i))
+	}
+	// The original topic: offsets 0..6 are the events that failed, then a
+	// newer event for order-5 at offset 7 and unrelated traffic.
+	var orig []*kgo.Record
+	for i := 0; i < 7; i++ {
+		orig = append(orig, &kgo.Record{Topic: "payments", Key: []byte(fmt.Sprintf("order-%d", i)), Value: []byte("x")})
+	}
+	orig = append(orig, &kgo.Record{Topic: "payments", Key: []byte("order-5"), Value: []byte("refund")})
+	orig = append(orig, &kgo.Record{Topic: "payments", Key: []byte("order-99"), Value: []byte("x")})
+	kc.Produce(t, orig...)
+	ts := time.Now().Add(-time.Hour)
+	dlt := []*kgo.Record{
+		{Key: []byte("order-0"), Value: pay(0, "ev-0", "pay-0", "order-0"), Headers: dltHeaders(0)},
+		{Key: []byte("order-1"), Value: pay(1, "ev-1", "pay-1", "order-1"), Headers: dltHeaders(1)},
+		{Key: []byte("order-2"), Value: pay(2, "ev-2", "", "order-2"), Headers: dltHeaders(2)},
+		{Key: []byte("order-1"), Value: pay(1, "ev-1", "pay-1", "order-1"), Headers: dltHeaders(1)},
+		{Key: []byte("order-4"), Value: pay(4, "ev-4", "pay-4", "order-4"), Headers: dltHeaders(4, kgo.RecordHeader{Key: redrive.HeaderAttempt, Value: []byte("2")})},
+		{Key: []byte("order-5"), Value: pay(5, "ev-5", "pay-5", "order-5"), Headers: dltHeaders(5)},
+		{Key: []byte("order-6"), Value: pay(6, "ev-6", "pay-6", "order-6"), Headers: dltHeaders(6)},
+	}
+	for _, r := range dlt {
+		r.Topic, r.Timestamp = "payments.DLT", ts
+	}
+	kc.Produce(t, dlt...)
+
+	c, err := kafka.Dial(tctx(t), kafka.Options{Bootstrap: kc.Addrs, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := kafka.NewCluster(c)
+	t.Cleanup(cl.Close)
+	if err := kafka.NewPlanStore(c).AppendLedger(tctx(t), redrive.LedgerEntry{DLQ: "payments.DLT", Partition: 0, Offset: 6, EventID: "ev-6", Action: redrive.LedgerRedriven, Plan: "earlier", At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Redrive.Policies = []config.RedrivePolicy{{
+		Match: "payments*.DLT", IdempotencyKey: "json:idempotencyKey", RequireIdempotencyKey: true,
+		SystemOfRecord: sor, Review: "required", MaxRedrives: 2,
+	}}
+	return &fixture{kc: kc, cl: cl, cfg: cfg}
+}
+
+func (f *fixture) planner() *Planner {
+	p := New(f.cl, f.cfg)
+	p.Now = func() time.Time { return time.Date(2026, 11, 29, 9, 30, 0, 0, time.UTC) }
+	return p
+}
+
+func classOf(t *testing.T, p *Planner) string {
+	l, err := p.Load(tctx(t), "payments.DLT", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Classes) != 1 {
+		t.Fatalf("classes %+v, want one (timeouts with normalised millis)", l.Classes)
+	}
+	if l.Classes[0].Count != 6 || !l.Classes[0].Transient {
+		t.Fatalf("class %+v: want 6 pending transient records (one is already redriven)", l.Classes[0])
+	}
+	return l.Classes[0].ID
+}
+
+func wantReasons(t *testing.T, f redrive.File, want []redrive.Reason) {
+	t.Helper()
+	var got []redrive.Reason
+	for _, r := range f.Plan.Records {
+		got = append(got, r.Reason)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		for _, r := range f.Plan.Records {
+			t.Logf("%d:%d %v %s %s", r.Partition, r.Offset, r.Included, r.Reason, r.Detail)
+		}
+		t.Fatalf("reasons %v, want %v", got, want)
+	}
+}
+
+var allChecks = []redrive.Reason{
+	redrive.ReasonEffectCommitted, "", redrive.ReasonMissingKey, redrive.ReasonDuplicate,
+	redrive.ReasonLoopLimit, redrive.ReasonOrderingHazard, redrive.ReasonAlreadyRedriven,
+}
+
+func postgresDSN(t *testing.T) string {
+	t.Helper()
+	dsn := os.Getenv("BERTH_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		dsn = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	}
+	c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(c, dsn)
+	if err != nil {
+		if os.Getenv("BERTH_TEST_REQUIRE_SERVICES") != "" {
+			t.Fatalf("PostgreSQL unreachable: %v", err)
+		}
+		t.Skipf("PostgreSQL unreachable: %v", err)
+	}
+	conn.Close(c)
+	return dsn
+}
+
+func TestEveryCheckAgainstTheBundledBrokerAndPostgres(t *testing.T) {
+	dsn := postgresDSN(t)
+	table := fmt.Sprintf("payments_planner_%d", time.Now().UnixNano())
+	conn, err := pgx.Connect(tctx(t), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(tctx(t), "create table "+table+" (idempotency_key text primary key, status text)"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Exec(context.Background(), "drop table "+table) })
+	conn.Exec(tctx(t), "insert into "+table+" values ('pay-0','captured'), ('pay-1','pending')")
+
+	f := newFixture(t, &config.SystemOfRecord{Driver: "postgres", DSN: dsn,
+		Query: "select 1 from " + table + " where idempotency_key = $1 and status = 'captured'"})
+	p := f.planner()
+	var progress []kafka.ScanProgress
+	p.Progress = func(sp kafka.ScanProgress) { progress = append(progress, sp) }
+	file, err := p.Plan(tctx(t), Request{DLQ: "payments.DLT", Classes: []string{classOf(t, p)}, Author: "alice@test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantReasons(t, file, allChecks)
+	if n := file.Plan.Records[5].NewerOffset; n == nil || *n != 7 {
+		t.Fatalf("ordering hazard should name the newer offset 7: %+v", file.Plan.Records[5])
+	}
+	if len(progress) == 0 || progress[len(progress)-1].Read != progress[len(progress)-1].Total {
+		t.Fatalf("scan progress %+v", progress)
+	}
+	if blocked, _ := file.Plan.Blocked(); blocked {
+		t.Fatal("a plan whose checks all ran is not blocked")
+	}
+	tot := file.Plan.Totals()
+	if tot.Selected != 7 || tot.Included != 1 || tot.ByReason[redrive.ReasonEffectCommitted] != 1 {
+		t.Fatalf("totals %+v", tot)
+	}
+	if file.Plan.Records[1].Target != "payments" || file.Plan.Policy.SystemOfRecord == "" || strings.Contains(string(mustEncode(t, file)), "postgres://") {
+		t.Fatalf("plan target/policy wrong or the DSN leaked")
+	}
+
+	// The system of record changes (pay-1 captured meanwhile): checking
+	// again before execution excludes it.
+	conn.Exec(tctx(t), "update "+table+" set status = 'captured' where idempotency_key = 'pay-1'")
+	vs, err := p.Check(tctx(t), file.Plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vs[1].Reason != redrive.ReasonEffectCommitted {
+		t.Fatalf("re-check: %+v", vs[1])
+	}
+}
+
+func mustEncode(t *testing.T, f redrive.File) []byte {
+	b, err := f.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestEveryCheckAgainstTheBundledBrokerAndSQLite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "payments.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`create table payments(idempotency_key TEXT PRIMARY KEY, order_id TEXT, amount_cents INTEGER, status TEXT, captured_at TEXT)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Exec(`insert into payments values ('pay-0','order-0',0,'captured','2026-11-29T08:00:00Z')`)
+	db.Close()
+	f := newFixture(t, &config.SystemOfRecord{Driver: "sqlite", DSN: path,
+		Query: "select 1 from payments where idempotency_key = ? and status = 'captured'"})
+	p := f.planner()
+	file, err := p.Plan(tctx(t), Request{DLQ: "payments.DLT", Classes: []string{classOf(t, p)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantReasons(t, file, allChecks)
+
+	// Allowing ordering hazards includes the record but still names the newer offset.
+	file, err = p.Plan(tctx(t), Request{DLQ: "payments.DLT", Offsets: []redrive.Coord{{Partition: 0, Offset: 5}}, AllowHazards: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := file.Plan.Records[0]; !r.Included || r.NewerOffset == nil {
+		t.Fatalf("allowed hazard: %+v", r)
+	}
+}
+
+func TestUnreachableSystemOfRecordBlocksThePlan(t *testing.T) {
+	f := newFixture(t, &config.SystemOfRecord{Driver: "postgres", DSN: "postgres://postgres:hunter2@127.0.0.1:1/test?sslmode=disable&connect_timeout=2",
+		Query: "select 1 from payments where idempotency_key = $1"})
+	p := f.planner()
+	file, err := p.Plan(tctx(t), Request{DLQ: "payments.DLT", Classes: []string{classOf(t, p)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocked, why := file.Plan.Blocked()
+	if !blocked || !strings.Contains(why, "unreachable") || strings.Contains(why, "hunter2") {
+		t.Fatalf("blocked=%v why=%q", blocked, why)
+	}
+	for _, r := range file.Plan.Records {
+		if r.Included {
+			t.Fatalf("record %d included although its effect could not be checked", r.Offset)
+		}
+		if r.IdempotencyKey != "" && r.Reason != redrive.ReasonCheckFailed && r.Reason != redrive.ReasonAlreadyRedriven {
+			t.Fatalf("record %d: %s, want check_failed", r.Offset, r.Reason)
+		}
+	}
+	// A missing SQLite file blocks the same way (and is not created).
+	missing := filepath.Join(t.TempDir(), "payments.db")
+	f.cfg.Redrive.Policies[0].SystemOfRecord = &config.SystemOfRecord{Driver: "sqlite", DSN: missing, Query: "select 1 where ? = ''"}
+	file, err = p.Plan(tctx(t), Request{DLQ: "payments.DLT", Offsets: []redrive.Coord{{Partition: 0, Offset: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := file.Plan.Records[0]; r.Reason != redrive.ReasonCheckFailed {
+		t.Fatalf("missing sqlite file: %+v", r)
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Fatal("the missing system of record was created")
+	}
+}
+
+func TestPlanSelectionIsExplicit(t *testing.T) {
+	f := newFixture(t, nil)
+	p := f.planner()
+	if _, err := p.Plan(tctx(t), Request{DLQ: "payments.DLT"}); !errors.Is(err, ErrNoSelector) {
+		t.Fatalf("no selector: %v", err)
+	}
+	if _, err := p.Plan(tctx(t), Request{DLQ: "payments.DLT", Classes: []string{"c-nope"}}); err == nil || !strings.Contains(err.Error(), "c-nope") {
+		t.Fatalf("unknown class: %v", err)
+	}
+	if _, err := p.Plan(tctx(t), Request{DLQ: "payments.DLT", Offsets: []redrive.Coord{{Partition: 0, Offset: 99}}}); err == nil || !strings.Contains(err.Error(), "0:99") {
+		t.Fatalf("missing offset: %v", err)
+	}
+	// A key filter alone selects.
+	file, err := p.Plan(tctx(t), Request{DLQ: "payments.DLT", Key: "order-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(file.Plan.Records) != 2 || file.Plan.Records[0].Offset != 1 || file.Plan.Records[1].Reason != redrive.ReasonDuplicate {
+		t.Fatalf("key selection: %+v", file.Plan.Records)
+	}
+	// Without a system of record, a required key is still required.
+	if file.Plan.Policy.RequireIdempotencyKey != true {
+		t.Fatal("policy snapshot lost require_idempotency_key")
+	}
+}
+
+func TestListSummarisesDepthAgeAndClasses(t *testing.T) {
+	f := newFixture(t, nil)
+	f.kc.CreateTopic(t, "shipment-jobs-dlq", 1, 1, nil)
+	p := f.planner()
+	p.Now = time.Now
+	list, err := p.List(tctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].Name != "payments.DLT" {
+		t.Fatalf("list %+v", list)
+	}
+	d := list[0]
+	if d.Records != 7 || d.Depth != 6 || d.Classes != 1 || fmt.Sprint(d.Originals) != "[payments]" || d.OldestAge < 59*time.Minute || d.Sampled {
+		t.Fatalf("summary %+v", d)
+	}
+	if e := list[1]; e.Depth != 0 || e.OldestAt != nil {
+		t.Fatalf("empty dlq %+v", e)
+	}
+}
