@@ -89,7 +89,9 @@ It never writes into any other cluster. It opens the console, or with
 				demo.GroupEmail, demo.GroupSales, demo.GroupFraud, demo.GroupShipments, demo.GroupPayments)
 
 			if interactive {
-				return tuiRun(a, cmd)
+				// The console (console.go) with the demo's broker switch on
+				// its brokers page when the broker runs in this process.
+				return a.runConsole(consoleOptions{brokerToggle: demoBrokerToggle})
 			}
 			tick := time.NewTicker(demoStatusEvery)
 			defer tick.Stop()
