@@ -196,6 +196,10 @@ func (b *Broker) Close() error {
 		if b.cancel != nil {
 			b.cancel() // unblocks any passed-through request in flight
 		}
+		// Wait out a SetDown in progress: kfake's admin calls block
+		// forever once the cluster has stopped.
+		b.deg.setMu.Lock()
+		defer b.deg.setMu.Unlock()
 		if b.internal != nil {
 			b.internal.Close()
 		}

@@ -435,3 +435,11 @@ func TestProbe(t *testing.T) {
 		t.Fatalf("Probe = %q, %v; want %q", id, err, b.ClusterID())
 	}
 }
+
+func TestSetDownAfterClose(t *testing.T) {
+	b := startBroker(t, t.TempDir(), SeedNone)
+	b.Close()
+	if err := b.SetDown(1, true); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("SetDown on a closed broker: err = %v", err)
+	}
+}

@@ -121,6 +121,9 @@ func (b *Broker) SetDown(id int32, down bool) error {
 	d := &b.deg
 	d.setMu.Lock()
 	defer d.setMu.Unlock()
+	if b.ctx.Err() != nil {
+		return fmt.Errorf("broker %d: the bundled broker is closed", id)
+	}
 
 	d.mu.Lock()
 	was := len(d.down)
@@ -304,7 +307,7 @@ func (b *Broker) moveCoordinators(extra []string) {
 	if len(keys) == 0 {
 		return
 	}
-	for attempt := 0; attempt < 20000; attempt++ {
+	for attempt := 0; attempt < 20000 && b.ctx.Err() == nil; attempt++ {
 		ok := true
 		for _, k := range keys {
 			if down[b.kc.CoordinatorFor(k)] {
