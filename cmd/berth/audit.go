@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-dev/berth/internal/audit"
+	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/output"
 	"github.com/berth-dev/berth/internal/sanitize"
 )
@@ -48,14 +49,16 @@ func addAuditFlag(cmd *cobra.Command, into *string) {
 // auditPath is where the audit log lives: --audit-file, else
 // $BERTH_AUDIT_FILE, else the config's audit.file (default under the XDG
 // data home).
-func (a *app) auditPath(flag string) string {
+func (a *app) auditPath(flag string) string { return auditPathFor(flag, a.cfg) }
+
+func auditPathFor(flag string, cfg *config.Config) string {
 	if flag != "" {
 		return flag
 	}
 	if env := os.Getenv("BERTH_AUDIT_FILE"); env != "" {
 		return env
 	}
-	return a.cfg.Audit.File
+	return cfg.Audit.File
 }
 
 // openAudit opens the audit log every destructive command appends to.

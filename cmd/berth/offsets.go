@@ -9,13 +9,42 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/backends/kafka"
+	"github.com/berth-dev/berth/internal/audit"
 	"github.com/berth-dev/berth/internal/offsets"
 	"github.com/berth-dev/berth/internal/output"
 	"github.com/berth-dev/berth/internal/sanitize"
+	"github.com/berth-dev/berth/tui"
+	tuioffsets "github.com/berth-dev/berth/tui/offsets"
 )
 
 var _ offsets.Backend = (*kafka.Resets)(nil)
+
+// The console's reset dialog (tui/offsets, R on a group) runs the same
+// action on the console's connection, audit file and group policies.
+func init() {
+	tuioffsets.NewResetter = func(c backends.Cluster, env tui.PageEnv) (*offsets.Resetter, error) {
+		k, ok := c.(*kafka.Cluster)
+		if !ok {
+			return nil, errors.New("offset resets need a Kafka context")
+		}
+		log, err := audit.Open(auditPathFor("", env.Config))
+		if err != nil {
+			return nil, err
+		}
+		return &offsets.Resetter{
+			Backend:  kafka.ResetsOn(k),
+			Audit:    log,
+			Context:  env.Context,
+			ReadOnly: env.ReadOnly,
+			Effects: func(g string) bool {
+				p, _ := env.Config.GroupPolicyFor(g)
+				return p.Effects
+			},
+		}, nil
+	}
+}
 
 // `berth offsets reset GROUP <mode> [scope] [--execute]`: the headless
 // offset reset. A dry run by default; the plan it prints is exactly what
