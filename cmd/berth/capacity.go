@@ -9,16 +9,50 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/backends/kafka"
 	"github.com/berth-dev/berth/capacity"
 	"github.com/berth-dev/berth/internal/output"
+	tuicapacity "github.com/berth-dev/berth/tui/capacity"
 )
 
 // berth capacity: the capacity worksheet, headless. It needs no cluster
 // (the config is not even read) unless --from-topic / --from-all-topics
 // asks for live prefill.
 
-func init() { register(newCapacityCmd) }
+func init() {
+	register(newCapacityCmd)
+	tuicapacity.Measure = measureForConsole
+}
+
+// measureForConsole is the console's :capacity prefill: the same
+// measurement as --from-topic, on the console's attached cluster.
+func measureForConsole(ctx context.Context, c backends.Cluster, topic string, window time.Duration) (capacity.Measurement, error) {
+	kc, ok := c.(interface{ Client() *kafka.Client })
+	if !ok {
+		return capacity.Measurement{}, fmt.Errorf("prefill needs a Kafka cluster")
+	}
+	load, err := kc.Client().MeasureLoad(ctx, topic, kafka.LoadOptions{Window: window})
+	if err != nil {
+		return capacity.Measurement{}, err
+	}
+	return measurementOf(topic, load), nil
+}
+
+// measurementOf turns the backend's observation into the worksheet's.
+func measurementOf(topic string, load kafka.TopicLoad) capacity.Measurement {
+	m := capacity.Measurement{
+		Topic: topic, Window: load.Window,
+		AvgRate: load.AvgRate, PeakRate: load.PeakRate,
+		EventSize: load.RecordBytes, Sampled: load.RecordsSampled,
+		Partitions: load.Partitions, ReplicationFactor: load.ReplicationFactor,
+		Groups: load.Groups,
+	}
+	if load.RetentionMs > 0 {
+		m.Retention = time.Duration(load.RetentionMs) * time.Millisecond
+	}
+	return m
+}
 
 type capacityFlags struct {
 	fromTopic string
@@ -198,16 +232,7 @@ func (a *app) measureCapacity(cmd *cobra.Command, f capacityFlags) (capacity.Mea
 	if err != nil {
 		return capacity.Measurement{}, kafka.TopicLoad{}, err
 	}
-	m := capacity.Measurement{
-		Topic: f.fromTopic, Window: load.Window,
-		AvgRate: load.AvgRate, PeakRate: load.PeakRate,
-		EventSize: load.RecordBytes, Sampled: load.RecordsSampled,
-		Partitions: load.Partitions, ReplicationFactor: load.ReplicationFactor,
-		Groups: load.Groups,
-	}
-	if load.RetentionMs > 0 {
-		m.Retention = time.Duration(load.RetentionMs) * time.Millisecond
-	}
+	m := measurementOf(f.fromTopic, load)
 	return m, load, nil
 }
 

@@ -2,16 +2,20 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/berth-dev/berth/backends/kafka"
 	"github.com/berth-dev/berth/internal/kafkatest"
+	tuicapacity "github.com/berth-dev/berth/tui/capacity"
 )
 
 func capacityJSONOut(t *testing.T, args ...string) map[string]any {
@@ -229,5 +233,31 @@ func TestCapacityCLI_Unreachable(t *testing.T) {
 	_, errOut, code := runBerth(t, "--bootstrap", "127.0.0.1:1", "--timeout", "2s", "capacity", "--from-topic", "orders")
 	if code != 1 || !strings.Contains(errOut, "127.0.0.1:1") {
 		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
+
+// TestCapacityConsolePrefill: the console's :capacity page measures through
+// the hook this package installs, on the console's Kafka cluster.
+func TestCapacityConsolePrefill(t *testing.T) {
+	if tuicapacity.Measure == nil {
+		t.Fatal("the :capacity page has no measurement hook")
+	}
+	kc := kafkatest.Start(t, 1)
+	kc.CreateTopic(t, "orders", 4, 1, map[string]string{"retention.ms": "7200000"})
+	kc.Produce(t, &kgo.Record{Topic: "orders", Value: bytes.Repeat([]byte("x"), 321)})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := kafka.Dial(ctx, kafka.Options{Bootstrap: kc.Addrs, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := kafka.NewCluster(c)
+	defer cl.Close()
+	m, err := tuicapacity.Measure(ctx, cl, "orders", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Topic != "orders" || m.Partitions != 4 || m.EventSize != 321 || m.Retention != 2*time.Hour {
+		t.Errorf("measurement %+v", m)
 	}
 }

@@ -1,0 +1,449 @@
+// Package capacity is the console's capacity worksheet page: a form of load
+// figures beside the worksheet's results, recomputed on every keystroke.
+// An invalid field shows its error beside it and blanks only the results
+// computed from it; nothing stale, NaN or Inf is ever shown. Prefill from a
+// live topic arrives as a message (the model does no I/O): the page adapter
+// (page.go) runs the measurement through the console's env.Do.
+package capacity
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	engine "github.com/berth-dev/berth/capacity"
+	"github.com/berth-dev/berth/internal/sanitize"
+	"github.com/berth-dev/berth/tui/styles"
+)
+
+// KeyMap is the worksheet's keys. Everything else typed goes to the
+// focused field.
+type KeyMap struct {
+	Next, Prev, Submit, ScrollUp, ScrollDown key.Binding
+}
+
+// DefaultKeyMap is the worksheet's default keys.
+func DefaultKeyMap() KeyMap {
+	return KeyMap{
+		Next:       key.NewBinding(key.WithKeys("tab", "down"), key.WithHelp("tab/↓", "next field")),
+		Prev:       key.NewBinding(key.WithKeys("shift+tab", "up"), key.WithHelp("shift+tab/↑", "previous field")),
+		Submit:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "next field; on the topic field: prefill")),
+		ScrollUp:   key.NewBinding(key.WithKeys("pgup"), key.WithHelp("pgup", "scroll results up")),
+		ScrollDown: key.NewBinding(key.WithKeys("pgdown"), key.WithHelp("pgdn", "scroll results down")),
+	}
+}
+
+// MeasuredMsg carries a prefill measurement (or its failure) back to the
+// model. Gen ties it to the request; an older one is ignored.
+type MeasuredMsg struct {
+	Gen int
+	M   engine.Measurement
+	Err error
+}
+
+// MeasureFunc starts a measurement of topic ("" or "*" for all topics) and
+// returns the command whose message is a MeasuredMsg carrying gen.
+type MeasureFunc func(topic string, gen int) tea.Cmd
+
+// topicRow is the focus index of the "prefill from topic" field, after the
+// worksheet's fields.
+const topicRow = int(engine.NumFields)
+
+// Model is the worksheet page's state.
+type Model struct {
+	st      *styles.Styles
+	keys    KeyMap
+	inputs  [engine.NumFields]textinput.Model
+	topic   textinput.Model
+	focus   int
+	ws      engine.Worksheet
+	measure MeasureFunc // nil: no cluster attached, prefill unavailable
+
+	measured  [engine.NumFields]bool
+	source    string // where measured values came from
+	measuring bool
+	gen       int
+	status    string // the last measurement's outcome
+	statusBad bool
+
+	width, height int
+	scroll        int
+}
+
+// New builds the worksheet at the HarborCart defaults. measure may be nil.
+func New(st *styles.Styles, measure MeasureFunc) Model {
+	if st == nil {
+		st = styles.New()
+	}
+	m := Model{st: st, keys: DefaultKeyMap(), measure: measure, width: 80, height: 24}
+	form := engine.DefaultForm()
+	for _, f := range engine.Fields() {
+		m.inputs[f] = newInput(form[f])
+	}
+	m.topic = newInput("")
+	m.topic.Placeholder = "topic, or * for all"
+	m.topic.CharLimit = 249 // Kafka's topic name limit
+	m.inputs[0].Focus()
+	m.recompute()
+	return m
+}
+
+func newInput(value string) textinput.Model {
+	ti := textinput.New()
+	ti.Prompt = ""
+	ti.CharLimit = 40
+	ti.Width = inputW - 1
+	ti.Cursor.SetMode(cursor.CursorStatic) // no blink timers: a form, not an animation
+	ti.SetValue(value)
+	return ti
+}
+
+// Init has nothing to start.
+func (m Model) Init() tea.Cmd { return nil }
+
+// SetSize sets the body size the view renders into.
+func (m *Model) SetSize(width, height int) {
+	m.width, m.height = max(width, 1), max(height, 1)
+	m.clampScroll()
+}
+
+// Form is the text currently in the fields.
+func (m Model) Form() engine.Form {
+	var f engine.Form
+	for _, fd := range engine.Fields() {
+		f[fd] = m.inputs[fd].Value()
+	}
+	return f
+}
+
+// Worksheet is the worksheet computed from the current text.
+func (m Model) Worksheet() engine.Worksheet { return m.ws }
+
+// Measured reports whether field f holds a measured (not typed) value.
+func (m Model) Measured(f engine.Field) bool { return m.measured[f] }
+
+// Focused is the focused field, or NumFields for the topic field.
+func (m Model) Focused() engine.Field { return engine.Field(m.focus) }
+
+// SetTopic puts a topic in the prefill field.
+func (m *Model) SetTopic(topic string) { m.topic.SetValue(topic) }
+
+// Measuring reports whether a prefill is running.
+func (m Model) Measuring() bool { return m.measuring }
+
+func (m *Model) recompute() { m.ws = m.Form().Worksheet() }
+
+// StartMeasure asks for a prefill from the topic field's topic; nil when
+// there is no cluster or one is already running.
+func (m *Model) StartMeasure() tea.Cmd {
+	if m.measure == nil {
+		m.status, m.statusBad = "prefill needs an attached Kafka cluster", true
+		return nil
+	}
+	if m.measuring {
+		return nil
+	}
+	topic := strings.TrimSpace(m.topic.Value())
+	if topic == "" {
+		m.status, m.statusBad = "type a topic (or * for all topics) to prefill from", true
+		return nil
+	}
+	m.gen++
+	m.measuring = true
+	m.status, m.statusBad = "measuring "+sanitize.Text(topic)+"…", false
+	return m.measure(topic, m.gen)
+}
+
+// Update handles keys, sizes and measurement results.
+func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.SetSize(msg.Width, msg.Height)
+		return m, nil
+	case MeasuredMsg:
+		return m.applyMeasurement(msg), nil
+	case tea.KeyMsg:
+		return m.handleKey(msg)
+	}
+	return m, nil
+}
+
+func (m Model) handleKey(msg tea.KeyMsg) (Model, tea.Cmd) {
+	switch {
+	case key.Matches(msg, m.keys.Next):
+		m.setFocus((m.focus + 1) % (topicRow + 1))
+		return m, nil
+	case key.Matches(msg, m.keys.Prev):
+		m.setFocus((m.focus + topicRow) % (topicRow + 1))
+		return m, nil
+	case key.Matches(msg, m.keys.Submit):
+		if m.focus == topicRow {
+			cmd := m.StartMeasure()
+			return m, cmd
+		}
+		m.setFocus(m.focus + 1)
+		return m, nil
+	case key.Matches(msg, m.keys.ScrollDown):
+		m.scroll += max(1, m.resultsHeight()-1)
+		m.clampScroll()
+		return m, nil
+	case key.Matches(msg, m.keys.ScrollUp):
+		m.scroll -= max(1, m.resultsHeight()-1)
+		m.clampScroll()
+		return m, nil
+	}
+	var cmd tea.Cmd
+	if m.focus == topicRow {
+		m.topic, cmd = m.topic.Update(msg)
+		return m, cmd
+	}
+	f := engine.Field(m.focus)
+	before := m.inputs[f].Value()
+	m.inputs[f], cmd = m.inputs[f].Update(msg)
+	if m.inputs[f].Value() != before {
+		m.measured[f] = false // typed over: no longer the measured value
+		m.recompute()
+	}
+	return m, cmd
+}
+
+func (m *Model) setFocus(i int) {
+	if m.focus < topicRow {
+		m.inputs[m.focus].Blur()
+	} else {
+		m.topic.Blur()
+	}
+	m.focus = i
+	if i < topicRow {
+		m.inputs[i].Focus()
+	} else {
+		m.topic.Focus()
+	}
+}
+
+func (m Model) applyMeasurement(msg MeasuredMsg) Model {
+	if msg.Gen != m.gen || !m.measuring {
+		return m // an older request's answer
+	}
+	m.measuring = false
+	if msg.Err != nil {
+		m.status, m.statusBad = "prefill failed: "+sanitize.Text(oneLine(msg.Err.Error())), true
+		return m
+	}
+	form := m.Form()
+	filled := msg.M.Prefill(&form)
+	for _, f := range filled {
+		if msg.M.Window == 0 && (f == engine.AvgRate || f == engine.PeakRate) {
+			continue // the rate was not measured
+		}
+		m.inputs[f].SetValue(form[f])
+		m.measured[f] = true
+	}
+	m.source = sanitize.Text(msg.M.Source())
+	m.status, m.statusBad = fmt.Sprintf("prefilled %d fields from %s", len(filled), m.source), false
+	m.recompute()
+	return m
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// KeyBindings are the page's own keys, for help.
+func (m Model) KeyBindings() []key.Binding {
+	return []key.Binding{m.keys.Next, m.keys.Prev, m.keys.Submit, m.keys.ScrollDown, m.keys.ScrollUp}
+}
+
+// CapturesKey: the form takes every key but esc (back) and ctrl+c (quit),
+// so digits, letters and ":" (as in 2:1) reach the fields.
+func (m Model) CapturesKey(msg tea.KeyMsg) bool {
+	return msg.Type != tea.KeyEsc && msg.Type != tea.KeyCtrlC
+}
+
+// ---- view ----
+
+const (
+	labelW = 21 // gutter and label
+	inputW = 13
+	valueW = 18 // widest value: "31,200,000 events", "1,114 s (18m 34s)"
+)
+
+// formWidth leaves the results at least 40 cells where it can: the form
+// needs 36 for labels, values and the mark, the rest carries units and errors.
+func (m Model) formWidth() int {
+	return min(max(m.width*9/20, 38), 64, m.width)
+}
+
+func (m Model) resultsHeight() int { return max(m.height-1, 1) }
+
+func (m *Model) clampScroll() {
+	n := len(m.resultLines(m.width))
+	m.scroll = max(0, min(m.scroll, n-m.resultsHeight()))
+}
+
+// View renders exactly height lines of at most width cells: the form on
+// the left, the results on the right, a status line at the bottom.
+func (m Model) View() string {
+	fw := m.formWidth()
+	rw := m.width - fw - 2
+	left := m.formLines(fw)
+	var right []string
+	if rw >= 20 {
+		right = m.resultLines(rw)
+		end := min(len(right), m.scroll+m.resultsHeight())
+		right = right[min(m.scroll, end):end]
+	}
+	h := m.resultsHeight()
+	lines := make([]string, 0, m.height)
+	for i := range h {
+		l := ""
+		if i < len(left) {
+			l = left[i]
+		}
+		l = fit(l, fw)
+		if i < len(right) {
+			l += "  " + fit(right[i], rw)
+		}
+		lines = append(lines, fit(l, m.width))
+	}
+	if m.height > 1 {
+		lines = append(lines, fit(m.statusLine(), m.width))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// fit cuts or pads s to exactly w cells.
+func fit(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	if ansi.StringWidth(s) > w {
+		s = ansi.Truncate(s, w, "…")
+	}
+	return s + strings.Repeat(" ", max(0, w-ansi.StringWidth(s)))
+}
+
+func (m Model) formLines(w int) []string {
+	st := m.st
+	out := []string{st.Title.Render("Capacity worksheet")}
+	for _, f := range engine.Fields() {
+		gutter := "  "
+		if m.focus == int(f) {
+			gutter = "▸ "
+		}
+		label := fit(f.Label(), labelW-2)
+		mark := " "
+		switch {
+		case m.ws.Errors[f] != nil:
+			mark = st.Levels[styles.Bad].Render("✗")
+		case m.measured[f]:
+			mark = st.Levels[styles.Accent].Render("m")
+		}
+		head := gutter + label
+		if m.focus == int(f) {
+			head = st.Selected.Render(head)
+		}
+		line := head + " " + fit(m.inputs[f].View(), inputW) + mark
+		if err := m.ws.Errors[f]; err != nil {
+			line += " " + st.Levels[styles.Bad].Render(err.Error())
+		} else if u := f.Unit(); u != "" {
+			line += " " + st.Muted.Render(u)
+		}
+		out = append(out, line)
+	}
+	gutter := "  "
+	if m.focus == topicRow {
+		gutter = "▸ "
+	}
+	prefill := "prefill from"
+	hint := st.Muted.Render("enter")
+	if m.measure == nil {
+		hint = st.Muted.Render("no cluster")
+	}
+	out = append(out, gutter+fit(prefill, labelW-2)+" "+fit(m.topic.View(), inputW)+"  "+hint)
+	if m.source != "" {
+		out = append(out, st.Muted.Render("m = "+m.source))
+	}
+	// The focused field's error in full (next to the field it may be cut).
+	if m.focus < topicRow {
+		f := engine.Field(m.focus)
+		if err := m.ws.Errors[f]; err != nil {
+			out = append(out, st.Levels[styles.Bad].Render(f.Label()+": "+err.Error()))
+		} else {
+			out = append(out, st.Muted.Render(f.Help()))
+		}
+	}
+	return out
+}
+
+// resultLines renders the worksheet's sections for a column w cells wide:
+// label and value, plus the working when there is room. A figure computed
+// from the focused field is marked "•".
+func (m Model) resultLines(w int) []string {
+	st := m.st
+	var out []string
+	focused := engine.Field(m.focus)
+	lw := min(28, max(w-valueW-3, 8))
+	for _, s := range m.ws.Sections() {
+		out = append(out, st.Title.Render(fmt.Sprintf("%d · %s", s.Number, s.Title)))
+		for _, l := range s.Lines {
+			dep := " "
+			if m.focus < topicRow && dependsOn(l.Output, focused) {
+				dep = st.Levels[styles.Accent].Render("•")
+			}
+			label := fit(l.Output.Label(), lw)
+			value, style := l.Value, st.Levels[styles.Normal]
+			switch l.State {
+			case engine.Invalid:
+				value, style = "—", st.Levels[styles.Warn]
+			case engine.NotApplicable:
+				value, style = "n/a", st.Muted
+			}
+			line := dep + " " + label + " " + style.Render(padLeft(value, valueW))
+			if rest := w - 2 - lw - 1 - valueW - 2; rest >= 12 {
+				// The working, or why the figure is unavailable.
+				why := st.Muted
+				if l.State == engine.Invalid {
+					why = st.Levels[styles.Warn]
+				}
+				line += "  " + why.Render(ansi.Truncate(l.Working, rest, "…"))
+			}
+			out = append(out, line)
+		}
+		if s.Note != "" {
+			out = append(out, "  "+st.Muted.Render(s.Note))
+		}
+	}
+	return out
+}
+
+func dependsOn(o engine.Output, f engine.Field) bool {
+	for _, d := range o.Deps() {
+		if d == f {
+			return true
+		}
+	}
+	return false
+}
+
+func padLeft(s string, w int) string {
+	return strings.Repeat(" ", max(0, w-ansi.StringWidth(s))) + s
+}
+
+func (m Model) statusLine() string {
+	if m.status != "" {
+		if m.statusBad {
+			return m.st.Levels[styles.Bad].Render(m.status)
+		}
+		return m.st.Levels[styles.Good].Render(m.status)
+	}
+	n := len(m.ws.Errors)
+	if n > 0 {
+		return m.st.Levels[styles.Warn].Render(fmt.Sprintf("%d invalid field(s); results that need them show —", n)) +
+			m.st.Muted.Render("  ·  tab/↑↓ move  pgup/pgdn scroll  esc back")
+	}
+	return m.st.Muted.Render("tab/↑↓ move  enter next  pgup/pgdn scroll results  esc back")
+}
