@@ -262,15 +262,22 @@ func (d *Dialog) formKey(msg tea.KeyMsg) (tui.Page, tea.Cmd) {
 		d.formErr, d.planErr = "", ""
 		return d, d.planCmd(req)
 	}
-	if d.focus == fieldMode {
-		switch msg.String() {
-		case "left", "h":
+	// The arrows change the mode from any field (the text fields have no
+	// cursor to move); h, l and space do too while the mode is focused.
+	k := msg.String()
+	if k == "left" || k == "right" || (d.focus == fieldMode && (k == "h" || k == "l" || k == " ")) {
+		if k == "left" || k == "h" {
 			d.mode = (d.mode + len(reset.Modes) - 1) % len(reset.Modes)
-			d.value, d.formErr = "", ""
-		case "right", "l", " ":
+		} else {
 			d.mode = (d.mode + 1) % len(reset.Modes)
-			d.value, d.formErr = "", ""
 		}
+		d.value, d.formErr = "", ""
+		if d.focus == fieldValue && !needsValue(d.currentMode()) {
+			d.focus = fieldScope
+		}
+		return d, nil
+	}
+	if d.focus == fieldMode {
 		return d, nil
 	}
 	target := &d.scope

@@ -381,3 +381,32 @@ func TestDialogManyPartitionsScrollAndFit(t *testing.T) {
 		t.Fatalf("after scrolling two rows the first row is %v", r)
 	}
 }
+
+func TestDialogArrowsChangeModeFromAnyField(t *testing.T) {
+	f := newFixture(t, 1)
+	d := New(f.env, "g")
+	chooseMode(t, d, reset.ToOffset)
+	keys(d, "tab")
+	typeText(d, "12")
+	if d.focus != fieldValue || d.value != "12" {
+		t.Fatalf("focus %d value %q", d.focus, d.value)
+	}
+	keys(d, "right")
+	if d.currentMode() != reset.ShiftBy || d.value != "" {
+		t.Fatalf("right on the value field: mode %s value %q", d.currentMode(), d.value)
+	}
+	// Letters type into the field rather than change the mode.
+	typeText(d, "hl")
+	if d.currentMode() != reset.ShiftBy || d.value != "hl" {
+		t.Fatalf("letters changed the mode: %s %q", d.currentMode(), d.value)
+	}
+	// A mode without a value moves the focus off the value field.
+	chooseMode(t, d, reset.ToOffset)
+	keys(d, "tab")
+	for d.currentMode() != reset.ToEarliest {
+		keys(d, "left")
+	}
+	if d.focus != fieldScope {
+		t.Fatalf("focus stayed on a value field the mode does not have: %d", d.focus)
+	}
+}
