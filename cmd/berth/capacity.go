@@ -88,7 +88,7 @@ flag given explicitly overrides the measured value.
 	fl := cmd.Flags()
 	for _, fd := range capacity.Fields() {
 		help := fd.Help()
-		if u := fd.Unit(); u != "" && u != ":1" && u != "%" {
+		if u := fd.Unit(); u != "" && u != ":1" && u != "%" && !strings.Contains(help, "(") {
 			help += " (" + u + ")"
 		}
 		fl.String(fd.Flag(), fd.Default(), help)
