@@ -34,7 +34,11 @@ func buildBerth(t *testing.T) string {
 			return
 		}
 		berthBin = filepath.Join(dir, "berth")
-		out, err := exec.Command("go", "build", "-o", berthBin, ".").CombinedOutput()
+		args := []string{"build", "-o", berthBin}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
 		if err != nil {
 			berthBinErr = &buildError{string(out), err}
 		}
