@@ -199,6 +199,10 @@ func partitionLagRow(pl lag.PartitionLag, clients map[string]string) table.Row {
 	switch {
 	case pl.Lag == 0:
 		cells[colPETA], nums[colPETA] = "0s", 0
+	case pl.FallingBehind && pl.Status == lag.OK:
+		// Consuming as fast as producing with a small, young lag: the
+		// backlog is steady, not growing; "behind" would cry wolf.
+		cells[colPETA], nums[colPETA] = "steady", 1e17
 	case pl.FallingBehind:
 		cells[colPETA], nums[colPETA] = "behind", 1e18
 	case pl.ETAKnown:

@@ -78,6 +78,10 @@ type Model struct {
 	view   []int // indices into rows, filtered and sorted
 	cursor int   // index into view
 	offset int   // first visible index into view
+	// touched is set once the user moves the cursor. Until then the cursor
+	// stays on the first row across refreshes (the worst one, in the
+	// default sorts); afterwards it follows the chosen row's ID.
+	touched bool
 
 	width, height int
 	visCols       []int // indices of columns shown at this width
@@ -209,14 +213,7 @@ func (m *Model) SetPrepared(p Prepared) {
 	}
 	id := m.selectedID()
 	m.rows, m.view = p.rows, p.view
-	if id != "" {
-		for i, r := range m.view {
-			if m.rows[r].ID == id {
-				m.cursor = i
-				break
-			}
-		}
-	}
+	m.follow(id)
 	m.clamp()
 }
 
@@ -261,6 +258,7 @@ func (m *Model) Select(id string) bool {
 	for i, r := range m.view {
 		if m.rows[r].ID == id {
 			m.cursor = i
+			m.touched = true
 			m.clamp()
 			return true
 		}
@@ -291,6 +289,10 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 			break
 		}
 		switch msg.Button {
+		case tea.MouseButtonWheelUp, tea.MouseButtonWheelDown:
+			m.touched = true
+		}
+		switch msg.Button {
 		case tea.MouseButtonWheelUp:
 			m.move(-wheelStep)
 		case tea.MouseButtonWheelDown:
@@ -302,6 +304,10 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 
 func (m *Model) updateKey(msg tea.KeyMsg) {
 	page := m.bodyHeight()
+	switch {
+	case key.Matches(msg, m.keys.Up, m.keys.Down, m.keys.PageUp, m.keys.PageDown, m.keys.Home, m.keys.End):
+		m.touched = true
+	}
 	switch {
 	case key.Matches(msg, m.keys.Up):
 		m.move(-1)
@@ -533,15 +539,26 @@ func (m *Model) recompute(id string) {
 			return cmp < 0
 		})
 	}
-	if id != "" {
-		for i, r := range m.view {
-			if m.rows[r].ID == id {
-				m.cursor = i
-				break
-			}
+	m.follow(id)
+	m.clamp()
+}
+
+// follow puts the cursor back on the row with this ID, if the user chose
+// one; an untouched cursor stays on the first row.
+func (m *Model) follow(id string) {
+	if !m.touched {
+		m.cursor = 0
+		return
+	}
+	if id == "" {
+		return
+	}
+	for i, r := range m.view {
+		if m.rows[r].ID == id {
+			m.cursor = i
+			return
 		}
 	}
-	m.clamp()
 }
 
 func num(r *Row, c int) float64 {

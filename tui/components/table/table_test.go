@@ -201,3 +201,22 @@ func TestMain(m *testing.M) {
 	lipgloss.SetColorProfile(termenv.Ascii)
 	m.Run()
 }
+
+// An untouched cursor stays on the first row when a refresh re-sorts the
+// rows: the worst row is what the user should see selected on arrival.
+// (It used to follow whichever row happened to be first at the first
+// refresh, ending up mid-table.)
+func TestUntouchedCursorStaysOnTop(t *testing.T) {
+	m := newTable(5, 80, 12)
+	m.SetSort(1, true)
+	first, _ := m.Selected()
+	fresh := rows(5)
+	fresh[0].Nums[1], fresh[0].Cells[1] = 99, "99"
+	m.SetRows(fresh)
+	if m.Cursor() != 0 {
+		t.Fatalf("cursor moved to %d", m.Cursor())
+	}
+	if r, _ := m.Selected(); r.ID == first.ID {
+		t.Fatalf("the new worst row %s should be selected, not %s", "0", first.ID)
+	}
+}
