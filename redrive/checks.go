@@ -257,6 +257,11 @@ type OrderingScan struct {
 	redriven map[originKey]bool
 	newer    map[int]int64
 	result   map[tpKey]scanEnd
+	// IgnorePlan names a plan whose own redriven copies the backend skips
+	// (records carrying HeaderPlan = IgnorePlan): when an interrupted
+	// execution resumes, the copies it already sent are no hazard — the plan
+	// sends same-key records in their original order itself.
+	IgnorePlan string
 }
 
 type tpKey struct {

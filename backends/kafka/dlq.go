@@ -255,6 +255,9 @@ func (k *Cluster) ScanOrdering(ctx context.Context, s *redrive.OrderingScan, lim
 	}
 	tick()
 	stats, err := k.c.readRanges(ctx, ranges, 0, 0, func(r *kgo.Record) {
+		if s.IgnorePlan != "" && carriesPlan(r, s.IgnorePlan) {
+			return
+		}
 		s.Observe(r.Topic, r.Partition, r.Offset, r.Key)
 	}, func(n int64) {
 		read = n
@@ -425,4 +428,14 @@ func (c *Client) readRanges(ctx context.Context, ranges []readRange, limit int64
 		}
 	}
 	return stats, nil
+}
+
+// carriesPlan reports whether r is a copy redriven by the given plan.
+func carriesPlan(r *kgo.Record, plan string) bool {
+	for _, h := range r.Headers {
+		if h.Key == redrive.HeaderPlan && string(h.Value) == plan {
+			return true
+		}
+	}
+	return false
 }

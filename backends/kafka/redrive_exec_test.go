@@ -81,9 +81,12 @@ func TestRedriveTransactionalExactlyOnce(t *testing.T) {
 		defer tr.Close()
 		res, err := execute.Execute(ctx, f, execute.Options{
 			Policy: f.Plan.Policy, HasPolicy: true, Transport: tr,
-			Sources: redrive.Sources{Ledger: store.Ledger, Scan: func(ctx context.Context, s *redrive.OrderingScan) error {
-				return k.ScanOrdering(ctx, s, 0, nil)
-			}},
+			Recheck: func(ctx context.Context, p redrive.Plan) ([]redrive.Verdict, error) {
+				return redrive.Run(ctx, p.Candidates(), redrive.CheckOptions{DLQ: p.DLQ}, redrive.Sources{
+					Ledger: store.Ledger,
+					Scan:   func(ctx context.Context, s *redrive.OrderingScan) error { return k.ScanOrdering(ctx, s, 0, nil) },
+				})
+			},
 		})
 		if err != nil {
 			t.Fatal(err)

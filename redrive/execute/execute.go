@@ -79,8 +79,9 @@ type Options struct {
 	HasPolicy bool
 	// Signers is the policy's allowed_signers (required when review is).
 	Signers approval.AllowedSigners
-	// Sources feed the checks that run again before sending.
-	Sources redrive.Sources
+	// Recheck runs the redrive checks over the plan's records as they are
+	// now, with today's policy (one verdict per record, in order).
+	Recheck func(ctx context.Context, p redrive.Plan) ([]redrive.Verdict, error)
 	// StopOnFailure stops at the first failed batch (payment policies).
 	StopOnFailure bool
 	Transport     Transport
@@ -191,12 +192,15 @@ func Execute(ctx context.Context, f redrive.File, o Options) (Result, error) {
 	}
 
 	// Checks again, over the plan as approved.
-	verdicts, err := redrive.Run(ctx, f.Plan.Candidates(), redrive.CheckOptions{
-		DLQ: f.Plan.DLQ, RequireKey: f.Plan.Policy.RequireIdempotencyKey,
-		MaxRedrives: f.Plan.Policy.MaxRedrives, AllowHazards: f.Plan.AllowOrderingHazards,
-	}, o.Sources)
+	if o.Recheck == nil {
+		return res, refuse("no checks configured: a plan is never executed without running its checks again")
+	}
+	verdicts, err := o.Recheck(ctx, f.Plan)
 	if err != nil {
-		return res, err
+		return res, fmt.Errorf("checks: %w", err)
+	}
+	if len(verdicts) != len(f.Plan.Records) {
+		return res, fmt.Errorf("checks: %d verdicts for %d records", len(verdicts), len(f.Plan.Records))
 	}
 	var todo []redrive.PlanRecord
 	for i, r := range f.Plan.Records {

@@ -335,6 +335,7 @@ func (p *Planner) Check(ctx context.Context, plan redrive.Plan) ([]redrive.Verdi
 	src := redrive.Sources{
 		Ledger: p.Store.Ledger,
 		Scan: func(ctx context.Context, s *redrive.OrderingScan) error {
+			s.IgnorePlan = plan.Hash()
 			return p.Cluster.ScanOrdering(ctx, s, p.ScanLimit, p.Progress)
 		},
 	}
