@@ -20,10 +20,19 @@ func groupThousands(v float64, d int) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "—" // never printed for computed figures; defensive
 	}
-	if v != 0 && math.Abs(v) < 0.5*math.Pow10(-d) {
-		return strconv.FormatFloat(v, 'g', 3, 64)
+	fixed := d
+	if v != 0 && math.Abs(v) < 1 && d > 0 {
+		// Below 1, keep three significant digits ("0.0466 MiB/s", not
+		// "0.05"), without an exponent.
+		d = max(d, sigDecimals(v, 3))
+	} else if v != 0 && math.Abs(v) < 0.5*math.Pow10(-d) {
+		d = sigDecimals(v, 3)
 	}
 	s := strconv.FormatFloat(v, 'f', d, 64)
+	for d > fixed && strings.HasSuffix(s, "0") {
+		s, d = s[:len(s)-1], d-1 // digits added for significance only
+	}
+	s = strings.TrimSuffix(s, ".")
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")
 	intPart, frac, hasFrac := strings.Cut(s, ".")
@@ -158,4 +167,23 @@ func FormatValue(o Output, v float64) string {
 		return groupThousands(v, 1) + "×"
 	}
 	return num(v)
+}
+
+// sigDecimals is how many decimals show n significant digits of v (v != 0).
+func sigDecimals(v float64, n int) int {
+	return max(0, n-1-int(math.Floor(math.Log10(math.Abs(v)))))
+}
+
+// roundMeasured keeps a measured figure readable in a form field: two
+// decimals from 1 up, four significant digits below.
+func roundMeasured(v float64) float64 {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return v
+	}
+	d := 2
+	if math.Abs(v) < 1 {
+		d = sigDecimals(v, 4)
+	}
+	p := math.Pow10(d)
+	return math.Round(v*p) / p
 }

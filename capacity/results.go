@@ -103,7 +103,8 @@ type Measurement struct {
 	Groups            int
 }
 
-// Prefill writes the measured figures into the form and returns the fields
+// Prefill writes the measured figures into the form (rates and sizes to
+// two decimals, or four significant digits below 1) and returns the fields
 // it filled. Figures that could not be measured (no records sampled,
 // unlimited retention) are left as typed.
 func (m Measurement) Prefill(f *Form) []Field {
@@ -112,10 +113,11 @@ func (m Measurement) Prefill(f *Form) []Field {
 		f[fd] = fd.Format(v)
 		filled = append(filled, fd)
 	}
-	set(AvgRate, m.AvgRate)
-	set(PeakRate, max(m.PeakRate, m.AvgRate))
+	avg, peak := roundMeasured(m.AvgRate), roundMeasured(m.PeakRate)
+	set(AvgRate, avg)
+	set(PeakRate, max(peak, avg))
 	if m.Sampled > 0 {
-		set(EventSize, m.EventSize)
+		set(EventSize, roundMeasured(m.EventSize))
 	}
 	if m.Partitions > 0 {
 		set(Partitions, float64(m.Partitions))

@@ -86,3 +86,17 @@ func TestMeasurement_Prefill(t *testing.T) {
 		t.Errorf("filled %v, form %v", filled, form)
 	}
 }
+
+// TestMeasurement_PrefillRounds: measured rates and sizes are shown to two
+// decimals (four significant digits below 1), never rounded to zero.
+func TestMeasurement_PrefillRounds(t *testing.T) {
+	form := DefaultForm()
+	Measurement{AvgRate: 299.82615587767316, PeakRate: 300.2274856683933, EventSize: 162.9454365079365, Sampled: 9}.Prefill(&form)
+	if form[AvgRate] != "299.83" || form[PeakRate] != "300.23" || form[EventSize] != "162.95B" {
+		t.Errorf("form %q %q %q", form[AvgRate], form[PeakRate], form[EventSize])
+	}
+	Measurement{AvgRate: 0.0012345678, PeakRate: 0.002}.Prefill(&form)
+	if form[AvgRate] != "0.001235" {
+		t.Errorf("slow topic rate %q", form[AvgRate])
+	}
+}

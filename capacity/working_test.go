@@ -124,3 +124,24 @@ func TestFormatDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestFormatValue_Small: figures below 1 keep three significant digits and
+// never use an exponent.
+func TestFormatValue_Small(t *testing.T) {
+	for _, tc := range []struct {
+		o    Output
+		v    float64
+		want string
+	}{
+		{IngestMiBPerS, 0.046592, "0.0466 MiB/s"},
+		{IngestTBPerDay, 0.0042211, "0.00422 TB/day"},
+		{PeakAboveBaselineGiB, 0.0000365, "0.0000365 GiB"},
+		{IngestMiBPerS, 19.53125, "19.53 MiB/s"},
+		{PeakEgressMiBPerS, 1234.5, "1,234.50 MiB/s"},
+		{HotPartitionMultiple, 0.24, "0.24×"},
+	} {
+		if got := FormatValue(tc.o, tc.v); got != tc.want {
+			t.Errorf("FormatValue(%s, %v) = %q, want %q", tc.o.JSON(), tc.v, got, tc.want)
+		}
+	}
+}
