@@ -206,7 +206,7 @@ const (
 )
 
 // ErrNoSelector refuses a plan that selects nothing explicitly.
-var ErrNoSelector = errors.New("a plan needs an explicit selection: --class, --offsets, --key, --header, --since or --until (never everything implicitly)")
+var ErrNoSelector = errors.New("a plan needs an explicit selection: --class, --offsets, --record-key, --header, --since or --until (never everything implicitly)")
 
 // Plan selects records, runs the checks and returns the plan (unsigned, not
 // stored). A plan whose checks could not all run is returned with those

@@ -1,0 +1,493 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-dev/berth/backends/kafka"
+	"github.com/berth-dev/berth/internal/audit"
+	"github.com/berth-dev/berth/internal/output"
+	"github.com/berth-dev/berth/internal/sanitize"
+	"github.com/berth-dev/berth/redrive"
+	"github.com/berth-dev/berth/redrive/approval"
+	"github.com/berth-dev/berth/redrive/planner"
+)
+
+func init() { register(newRedriveCmd) }
+
+func newRedriveCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "redrive",
+		Short: "Plan (and review) the redrive of dead-lettered records",
+		Long: `Redrive plans select DLQ records explicitly, run the redrive checks (ledger,
+system of record, ordering hazard, duplicates, loop guard) and record each
+record's verdict. A plan is a JSON file whose SHA-256 over a canonical
+encoding is its identity; it is also kept in the cluster's plan store
+(` + kafka.PlanTopic + `) so every operator sees it.`,
+		Args: noArgs,
+	}
+	cmd.AddCommand(newRedrivePlanCmd(a), newRedriveShowCmd(a))
+	return cmd
+}
+
+type redrivePlanOptions struct {
+	classes      []string
+	offsets      string
+	recordKey    string
+	header       string
+	since, until string
+	target       string
+	rate         int
+	batch        int
+	allowHazards bool
+	sshKey       string
+	out          string
+	scanLimit    int64
+	readLimit    int
+	auditFile    string
+}
+
+func newRedrivePlanCmd(a *app) *cobra.Command {
+	var o redrivePlanOptions
+	cmd := &cobra.Command{
+		Use:   "plan DLQ --out FILE",
+		Short: "Select DLQ records, run the checks, write a plan",
+		Long: `Make a redrive plan for DLQ. Nothing is sent: the plan is written to --out,
+stored in the cluster's plan store, and executed later (after any review the
+policy requires).
+
+Selection is always explicit: --class (repeatable; ids from berth dlq
+classes), --offsets P:O,..., or the filters --record-key, --header NAME=VALUE,
+--since, --until (RFC 3339); classes and offsets are united, filters narrow.
+With no selector the command refuses.
+
+Every selected record is checked, in order:
+  already_redriven         the redrive ledger has it (by DLQ coordinates or event id)
+  missing_idempotency_key  the policy requires a key (or must look one up) and it has none
+  effect_committed         the policy's system-of-record query finds its key
+  check_failed             a check could not run (system of record unreachable or
+                           erroring, ordering scan cut short, no target): the plan is blocked
+  loop_limit               already redriven max_redrives times (default 3)
+  duplicate                its event id is also earlier in the selection
+  ordering_hazard          a newer record with the same key follows its origin on the
+                           original partition (included with --allow-ordering-hazards)
+
+--key signs the plan hash as its author (SSHSIG, namespace berth-redrive).
+A blocked plan is still written, for review, and the command exits 1.
+
+JSON: hash, file, dlq, target, author, author_key, stored, blocked,
+blocked_reason, records [{partition, offset, event_id, included, reason,
+detail, class, target, newer_offset}], totals {selected, included, excluded,
+by_reason, by_class}.`,
+		Args: exactArgs("DLQ"),
+		RunE: func(cmd *cobra.Command, args []string) error { return a.runRedrivePlan(cmd, args[0], o) },
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&o.classes, "class", nil, "select the records of a failure class id (repeatable)")
+	f.StringVar(&o.offsets, "offsets", "", "select records by DLQ coordinates PARTITION:OFFSET,...")
+	f.StringVar(&o.recordKey, "record-key", "", "select (or narrow to) records with this key")
+	f.StringVar(&o.header, "header", "", "select (or narrow to) records with header NAME=VALUE")
+	f.StringVar(&o.since, "since", "", "select (or narrow to) records dead-lettered at or after this time (RFC 3339)")
+	f.StringVar(&o.until, "until", "", "select (or narrow to) records dead-lettered before this time (RFC 3339)")
+	f.StringVar(&o.target, "target", "", "topic to redrive to (default: each record's original topic)")
+	f.IntVar(&o.rate, "rate", planner.DefaultRate, "records per second when executed")
+	f.IntVar(&o.batch, "batch-size", planner.DefaultBatchSize, "records per transaction when executed")
+	f.BoolVar(&o.allowHazards, "allow-ordering-hazards", false, "include records a newer same-key record follows (still reported)")
+	f.StringVar(&o.sshKey, "key", "", "SSH private key to sign the plan as its author")
+	f.StringVar(&o.out, "out", "", "plan file to write (required)")
+	f.Int64Var(&o.scanLimit, "scan-limit", kafka.DefaultScanLimit, "records the ordering scan reads per original partition")
+	f.IntVar(&o.readLimit, "read", kafka.DefaultReadLimit, "DLQ records read, oldest first")
+	addAuditFlag(cmd, &o.auditFile)
+	return cmd
+}
+
+// parseOffsets parses P:O,P:O.
+func parseOffsets(s string) ([]redrive.Coord, error) {
+	var out []redrive.Coord
+	seen := map[redrive.Coord]bool{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		ps, os, ok := strings.Cut(part, ":")
+		p, err1 := strconv.ParseInt(ps, 10, 32)
+		o, err2 := strconv.ParseInt(os, 10, 64)
+		if !ok || err1 != nil || err2 != nil || p < 0 || o < 0 {
+			return nil, fmt.Errorf("--offsets: %q is not PARTITION:OFFSET", part)
+		}
+		c := redrive.Coord{Partition: int32(p), Offset: o}
+		if !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("--offsets: no PARTITION:OFFSET given")
+	}
+	return out, nil
+}
+
+func parseTimeFlag(name, v string) (*time.Time, error) {
+	if v == "" {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %q is not an RFC 3339 time (2026-11-29T08:00:00Z)", name, v)
+	}
+	return &t, nil
+}
+
+// redrivePlanSummary is the headless result of making (or showing) a plan.
+type redrivePlanSummary struct {
+	Hash          string                 `json:"hash"`
+	File          string                 `json:"file,omitempty"`
+	DLQ           string                 `json:"dlq"`
+	Target        string                 `json:"target"`
+	Author        string                 `json:"author"`
+	AuthorKey     string                 `json:"author_key,omitempty"`
+	Approvals     []string               `json:"approvals"`
+	Stored        bool                   `json:"stored"`
+	StoreNote     string                 `json:"store_note,omitempty"`
+	Blocked       bool                   `json:"blocked"`
+	BlockedReason string                 `json:"blocked_reason,omitempty"`
+	CreatedAt     time.Time              `json:"created_at"`
+	Policy        redrive.PolicySnapshot `json:"policy"`
+	Records       []redrivePlanRow       `json:"records"`
+	Totals        redrive.Totals         `json:"totals"`
+}
+
+type redrivePlanRow struct {
+	Partition   int32          `json:"partition"`
+	Offset      int64          `json:"offset"`
+	EventID     string         `json:"event_id"`
+	Included    bool           `json:"included"`
+	Reason      redrive.Reason `json:"reason"`
+	Detail      string         `json:"detail,omitempty"`
+	Class       string         `json:"class"`
+	Target      string         `json:"target"`
+	NewerOffset *int64         `json:"newer_offset,omitempty"`
+}
+
+func planSummaryOf(f redrive.File) redrivePlanSummary {
+	s := redrivePlanSummary{
+		Hash: f.Hash, DLQ: sanitize.Text(f.Plan.DLQ), Target: sanitize.Text(f.Plan.Target), Author: sanitize.Text(f.Plan.Author),
+		CreatedAt: f.Plan.CreatedAt, Policy: f.Plan.Policy, Totals: f.Plan.Totals(), Approvals: []string{}, Records: []redrivePlanRow{},
+	}
+	if s.Target == "" {
+		s.Target = "(original topics)"
+	}
+	if au := f.Author(); au != nil {
+		s.AuthorKey = au.Fingerprint
+	}
+	for _, ap := range f.Approvals() {
+		s.Approvals = append(s.Approvals, ap.Fingerprint)
+	}
+	s.Blocked, s.BlockedReason = f.Plan.Blocked()
+	s.BlockedReason = sanitize.Text(s.BlockedReason)
+	for _, r := range f.Plan.Records {
+		s.Records = append(s.Records, redrivePlanRow{
+			Partition: r.Partition, Offset: r.Offset, EventID: sanitize.Text(r.EventID), Included: r.Included,
+			Reason: r.Reason, Detail: sanitize.Text(r.Detail), Class: r.Class, Target: sanitize.Text(r.Target), NewerOffset: r.NewerOffset,
+		})
+	}
+	return s
+}
+
+func (a *app) runRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOptions) error {
+	f, err := a.format(output.Table, output.JSON)
+	if err != nil {
+		return err
+	}
+	if o.out == "" {
+		return usageErr("--out: a plan file is required")
+	}
+	req := planner.Request{DLQ: dlq, Classes: o.classes, Key: o.recordKey, Header: o.header, Target: o.target,
+		Rate: o.rate, BatchSize: o.batch, AllowHazards: o.allowHazards}
+	if o.offsets != "" {
+		if req.Offsets, err = parseOffsets(o.offsets); err != nil {
+			return usageErr("%v", err)
+		}
+	}
+	if req.Since, err = parseTimeFlag("since", o.since); err != nil {
+		return usageErr("%v", err)
+	}
+	if req.Until, err = parseTimeFlag("until", o.until); err != nil {
+		return usageErr("%v", err)
+	}
+	if o.rate < 1 {
+		return usageErr("--rate: must be at least 1 record per second")
+	}
+	if o.batch < 1 {
+		return usageErr("--batch-size: must be at least 1")
+	}
+	if o.scanLimit < 1 {
+		return usageErr("--scan-limit: must be at least 1")
+	}
+	if req.Header != "" {
+		if n, _, ok := strings.Cut(req.Header, "="); !ok || n == "" {
+			return usageErr("--header: %q is not NAME=VALUE", req.Header)
+		}
+	}
+	if len(req.Classes) == 0 && len(req.Offsets) == 0 && req.Key == "" && req.Header == "" && req.Since == nil && req.Until == nil {
+		return usageErr("%v", planner.ErrNoSelector)
+	}
+	// Load the signing key before any work, so a bad key fails fast.
+	var sign func(hash string) (approval.Signature, error)
+	if o.sshKey != "" {
+		s, err := approval.LoadSigner(o.sshKey)
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		sign = func(hash string) (approval.Signature, error) {
+			return approval.Sign(hash, s, approval.RoleAuthor, time.Now())
+		}
+	}
+	if dir := filepath.Dir(o.out); dir != "" {
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return usageErr("--out: directory %s does not exist", dir)
+		}
+	}
+
+	// The ordering scan can take a while: bound it by the timeout scaled to
+	// the scan limit, not just --timeout.
+	ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout+time.Duration(o.scanLimit/10000)*time.Second)
+	defer cancel()
+	p, closeFn, err := a.planner(ctx, o.readLimit)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	p.ScanLimit = o.scanLimit
+	p.Progress = scanProgressPrinter(a.stderr)
+	file, err := p.Plan(ctx, req)
+	if err != nil {
+		if errors.Is(err, planner.ErrNoSelector) || strings.HasPrefix(err.Error(), "--") {
+			return usageErr("%v", err)
+		}
+		return err
+	}
+	if sign != nil {
+		sig, err := sign(file.Hash)
+		if err != nil {
+			return err
+		}
+		file.Signatures = append(file.Signatures, sig)
+	}
+	raw, err := file.Encode()
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(o.out, raw); err != nil {
+		return fmt.Errorf("--out: %v", err)
+	}
+	sum := planSummaryOf(file)
+	sum.File = o.out
+	if a.readOnly {
+		sum.StoreNote = "read-only context: the plan was written to the file only"
+	} else if err := p.Store.PutPlan(ctx, file); err != nil {
+		sum.StoreNote = "not stored in the cluster: " + err.Error()
+	} else {
+		sum.Stored = true
+	}
+	if lg, err := a.openAudit(o.auditFile); err == nil {
+		_, err = lg.Append(ctx, audit.Entry{Action: "redrive.plan", Context: a.ctxName, Target: file.Hash, Details: map[string]any{
+			"dlq": file.Plan.DLQ, "author": file.Plan.Author, "author_key": sum.AuthorKey, "totals": sum.Totals,
+			"blocked": sum.Blocked, "stored": sum.Stored, "file": o.out,
+		}})
+		if err != nil {
+			fmt.Fprintf(a.stderr, "berth: audit log: %v\n", err)
+		}
+	} else {
+		fmt.Fprintf(a.stderr, "berth: audit log: %v\n", err)
+	}
+	if f == output.JSON {
+		if err := output.WriteJSON(a.stdout, sum); err != nil {
+			return err
+		}
+	} else {
+		writePlanText(a.stdout, sum)
+	}
+	if sum.Blocked {
+		return &exitError{code: 1, err: fmt.Errorf("plan %s is blocked: %s", file.Hash[:12], sum.BlockedReason)}
+	}
+	return nil
+}
+
+// scanProgressPrinter prints the ordering scan's progress on stderr at most
+// every 10%.
+func scanProgressPrinter(w io.Writer) func(kafka.ScanProgress) {
+	last := int64(-1)
+	return func(p kafka.ScanProgress) {
+		if p.Total == 0 {
+			return
+		}
+		step := p.Read * 10 / p.Total
+		if step == last {
+			return
+		}
+		last = step
+		fmt.Fprintf(w, "ordering scan: %d/%d records (%d%%)\n", p.Read, p.Total, p.Read*100/p.Total)
+	}
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".berth-plan-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func writePlanText(w io.Writer, s redrivePlanSummary) {
+	fmt.Fprintf(w, "plan %s\n", s.Hash)
+	if s.File != "" {
+		fmt.Fprintf(w, "file %s\n", sanitize.Text(s.File))
+	}
+	fmt.Fprintf(w, "dlq %s -> %s  author %s", s.DLQ, s.Target, s.Author)
+	if s.AuthorKey != "" {
+		fmt.Fprintf(w, " (signed %s)", s.AuthorKey)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "policy review=%s approvals=%d max_redrives=%d require_key=%v", s.Policy.Review, s.Policy.Approvals, s.Policy.MaxRedrives, s.Policy.RequireIdempotencyKey)
+	if s.Policy.SystemOfRecord != "" {
+		fmt.Fprintf(w, " system_of_record=%s", sanitize.Text(s.Policy.SystemOfRecord))
+	}
+	fmt.Fprintln(w)
+	g := output.Grid{Header: []string{"PARTITION", "OFFSET", "EVENT", "CLASS", "VERDICT", "DETAIL"}, Right: map[int]bool{0: true, 1: true}}
+	for _, r := range s.Records {
+		verdict := "include"
+		if !r.Included {
+			verdict = string(r.Reason)
+		}
+		g.Add(strconv.Itoa(int(r.Partition)), strconv.FormatInt(r.Offset, 10), dashIfEmpty(r.EventID), r.Class, verdict, clip(r.Detail, 90))
+	}
+	g.WriteTable(w)
+	t := s.Totals
+	fmt.Fprintf(w, "selected %d, included %d, excluded %d", t.Selected, t.Included, t.Excluded)
+	var reasons []string
+	for _, r := range redrive.Reasons {
+		if n := t.ByReason[r]; n > 0 {
+			reasons = append(reasons, fmt.Sprintf("%s %d", r, n))
+		}
+	}
+	if len(reasons) > 0 {
+		fmt.Fprintf(w, " (%s)", strings.Join(reasons, ", "))
+	}
+	fmt.Fprintln(w)
+	var classes []string
+	for c := range t.ByClass {
+		classes = append(classes, c)
+	}
+	sort.Strings(classes)
+	for _, c := range classes {
+		cc := t.ByClass[c]
+		fmt.Fprintf(w, "class %s: %d selected, %d included\n", c, cc.Selected, cc.Included)
+	}
+	switch {
+	case s.Stored:
+		fmt.Fprintf(w, "stored in %s\n", kafka.PlanTopic)
+	case s.StoreNote != "":
+		fmt.Fprintf(w, "%s\n", sanitize.Text(s.StoreNote))
+	}
+	if s.Blocked {
+		fmt.Fprintf(w, "BLOCKED: %s\n", s.BlockedReason)
+	}
+}
+
+func newRedriveShowCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "show PLAN",
+		Short: "Show a plan (a file, or a hash prefix in the cluster's plan store)",
+		Long: `Show a redrive plan: its hash, author, policy, every record's verdict, and
+counts by verdict and class. PLAN is a plan file, or at least 8 hex digits of
+a plan hash stored in the cluster's plan store. A file whose content does not
+match its hash is refused.
+
+JSON: as berth redrive plan, plus approvals (signers' key fingerprints).`,
+		Args: exactArgs("PLAN"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := a.format(output.Table, output.JSON)
+			if err != nil {
+				return err
+			}
+			file, where, err := a.loadPlan(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			sum := planSummaryOf(file)
+			sum.File = where
+			sum.Stored = where == ""
+			if f == output.JSON {
+				return output.WriteJSON(a.stdout, sum)
+			}
+			writePlanText(a.stdout, sum)
+			return nil
+		},
+	}
+	return cmd
+}
+
+// loadPlan reads a plan from a file, or by hash prefix from the plan store;
+// where is the file ("" for the store).
+func (a *app) loadPlan(parent context.Context, ref string) (redrive.File, string, error) {
+	if raw, err := os.ReadFile(ref); err == nil {
+		f, err := redrive.DecodeFile(raw)
+		if err != nil {
+			return redrive.File{}, "", fmt.Errorf("%s: %v", ref, err)
+		}
+		return f, ref, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return redrive.File{}, "", fmt.Errorf("%s: %v", ref, errors.Unwrap(err))
+	}
+	if !isHexPrefix(ref) {
+		return redrive.File{}, "", usageErr("PLAN: %s is neither a plan file nor a plan hash", ref)
+	}
+	ctx, cancel := a.opCtx(parent)
+	defer cancel()
+	c, err := a.kafkaClient(ctx)
+	if err != nil {
+		return redrive.File{}, "", err
+	}
+	defer c.Close()
+	f, err := kafka.NewPlanStore(c).Plan(ctx, ref)
+	return f, "", err
+}
+
+func isHexPrefix(s string) bool {
+	if len(s) < 8 || len(s) > 64 {
+		return false
+	}
+	for _, r := range strings.ToLower(s) {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}
