@@ -255,7 +255,12 @@ func (a *app) runOffsetsReset(cmd *cobra.Command, group string, fl resetFlags) e
 		saved = &p
 	}
 
-	ctx, cancel := a.opCtx(cmd.Context())
+	// SIGINT/SIGTERM cancel the context instead of killing the process, so
+	// an interrupted execute still records its outcome in the audit log
+	// (the commit itself is one request: applied whole or not at all).
+	sigCtx, stop := signalContext(cmd)
+	defer stop()
+	ctx, cancel := a.opCtx(sigCtx)
 	defer cancel()
 	cl, err := a.kafkaClient(ctx)
 	if err != nil {
@@ -298,7 +303,7 @@ func (a *app) runOffsetsReset(cmd *cobra.Command, group string, fl resetFlags) e
 		} else {
 			r.Audit = log
 			// A fresh deadline: the dry run may have used most of the first.
-			ectx, ecancel := a.opCtx(cmd.Context())
+			ectx, ecancel := a.opCtx(sigCtx)
 			defer ecancel()
 			res, err := r.Execute(ectx, plan, offsets.ExecOptions{ConfirmReplayEffects: fl.confirmEffects})
 			out.Executed, out.Verified, out.AuditSeq = res.Executed, res.Verified, res.AuditSeq
