@@ -101,7 +101,11 @@ It never writes into any other cluster. It opens the console, or with
 					fmt.Fprintln(out, "demo: stopping")
 					return nil
 				case <-tick.C:
-					fmt.Fprintln(out, d.Status(ctx).Line())
+					line := d.Status(ctx).Line()
+					if down := demoDown(); len(down) > 0 {
+						line += fmt.Sprintf(" | brokers %v simulated down", down)
+					}
+					fmt.Fprintln(out, line)
 				}
 			}
 		},
@@ -144,11 +148,16 @@ func demoBroker(ctx context.Context, out io.Writer, f *brokerFlags) ([]string, f
 		fmt.Fprintf(out, "demo: simulating brokers %v down\n", down)
 	}
 	demoBrokerToggle = b.SetDown
+	demoDown = b.Down
 	return b.Addrs(), func() {
 		demoBrokerToggle = nil
+		demoDown = func() []int32 { return nil }
 		b.Close()
 	}, nil
 }
+
+// demoDown lists the demo's own brokers simulated down (none when attached).
+var demoDown = func() []int32 { return nil }
 
 // rateLimitedLog writes at most one workload error per interval, so a
 // degraded cluster does not flood the terminal.

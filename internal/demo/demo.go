@@ -127,7 +127,10 @@ func Start(ctx context.Context, o Options) (*Demo, error) {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
 	fail := func(err error) (*Demo, error) { d.Close(); return nil, fmt.Errorf("demo: %w", err) }
-	if d.producer, err = d.client("berth-demo-producer", kgo.ProducerLinger(20*time.Millisecond), kgo.MaxBufferedRecords(20000)); err != nil {
+	if d.producer, err = d.client("berth-demo-producer", kgo.ProducerLinger(20*time.Millisecond), kgo.MaxBufferedRecords(20000),
+		// A write refused for a while (a degraded cluster below min ISR)
+		// counts as failed instead of waiting forever.
+		kgo.RecordDeliveryTimeout(10*time.Second)); err != nil {
 		return fail(err)
 	}
 	if d.manual, err = d.client("berth-demo-deadletter", kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond)); err != nil {
@@ -203,7 +206,8 @@ type Status struct {
 	Uptime           time.Duration    `json:"uptime"`
 	OrdersProduced   int64            `json:"orders_produced"`
 	ProduceErrors    int64            `json:"produce_errors"`
-	Lag              map[string]int64 `json:"lag"` // per group, in records
+	Unacknowledged   int64            `json:"unacknowledged"` // records waiting for the broker`
+	Lag              map[string]int64 `json:"lag"`            // per group, in records
 	FraudStuck       *Stuck           `json:"fraud_stuck,omitempty"`
 	ShipmentsDLT     int64            `json:"shipments_dead_lettered"`
 	PaymentsCaptured int64            `json:"payments_captured"`
@@ -217,6 +221,7 @@ func (d *Demo) Status(ctx context.Context) Status {
 		Uptime:           time.Since(d.started).Round(time.Second),
 		OrdersProduced:   d.produced.Load(),
 		ProduceErrors:    d.prodErrs.Load(),
+		Unacknowledged:   d.producer.BufferedProduceRecords(),
 		Lag:              map[string]int64{},
 		ShipmentsDLT:     d.shipDLT.Load(),
 		PaymentsCaptured: d.payCaptured.Load(),
@@ -248,6 +253,9 @@ func (s Status) Line() string {
 	fmt.Fprintf(&b, "demo %s: orders %d produced", s.Uptime, s.OrdersProduced)
 	if s.ProduceErrors > 0 {
 		fmt.Fprintf(&b, " (%d failed)", s.ProduceErrors)
+	}
+	if s.Unacknowledged > 0 {
+		fmt.Fprintf(&b, " (%d awaiting acks)", s.Unacknowledged)
 	}
 	groups := make([]string, 0, len(s.Lag))
 	for g := range s.Lag {
