@@ -122,8 +122,11 @@ func TestWorkload(t *testing.T) {
 		poll(t, 10*time.Second, "sales-analytics has lag", func() bool { first = lag(GroupSales); return first > 0 })
 		// At 60% of 400/s the lag grows by about 160 records a second.
 		poll(t, 15*time.Second, "sales-analytics lag grows", func() bool { return lag(GroupSales) > first+400 })
-		if l := lag(GroupEmail); l < 0 || l > 400 {
-			t.Errorf("email-notifier lag %d, want it to keep up", l)
+		// email-notifier commits once a second: keeping up means its lag
+		// comes back within about a second of production (400 records).
+		poll(t, 10*time.Second, "email-notifier keeps up", func() bool { l := lag(GroupEmail); return l >= 0 && l <= 400 })
+		if l := lag(GroupSales); l < first+400 {
+			t.Errorf("sales-analytics caught up (lag %d)", l)
 		}
 	})
 
