@@ -96,6 +96,8 @@ type Model struct {
 	palette palette
 	help    bool
 
+	down brokerSet // brokers taken down with the demo's toggle
+
 	noTimers bool // tests: timers return nil commands
 }
 
@@ -153,6 +155,7 @@ func New(opts Options) *Model {
 		readOnlyReason: opts.ReadOnlyReason,
 		source:         opts.Source,
 		gen:            1,
+		down:           brokerSet{},
 	}
 	m.palette = newPalette(m.styles)
 	if m.source == nil {
@@ -199,6 +202,7 @@ func (m *Model) env(id int, args []string) PageEnv {
 		Route:          func(cmd tea.Cmd) tea.Cmd { return m.route(id, cmd) },
 		Actions:        actionsFor,
 		BrokerToggle:   m.opts.BrokerToggle,
+		down:           &m.down,
 	}
 }
 

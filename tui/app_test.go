@@ -316,6 +316,16 @@ func TestBrokerToggleRunsOffTheUIThread(t *testing.T) {
 	if !strings.Contains(m.View(), "DOWN (sim)") {
 		t.Fatalf("broker not shown down:\n%s", m.View())
 	}
+	// The state survives leaving the page; the overview counts it.
+	press(m, "o")
+	send(m, refreshTickMsg{gen: m.gen})
+	if v := m.View(); !strings.Contains(v, "2/3 brokers up (1 down, simulated)") {
+		t.Fatalf("overview does not count the downed broker:\n%s", v)
+	}
+	press(m, "b", "j")
+	if !strings.Contains(m.View(), "DOWN (sim)") {
+		t.Fatal("toggle state lost when the brokers page was reopened")
+	}
 	press(m, "x")
 	if len(calls) != 2 || calls[1] != "b 1 up" {
 		t.Fatalf("calls = %v", calls)

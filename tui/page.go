@@ -97,7 +97,15 @@ type PageEnv struct {
 	// BrokerToggle takes a bundled broker down or brings it back (demo
 	// only); nil when the attached cluster cannot do it.
 	BrokerToggle func(id int32, down bool) error
+
+	// down is the set of brokers taken down with BrokerToggle in this
+	// session, shared by every page (the brokers page is rebuilt on each
+	// visit; the overview counts them as not up).
+	down *brokerSet
 }
+
+// brokerSet is a set of broker ids, changed only on the UI goroutine.
+type brokerSet map[int32]bool
 
 // PageFactory builds a page.
 type PageFactory func(env PageEnv) Page

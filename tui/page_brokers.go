@@ -36,7 +36,6 @@ const (
 // or brings it back (shown disabled in a read-only context).
 type brokersPage struct {
 	tablePage
-	down map[int32]bool // brokers this page took down
 	seen map[int32]backends.Broker
 }
 
@@ -48,7 +47,7 @@ type brokerToggledMsg struct {
 }
 
 func newBrokers(env PageEnv) Page {
-	p := &brokersPage{down: map[int32]bool{}, seen: map[int32]backends.Broker{}}
+	p := &brokersPage{seen: map[int32]backends.Broker{}}
 	p.self = p
 	p.env, p.title = env, "brokers"
 	p.tbl = table.New([]table.Column{
@@ -85,7 +84,7 @@ func (p *brokersPage) Update(msg tea.Msg) (Page, tea.Cmd) {
 		if m.err != nil {
 			return p, Flash(Error, fmt.Sprintf("broker %d: %v", m.id, m.err))
 		}
-		p.down[m.id] = m.down
+		(*p.env.down)[m.id] = m.down
 		if p.snap != nil {
 			p.tbl.SetRows(p.rows(p.snap))
 		}
@@ -109,7 +108,7 @@ func (p *brokersPage) toggle(r table.Row, ok bool) tea.Cmd {
 	if err != nil {
 		return nil
 	}
-	id, down, fn := int32(id64), !p.down[int32(id64)], p.env.BrokerToggle
+	id, down, fn := int32(id64), !(*p.env.down)[int32(id64)], p.env.BrokerToggle
 	return p.env.Do(func(context.Context, backends.Cluster) tea.Msg {
 		return brokerToggledMsg{id: id, down: down, err: fn(id, down)}
 	})
@@ -144,9 +143,11 @@ func (p *brokersPage) brokerRows(s *Snapshot) []table.Row {
 		}
 		lv := styles.Normal
 		switch {
+		case !up[id] && (*p.env.down)[id]:
+			role, lv = "DOWN (sim)", styles.Bad
 		case !up[id]:
 			role, lv = "MISSING", styles.Bad
-		case p.down[id]:
+		case (*p.env.down)[id]:
 			role, lv = "DOWN (sim)", styles.Bad
 		}
 		cells[colBRole] = role

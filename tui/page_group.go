@@ -312,7 +312,7 @@ func (p *groupPage) headerView(s *Snapshot, w int) []string {
 	members += strings.Join(ms, "  ")
 
 	lines := []string{fit(summary, w), fit(members, w)}
-	if p.headerHeight() <= 2 {
+	if p.maxHeader() <= 2 {
 		return lines
 	}
 	span := "no history yet"

@@ -54,9 +54,22 @@ func (p *overviewPage) summary(s *Snapshot, w int) []string {
 	label := func(l string) string { return st.Label.Render(fmt.Sprintf("%-9s", l)) }
 	var out []string
 
-	up := len(s.Cluster.Brokers)
-	known := max(up, len(p.seen))
+	up, sim := 0, 0
+	for _, b := range s.Cluster.Brokers {
+		if !(*p.env.down)[b.ID] { // a listed broker taken down with the demo's toggle is not up
+			up++
+		}
+	}
+	for _, d := range *p.env.down {
+		if d {
+			sim++
+		}
+	}
+	known := max(len(s.Cluster.Brokers), len(p.seen))
 	brokers := fmt.Sprintf("%d/%d brokers up", up, known)
+	if sim > 0 {
+		brokers += fmt.Sprintf(" (%d down, simulated)", sim)
+	}
 	if up < known {
 		brokers = st.Levels[3].Render(brokers)
 	}

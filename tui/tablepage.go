@@ -158,35 +158,46 @@ func (p *tablePage) Update(msg tea.Msg) (Page, tea.Cmd) {
 	return p.self, cmd
 }
 
-func (p *tablePage) headerHeight() int {
+// maxHeader is the most lines the header may take at this height.
+func (p *tablePage) maxHeader() int {
 	if p.headerLines == nil {
 		return 0
 	}
-	return p.headerLines(p.height)
+	return max(0, p.headerLines(p.height))
 }
 
+// headerView returns the header for the current snapshot and size,
+// rendered once per (snapshot, size) rather than per keypress.
+func (p *tablePage) headerView() []string {
+	hmax := p.maxHeader()
+	if p.header == nil || p.snap == nil || hmax == 0 {
+		return nil
+	}
+	if p.headerFor.snap != p.snap || p.headerFor.width != p.width || p.headerFor.height != p.height || p.headerCache == nil {
+		p.headerCache = p.header(p.snap, p.width)
+		p.headerFor.snap, p.headerFor.width, p.headerFor.height = p.snap, p.width, p.height
+	}
+	lines := p.headerCache
+	if len(lines) > hmax {
+		lines = lines[:hmax]
+	}
+	return lines
+}
+
+// resize gives the table what the header leaves.
 func (p *tablePage) resize() {
-	p.tbl.SetSize(p.width, p.height-p.headerHeight())
+	p.tbl.SetSize(p.width, p.height-len(p.headerView()))
 }
 
 func (p *tablePage) View() string {
-	hh := p.headerHeight()
+	lines := p.headerView()
+	if p.tbl.Height() != p.height-len(lines) {
+		p.resize() // the header changed size since the last resize
+	}
 	var b strings.Builder
-	if hh > 0 {
-		var lines []string
-		if p.header != nil && p.snap != nil {
-			if p.headerFor.snap != p.snap || p.headerFor.width != p.width || p.headerFor.height != p.height || p.headerCache == nil {
-				p.headerCache = p.header(p.snap, p.width)
-				p.headerFor.snap, p.headerFor.width, p.headerFor.height = p.snap, p.width, p.height
-			}
-			lines = p.headerCache
-		}
-		for i := 0; i < hh; i++ {
-			if i < len(lines) {
-				b.WriteString(lines[i])
-			}
-			b.WriteByte('\n')
-		}
+	for _, l := range lines {
+		b.WriteString(l)
+		b.WriteByte('\n')
 	}
 	if p.snap == nil {
 		b.WriteString(p.env.Styles.Muted.Render("  waiting for the first refresh…"))

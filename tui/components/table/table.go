@@ -143,6 +143,9 @@ func (m *Model) SetSize(w, h int) {
 	m.clamp()
 }
 
+// Height is the table's outer height (header, rows and footer lines).
+func (m Model) Height() int { return m.height }
+
 // SetSort sorts by column col (-1: none), descending if desc.
 func (m *Model) SetSort(col int, desc bool) {
 	id := m.selectedID()
