@@ -99,7 +99,7 @@ func Evaluate(in PartitionInput, now time.Time, cfg Config) PartitionLag {
 		r.Lag, r.AgeKnown = 0, true
 	default:
 		r.AgeKnown = true
-		r.Timestamp, r.TimestampType, r.AgeApprox = in.Probe.Timestamp, in.Probe.Type, in.Probe.Approx
+		r.TimestampType, r.AgeApprox = in.Probe.Type, in.Probe.Approx
 		r.Age = now.Sub(in.Probe.Timestamp)
 		if r.Age < 0 {
 			if -r.Age > cfg.SkewTolerance {

@@ -38,9 +38,8 @@ type Monitor struct {
 	ts      backends.TimestampReader
 	cfg     Config
 
-	mu   sync.Mutex
-	st   *state
-	last Snapshot
+	mu sync.Mutex
+	st *state
 }
 
 // New returns a Monitor over cluster. ts may be nil (ages then stay unknown).
@@ -59,22 +58,11 @@ func New(cluster backends.Cluster, ts backends.TimestampReader, cfg Config) *Mon
 }
 
 // Refresh reads the cluster once, feeds the engine and returns the new
-// snapshot. Errors that stop the whole refresh (cluster unreachable) are
+// snapshot. The monitor keeps no snapshot itself (only the compact sample
+// history), so a caller that drops the previous one frees it. Errors that stop the whole refresh (cluster unreachable) are
 // returned; partial failures become Snapshot.Warnings.
 func (m *Monitor) Refresh(ctx context.Context) (Snapshot, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	snap, err := m.refresh(ctx)
-	if err != nil {
-		return Snapshot{}, err
-	}
-	m.last = snap
-	return snap, nil
-}
-
-// Last returns the most recent snapshot (zero before the first Refresh).
-func (m *Monitor) Last() Snapshot {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.last
+	return m.refresh(ctx)
 }

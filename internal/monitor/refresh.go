@@ -107,7 +107,10 @@ type row struct {
 }
 
 type topicView struct {
-	t         backends.Topic
+	t backends.Topic
+	// probes holds, per partition, the positions queried this refresh
+	// (few per partition: groups cluster near the head), for dedupe.
+	probes    [][]posQuery
 	st        *topicState
 	compacted bool
 	deletes   bool
@@ -212,25 +215,39 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 		if !ok && cerr != nil {
 			w.err = strings.TrimSpace(w.err + " committed offsets unavailable")
 		}
-		byTopic := map[string]map[int32]int64{}
-		for _, c := range cs {
-			if byTopic[c.Topic] == nil {
-				byTopic[c.Topic] = map[int32]int64{}
+		// Commits come sorted by topic and partition; walk them alongside
+		// each topic's sorted partitions (no per-partition maps: a group
+		// can have commits on tens of thousands of partitions).
+		if !sort.SliceIsSorted(cs, func(i, j int) bool { return lessCommit(cs[i], cs[j]) }) {
+			cs = append([]backends.Committed(nil), cs...)
+			sort.Slice(cs, func(i, j int) bool { return lessCommit(cs[i], cs[j]) })
+		}
+		runs := map[string][2]int{}
+		for i := 0; i < len(cs); {
+			j := i
+			for j < len(cs) && cs[j].Topic == cs[i].Topic {
+				j++
 			}
-			byTopic[c.Topic][c.Partition] = c.Offset
+			runs[cs[i].Topic] = [2]int{i, j}
+			i = j
 		}
 		for tp := range w.owners {
-			if byTopic[tp.Topic] == nil {
-				byTopic[tp.Topic] = map[int32]int64{}
+			if _, ok := runs[tp.Topic]; !ok {
+				runs[tp.Topic] = [2]int{0, 0}
 			}
 		}
-		tnames := make([]string, 0, len(byTopic))
-		for t := range byTopic {
+		tnames := make([]string, 0, len(runs))
+		for t := range runs {
 			if views[t] != nil {
 				tnames = append(tnames, t)
 			}
 		}
 		sort.Strings(tnames)
+		n := 0
+		for _, tn := range tnames {
+			n += len(views[tn].t.Partitions)
+		}
+		w.rows = make([]row, 0, n)
 		for _, tn := range tnames {
 			v := views[tn]
 			gt := gs.topics[tn]
@@ -238,16 +255,20 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 				gt = newGT(len(v.t.Partitions), len(st.times))
 				gs.topics[tn] = gt
 			}
+			k, hi := runs[tn][0], runs[tn][1]
 			for i, p := range v.t.Partitions {
-				c, ok := byTopic[tn][p.Partition]
-				if !ok {
-					c = lag.NoCommit
+				for k < hi && cs[k].Partition < p.Partition {
+					k++
+				}
+				c := lag.NoCommit
+				if k < hi && cs[k].Partition == p.Partition {
+					c = cs[k].Offset
 				}
 				w.rows = append(w.rows, row{gt: gt, topic: v, p: i, committed: c, pos: lag.Position(c, p.LogStart), end: p.HighWatermark})
 			}
 		}
 		for tn := range gs.topics {
-			if byTopic[tn] == nil || views[tn] == nil {
+			if _, ok := runs[tn]; !ok || views[tn] == nil {
 				delete(gs.topics, tn)
 			}
 		}
@@ -261,80 +282,7 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 
 	// Timestamps: only positions with lag whose answer is not already known.
 	if m.ts != nil && !m.cfg.SkipAges {
-		type ref struct {
-			gt *gtState
-			p  int
-		}
-		idx := map[backends.OffsetQuery]int{}
-		var queries []backends.OffsetQuery
-		var refs [][]ref
-		for _, w := range work {
-			for _, r := range w.rows {
-				if r.end <= r.pos || r.end < 0 {
-					continue
-				}
-				gt := r.gt
-				fl := gt.probeFl[r.p]
-				if gt.probePos[r.p] == r.pos && fl&pfKnown != 0 && (fl&pfFound != 0 || gt.probeEnd[r.p] == r.end) {
-					continue
-				}
-				gt.probeFl[r.p] = 0 // unknown until answered
-				part := r.topic.t.Partitions[r.p]
-				q := backends.OffsetQuery{TopicPartition: backends.TopicPartition{Topic: part.Topic, Partition: part.Partition}, Offset: r.pos}
-				i, ok := idx[q]
-				if !ok {
-					i = len(queries)
-					idx[q] = i
-					queries = append(queries, q)
-					refs = append(refs, nil)
-				}
-				refs[i] = append(refs[i], ref{gt, r.p})
-				gt.probePos[r.p], gt.probeEnd[r.p] = r.pos, r.end
-			}
-		}
-		idx = nil
-		var probeErrs []error
-		for start := 0; start < len(queries); start += probeChunk {
-			chunk := queries[start:min(start+probeChunk, len(queries))]
-			rts, err := m.ts.FirstTimestamps(ctx, chunk)
-			if err != nil {
-				probeErrs = append(probeErrs, err)
-			}
-			pos := map[backends.OffsetQuery]int{}
-			for i, q := range chunk {
-				pos[q] = start + i
-			}
-			for _, rt := range rts {
-				i, ok := pos[rt.OffsetQuery]
-				if !ok {
-					continue
-				}
-				fl := pfKnown
-				if rt.Found {
-					fl |= pfFound
-				}
-				if rt.Approximate {
-					fl |= pfApprox
-				}
-				switch rt.Type {
-				case backends.LogAppendTime:
-					fl |= pfLogAppend
-				case backends.CreateTime:
-				default:
-					fl |= pfUnknownType
-				}
-				for _, rf := range refs[i] {
-					rf.gt.probeFl[rf.p] = fl
-					rf.gt.probeMs[rf.p] = rt.Timestamp.UnixMilli()
-				}
-			}
-			if ctx.Err() != nil {
-				break
-			}
-		}
-		if len(probeErrs) > 0 {
-			warnings = append(warnings, "timestamps: "+oneLine(errors.Join(probeErrs...)))
-		}
+		m.probe(ctx, work2rows(work, func(w *gwork) []row { return w.rows }), &warnings)
 	}
 
 	// Evaluate.
@@ -357,8 +305,11 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 			in := lag.PartitionInput{
 				Topic: part.Topic, Partition: part.Partition,
 				Committed: r.committed, LogStart: part.LogStart, End: part.HighWatermark,
-				History: hist, Owner: w.owners[backends.TopicPartition{Topic: part.Topic, Partition: part.Partition}],
+				History:   hist,
 				Compacted: r.topic.compacted, Deletes: r.topic.deletes, Retention: r.topic.retention, SLO: slo,
+			}
+			if len(w.owners) > 0 {
+				in.Owner = w.owners[backends.TopicPartition{Topic: part.Topic, Partition: part.Partition}]
 			}
 			if fl := r.gt.probeFl[r.p]; fl&pfKnown != 0 && r.gt.probePos[r.p] == r.pos {
 				in.Probe = lag.Probe{Known: true, Found: fl&pfFound != 0, Approx: fl&pfApprox != 0, Type: backends.CreateTime}
@@ -549,6 +500,113 @@ func (m *Monitor) store(now time.Time, topics []backends.Topic, views map[string
 			}
 		}
 	}
+}
+
+type posQuery struct {
+	pos int64
+	q   int32
+}
+
+// probeRef links a group x partition to the query that answers it.
+type probeRef struct {
+	gt   *gtState
+	p    int
+	next int32
+}
+
+// probe reads the timestamps the rows need: positions with lag whose
+// answer is not already known (a position that did not move keeps its
+// answer; a "no data" answer is kept only while the end did not move
+// either). Queries are deduplicated across groups and sent in chunks.
+func (m *Monitor) probe(ctx context.Context, groups [][]row, warnings *[]string) {
+	var queries []backends.OffsetQuery
+	var heads []int32
+	var refs []probeRef
+	for _, rows := range groups {
+		for _, r := range rows {
+			if r.end <= r.pos || r.end < 0 {
+				continue
+			}
+			gt := r.gt
+			fl := gt.probeFl[r.p]
+			if gt.probePos[r.p] == r.pos && fl&pfKnown != 0 && (fl&pfFound != 0 || gt.probeEnd[r.p] == r.end) {
+				continue
+			}
+			gt.probeFl[r.p] = 0 // unknown until answered
+			gt.probePos[r.p], gt.probeEnd[r.p] = r.pos, r.end
+			v := r.topic
+			if v.probes == nil {
+				v.probes = make([][]posQuery, len(v.t.Partitions))
+			}
+			qi := int32(-1)
+			for _, pq := range v.probes[r.p] {
+				if pq.pos == r.pos {
+					qi = pq.q
+					break
+				}
+			}
+			if qi < 0 {
+				qi = int32(len(queries))
+				part := v.t.Partitions[r.p]
+				queries = append(queries, backends.OffsetQuery{TopicPartition: backends.TopicPartition{Topic: part.Topic, Partition: part.Partition}, Offset: r.pos})
+				heads = append(heads, -1)
+				v.probes[r.p] = append(v.probes[r.p], posQuery{pos: r.pos, q: qi})
+			}
+			refs = append(refs, probeRef{gt: gt, p: r.p, next: heads[qi]})
+			heads[qi] = int32(len(refs) - 1)
+		}
+	}
+	var probeErrs []error
+	for start := 0; start < len(queries); start += probeChunk {
+		chunk := queries[start:min(start+probeChunk, len(queries))]
+		rts, err := m.ts.FirstTimestamps(ctx, chunk)
+		if err != nil {
+			probeErrs = append(probeErrs, err)
+		}
+		// Answers come in query order, unresolved ones left out.
+		i := 0
+		for _, rt := range rts {
+			for i < len(chunk) && chunk[i] != rt.OffsetQuery {
+				i++
+			}
+			if i == len(chunk) {
+				break
+			}
+			fl := pfKnown
+			if rt.Found {
+				fl |= pfFound
+			}
+			if rt.Approximate {
+				fl |= pfApprox
+			}
+			switch rt.Type {
+			case backends.LogAppendTime:
+				fl |= pfLogAppend
+			case backends.CreateTime:
+			default:
+				fl |= pfUnknownType
+			}
+			ms := rt.Timestamp.UnixMilli()
+			for ri := heads[start+i]; ri >= 0; ri = refs[ri].next {
+				refs[ri].gt.probeFl[refs[ri].p] = fl
+				refs[ri].gt.probeMs[refs[ri].p] = ms
+			}
+			i++
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if len(probeErrs) > 0 {
+		*warnings = append(*warnings, "timestamps: "+oneLine(errors.Join(probeErrs...)))
+	}
+}
+
+func lessCommit(a, b backends.Committed) bool {
+	if a.Topic != b.Topic {
+		return a.Topic < b.Topic
+	}
+	return a.Partition < b.Partition
 }
 
 func firstInWindow(times []time.Time, now time.Time, window time.Duration) int {

@@ -1,0 +1,609 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-dev/berth/backends/kafka"
+	"github.com/berth-dev/berth/internal/monitor"
+	"github.com/berth-dev/berth/internal/output"
+	"github.com/berth-dev/berth/lag"
+)
+
+func init() { register(newLagCmd) }
+
+type lagOptions struct {
+	groups       []string
+	watch        bool
+	interval     time.Duration
+	sample       time.Duration
+	failOnBreach bool
+}
+
+func newLagCmd(a *app) *cobra.Command {
+	var o lagOptions
+	cmd := &cobra.Command{
+		Use:   "lag [GROUP...]",
+		Short: "Consumer lag in seconds of age, with statuses, rates and ETA",
+		Long: `Show each consumer group's lag per partition: offset lag, the age of the
+oldest unprocessed record (read from the log), produce and consume rates, the
+time to catch up, and a status judged over a sliding window (OK, LAGGING,
+STALLED, STOPPED, REWIND, EXPIRED). Groups roll up to their maximum age and
+total lag, and are judged against their SLO (seconds of age, per group
+pattern in the config).
+
+Statuses need movement, so a one-shot run takes two samples --sample apart
+(default 5s, the usual auto-commit interval); --sample 0 takes one sample and
+can only tell OK, STOPPED and EXPIRED. On a RabbitMQ context it lists queues.
+
+Exit status: 0, or 3 with --fail-on-breach when any group (or queue) is over
+its SLO; 1 on failure; 2 on bad usage.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.groups = args
+			return a.runLag(cmd, o)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVarP(&o.watch, "watch", "w", false, "refresh until interrupted")
+	f.DurationVar(&o.interval, "interval", 5*time.Second, "refresh interval with --watch")
+	f.DurationVar(&o.sample, "sample", 5*time.Second, "time between the two samples of a one-shot run (0: one sample)")
+	f.BoolVar(&o.failOnBreach, "fail-on-breach", false, "exit 3 when any group is over its SLO")
+	return cmd
+}
+
+// lagRun is an attached monitor for lag and health.
+type lagRun struct {
+	cluster *kafka.Cluster
+	mon     *monitor.Monitor
+}
+
+func (a *app) newLagRun(ctx context.Context, groups []string) (*lagRun, error) {
+	dctx, cancel := a.opCtx(ctx)
+	defer cancel()
+	c, err := a.kafkaClient(dctx)
+	if err != nil {
+		return nil, err
+	}
+	cluster := kafka.NewCluster(c)
+	cfg := a.cfg
+	mon := monitor.New(cluster, kafka.NewTimestampReader(c), monitor.Config{
+		Lag:    lag.Config{Window: cfg.Lag.Window, RetentionMargin: cfg.Lag.RetentionMargin},
+		Groups: groups,
+		SLO: func(group string) time.Duration {
+			_, slo := cfg.GroupPolicyFor(group)
+			return slo
+		},
+	})
+	return &lagRun{cluster: cluster, mon: mon}, nil
+}
+
+func (r *lagRun) refresh(a *app, ctx context.Context) (monitor.Snapshot, error) {
+	rctx, cancel := a.opCtx(ctx)
+	defer cancel()
+	return r.mon.Refresh(rctx)
+}
+
+// sampleTwice refreshes, waits d (unless 0) and refreshes again.
+func (r *lagRun) sampleTwice(a *app, ctx context.Context, d time.Duration) (monitor.Snapshot, error) {
+	s, err := r.refresh(a, ctx)
+	if err != nil || d <= 0 {
+		return s, err
+	}
+	select {
+	case <-ctx.Done():
+		return s, ctx.Err()
+	case <-time.After(d):
+	}
+	return r.refresh(a, ctx)
+}
+
+func (o lagOptions) validate() error {
+	if o.interval < 200*time.Millisecond {
+		return usageErr("--interval: %s is too short (at least 200ms)", o.interval)
+	}
+	if o.sample < 0 {
+		return usageErr("--sample: must not be negative")
+	}
+	return nil
+}
+
+func (a *app) runLag(cmd *cobra.Command, o lagOptions) error {
+	f, err := a.format(output.Table, output.JSON)
+	if err != nil {
+		return err
+	}
+	if err := o.validate(); err != nil {
+		return err
+	}
+	ctx, stop := signalContext(cmd)
+	defer stop()
+	if a.ctx.Kind == "rabbitmq" {
+		return a.runQueueLag(ctx, o, f)
+	}
+	run, err := a.newLagRun(ctx, o.groups)
+	if err != nil {
+		return err
+	}
+	defer run.cluster.Close()
+
+	if !o.watch {
+		s, err := run.sampleTwice(a, ctx, o.sample)
+		if err != nil {
+			return err
+		}
+		if err := missingGroups(s, o.groups); err != nil {
+			return err
+		}
+		if err := a.writeLag(f, s, false); err != nil {
+			return err
+		}
+		return breachErr(o.failOnBreach, s)
+	}
+	tick := time.NewTicker(o.interval)
+	defer tick.Stop()
+	for first := true; ; first = false {
+		s, err := run.refresh(a, ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil // interrupted
+			}
+			return err
+		}
+		if first {
+			if err := missingGroups(s, o.groups); err != nil {
+				return err
+			}
+		}
+		if err := a.writeLag(f, s, true); err != nil {
+			return err
+		}
+		if err := breachErr(o.failOnBreach, s); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+func missingGroups(s monitor.Snapshot, names []string) error {
+	var missing []string
+	for _, n := range names {
+		if _, ok := s.Group(n); !ok {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("group %s not found", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+func breachErr(enabled bool, s monitor.Snapshot) error {
+	if !enabled || len(s.Health.Breaches) == 0 {
+		return nil
+	}
+	var parts []string
+	for _, b := range s.Health.Breaches {
+		parts = append(parts, fmt.Sprintf("%s (max age %s > SLO %s)", b.Group, fmtAge(b.MaxAge), fmtAge(b.SLO)))
+	}
+	return &exitError{code: 3, err: fmt.Errorf("SLO breached: %s", strings.Join(parts, ", "))}
+}
+
+// lagJSON is `berth lag -o json`: every partition row and every group's
+// roll-up.
+type lagJSON struct {
+	Context       string             `json:"context"`
+	Observed      time.Time          `json:"observed"`
+	WindowSeconds float64            `json:"window_seconds"`
+	Groups        []groupLagJSON     `json:"groups"`
+	Partitions    []partLagJSON      `json:"partitions"`
+	Queues        []monitor.QueueLag `json:"queues,omitempty"`
+	Warnings      []string           `json:"warnings"`
+}
+
+type partLagJSON struct {
+	Group         string   `json:"group"`
+	Topic         string   `json:"topic"`
+	Partition     int32    `json:"partition"`
+	Committed     *int64   `json:"committed"`
+	LogStart      int64    `json:"log_start"`
+	End           int64    `json:"end"`
+	Lag           int64    `json:"lag"`
+	Lost          int64    `json:"lost"`
+	AgeSeconds    *float64 `json:"age_seconds"`
+	TimestampType string   `json:"timestamp_type"`
+	AgeApprox     bool     `json:"age_approximate"`
+	ClockSkew     bool     `json:"clock_skew"`
+	Status        string   `json:"status"`
+	ProduceRate   *float64 `json:"produce_rate"`
+	ConsumeRate   *float64 `json:"consume_rate"`
+	ETASeconds    *float64 `json:"eta_seconds"`
+	FallingBehind bool     `json:"falling_behind"`
+	TimeToLoss    *float64 `json:"time_to_loss_seconds"`
+	RetentionRisk bool     `json:"retention_risk"`
+	Owner         string   `json:"owner"`
+	Breach        bool     `json:"breach"`
+	Compacted     bool     `json:"compacted"`
+}
+
+type groupLagJSON struct {
+	Group           string         `json:"group"`
+	State           string         `json:"state"`
+	Members         int            `json:"members"`
+	IdleMembers     []string       `json:"idle_members"`
+	Status          string         `json:"status"`
+	MaxAgeSeconds   *float64       `json:"max_age_seconds"`
+	MaxAgeTopic     string         `json:"max_age_topic"`
+	MaxAgePartition int32          `json:"max_age_partition"`
+	AgesUnknown     int            `json:"ages_unknown"`
+	TotalLag        int64          `json:"total_lag"`
+	Lost            int64          `json:"lost"`
+	ProduceRate     float64        `json:"produce_rate"`
+	ConsumeRate     float64        `json:"consume_rate"`
+	AgeSkew         float64        `json:"age_skew"`
+	SLOSeconds      float64        `json:"slo_seconds"`
+	Breach          bool           `json:"breach"`
+	ClockSkew       bool           `json:"clock_skew"`
+	RetentionRisk   bool           `json:"retention_risk"`
+	Partitions      int            `json:"partitions"`
+	ByStatus        map[string]int `json:"partitions_by_status"`
+	Error           string         `json:"error,omitempty"`
+}
+
+func secs(d time.Duration) *float64 {
+	v := roundTo(d.Seconds(), 3)
+	return &v
+}
+
+func roundTo(v float64, places int) float64 {
+	p := 1.0
+	for i := 0; i < places; i++ {
+		p *= 10
+	}
+	if v < 0 {
+		return -float64(int64(-v*p+0.5)) / p
+	}
+	return float64(int64(v*p+0.5)) / p
+}
+
+func partJSON(group string, r lag.PartitionLag) partLagJSON {
+	j := partLagJSON{
+		Group: group, Topic: r.Topic, Partition: r.Partition, LogStart: r.LogStart, End: r.End,
+		Lag: r.Lag, Lost: r.Lost, TimestampType: string(r.TimestampType), AgeApprox: r.AgeApprox,
+		ClockSkew: r.ClockSkew, Status: r.Status.String(), FallingBehind: r.FallingBehind,
+		RetentionRisk: r.RetentionRisk, Owner: r.Owner, Breach: r.Breach, Compacted: r.Compacted,
+	}
+	if r.Committed != lag.NoCommit {
+		c := r.Committed
+		j.Committed = &c
+	}
+	if r.AgeKnown {
+		j.AgeSeconds = secs(r.Age)
+	}
+	if r.RatesKnown {
+		p, c := roundTo(r.ProduceRate, 3), roundTo(r.ConsumeRate, 3)
+		j.ProduceRate, j.ConsumeRate = &p, &c
+	}
+	if r.ETAKnown {
+		j.ETASeconds = secs(r.ETA)
+	}
+	if r.TimeToLossKnown {
+		j.TimeToLoss = secs(r.TimeToLoss)
+	}
+	return j
+}
+
+func groupJSON(g monitor.Group) groupLagJSON {
+	j := groupLagJSON{
+		Group: g.Group, State: g.State, Members: g.MemberCount, IdleMembers: g.IdleMembers,
+		Status: g.Status.String(), MaxAgeTopic: g.MaxAgeTopic, MaxAgePartition: g.MaxAgePartition,
+		AgesUnknown: g.AgesUnknown, TotalLag: g.TotalLag, Lost: g.Lost,
+		ProduceRate: roundTo(g.ProduceRate, 3), ConsumeRate: roundTo(g.ConsumeRate, 3),
+		AgeSkew: roundTo(g.AgeSkew, 3), SLOSeconds: g.SLO.Seconds(), Breach: g.Breach,
+		ClockSkew: g.ClockSkew, RetentionRisk: g.RetentionRisk, Partitions: len(g.Partitions),
+		ByStatus: map[string]int{}, Error: g.Err,
+	}
+	if j.IdleMembers == nil {
+		j.IdleMembers = []string{}
+	}
+	if g.MaxAgeKnown {
+		j.MaxAgeSeconds = secs(g.MaxAge)
+	}
+	for _, st := range lag.Statuses {
+		if n := g.Counts[st]; n > 0 {
+			j.ByStatus[st.String()] = n
+		}
+	}
+	return j
+}
+
+func (a *app) lagDocument(s monitor.Snapshot) lagJSON {
+	doc := lagJSON{
+		Context: a.ctxName, Observed: s.Observed.UTC(), WindowSeconds: roundTo(s.Window.Seconds(), 3),
+		Groups: make([]groupLagJSON, 0, len(s.Groups)), Partitions: []partLagJSON{}, Warnings: s.Warnings,
+	}
+	if doc.Warnings == nil {
+		doc.Warnings = []string{}
+	}
+	for _, g := range s.Groups {
+		doc.Groups = append(doc.Groups, groupJSON(g))
+		for _, r := range g.Partitions {
+			doc.Partitions = append(doc.Partitions, partJSON(g.Group, r))
+		}
+	}
+	return doc
+}
+
+func (a *app) writeLag(f output.Format, s monitor.Snapshot, watching bool) error {
+	w := a.stdout
+	if f == output.JSON {
+		if watching {
+			// One document per line, so a watcher can be piped to jq.
+			b, err := json.Marshal(a.lagDocument(s))
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(w, "%s\n", b)
+			return err
+		}
+		return output.WriteJSON(w, a.lagDocument(s))
+	}
+	if watching {
+		fmt.Fprintf(w, "--- %s  (window %s)\n", s.Observed.Format("15:04:05"), fmtAge(s.Window))
+	}
+	return writeLagTables(w, s)
+}
+
+func writeLagTables(w io.Writer, s monitor.Snapshot) error {
+	if len(s.Groups) == 0 {
+		_, err := fmt.Fprintln(w, "no consumer groups")
+		return err
+	}
+	g := output.Grid{
+		Header: []string{"GROUP", "STATUS", "MAX AGE", "AT", "LAG", "SLO", "BREACH", "MEMBERS", "PARTITIONS"},
+		Right:  map[int]bool{2: true, 4: true, 5: true, 7: true},
+	}
+	for _, grp := range s.Groups {
+		age := "?"
+		if grp.MaxAgeKnown {
+			age = fmtAge(grp.MaxAge)
+		}
+		at := ""
+		if grp.MaxAgeKnown && grp.MaxAge > 0 {
+			at = fmt.Sprintf("%s[%d]", grp.MaxAgeTopic, grp.MaxAgePartition)
+		}
+		breach := ""
+		if grp.Breach {
+			breach = "BREACH"
+		}
+		members := fmt.Sprint(grp.MemberCount)
+		if n := len(grp.IdleMembers); n > 0 {
+			members += fmt.Sprintf(" (%d idle)", n)
+		}
+		g.Add(grp.Group, grp.Status.String(), age, at, fmt.Sprint(grp.TotalLag), fmtAge(grp.SLO), breach, members, statusCounts(grp.GroupLag))
+	}
+	if err := g.WriteTable(w); err != nil {
+		return err
+	}
+	p := output.Grid{
+		Header: []string{"GROUP", "TOPIC", "PART", "COMMITTED", "END", "LAG", "AGE", "STATUS", "PRODUCE/s", "CONSUME/s", "ETA", "NOTE"},
+		Right:  map[int]bool{2: true, 3: true, 4: true, 5: true, 6: true, 8: true, 9: true, 10: true},
+	}
+	hidden := 0
+	for _, grp := range s.Groups {
+		for _, r := range grp.Partitions {
+			if r.Lag == 0 && r.Status == lag.OK {
+				hidden++
+				continue
+			}
+			committed := "-"
+			if r.Committed != lag.NoCommit {
+				committed = fmt.Sprint(r.Committed)
+			}
+			age := "?"
+			if r.AgeKnown {
+				age = fmtAge(r.Age)
+				if r.AgeApprox {
+					age = "~" + age
+				}
+			}
+			prod, cons := "", ""
+			if r.RatesKnown {
+				prod, cons = fmtRate(r.ProduceRate), fmtRate(r.ConsumeRate)
+			}
+			eta := ""
+			switch {
+			case r.FallingBehind:
+				eta = "behind"
+			case r.ETAKnown && r.Lag > 0:
+				eta = fmtAge(r.ETA)
+			}
+			p.Add(grp.Group, r.Topic, fmt.Sprint(r.Partition), committed, fmt.Sprint(r.End), fmt.Sprint(r.Lag), age, r.Status.String(), prod, cons, eta, partNote(r))
+		}
+	}
+	if len(p.Rows) > 0 {
+		fmt.Fprintln(w)
+		if err := p.WriteTable(w); err != nil {
+			return err
+		}
+	}
+	if hidden > 0 {
+		fmt.Fprintf(w, "\n%d caught-up partition(s) not shown (-o json lists every partition)\n", hidden)
+	}
+	for _, warn := range s.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
+	return nil
+}
+
+func statusCounts(g lag.GroupLag) string {
+	var parts []string
+	for i := len(lag.Statuses) - 1; i >= 0; i-- {
+		st := lag.Statuses[i]
+		if n := g.Counts[st]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, st))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func partNote(r lag.PartitionLag) string {
+	var notes []string
+	if r.Lost > 0 {
+		notes = append(notes, fmt.Sprintf("%d lost to retention", r.Lost))
+	}
+	if r.ClockSkew {
+		notes = append(notes, "clock skew (timestamp in the future)")
+	}
+	if r.RetentionRisk && r.TimeToLossKnown {
+		notes = append(notes, "data loss in "+fmtAge(r.TimeToLoss))
+	}
+	if r.Owner == "" && r.Lag > 0 {
+		notes = append(notes, "no owner")
+	}
+	if r.Compacted {
+		notes = append(notes, "compacted: lag is an upper bound")
+	}
+	if r.TimestampType == "LogAppendTime" {
+		notes = append(notes, "broker time")
+	}
+	return strings.Join(notes, "; ")
+}
+
+// fmtAge renders a duration compactly: 45s, 7m30s, 2h05m, 3d04h.
+func fmtAge(d time.Duration) string {
+	if d < 0 {
+		return "-" + fmtAge(-d)
+	}
+	s := int64(d.Round(time.Second) / time.Second)
+	switch {
+	case d > 0 && d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case s < 60:
+		return fmt.Sprintf("%ds", s)
+	case s < 3600:
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	case s < 86400:
+		return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
+	}
+	return fmt.Sprintf("%dd%02dh", s/86400, s%86400/3600)
+}
+
+func fmtRate(r float64) string {
+	if r >= 100 {
+		return fmt.Sprintf("%.0f", r)
+	}
+	return fmt.Sprintf("%.1f", r)
+}
+
+// runQueueLag is `berth lag` on a RabbitMQ context: one row per queue.
+func (a *app) runQueueLag(ctx context.Context, o lagOptions, f output.Format) error {
+	once := func() ([]monitor.QueueLag, []string, error) {
+		qctx, cancel := a.opCtx(ctx)
+		defer cancel()
+		rows, notes, err := a.QueueLagRows(qctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(o.groups) > 0 {
+			want := map[string]bool{}
+			for _, g := range o.groups {
+				want[g] = true
+			}
+			kept := rows[:0]
+			for _, r := range rows {
+				if want[r.Queue] {
+					kept = append(kept, r)
+					delete(want, r.Queue)
+				}
+			}
+			if len(want) > 0 {
+				var missing []string
+				for n := range want {
+					missing = append(missing, n)
+				}
+				sort.Strings(missing)
+				return nil, nil, fmt.Errorf("queue %s not found", strings.Join(missing, ", "))
+			}
+			rows = kept
+		}
+		return rows, notes, nil
+	}
+	write := func(rows []monitor.QueueLag, notes []string) error {
+		if f == output.JSON {
+			doc := map[string]any{"context": a.ctxName, "observed": time.Now().UTC(), "queues": rows, "warnings": notes}
+			if rows == nil {
+				doc["queues"] = []monitor.QueueLag{}
+			}
+			if notes == nil {
+				doc["warnings"] = []string{}
+			}
+			return output.WriteJSON(a.stdout, doc)
+		}
+		g := output.Grid{Header: []string{"VHOST", "QUEUE", "TYPE", "READY", "UNACKED", "CONSUMERS", "AGE", "SOURCE", "STATUS", "SLO", "BREACH"}, Right: map[int]bool{3: true, 4: true, 5: true, 6: true, 9: true}}
+		for _, r := range rows {
+			age := "?"
+			if r.AgeSeconds != nil {
+				age = fmtAge(time.Duration(*r.AgeSeconds * float64(time.Second)))
+			}
+			breach := ""
+			if r.Breach {
+				breach = "BREACH"
+			}
+			g.Add(r.Vhost, r.Queue, r.Type, fmt.Sprint(r.Ready), fmt.Sprint(r.Unacked), fmt.Sprint(r.Consumers), age, r.AgeSource, r.Status, fmtAge(time.Duration(r.SLOSeconds*float64(time.Second))), breach)
+		}
+		if err := g.WriteTable(a.stdout); err != nil {
+			return err
+		}
+		for _, n := range notes {
+			fmt.Fprintf(a.stdout, "note: %s\n", n)
+		}
+		return nil
+	}
+	breach := func(rows []monitor.QueueLag) error {
+		if !o.failOnBreach {
+			return nil
+		}
+		var names []string
+		for _, r := range rows {
+			if r.Breach {
+				names = append(names, r.Vhost+"/"+r.Queue)
+			}
+		}
+		if len(names) == 0 {
+			return nil
+		}
+		return &exitError{code: 3, err: fmt.Errorf("SLO breached: %s", strings.Join(names, ", "))}
+	}
+	for {
+		rows, notes, err := once()
+		if err != nil {
+			if o.watch && ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if err := write(rows, notes); err != nil {
+			return err
+		}
+		if err := breach(rows); err != nil || !o.watch {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(o.interval):
+		}
+	}
+}

@@ -1,0 +1,227 @@
+package monitor
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berth-dev/berth/backends/kafka"
+	"github.com/berth-dev/berth/internal/kafkatest"
+)
+
+// benchCluster is a 3-broker kfake with `partitions` partitions (topics of
+// 100 partitions), 10 records per partition, and `groups` groups whose
+// commits leave every partition lagging (group g commits offset g%10), so a
+// full refresh reads an age for every group x partition.
+type benchCluster struct {
+	kc      *kafkatest.Cluster
+	topics  []string
+	groups  []string
+	fetches atomic.Int64
+}
+
+func setupBench(b *testing.B, partitions, groups int) *benchCluster {
+	b.Helper()
+	kc := kafkatest.Start(b, 3)
+	bc := &benchCluster{kc: kc}
+	const perTopic = 100
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for i := 0; i < partitions/perTopic; i++ {
+		name := fmt.Sprintf("bench-%03d", i)
+		bc.topics = append(bc.topics, name)
+		if _, err := kc.Admin.CreateTopic(ctx, perTopic, 1, nil, name); err != nil {
+			b.Fatal(err)
+		}
+	}
+	pcl, err := kgo.NewClient(kgo.SeedBrokers(kc.Addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(20*time.Millisecond), kgo.MaxBufferedRecords(1<<20))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pcl.Close()
+	base := time.Now().Add(-time.Hour)
+	var wg sync.WaitGroup
+	var perr atomic.Value
+	for _, t := range bc.topics {
+		for p := int32(0); p < perTopic; p++ {
+			for i := 0; i < 10; i++ {
+				wg.Add(1)
+				pcl.Produce(ctx, &kgo.Record{Topic: t, Partition: p, Value: []byte("order"), Timestamp: base.Add(time.Duration(i) * time.Second)},
+					func(_ *kgo.Record, err error) {
+						if err != nil {
+							perr.Store(err)
+						}
+						wg.Done()
+					})
+			}
+		}
+	}
+	wg.Wait()
+	if err, _ := perr.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	for g := 0; g < groups; g++ {
+		name := fmt.Sprintf("group-%02d", g)
+		bc.groups = append(bc.groups, name)
+		os := kadm.Offsets{}
+		for _, t := range bc.topics {
+			for p := int32(0); p < perTopic; p++ {
+				os.Add(kadm.Offset{Topic: t, Partition: p, At: int64(g % 10), LeaderEpoch: -1})
+			}
+		}
+		resp, err := kc.Admin.CommitOffsets(ctx, name, os)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	kc.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+		kc.KeepControl()
+		bc.fetches.Add(1)
+		return nil, nil, false
+	})
+	return bc
+}
+
+func (bc *benchCluster) dial(b *testing.B) (*kafka.Cluster, *kafka.TimestampReader, *kadm.Client) {
+	c, err := kafka.Dial(context.Background(), kafka.Options{Bootstrap: bc.kc.Addrs, Timeout: 60 * time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cl := kafka.NewCluster(c)
+	b.Cleanup(cl.Close)
+	return cl, kafka.NewTimestampReader(c), c.Admin()
+}
+
+// offsetsOnly is the baseline: what offset-lag tools do (kadm ListEndOffsets
+// plus the groups' committed offsets), no ages, no metadata beyond kadm's.
+func offsetsOnly(b *testing.B, adm *kadm.Client, bc *benchCluster) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ends, err := adm.ListEndOffsets(ctx, bc.topics...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	resps := adm.FetchManyOffsets(ctx, bc.groups...)
+	var total int64
+	for _, r := range resps {
+		if r.Err != nil {
+			b.Fatal(r.Err)
+		}
+		r.Fetched.Each(func(o kadm.OffsetResponse) {
+			if e, ok := ends.Lookup(o.Topic, o.Partition); ok {
+				total += e.Offset - o.At
+			}
+		})
+	}
+	if total == 0 {
+		b.Fatal("no lag computed")
+	}
+}
+
+func refreshOnce(b *testing.B, m *Monitor) Snapshot {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := m.Refresh(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(s.Warnings) > 0 {
+		b.Fatalf("warnings: %v", s.Warnings)
+	}
+	return s
+}
+
+func liveHeapMiB() float64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return float64(ms.HeapAlloc) / (1 << 20)
+}
+
+// BenchmarkRefresh compares, in the same run, an offsets-only lag read with
+// a full monitor refresh (topics, ISR, configs, groups, commits, ages):
+//
+//   - ratio-cold: a full refresh on a fresh monitor (every age read from the
+//     log) / offsets-only;
+//   - ratio-warm: a refresh after one with no new commits (ages cached, no
+//     Fetch) / offsets-only;
+//   - noages-ms: the same monitor refresh with ages switched off (what
+//     topics, ISR, configs, groups and commits cost without the log reads);
+//   - fetches-warm: Fetch requests the brokers saw during warm refreshes (0);
+//   - heap-MiB: live heap after a refresh with the snapshot held, minus the
+//     heap before the monitor existed (the broker and its data are in the
+//     same process and excluded).
+func BenchmarkRefresh(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("partitions=%d/groups=50", n), func(b *testing.B) {
+			bc := setupBench(b, n, 50)
+			cl, _, adm := bc.dial(b)
+			offsetsOnly(b, adm, bc) // warm connections
+			before := liveHeapMiB()
+			var offT, coldT, warmT, noAgesT time.Duration
+			var warmFetches int64
+			var heap float64
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				offsetsOnly(b, adm, bc)
+				t1 := time.Now()
+				_, reader, _ := bc.dial(b)
+				m := New(cl, reader, Config{Groups: bc.groups})
+				s := refreshOnce(b, m)
+				t2 := time.Now()
+				f0 := bc.fetches.Load()
+				s = refreshOnce(b, m)
+				t3 := time.Now()
+				warmFetches += bc.fetches.Load() - f0
+				offT += t1.Sub(t0)
+				coldT += t2.Sub(t1)
+				warmT += t3.Sub(t2)
+				if i == 0 {
+					b.StopTimer()
+					if got := len(s.Groups); got != 50 {
+						b.Fatalf("%d groups", got)
+					}
+					for _, g := range s.Groups {
+						if len(g.Partitions) != n || g.AgesUnknown != 0 || !g.MaxAgeKnown {
+							b.Fatalf("group %s: %d rows, %d ages unknown", g.Group, len(g.Partitions), g.AgesUnknown)
+						}
+					}
+					heap = liveHeapMiB() - before
+					runtime.KeepAlive(s)
+					b.StartTimer()
+				}
+			}
+			// The same refresh without ages, after the monitors above are
+			// gone (so they do not count in heap-MiB).
+			noAges := New(cl, nil, Config{Groups: bc.groups, SkipAges: true})
+			refreshOnce(b, noAges)
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				refreshOnce(b, noAges)
+				noAgesT += time.Since(t0)
+			}
+			b.ReportMetric(float64(offT.Milliseconds())/float64(b.N), "offsets-ms")
+			b.ReportMetric(float64(coldT.Milliseconds())/float64(b.N), "cold-ms")
+			b.ReportMetric(float64(warmT.Milliseconds())/float64(b.N), "warm-ms")
+			b.ReportMetric(float64(noAgesT.Milliseconds())/float64(b.N), "noages-ms")
+			b.ReportMetric(float64(coldT)/float64(offT), "ratio-cold")
+			b.ReportMetric(float64(warmT)/float64(offT), "ratio-warm")
+			b.ReportMetric(float64(warmFetches)/float64(b.N), "fetches-warm")
+			b.ReportMetric(heap, "heap-MiB")
+		})
+	}
+}
