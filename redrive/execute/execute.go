@@ -227,6 +227,10 @@ func Execute(ctx context.Context, f redrive.File, o Options) (Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("read %s: %w", f.Plan.DLQ, err)
 	}
+	// Same-key order: send in the order the records were first consumed
+	// (original topic, partition, offset); records with no known origin
+	// follow in DLQ order.
+	sort.SliceStable(todo, func(i, j int) bool { return originBefore(todo[i], todo[j]) })
 	var out []Outgoing
 	for _, r := range todo {
 		rec, ok := recs[r.Coord()]
@@ -239,9 +243,6 @@ func Execute(ctx context.Context, f redrive.File, o Options) (Result, error) {
 			out = append(out, outgoing(f, r, rec, o.now()))
 		}
 	}
-	// Same-key order: send in the order the records were first consumed
-	// (original topic, partition, offset), then DLQ order.
-	sort.SliceStable(out, func(i, j int) bool { return before(out[i], out[j]) })
 
 	err = o.sendAll(ctx, f, out, &res)
 	status := "finished"
@@ -399,14 +400,25 @@ func outgoing(f redrive.File, r redrive.PlanRecord, rec redrive.Record, now time
 	}
 }
 
-func before(a, b Outgoing) bool {
-	if a.Topic != b.Topic {
-		return a.Topic < b.Topic
+func originBefore(a, b redrive.PlanRecord) bool {
+	if a.OriginLocated != b.OriginLocated {
+		return a.OriginLocated
 	}
-	if a.Ledger.Partition != b.Ledger.Partition || a.Ledger.Offset != b.Ledger.Offset {
-		return a.Ledger.Partition < b.Ledger.Partition || a.Ledger.Partition == b.Ledger.Partition && a.Ledger.Offset < b.Ledger.Offset
+	if a.OriginLocated {
+		if a.Origin.Topic != b.Origin.Topic {
+			return a.Origin.Topic < b.Origin.Topic
+		}
+		if a.Origin.Partition != b.Origin.Partition {
+			return a.Origin.Partition < b.Origin.Partition
+		}
+		if a.Origin.Offset != b.Origin.Offset {
+			return a.Origin.Offset < b.Origin.Offset
+		}
 	}
-	return false
+	if a.Partition != b.Partition {
+		return a.Partition < b.Partition
+	}
+	return a.Offset < b.Offset
 }
 
 func approvalsOf(f redrive.File) []approval.Signature {

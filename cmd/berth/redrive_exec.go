@@ -1,0 +1,658 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/berth-dev/berth/backends/kafka"
+	"github.com/berth-dev/berth/internal/audit"
+	"github.com/berth-dev/berth/internal/output"
+	"github.com/berth-dev/berth/redrive"
+	"github.com/berth-dev/berth/redrive/approval"
+	"github.com/berth-dev/berth/redrive/execute"
+	"github.com/berth-dev/berth/redrive/planner"
+)
+
+func init() {
+	registerUnder("redrive", newRedriveApproveCmd)
+	registerUnder("redrive", newRedriveExecuteCmd)
+	registerUnder("redrive", newRedriveStatusCmd)
+}
+
+// redriveSession is a connection to the cluster with the plan store and the
+// planner (policies, checks) for the current config.
+type redriveSession struct {
+	cl      *kafka.Client
+	cluster *kafka.Cluster
+	store   *kafka.PlanStore
+	planner *planner.Planner
+}
+
+func (a *app) redriveSession(ctx context.Context) (*redriveSession, error) {
+	cl, err := a.kafkaClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	k := kafka.NewCluster(cl)
+	return &redriveSession{cl: cl, cluster: k, store: kafka.NewPlanStore(cl), planner: planner.New(k, a.cfg)}, nil
+}
+
+func (s *redriveSession) Close() { s.cl.Close() }
+
+// loadPlan finds a plan by hash prefix in the shared store, or reads a plan
+// file (from `berth redrive plan --out`) and stores it so approvers at other
+// terminals see it.
+func (s *redriveSession) loadPlan(ctx context.Context, ref string) (redrive.File, error) {
+	if st, err := os.Stat(ref); err == nil && !st.IsDir() {
+		raw, err := os.ReadFile(ref)
+		if err != nil {
+			return redrive.File{}, err
+		}
+		var f redrive.File
+		if err := json.Unmarshal(raw, &f); err != nil {
+			return redrive.File{}, fmt.Errorf("%s: not a plan file: %v", ref, err)
+		}
+		if f.Plan.Hash() != f.Hash {
+			return redrive.File{}, fmt.Errorf("%s: plan content does not match its hash (edited after it was made)", ref)
+		}
+		// Signatures already in the store are kept; the file's are added.
+		if err := s.store.PutPlan(ctx, f); err != nil {
+			return redrive.File{}, err
+		}
+		return s.store.Plan(ctx, f.Hash)
+	}
+	return s.store.Plan(ctx, ref)
+}
+
+// signers loads the policy's allowed_signers (nil when none is configured).
+func signersFor(pol planner.Policy) (approval.AllowedSigners, error) {
+	if pol.AllowedSigners == "" {
+		return nil, nil
+	}
+	return approval.LoadAllowedSigners(pol.AllowedSigners)
+}
+
+type approveOutput struct {
+	Plan     string            `json:"plan"`
+	DLQ      string            `json:"dlq"`
+	Signer   string            `json:"signer"`
+	Key      string            `json:"fingerprint"`
+	Decision approval.Decision `json:"decision"`
+	Summary  planSummary       `json:"summary"`
+}
+
+// planSummary is what an approver is signing: counts by verdict and by
+// class, and every excluded record with its reason.
+type planSummary struct {
+	Totals   redrive.Totals         `json:"totals"`
+	Excluded []execute.Skip         `json:"excluded"`
+	Policy   redrive.PolicySnapshot `json:"policy"`
+	Author   string                 `json:"author"`
+	Created  time.Time              `json:"created_at"`
+	Target   string                 `json:"target,omitempty"`
+}
+
+func summaryOf(f redrive.File) planSummary {
+	s := planSummary{Totals: f.Plan.Totals(), Excluded: []execute.Skip{}, Policy: f.Plan.Policy, Author: f.Plan.Author, Created: f.Plan.CreatedAt, Target: f.Plan.Target}
+	for _, r := range f.Plan.Records {
+		if !r.Included {
+			s.Excluded = append(s.Excluded, execute.Skip{Partition: r.Partition, Offset: r.Offset, EventID: r.EventID, Reason: r.Reason, Detail: r.Detail})
+		}
+	}
+	return s
+}
+
+func newRedriveApproveCmd(a *app) *cobra.Command {
+	var keyFile, sigFile, auditFile string
+	cmd := &cobra.Command{
+		Use:   "approve PLAN",
+		Short: "Approve a redrive plan with your SSH key (SSHSIG over the plan hash)",
+		Long: `Approve a redrive plan. PLAN is a hash prefix (8+ hex digits) of a plan in
+the cluster's shared plan store, or a plan file. The approval is an SSH
+signature over the plan's hash (namespace berth-redrive), made with --key,
+or made elsewhere with:
+  printf %s HASH | ssh-keygen -Y sign -n berth-redrive -f KEY > approval.sig
+and given with --signature. The author's own key never counts.`,
+		Args: exactArgs("PLAN"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := a.format(output.Table, output.JSON)
+			if err != nil {
+				return err
+			}
+			if (keyFile == "") == (sigFile == "") {
+				return usageErr("redrive approve: give exactly one of --key or --signature")
+			}
+			ctx, cancel := a.opCtx(cmd.Context())
+			defer cancel()
+			s, err := a.redriveSession(ctx)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			pf, err := s.loadPlan(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			pol, err := s.planner.PolicyFor(pf.Plan.DLQ)
+			if err != nil {
+				return err
+			}
+			signers, err := signersFor(pol)
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			var sig approval.Signature
+			if keyFile != "" {
+				signer, err := approval.LoadSigner(keyFile)
+				if err != nil {
+					return err
+				}
+				sig, err = approval.Sign(pf.Hash, signer, approval.RoleApproval, now)
+				if err != nil {
+					return err
+				}
+			} else {
+				raw, err := os.ReadFile(sigFile)
+				if err != nil {
+					return fmt.Errorf("--signature: %v", errors.Unwrap(err))
+				}
+				if sig, err = approval.FromArmored(pf.Hash, raw, approval.RoleApproval, now); err != nil {
+					return err
+				}
+			}
+			// Refuse what cannot count, before storing anything.
+			if author := pf.Author(); author != nil && author.Fingerprint == sig.Fingerprint {
+				return errors.New("refused: the plan's author cannot approve it (two-person rule)")
+			}
+			principal := ""
+			if signers != nil {
+				v, err := approval.Verify(pf.Hash, sig, signers, now)
+				if err != nil {
+					return fmt.Errorf("refused: %v", err)
+				}
+				principal = v.Principal
+			}
+			if err := s.store.AddSignature(ctx, pf.Hash, sig); err != nil {
+				return err
+			}
+			pf.Signatures = append(pf.Signatures, sig)
+			dec := approval.Evaluate(pf.Hash, pf.Author(), approvalsOnly(pf), signers, requiredApprovals(pol), now)
+			if err := a.auditRedrive(ctx, auditFile, "redrive.approved", pf, map[string]any{"signer": principal, "fingerprint": sig.Fingerprint, "approved": dec.Approved}); err != nil {
+				return err
+			}
+			out := approveOutput{Plan: pf.Hash, DLQ: pf.Plan.DLQ, Signer: principal, Key: sig.Fingerprint, Decision: dec, Summary: summaryOf(pf)}
+			if f == output.JSON {
+				return output.WriteJSON(a.stdout, out)
+			}
+			writeSummary(a.stdout, pf)
+			state := "not yet approved: " + dec.Reason
+			if dec.Approved {
+				state = "approved by " + strings.Join(dec.Approvers, ", ")
+			}
+			fmt.Fprintf(a.stdout, "\nsigned plan %s as %s (%s); the plan is %s\n", shortHash(pf.Hash), orUnknown(principal), sig.Fingerprint, state)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&keyFile, "key", "", "your SSH private key (unencrypted OpenSSH format)")
+	cmd.Flags().StringVar(&sigFile, "signature", "", "an SSH signature made with ssh-keygen -Y sign -n berth-redrive")
+	addAuditFlag(cmd, &auditFile)
+	return cmd
+}
+
+type executeOutput struct {
+	Plan      string            `json:"plan"`
+	DLQ       string            `json:"dlq"`
+	Sent      int               `json:"sent"`
+	Skipped   []execute.Skip    `json:"skipped"`
+	Failed    []execute.Failure `json:"failed"`
+	Cancelled bool              `json:"cancelled"`
+	Approvers []string          `json:"approvers"`
+	Verified  *verification     `json:"verification,omitempty"`
+}
+
+type verification struct {
+	Checked    int               `json:"checked"`
+	Mismatches []kafka.Mismatch  `json:"mismatches"`
+	Watched    string            `json:"watched"`
+	Refailed   []kafka.Refailure `json:"refailed"`
+}
+
+func newRedriveExecuteCmd(a *app) *cobra.Command {
+	var keyFile, auditFile string
+	var watch time.Duration
+	var noVerify bool
+	cmd := &cobra.Command{
+		Use:   "execute PLAN",
+		Short: "Execute an approved redrive plan (transactional, resumable)",
+		Long: `Execute a redrive plan. Each batch is produced to the target and its ledger
+entries written in one Kafka transaction: interrupt it at any point (ctrl+c
+finishes the batch in flight, kill -9 aborts it) and run the same command
+again to resume. SIGUSR1 pauses and SIGUSR2 resumes between batches.
+After sending, the copies are read back and compared, then the DLQ is
+watched for records that fail again (--watch).`,
+		Args: exactArgs("PLAN"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := a.format(output.Table, output.JSON)
+			if err != nil {
+				return err
+			}
+			if a.readOnly {
+				return errReadOnly
+			}
+			if !cmd.Flags().Changed("watch") {
+				watch = a.cfg.Redrive.VerifyWatch
+			}
+			actor := audit.CurrentUser()
+			if keyFile != "" {
+				signer, err := approval.LoadSigner(keyFile)
+				if err != nil {
+					return err
+				}
+				actor += " (" + fingerprint(signer) + ")"
+			}
+			sigCtx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			setup, cancel := a.opCtx(sigCtx)
+			defer cancel()
+			s, err := a.redriveSession(setup)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			pf, err := s.loadPlan(setup, args[0])
+			if err != nil {
+				return err
+			}
+			pol, err := s.planner.PolicyFor(pf.Plan.DLQ)
+			if err != nil {
+				return err
+			}
+			signers, err := signersFor(pol)
+			if err != nil {
+				return err
+			}
+			log, err := a.openAudit(auditFile)
+			if err != nil {
+				return err
+			}
+			tr, err := s.cluster.NewRedriveTransport(setup, pf.Hash)
+			if err != nil {
+				return err
+			}
+			defer tr.Close()
+			control := make(chan execute.Control, 4)
+			usr := make(chan os.Signal, 4)
+			signal.Notify(usr, syscall.SIGUSR1, syscall.SIGUSR2)
+			defer signal.Stop(usr)
+			go func() {
+				for sig := range usr {
+					if sig == syscall.SIGUSR1 {
+						control <- execute.Pause
+					} else {
+						control <- execute.Resume
+					}
+				}
+			}()
+			start := time.Now()
+			res, err := execute.Execute(sigCtx, pf, execute.Options{
+				Context: a.ctxName, Actor: actor, MaxAge: a.cfg.Redrive.PlanMaxAge,
+				Policy: pol.Snapshot(), HasPolicy: true, Signers: signers,
+				StopOnFailure: pol.StopOnFailure || pol.RequireIdempotencyKey,
+				Recheck:       s.planner.Check,
+				Transport:     tr, Audit: log, Control: control,
+				Progress: func(p execute.Progress) { progressLine(a.stderr, p) },
+			})
+			out := executeOutput{Plan: pf.Hash, DLQ: pf.Plan.DLQ, Sent: res.Sent, Skipped: res.Skipped, Failed: res.Failed, Cancelled: res.Cancelled, Approvers: res.Approval.Approvers}
+			if out.Approvers == nil {
+				out.Approvers = []string{}
+			}
+			var ref *execute.Refusal
+			if errors.As(err, &ref) {
+				return err
+			}
+			if err == nil && !noVerify && sigCtx.Err() == nil {
+				v, verr := a.verifyRedrive(sigCtx, s, pf, watch)
+				out.Verified = v
+				if verr != nil {
+					err = verr
+				}
+				_ = a.auditRedrive(context.WithoutCancel(sigCtx), auditFile, "redrive.verified", pf, map[string]any{
+					"checked": v.Checked, "mismatches": len(v.Mismatches), "refailed": len(v.Refailed),
+				})
+			}
+			fmt.Fprintf(a.stderr, "redrive %s: sent %d, skipped %d, failed %d in %s\n", shortHash(pf.Hash), res.Sent, len(res.Skipped), len(res.Failed), time.Since(start).Round(time.Millisecond))
+			if f == output.JSON {
+				if werr := output.WriteJSON(a.stdout, out); werr != nil {
+					return werr
+				}
+			} else {
+				writeExecuteTable(a.stdout, out)
+			}
+			if err != nil {
+				return err
+			}
+			if len(res.Failed) > 0 || (out.Verified != nil && len(out.Verified.Mismatches) > 0) {
+				return &exitError{code: 1, silent: true}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&keyFile, "key", "", "your SSH key: records its fingerprint as the executor in the audit log")
+	cmd.Flags().DurationVar(&watch, "watch", 0, "after sending, watch the DLQ this long for re-failures (default redrive.verify_watch)")
+	cmd.Flags().BoolVar(&noVerify, "no-verify", false, "skip the read-back and the re-failure watch")
+	addAuditFlag(cmd, &auditFile)
+	return cmd
+}
+
+// verifyRedrive reads back every copy this plan has produced and compares
+// payload hashes, then watches the DLQ for records that fail again.
+func (a *app) verifyRedrive(ctx context.Context, s *redriveSession, pf redrive.File, watch time.Duration) (*verification, error) {
+	v := &verification{Mismatches: []kafka.Mismatch{}, Refailed: []kafka.Refailure{}, Watched: watch.String()}
+	ends, err := s.cluster.DLQEnds(ctx, pf.Plan.DLQ)
+	if err != nil {
+		return v, err
+	}
+	ledger, err := s.store.Ledger(ctx)
+	if err != nil {
+		return v, err
+	}
+	var mine []redrive.LedgerEntry
+	for _, e := range ledger {
+		if e.Plan == pf.Hash && e.Action == redrive.LedgerRedriven {
+			mine = append(mine, e)
+		}
+	}
+	want := map[redrive.Coord]string{}
+	for _, r := range pf.Plan.Records {
+		want[r.Coord()] = r.ValueSHA256
+	}
+	v.Checked = len(mine)
+	if v.Mismatches, err = s.cluster.VerifyRedriven(ctx, mine, want); err != nil {
+		return v, err
+	}
+	if v.Mismatches == nil {
+		v.Mismatches = []kafka.Mismatch{}
+	}
+	if watch > 0 {
+		fmt.Fprintf(a.stderr, "watching %s for re-failures for %s (ctrl+c to stop)\n", pf.Plan.DLQ, watch)
+		ref, err := s.cluster.WatchRefailures(ctx, pf.Plan.DLQ, pf.Hash, ends, watch)
+		if ref != nil {
+			v.Refailed = ref
+		}
+		if err != nil && ctx.Err() == nil {
+			return v, err
+		}
+	}
+	return v, nil
+}
+
+type statusRow struct {
+	Plan      string    `json:"plan"`
+	DLQ       string    `json:"dlq"`
+	Author    string    `json:"author"`
+	Created   time.Time `json:"created_at"`
+	Included  int       `json:"included"`
+	Excluded  int       `json:"excluded"`
+	Redriven  int       `json:"redriven"`
+	Approvals int       `json:"approvals"`
+	Required  int       `json:"required"`
+	Approved  bool      `json:"approved"`
+	Reason    string    `json:"reason,omitempty"`
+	State     string    `json:"state"`
+}
+
+func newRedriveStatusCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status [PLAN]",
+		Short: "List redrive plans with their approvals and progress",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := a.format(output.Table, output.JSON)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.opCtx(cmd.Context())
+			defer cancel()
+			s, err := a.redriveSession(ctx)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			var files []redrive.File
+			if len(args) == 1 {
+				pf, err := s.store.Plan(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				files = []redrive.File{pf}
+			} else if files, err = s.store.Plans(ctx); err != nil {
+				return err
+			}
+			ledger, err := s.store.Ledger(ctx)
+			if err != nil {
+				return err
+			}
+			done := map[string]int{}
+			for _, e := range ledger {
+				if e.Action == redrive.LedgerRedriven {
+					done[e.Plan]++
+				}
+			}
+			rows := []statusRow{}
+			for _, pf := range files {
+				rows = append(rows, a.planStatus(s, pf, done[pf.Hash]))
+			}
+			if f == output.JSON {
+				if len(args) == 1 {
+					return output.WriteJSON(a.stdout, struct {
+						statusRow
+						Summary planSummary `json:"summary"`
+					}{rows[0], summaryOf(files[0])})
+				}
+				return output.WriteJSON(a.stdout, rows)
+			}
+			g := output.Grid{Header: []string{"PLAN", "DLQ", "AUTHOR", "AGE", "RECORDS", "REDRIVEN", "APPROVALS", "STATE"}, Right: map[int]bool{4: true, 5: true}}
+			for _, r := range rows {
+				g.Add(shortHash(r.Plan), r.DLQ, r.Author, ageString(time.Since(r.Created)), fmt.Sprint(r.Included), fmt.Sprint(r.Redriven), fmt.Sprintf("%d/%d", r.Approvals, r.Required), r.State)
+			}
+			if err := g.WriteTable(a.stdout); err != nil {
+				return err
+			}
+			if len(args) == 1 {
+				fmt.Fprintln(a.stdout)
+				writeSummary(a.stdout, files[0])
+			}
+			return nil
+		},
+	}
+}
+
+func (a *app) planStatus(s *redriveSession, pf redrive.File, redriven int) statusRow {
+	t := pf.Plan.Totals()
+	row := statusRow{Plan: pf.Hash, DLQ: pf.Plan.DLQ, Author: pf.Plan.Author, Created: pf.Plan.CreatedAt, Included: t.Included, Excluded: t.Excluded, Redriven: redriven}
+	pol, err := s.planner.PolicyFor(pf.Plan.DLQ)
+	if err != nil {
+		row.State, row.Reason = "error", err.Error()
+		return row
+	}
+	row.Required = requiredApprovals(pol)
+	row.Approvals = len(approvalsOnly(pf))
+	signers, err := signersFor(pol)
+	switch {
+	case pol.Review != "required":
+		row.Approved = true
+	case err != nil:
+		row.Reason = err.Error()
+	default:
+		d := approval.Evaluate(pf.Hash, pf.Author(), approvalsOnly(pf), signers, row.Required, time.Now())
+		row.Approved, row.Reason = d.Approved, d.Reason
+	}
+	expired := a.cfg.Redrive.PlanMaxAge > 0 && time.Since(pf.Plan.CreatedAt) > a.cfg.Redrive.PlanMaxAge
+	switch {
+	case redriven >= t.Included && t.Included > 0:
+		row.State = "done"
+	case redriven > 0:
+		row.State = fmt.Sprintf("partial (%d left)", t.Included-redriven)
+	case expired:
+		row.State = "expired"
+	case !row.Approved:
+		row.State = "pending approval"
+	default:
+		row.State = "ready"
+	}
+	return row
+}
+
+func requiredApprovals(pol planner.Policy) int {
+	if pol.Review != "required" {
+		return 0
+	}
+	if pol.Approvals < 1 {
+		return 1
+	}
+	return pol.Approvals
+}
+
+func approvalsOnly(f redrive.File) []approval.Signature {
+	var out []approval.Signature
+	for _, s := range f.Signatures {
+		if s.Role == approval.RoleApproval {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (a *app) auditRedrive(ctx context.Context, file, action string, pf redrive.File, details map[string]any) error {
+	log, err := a.openAudit(file)
+	if err != nil {
+		return err
+	}
+	details["plan"] = pf.Hash
+	details["dlq"] = pf.Plan.DLQ
+	_, err = log.Append(ctx, audit.Entry{Action: action, Context: a.ctxName, Target: pf.Hash, Details: details})
+	var se *audit.SinkError
+	if errors.As(err, &se) {
+		fmt.Fprintf(a.stderr, "berth: warning: %v\n", se)
+		return nil
+	}
+	return err
+}
+
+func writeSummary(w io.Writer, f redrive.File) {
+	s := summaryOf(f)
+	fmt.Fprintf(w, "plan %s  dlq %s  author %s  made %s\n", shortHash(f.Hash), f.Plan.DLQ, f.Plan.Author, f.Plan.CreatedAt.Format(time.RFC3339))
+	fmt.Fprintf(w, "records: %d selected, %d included, %d excluded\n", s.Totals.Selected, s.Totals.Included, s.Totals.Excluded)
+	var reasons []string
+	for r, n := range s.Totals.ByReason {
+		if n > 0 {
+			reasons = append(reasons, fmt.Sprintf("%s %d", r, n))
+		}
+	}
+	sort.Strings(reasons)
+	if len(reasons) > 0 {
+		fmt.Fprintf(w, "excluded by reason: %s\n", strings.Join(reasons, ", "))
+	}
+	g := output.Grid{Header: []string{"CLASS", "SELECTED", "INCLUDED"}, Right: map[int]bool{1: true, 2: true}}
+	var classes []string
+	for c := range s.Totals.ByClass {
+		classes = append(classes, c)
+	}
+	sort.Strings(classes)
+	for _, c := range classes {
+		cc := s.Totals.ByClass[c]
+		g.Add(c, fmt.Sprint(cc.Selected), fmt.Sprint(cc.Included))
+	}
+	_ = g.WriteTable(w)
+	if len(s.Excluded) > 0 {
+		fmt.Fprintln(w)
+		x := output.Grid{Header: []string{"EXCLUDED", "EVENT", "REASON", "DETAIL"}}
+		for _, e := range s.Excluded {
+			x.Add(fmt.Sprintf("%d:%d", e.Partition, e.Offset), e.EventID, string(e.Reason), e.Detail)
+		}
+		_ = x.WriteTable(w)
+	}
+}
+
+func writeExecuteTable(w io.Writer, o executeOutput) {
+	fmt.Fprintf(w, "plan %s  dlq %s\nsent %d  skipped %d  failed %d", shortHash(o.Plan), o.DLQ, o.Sent, len(o.Skipped), len(o.Failed))
+	if o.Cancelled {
+		fmt.Fprint(w, "  (cancelled: run the same command to resume)")
+	}
+	fmt.Fprintln(w)
+	if len(o.Skipped) > 0 {
+		g := output.Grid{Header: []string{"SKIPPED", "EVENT", "REASON", "DETAIL"}}
+		for _, s := range o.Skipped {
+			g.Add(fmt.Sprintf("%d:%d", s.Partition, s.Offset), s.EventID, string(s.Reason), s.Detail)
+		}
+		_ = g.WriteTable(w)
+	}
+	for _, f := range o.Failed {
+		fmt.Fprintf(w, "FAILED %d records: %s\n", len(f.Records), f.Error)
+	}
+	if v := o.Verified; v != nil {
+		fmt.Fprintf(w, "verified: %d copies read back, %d mismatches; %d re-failed within %s\n", v.Checked, len(v.Mismatches), len(v.Refailed), v.Watched)
+		for _, m := range v.Mismatches {
+			fmt.Fprintf(w, "  mismatch %s -> %s %s: %s\n", m.DLQ, m.Target, m.Where, m.Reason)
+		}
+		for _, r := range v.Refailed {
+			fmt.Fprintf(w, "  re-failed: %s landed again at %s (%s)\n", r.Origin, r.DLQ, r.Exception)
+		}
+	}
+}
+
+func progressLine(w io.Writer, p execute.Progress) {
+	done := p.Sent + p.Skipped + p.Failed
+	pct := 100.0
+	if p.Total > 0 {
+		pct = 100 * float64(done) / float64(p.Total)
+	}
+	state := ""
+	if p.Paused {
+		state = " [paused]"
+	}
+	fmt.Fprintf(w, "progress %s: %d/%d (%.0f%%) sent %d skipped %d failed %d eta %s%s\n", shortHash(p.Plan), done, p.Total, pct, p.Sent, p.Skipped, p.Failed, p.ETA.Round(time.Second), state)
+}
+
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "(no allowed_signers configured)"
+	}
+	return s
+}
+
+func ageString(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+func fingerprint(s interface{ PublicKey() ssh.PublicKey }) string {
+	return ssh.FingerprintSHA256(s.PublicKey())
+}
