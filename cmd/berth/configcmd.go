@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/output"
 )
 
@@ -20,25 +21,19 @@ func init() {
 			Short: "Print the effective configuration, secrets masked",
 			Args:  noArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				f, err := a.format(output.Table, output.JSON)
+				f, err := a.format(output.Table, output.JSON, output.Format("yaml"))
 				if err != nil {
 					return err
 				}
-				view := struct {
-					File           string `json:"file" yaml:"file"`
-					ActiveContext  string `json:"active_context" yaml:"active_context"`
-					ReadOnly       bool   `json:"read_only" yaml:"read_only"`
-					*configPrinted `yaml:",inline"`
-				}{displayPath(a.configPath), a.ctxName, a.readOnly, &configPrinted{a.cfg.Redacted()}}
 				if f == output.JSON {
-					return output.WriteJSON(a.stdout, view)
+					return output.WriteJSON(a.stdout, a.configView(false))
 				}
-				b, err := yaml.Marshal(view)
-				if err != nil {
+				enc := yaml.NewEncoder(a.stdout)
+				enc.SetIndent(2)
+				if err := enc.Encode(a.configView(true)); err != nil {
 					return err
 				}
-				_, err = a.stdout.Write(b)
-				return err
+				return enc.Close()
 			},
 		})
 		cmd.AddCommand(&cobra.Command{
@@ -65,9 +60,31 @@ func init() {
 	})
 }
 
-// configPrinted embeds the config for printing.
-type configPrinted struct {
-	Config any `json:"config" yaml:"config"`
+// configView is what `berth config view` prints: where the configuration
+// came from, the effective settings after environment and flags (the
+// context actually in use, with --bootstrap and --read-only applied), and
+// the whole configuration. Secrets are masked (URL passwords, DSNs); SASL
+// and RabbitMQ passwords are never loaded here at all, only the names of the
+// variables or files that hold them. The table form is YAML with empty
+// fields left out; JSON keeps every field so scripts can rely on it.
+func (a *app) configView(omitEmpty bool) config.Ordered {
+	red := a.cfg.Redacted()
+	ctx := a.ctx
+	ctx.AMQPURL = config.RedactURL(ctx.AMQPURL)
+	ctx.ManagementURL = config.RedactURL(ctx.ManagementURL)
+	ctx.ReadOnly = a.readOnly
+	file := a.configPath
+	if file == "" && omitEmpty {
+		file = "none (built-in defaults; would be " + defaultConfigPath() + ")"
+	}
+	return config.Ordered{
+		{Key: "file", Value: file},
+		{Key: "active_context", Value: a.ctxName},
+		{Key: "read_only", Value: a.readOnly},
+		{Key: "timeout", Value: config.FormatDuration(a.timeout)},
+		{Key: "context", Value: config.View(ctx, omitEmpty)},
+		{Key: "config", Value: config.View(red, omitEmpty)},
+	}
 }
 
 // setCurrentContext rewrites only current_context in the YAML file, keeping

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -123,7 +124,13 @@ var tuiRun func(a *app, cmd *cobra.Command) error
 func defaultConfigPath() string { return filepath.Join(config.ConfigHome(), "config.yaml") }
 
 // load reads the config file (if any), applies environment and flags, and
-// resolves the context. Errors name the file and the line or field.
+// resolves the context. Errors name the file and the line or field, or the
+// flag or environment variable at fault.
+//
+// Precedence, highest first: flags, BERTH_* environment variables, the
+// config file, built-in defaults. --bootstrap with no --context is an
+// ad-hoc plaintext Kafka cluster; with --context it replaces that context's
+// bootstrap servers and keeps its TLS/SASL settings.
 func (a *app) load(cmd *cobra.Command) error {
 	path := a.v.GetString("config")
 	explicit := path != ""
@@ -131,50 +138,93 @@ func (a *app) load(cmd *cobra.Command) error {
 		path = defaultConfigPath()
 	}
 	cfg := config.Default()
-	if _, err := os.Stat(path); err == nil {
-		fv := viper.New()
-		fv.SetConfigFile(path)
-		fv.SetConfigType("yaml")
-		if err := fv.ReadInConfig(); err != nil {
-			return fmt.Errorf("%s: %s", path, yamlError(err))
+	if _, err := os.Stat(path); err == nil || explicit {
+		if cfg, err = config.Load(path); err != nil {
+			return err
 		}
-		cfg = &config.Config{}
-		if err := fv.UnmarshalExact(cfg); err != nil {
-			return fmt.Errorf("%s: %s", path, oneLine(err.Error()))
-		}
-		cfg.Source = path
 		a.configPath = path
-	} else if explicit {
-		return fmt.Errorf("%s: config file not found", path)
 	}
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", displayPath(cfg.Source), err)
 	}
 
-	a.timeout = a.v.GetDuration("timeout")
+	var err error
+	if a.timeout, err = a.durationSetting(cmd, "timeout"); err != nil {
+		return err
+	}
 	if a.timeout <= 0 {
 		return usageErr("--timeout: must be positive")
 	}
 	a.output = a.v.GetString("output")
+	readOnly, err := a.boolSetting(cmd, "read-only")
+	if err != nil {
+		return err
+	}
 
 	name := cfg.CurrentContext
-	if c := a.v.GetString("context"); c != "" {
-		if _, ok := cfg.Contexts[c]; !ok {
-			return fmt.Errorf("%s: unknown context %q (have: %s)", displayPath(cfg.Source), c, strings.Join(cfg.ContextNames(), ", "))
+	chosen := a.v.GetString("context")
+	if chosen != "" {
+		if _, ok := cfg.Contexts[chosen]; !ok {
+			return fmt.Errorf("%s: unknown context %q (have: %s)", displayPath(cfg.Source), chosen, strings.Join(cfg.ContextNames(), ", "))
 		}
-		name = c
+		name = chosen
 	}
-	ctx := cfg.Contexts[name]
-	if b := a.v.GetString("bootstrap"); b != "" {
-		name, ctx = "adhoc", config.Context{Kind: "kafka", Bootstrap: splitList(b)}
+	ctx, ok := cfg.Contexts[name]
+	b := a.v.GetString("bootstrap")
+	switch {
+	case b != "" && chosen != "" && (ctx.Kind == "kafka" || ctx.Kind == "bundled"):
+		ctx.Bootstrap = splitList(b)
+	case b != "":
+		name, ctx, ok = "adhoc", config.Context{Kind: "kafka", Bootstrap: splitList(b)}, true
 	}
 	if amqp, mgmt := a.v.GetString("amqp"), a.v.GetString("management"); amqp != "" || mgmt != "" {
-		name, ctx = "adhoc", config.Context{Kind: "rabbitmq", AMQPURL: amqp, ManagementURL: mgmt}
+		name, ctx, ok = "adhoc", config.Context{Kind: "rabbitmq", AMQPURL: amqp, ManagementURL: mgmt}, true
+	}
+	if !ok {
+		return fmt.Errorf("%s: no current context: set current_context, run `berth config use-context NAME` or pass --context (have: %s)",
+			displayPath(cfg.Source), strings.Join(cfg.ContextNames(), ", "))
 	}
 	a.cfg, a.ctxName, a.ctx = cfg, name, ctx
-	a.readOnly = ctx.ReadOnly || a.v.GetBool("read-only")
+	a.readOnly = ctx.ReadOnly || readOnly
 	return nil
+}
+
+// envName is the environment variable that sets a global flag.
+func envName(flag string) string {
+	return "BERTH_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// durationSetting reads a duration flag, checking the environment variable
+// strictly: viper turns an unparsable value into 0 without a word.
+func (a *app) durationSetting(cmd *cobra.Command, flag string) (time.Duration, error) {
+	if f := cmd.Flags().Lookup(flag); f != nil && f.Changed {
+		return a.v.GetDuration(flag), nil
+	}
+	if env, ok := os.LookupEnv(envName(flag)); ok && env != "" {
+		d, err := time.ParseDuration(env)
+		if err != nil {
+			return 0, usageErr("%s: %q is not a duration (e.g. 5s, 1m)", envName(flag), env)
+		}
+		return d, nil
+	}
+	return a.v.GetDuration(flag), nil
+}
+
+// boolSetting reads a bool flag, checking the environment variable
+// strictly: a mistyped BERTH_READ_ONLY must not silently mean false.
+func (a *app) boolSetting(cmd *cobra.Command, flag string) (bool, error) {
+	if f := cmd.Flags().Lookup(flag); f != nil && f.Changed {
+		return a.v.GetBool(flag), nil
+	}
+	if env, ok := os.LookupEnv(envName(flag)); ok && env != "" {
+		b, err := strconv.ParseBool(env)
+		if err != nil {
+			return false, usageErr("%s: %q is not true or false", envName(flag), env)
+		}
+		return b, nil
+	}
+	return a.v.GetBool(flag), nil
 }
 
 // format validates -o against what the command supports.
@@ -204,16 +254,6 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-// yamlError shortens viper's parse errors to the YAML message, which names
-// the line ("yaml: line 3: mapping values are not allowed in this context").
-func yamlError(err error) string {
-	msg := oneLine(err.Error())
-	if i := strings.Index(msg, "yaml: "); i >= 0 {
-		return msg[i:]
-	}
-	return msg
 }
 
 func findCommand(root *cobra.Command, name string) *cobra.Command {

@@ -191,9 +191,11 @@ func (c *Config) ApplyDefaults() {
 		c.Contexts = d.Contexts
 	}
 	if c.CurrentContext == "" {
-		if _, ok := c.Contexts[DefaultContextName]; ok || len(c.Contexts) != 1 {
+		// A file with several contexts and no current_context leaves the
+		// choice to --context; guessing could point a write at production.
+		if _, ok := c.Contexts[DefaultContextName]; ok {
 			c.CurrentContext = DefaultContextName
-		} else {
+		} else if len(c.Contexts) == 1 {
 			for name := range c.Contexts {
 				c.CurrentContext = name
 			}
@@ -233,7 +235,7 @@ func (c *Config) ApplyDefaults() {
 
 // Validate reports the first problem as an error naming the field.
 func (c *Config) Validate() error {
-	if _, ok := c.Contexts[c.CurrentContext]; !ok {
+	if _, ok := c.Contexts[c.CurrentContext]; !ok && c.CurrentContext != "" {
 		return fmt.Errorf("current_context: unknown context %q (have: %s)", c.CurrentContext, strings.Join(c.ContextNames(), ", "))
 	}
 	for _, name := range c.ContextNames() {
