@@ -275,3 +275,160 @@ func TestRedriveSurvivesKill9(t *testing.T) {
 	}
 	t.Logf("killed %d runs; %d audit entries", kills, rep.Entries)
 }
+
+func sshKey(t *testing.T, dir, name string) (keyFile, pub string) {
+	t.Helper()
+	keyFile = filepath.Join(dir, name)
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", keyFile).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v %s", err, out)
+	}
+	b, err := os.ReadFile(keyFile + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keyFile, strings.TrimSpace(string(b))
+}
+
+// TestRedriveApprovalWorkflow drives the two-person rule from the command
+// line: every refusal names its reason and sends nothing.
+func TestRedriveApprovalWorkflow(t *testing.T) {
+	dir := t.TempDir()
+	alice, alicePub := sshKey(t, dir, "alice")
+	bob, bobPub := sshKey(t, dir, "bob")
+	mallory, _ := sshKey(t, dir, "mallory")
+	signers := filepath.Join(dir, "allowed_signers")
+	if err := os.WriteFile(signers, []byte("alice@hc "+alicePub+"\nbob@hc "+bobPub+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const n = 12
+	f := newRedriveFixture(t, n, fmt.Sprintf("    - match: \"ledger-events.DLT\"\n      review: required\n      approvals: 1\n      allowed_signers: %s\n", signers))
+	plan := f.plan(t, "--key", alice)
+	exec := func(extra ...string) (string, string, int) {
+		return runBerth(t, append([]string{"--config", f.config, "redrive", "execute", plan[:12], "--no-verify", "-o", "json"}, extra...)...)
+	}
+	approve := func(key string) (string, int) {
+		_, errOut, code := runBerth(t, "--config", f.config, "redrive", "approve", plan[:12], "--key", key)
+		return errOut, code
+	}
+
+	if _, errOut, code := exec(); code != 1 || !strings.Contains(errOut, "0 of 1 required approvals") {
+		t.Fatalf("unapproved plan: exit %d %q", code, errOut)
+	}
+	if errOut, code := approve(alice); code != 1 || !strings.Contains(errOut, "author cannot approve") {
+		t.Fatalf("self-approval: exit %d %q", code, errOut)
+	}
+	if errOut, code := approve(mallory); code != 1 || !strings.Contains(errOut, "not in allowed_signers") {
+		t.Fatalf("stranger's approval: exit %d %q", code, errOut)
+	}
+	if f.state(t, plan) != 0 {
+		t.Fatal("a refused plan sent records")
+	}
+	// A signature over another plan, handed in as made by ssh-keygen.
+	other := filepath.Join(dir, "other.hash")
+	if err := os.WriteFile(other, []byte(strings.Repeat("0", 64)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := osexec(t, "ssh-keygen", "-Y", "sign", "-n", "berth-redrive", "-f", bob, other); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	_, errOut, code := runBerth(t, "--config", f.config, "redrive", "approve", plan[:12], "--signature", other+".sig")
+	if code != 1 || !strings.Contains(errOut, "does not verify") {
+		t.Fatalf("signature over another plan: exit %d %q", code, errOut)
+	}
+	// Read-only refuses even an approved plan.
+	if errOut, code := approve(bob); code != 0 {
+		t.Fatalf("bob's approval: exit %d %q", code, errOut)
+	}
+	if _, errOut, code := exec("--read-only"); code != 1 || !strings.Contains(errOut, "read-only") {
+		t.Fatalf("read-only: exit %d %q", code, errOut)
+	}
+	out, errOut, code := exec()
+	if code != 0 {
+		t.Fatalf("approved plan: exit %d %q", code, errOut)
+	}
+	var res struct {
+		Sent      int      `json:"sent"`
+		Approvers []string `json:"approvers"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Sent != n || len(res.Approvers) != 1 || res.Approvers[0] != "bob@hc" {
+		t.Fatalf("result %+v (%v) from %s", res, err, out)
+	}
+	if f.state(t, plan) != n {
+		t.Fatal("not every record arrived")
+	}
+	// The audit log has the refusals, the approval and the execution, chained.
+	log, err := audit.Open(f.audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := log.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var actions []string
+	for _, e := range entries {
+		actions = append(actions, e.Action)
+	}
+	joined := strings.Join(actions, " ")
+	for _, want := range []string{"redrive.refused", "redrive.approved", "redrive.execute.started", "redrive.batch.sent", "redrive.execute.finished"} {
+		if !strings.Contains(joined, want) {
+			t.Fatalf("audit log lacks %s: %v", want, actions)
+		}
+	}
+}
+
+func osexec(t *testing.T, name string, args ...string) ([]byte, error) {
+	t.Helper()
+	return exec.Command(name, args...).CombinedOutput()
+}
+
+// TestRedriveCancelFinishesTheBatchThenStops interrupts an execution with
+// SIGINT: the batch in flight completes, the run reports itself cancelled,
+// and running it again finishes the plan.
+func TestRedriveCancelFinishesTheBatchThenStops(t *testing.T) {
+	bin := buildBerth(t)
+	const n = 60
+	f := newRedriveFixture(t, n, "    - match: \"ledger-events.DLT\"\n      review: none\n")
+	plan := f.plan(t, "--batch-size", "5", "--rate", "50")
+	cmd := exec.Command(bin, "--config", f.config, "redrive", "execute", plan[:12], "--no-verify", "-o", "json")
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stderr)
+	progress := 0
+	for lines.Scan() {
+		if strings.HasPrefix(lines.Text(), "progress ") {
+			if progress++; progress == 3 {
+				_ = cmd.Process.Signal(os.Interrupt)
+			}
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("cancelled run exited with %v", err)
+	}
+	var res struct {
+		Sent      int  `json:"sent"`
+		Cancelled bool `json:"cancelled"`
+	}
+	if err := json.Unmarshal([]byte(stdout.String()), &res); err != nil {
+		t.Fatalf("%v: %s", err, stdout.String())
+	}
+	if !res.Cancelled || res.Sent == 0 || res.Sent >= n || res.Sent%5 != 0 {
+		t.Fatalf("cancel: %+v (want whole batches, some but not all sent)", res)
+	}
+	if got := f.state(t, plan); got != res.Sent {
+		t.Fatalf("target has %d copies, the run reported %d", got, res.Sent)
+	}
+	if _, errOut, code := runBerth(t, "--config", f.config, "redrive", "execute", plan[:12], "--no-verify"); code != 0 {
+		t.Fatalf("resume: %s", errOut)
+	}
+	if got := f.state(t, plan); got != n {
+		t.Fatalf("after resuming: %d of %d", got, n)
+	}
+}
