@@ -48,6 +48,9 @@ It never writes into any other cluster. It opens the console, or with
 			if err := f.validate(); err != nil {
 				return err
 			}
+			if a.v.GetString("bootstrap") != "" || a.v.GetString("amqp") != "" {
+				return usageErr("--bootstrap/--amqp: the demo only runs against the bundled broker; choose its address with --listen")
+			}
 			if rate < 1 || rate > 100000 {
 				return usageErr("--rate: %d is out of range (1-100000 events per second)", rate)
 			}

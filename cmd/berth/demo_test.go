@@ -35,11 +35,15 @@ func TestDemoRefusesForeignCluster(t *testing.T) {
 	}
 }
 
-func TestDemoRejectsBadRate(t *testing.T) {
+func TestDemoRejectsBadFlags(t *testing.T) {
 	isolateConfig(t)
 	_, stderr, code := runBerth(t, "demo", "--headless", "--rate", "0")
 	if code != 2 || !strings.Contains(stderr, "--rate") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	_, stderr, code = runBerth(t, "demo", "--headless", "--bootstrap", "kafka.example:9092")
+	if code != 2 || !strings.Contains(stderr, "--bootstrap") {
+		t.Fatalf("demo --bootstrap: exit %d, stderr %q", code, stderr)
 	}
 }
 
