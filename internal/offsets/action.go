@@ -262,12 +262,15 @@ type AuditDetails struct {
 	ClusterID  string        `json:"cluster_id"`
 	Spec       string        `json:"spec"`
 	PlanDigest string        `json:"plan_digest"`
-	Status     string        `json:"status"` // "started", "committed", "failed"
+	Status     string        `json:"status"` // "started", "committed", "failed" (nothing changed), "unknown"
 	Error      string        `json:"error,omitempty"`
 	Verified   bool          `json:"verified,omitempty"`
 	Effects    bool          `json:"effects,omitempty"`
 	Confirmed  bool          `json:"confirmed_replay_effects,omitempty"`
 	Partitions []AuditChange `json:"partitions"`
+	// ReadBack is what the group's offsets read back as when the outcome
+	// is not "committed" (after -1: no committed offset).
+	ReadBack []AuditChange `json:"read_back,omitempty"`
 }
 
 // AuditChange is one partition's before and after.
@@ -336,29 +339,57 @@ func (r *Resetter) Execute(ctx context.Context, p Plan, o ExecOptions) (Result, 
 		offs = append(offs, backends.Committed{Topic: row.Topic, Partition: row.Partition, Offset: row.Target, LeaderEpoch: -1})
 	}
 	commitErr := r.Backend.CommitOffsets(ctx, p.Group, offs)
-	if commitErr == nil {
-		res.Executed = true
-		res.Verified, err = r.verify(ctx, p)
-		if err != nil {
-			res.Warning = "could not read the offsets back to verify: " + err.Error()
-		} else if !res.Verified {
-			res.Warning = "the committed offsets read back differ from the plan (a consumer committed since?)"
+
+	// Read the offsets back, even when the commit reported an error or the
+	// caller's context is done: a request cancelled in flight may still
+	// have been applied, and the audit entry must say what really happened.
+	bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer bcancel()
+	readBack, rerr := r.readBack(bctx, p)
+	switch {
+	case rerr != nil:
+		details.Status = "unknown"
+		res.Warning = "could not read the offsets back to verify: " + rerr.Error()
+		if commitErr == nil {
+			details.Status, res.Executed = "committed", true
 		}
+	case matches(readBack, p, func(r Row) (int64, bool) { return r.Target, true }):
+		details.Status, res.Executed, res.Verified = "committed", true, true
+		if commitErr != nil {
+			res.Warning = "the commit reported an error (" + commitErr.Error() + ") but the offsets read back match the plan"
+			commitErr = nil
+		}
+	case commitErr == nil:
+		details.Status, res.Executed = "committed", true
+		res.Warning = "the committed offsets read back differ from the plan (a consumer committed since?)"
+	case matches(readBack, p, func(r Row) (int64, bool) {
+		if r.Current == nil {
+			return 0, false
+		}
+		return *r.Current, true
+	}):
+		details.Status = "failed"
+	default:
+		details.Status = "unknown"
+	}
+	details.Verified = res.Verified
+	if commitErr != nil {
+		details.Error = commitErr.Error()
+	}
+	if details.Status != "committed" {
+		details.ReadBack = readBackList(p, readBack)
 	}
 
 	// The outcome is recorded even when the caller's context is done (an
 	// interrupted reset must still leave a trace).
-	details.Status, details.Verified = "committed", res.Verified
-	if commitErr != nil {
-		details.Status, details.Error = "failed", commitErr.Error()
-	}
 	entry.Action, entry.Details = ActionReset, details
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	stored, aerr := r.Audit.Append(actx, entry)
+	stored, aerr := r.Audit.Append(bctx, entry)
 	res.AuditSeq = stored.Seq
 	if commitErr != nil {
-		return res, fmt.Errorf("commit refused by the cluster, nothing changed: %w", commitErr)
+		if details.Status == "failed" {
+			return res, fmt.Errorf("commit failed, nothing changed: %w", commitErr)
+		}
+		return res, fmt.Errorf("commit failed and the group's offsets now match neither the plan nor its start (see audit entry %d): %w", stored.Seq, commitErr)
 	}
 	if aerr != nil {
 		if isSinkErr(aerr) {
@@ -368,6 +399,31 @@ func (r *Resetter) Execute(ctx context.Context, p Plan, o ExecOptions) (Result, 
 		}
 	}
 	return res, nil
+}
+
+// matches reports whether every row's partition reads back as want(row)
+// (a row for which want reports false must have no committed offset).
+func matches(got map[TP]int64, p Plan, want func(Row) (int64, bool)) bool {
+	for _, row := range p.Partitions {
+		w, ok := want(row)
+		g, has := got[row.TP()]
+		if ok != has || (ok && g != w) {
+			return false
+		}
+	}
+	return true
+}
+
+func readBackList(p Plan, got map[TP]int64) []AuditChange {
+	out := []AuditChange{}
+	for _, row := range p.Partitions {
+		c := AuditChange{Topic: row.Topic, Partition: row.Partition, Before: row.Current, After: -1}
+		if o, ok := got[row.TP()]; ok {
+			c.After = o
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 func joinWarn(a, b string) string {
@@ -448,20 +504,14 @@ func (r *Resetter) recheck(ctx context.Context, p Plan) error {
 	return nil
 }
 
-// verify reads the committed offsets back and compares them with the plan
-// (a reset tool that silently commits something else is worse than none).
-func (r *Resetter) verify(ctx context.Context, p Plan) (bool, error) {
+// readBack reads the group's committed offsets (after a commit, to verify
+// it: a reset tool that silently commits something else is worse than none).
+func (r *Resetter) readBack(ctx context.Context, p Plan) (map[TP]int64, error) {
 	commits, err := r.Backend.CommittedOffsets(ctx, p.Group)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	now := toMap(commits[p.Group])
-	for _, row := range p.Partitions {
-		if c, ok := now[row.TP()]; !ok || c != row.Target {
-			return false, nil
-		}
-	}
-	return true, nil
+	return toMap(commits[p.Group]), nil
 }
 
 func toMap(cs []backends.Committed) map[TP]int64 {

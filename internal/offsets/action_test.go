@@ -461,3 +461,61 @@ func TestBrokerRefusesNonMemberCommitToActiveGroup(t *testing.T) {
 		t.Fatalf("non-member commit to an active group: %v", err)
 	}
 }
+
+// lossyCommit commits through the real backend and then reports an error,
+// as a request cancelled after the broker applied it would; with apply
+// false it fails without committing.
+type lossyCommit struct {
+	offsets.Backend
+	apply bool
+}
+
+func (l lossyCommit) CommitOffsets(ctx context.Context, group string, offs []backends.Committed) error {
+	if l.apply {
+		if err := l.Backend.CommitOffsets(ctx, group, offs); err != nil {
+			return err
+		}
+	}
+	return context.Canceled
+}
+
+func TestOutcomeIsReadBackWhenTheCommitReportsAnError(t *testing.T) {
+	e := setup(t)
+	real := e.r.Backend
+	plan := func() offsets.Plan {
+		p, err := e.r.Plan(ctxT(t), offsets.Request{Group: "g", Spec: offsets.Spec{Mode: offsets.ToOffset, Offset: 2}, Scope: all()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	// Not applied: failed, nothing changed, and the audit says so.
+	e.r.Backend = lossyCommit{Backend: real}
+	res, err := e.r.Execute(ctxT(t), plan(), offsets.ExecOptions{})
+	if err == nil || !strings.Contains(err.Error(), "nothing changed") || res.Executed {
+		t.Fatalf("unapplied commit: %+v %v", res, err)
+	}
+	entries, _ := e.log.List()
+	var d offsets.AuditDetails
+	entries[len(entries)-1].Decode(&d)
+	if d.Status != "failed" || d.Error == "" || len(d.ReadBack) != 2 || d.ReadBack[0].After != 5 {
+		t.Fatalf("audit of an unapplied commit: %+v", d)
+	}
+
+	// Applied despite the error: recorded as committed and verified.
+	e.r.Backend = lossyCommit{Backend: real, apply: true}
+	res, err = e.r.Execute(ctxT(t), plan(), offsets.ExecOptions{})
+	if err != nil || !res.Executed || !res.Verified || !strings.Contains(res.Warning, "read back match the plan") {
+		t.Fatalf("applied commit with an error: %+v %v", res, err)
+	}
+	entries, _ = e.log.List()
+	d = offsets.AuditDetails{}
+	entries[len(entries)-1].Decode(&d)
+	if d.Status != "committed" || !d.Verified {
+		t.Fatalf("audit of an applied commit: %+v", d)
+	}
+	if c := e.committed(t, "g"); c[0] != 2 || c[1] != 2 {
+		t.Fatalf("committed %v", c)
+	}
+}
