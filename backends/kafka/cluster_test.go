@@ -3,8 +3,10 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -374,5 +376,63 @@ func TestCallsHonourTheContextDeadline(t *testing.T) {
 	}
 	if !errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "deadline") {
 		t.Fatalf("want a deadline error, got %v", err)
+	}
+}
+
+// Requests are batched: reading many partitions costs a few requests per
+// broker, never one per partition.
+func TestTopicsBatchRequests(t *testing.T) {
+	kc := kafkatest.Start(t, 3)
+	for _, name := range []string{"a", "b", "c", "d"} {
+		kc.CreateTopic(t, name, 50, 3, nil)
+	}
+	cl := dialCluster(t, kc)
+	var mu sync.Mutex
+	counts := map[int16]int{}
+	kc.Control(func(r kmsg.Request) (kmsg.Response, error, bool) {
+		kc.KeepControl()
+		mu.Lock()
+		counts[r.Key()]++
+		mu.Unlock()
+		return nil, nil, false
+	})
+	topics, err := cl.Topics(tctx(t))
+	if err != nil || len(topics) != 4 {
+		t.Fatalf("%v %d", err, len(topics))
+	}
+	mu.Lock()
+	// 200 partitions led by 3 brokers: one ListOffsets per broker for each
+	// of log start, end and last stable offsets.
+	if n := counts[int16(kmsg.ListOffsets)]; n == 0 || n > 9 {
+		t.Errorf("%d ListOffsets requests for 200 partitions, want at most 9", n)
+	}
+	if n := counts[int16(kmsg.DescribeConfigs)]; n == 0 || n > 3 {
+		t.Errorf("%d DescribeConfigs requests for 4 topics, want 1-3", n)
+	}
+	if n := counts[int16(kmsg.Metadata)]; n > 5 {
+		t.Errorf("%d Metadata requests, want a handful", n)
+	}
+	mu.Unlock()
+	commits := map[string][]string{}
+	for i := 0; i < 20; i++ {
+		g := fmt.Sprintf("g%d", i)
+		kc.Commit(t, g, map[string]map[int32]int64{"a": {0: 1}})
+		commits[g] = nil
+	}
+	mu.Lock()
+	counts = map[int16]int{}
+	mu.Unlock()
+	var groups []string
+	for g := range commits {
+		groups = append(groups, g)
+	}
+	if _, err := cl.CommittedOffsets(tctx(t), groups...); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// 20 groups spread over 3 coordinators: at most one OffsetFetch each.
+	if n := counts[int16(kmsg.OffsetFetch)]; n == 0 || n > 3 {
+		t.Errorf("%d OffsetFetch requests for 20 groups, want 1-3", n)
 	}
 }
