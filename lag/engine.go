@@ -147,6 +147,11 @@ func Evaluate(in PartitionInput, now time.Time, cfg Config) PartitionLag {
 	if in.SLO > 0 && r.AgeKnown && r.Age > in.SLO {
 		r.Breach = true
 	}
+	for _, smp := range win {
+		if smp.Committed != in.Committed {
+			r.CommitMoved = true
+		}
+	}
 	r.Status = status(in, r, win, expired, cfg)
 	return r
 }
@@ -264,7 +269,8 @@ func IdleMembers(members []backends.Member) []string {
 // an average), sum of lag, age skew (max / median, the median floored at one
 // second so a single stuck partition among caught-up ones reads as its age in
 // seconds) and SLO breach. rows are sorted by topic and partition in place.
-func RollUp(info GroupInfo, rows []PartitionLag) GroupLag {
+func RollUp(info GroupInfo, rows []PartitionLag, cfg Config) GroupLag {
+	cfg = cfg.WithDefaults()
 	sort.Slice(rows, func(i, j int) bool {
 		if rows[i].Topic != rows[j].Topic {
 			return rows[i].Topic < rows[j].Topic
@@ -279,6 +285,7 @@ func RollUp(info GroupInfo, rows []PartitionLag) GroupLag {
 		SLO:         info.SLO,
 		Partitions:  rows,
 	}
+	refineStalled(rows, cfg)
 	ages := make([]time.Duration, 0, len(rows))
 	first := true
 	for i := range rows {
@@ -313,6 +320,56 @@ func RollUp(info GroupInfo, rows []PartitionLag) GroupLag {
 	}
 	g.Breach = info.SLO > 0 && g.MaxAgeKnown && g.MaxAge > info.SLO
 	return g
+}
+
+// refineStalled tells stuck from busy. A partition whose commit did not move
+// stays STALLED only when its owner is stuck too (no other partition of its
+// moved) or idle elsewhere (no other partition of its is behind); when the
+// owner commits on other partitions that are themselves behind, it is working
+// through backlog in some order and this partition is waiting its turn:
+// LAGGING. A consumer that processes partitions one after another would
+// otherwise read as STALLED on every partition it has not reached yet.
+func refineStalled(rows []PartitionLag, cfg Config) {
+	type ownerState struct{ moved, behind int }
+	owners := map[string]*ownerState{}
+	for i := range rows {
+		r := &rows[i]
+		if r.Owner == "" {
+			continue
+		}
+		o := owners[r.Owner]
+		if o == nil {
+			o = &ownerState{}
+			owners[r.Owner] = o
+		}
+		if r.CommitMoved {
+			o.moved++
+		}
+		if behind(r, cfg) {
+			o.behind++
+		}
+	}
+	for i := range rows {
+		r := &rows[i]
+		if r.Status != STALLED || r.Owner == "" {
+			continue
+		}
+		o := owners[r.Owner]
+		moved, others := o.moved, o.behind
+		if r.CommitMoved {
+			moved--
+		}
+		if behind(r, cfg) {
+			others--
+		}
+		if moved > 0 && others > 0 {
+			r.Status = LAGGING
+		}
+	}
+}
+
+func behind(r *PartitionLag, cfg Config) bool {
+	return r.Lag > 0 && (!r.AgeKnown || r.Age > cfg.SteadyAge)
 }
 
 func median(d []time.Duration) time.Duration {

@@ -166,7 +166,7 @@ func TestRollUpUsesMaxAgeAndSumLag(t *testing.T) {
 		{Topic: "a", Partition: 2, Lag: 7, Status: LAGGING},
 	}
 	members := []backends.Member{{ID: "m1", Assigned: []backends.TopicPartition{{Topic: "a", Partition: 0}}}, {ID: "m2"}}
-	g := RollUp(GroupInfo{Name: "g", State: "Stable", Members: members, SLO: 5 * time.Minute}, rows)
+	g := RollUp(GroupInfo{Name: "g", State: "Stable", Members: members, SLO: 5 * time.Minute}, rows, Config{})
 	if g.Status != STALLED || g.TotalLag != 22 || g.MaxAge != 600*time.Second || g.MaxAgeTopic != "a" || g.MaxAgePartition != 1 {
 		t.Fatalf("roll-up %+v", g)
 	}
@@ -275,5 +275,37 @@ func TestStatusText(t *testing.T) {
 	}
 	if err := new(Status).UnmarshalText([]byte("FINE")); err == nil {
 		t.Fatal("unknown status accepted")
+	}
+}
+
+// One member stuck on one partition while its others are caught up: that
+// partition is STALLED. One member working through backlog partition by
+// partition: the partitions it has not reached are LAGGING, not STALLED. A
+// member that moves nothing: all its lagging partitions are STALLED.
+func TestStuckVersusBusy(t *testing.T) {
+	row := func(p int32, owner string, lag int64, age time.Duration, moved bool, st Status) PartitionLag {
+		return PartitionLag{Topic: "orders", Partition: p, Owner: owner, Lag: lag, Age: age, AgeKnown: true, CommitMoved: moved, Status: st}
+	}
+	stuck := []PartitionLag{
+		row(0, "m1", 2, time.Second, true, OK),
+		row(1, "m1", 300, 4*time.Minute, false, STALLED),
+		row(2, "m1", 0, 0, true, OK),
+	}
+	if g := RollUp(GroupInfo{Name: "fraud"}, stuck, Config{}); g.Status != STALLED || g.Counts[STALLED] != 1 {
+		t.Fatalf("stuck partition: %s %v", g.Status, g.Counts)
+	}
+	busy := []PartitionLag{
+		row(0, "m1", 900, 2*time.Minute, true, LAGGING),
+		row(1, "m1", 800, 3*time.Minute, false, STALLED),
+		row(2, "m1", 700, 90*time.Second, false, STALLED),
+		row(3, "m2", 500, 3*time.Minute, false, STALLED), // m2 moves nothing
+		row(4, "m2", 400, 2*time.Minute, false, STALLED),
+	}
+	g := RollUp(GroupInfo{Name: "sales"}, busy, Config{})
+	if g.Partitions[1].Status != LAGGING || g.Partitions[2].Status != LAGGING {
+		t.Fatalf("busy member's waiting partitions: %v %v", g.Partitions[1].Status, g.Partitions[2].Status)
+	}
+	if g.Partitions[3].Status != STALLED || g.Partitions[4].Status != STALLED || g.Status != STALLED {
+		t.Fatalf("member moving nothing: %v %v group %v", g.Partitions[3].Status, g.Partitions[4].Status, g.Status)
 	}
 }

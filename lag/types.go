@@ -44,8 +44,11 @@ const (
 	// REWIND: the committed offset went backwards in the window and has not
 	// yet returned to where it was (an offset reset or a replay).
 	REWIND
-	// STALLED: a member owns the partition, lag > 0, and the committed offset
-	// did not move over the window (a stuck or poisoned consumer).
+	// STALLED: a member owns the partition, lag > 0, the committed offset
+	// did not move over the window, and its owner is not simply busy: the
+	// owner moves nothing at all, or its other partitions are caught up (a
+	// stuck or poisoned partition). A partition left waiting while its owner
+	// works through backlog elsewhere is LAGGING (slow, not stuck).
 	STALLED
 	// STOPPED: lag > 0, commits not moving, and no member owns the partition
 	// (the group is empty or the partition is unassigned).
@@ -144,6 +147,8 @@ type PartitionLag struct {
 	// Compacted marks a compacted topic: offset lag is an upper bound
 	// (compaction leaves gaps), the age is still exact.
 	Compacted bool
+	// CommitMoved is set when the committed offset changed within the window.
+	CommitMoved bool
 }
 
 // GroupLag is a consumer group's roll-up: maximum age (never an average),

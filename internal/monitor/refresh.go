@@ -324,7 +324,7 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 			}
 			rows = append(rows, lag.Evaluate(in, now, lcfg))
 		}
-		gl := lag.RollUp(lag.GroupInfo{Name: w.g.Name, State: w.g.State, Members: w.g.Members, SLO: slo}, rows)
+		gl := lag.RollUp(lag.GroupInfo{Name: w.g.Name, State: w.g.State, Members: w.g.Members, SLO: slo}, rows, lcfg)
 		w.gs.history = appendHistory(w.gs.history, Point{At: now, MaxAge: gl.MaxAge, MaxAgeKnown: gl.MaxAgeKnown, TotalLag: gl.TotalLag, Status: gl.Status}, m.cfg.History)
 		snapGroups = append(snapGroups, Group{
 			GroupLag: gl, Protocol: w.g.Protocol, Members: w.g.Members,
