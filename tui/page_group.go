@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -159,25 +160,32 @@ func (p *groupPage) partitionRows(s *Snapshot) []table.Row {
 		}
 		clients[m.ID] = c
 	}
-	rows := make([]table.Row, 0, len(g.Partitions))
-	for _, pl := range g.Partitions {
-		rows = append(rows, partitionLagRow(pl, clients))
+	// One backing array for all cells and sort keys: 10,000 rows are built
+	// per refresh, and per-row slices were most of the garbage.
+	n := len(g.Partitions)
+	cells := make([]string, n*numPCols)
+	nums := make([]float64, n*numPCols)
+	owners := map[string]string{}
+	rows := make([]table.Row, 0, n)
+	for i, pl := range g.Partitions {
+		c, k := cells[i*numPCols:(i+1)*numPCols:(i+1)*numPCols], nums[i*numPCols:(i+1)*numPCols:(i+1)*numPCols]
+		rows = append(rows, partitionLagRow(pl, clients, owners, c, k))
 	}
 	return rows
 }
 
 // partitionLagRow renders one partition of a group.
-func partitionLagRow(pl lag.PartitionLag, clients map[string]string) table.Row {
-	cells := make([]string, numPCols)
-	nums := make([]float64, numPCols)
+// cells and nums are the row's storage (numPCols each); owners caches the
+// sanitised member text per member id.
+func partitionLagRow(pl lag.PartitionLag, clients, owners map[string]string, cells []string, nums []float64) table.Row {
 	cells[colPTopic] = sanitize.Text(pl.Topic)
-	cells[colPPart] = fmt.Sprint(pl.Partition)
+	cells[colPPart] = strconv.Itoa(int(pl.Partition))
 	nums[colPPart] = num(pl.Partition)
 	cells[colPCommitted] = fmtOffset(pl.Committed)
 	nums[colPCommitted] = num(pl.Committed)
-	cells[colPEnd] = fmt.Sprint(pl.End)
+	cells[colPEnd] = strconv.FormatInt(pl.End, 10)
 	nums[colPEnd] = num(pl.End)
-	cells[colPLag] = fmt.Sprint(pl.Lag)
+	cells[colPLag] = strconv.FormatInt(pl.Lag, 10)
 	nums[colPLag] = num(pl.Lag)
 	ageKnown := pl.AgeKnown || pl.Lag == 0
 	cells[colPAge] = fmtAge(pl.Age, ageKnown)
@@ -218,12 +226,18 @@ func partitionLagRow(pl lag.PartitionLag, clients map[string]string) table.Row {
 	} else {
 		cells[colPLoss], nums[colPLoss] = "-", unknown
 	}
-	if pl.Owner == "" {
+	switch o, ok := owners[pl.Owner]; {
+	case ok:
+		cells[colPMember] = o
+	case pl.Owner == "":
 		cells[colPMember] = "(unassigned)"
-	} else if c, ok := clients[pl.Owner]; ok {
+	default:
+		c, ok := clients[pl.Owner]
+		if !ok {
+			c = pl.Owner
+		}
 		cells[colPMember] = sanitize.Text(c)
-	} else {
-		cells[colPMember] = sanitize.Text(pl.Owner)
+		owners[pl.Owner] = cells[colPMember]
 	}
 	lv := statusLevel(pl.Status)
 	if pl.Breach && lv < styles.Bad {
@@ -238,7 +252,7 @@ func partitionLagRow(pl lag.PartitionLag, clients map[string]string) table.Row {
 		cellLv[colPLoss] = styles.Bad
 	}
 	return table.Row{
-		ID:         fmt.Sprintf("%s\x00%d", pl.Topic, pl.Partition),
+		ID:         pl.Topic + "\x00" + cells[colPPart],
 		Cells:      cells,
 		Nums:       nums,
 		Level:      lv,

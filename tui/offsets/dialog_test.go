@@ -2,6 +2,7 @@ package offsets
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/teatest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/berth-dev/berth/internal/audit"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/kafkatest"
+	"github.com/berth-dev/berth/internal/monitor"
 	reset "github.com/berth-dev/berth/internal/offsets"
 	"github.com/berth-dev/berth/tui"
 )
@@ -408,5 +411,54 @@ func TestDialogArrowsChangeModeFromAnyField(t *testing.T) {
 	}
 	if d.focus != fieldScope {
 		t.Fatalf("focus stayed on a value field the mode does not have: %d", d.focus)
+	}
+}
+
+// consoleSource attaches the real console to the test cluster, as
+// cmd/berth does: the monitor refreshes snapshots, Cluster serves actions.
+type consoleSource struct {
+	cluster *kafka.Cluster
+	mon     *monitor.Monitor
+}
+
+func (s *consoleSource) Refresh(ctx context.Context) (*tui.Snapshot, error) {
+	snap, err := s.mon.Refresh(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &snap, nil
+}
+func (s *consoleSource) Cluster() backends.Cluster { return s.cluster }
+func (s *consoleSource) Close()                    {}
+
+// TestFlowRFromGroupPageResetsOffsets drives the whole console (the real
+// bubbletea program): open the group page, press R, dry run, type the
+// group's name, execute.
+func TestFlowRFromGroupPageResetsOffsets(t *testing.T) {
+	f := newFixture(t, 2)
+	src := &consoleSource{cluster: f.cluster, mon: monitor.New(f.cluster, kafka.NewTimestampReader(f.cluster.Client()), monitor.Config{})}
+	m := tui.New(tui.Options{Config: f.env.Config, Context: "test", Source: src, Refresh: time.Hour, Timeout: 10 * time.Second,
+		Dial: func(context.Context, string) (tui.Source, error) { return nil, errors.New("no other contexts") }})
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 30))
+	wait := func(s string) {
+		t.Helper()
+		teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return strings.Contains(string(b), s) },
+			teatest.WithDuration(15*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+	}
+	tm.Type(":group g")
+	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
+	wait("R reset offsets")
+	tm.Type("R")
+	wait("Reset offsets of group g")
+	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
+	wait("enter: execute")
+	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
+	tm.Type("g")
+	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
+	wait("Executed: offsets committed")
+	tm.Send(tea.KeyMsg{Type: tea.KeyCtrlC})
+	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
+	if c := f.committed(t, "g"); c[0] != 0 || c[1] != 0 {
+		t.Fatalf("console reset committed %v, want 0 and 0", c)
 	}
 }

@@ -1,0 +1,703 @@
+// Package dlq is the console's dead-letter pages: the DLQ list (":dlq"),
+// a DLQ's failure classes, its records, one record's headers and payload,
+// and redrive plans (":plans" and the plan made from a selection). Records
+// are selected into a plan here; the checks run through the Service off the
+// UI goroutine (env.Do) and the plan page shows each record's verdict with
+// counts by verdict and class.
+//
+// The pages talk to a Service (plain redrive types, no client-library
+// types); cmd/berth sets Open to build one on the attached Kafka cluster.
+package dlq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/berth-dev/berth/backends"
+	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/sanitize"
+	"github.com/berth-dev/berth/redrive"
+	"github.com/berth-dev/berth/redrive/planner"
+	"github.com/berth-dev/berth/tui"
+	"github.com/berth-dev/berth/tui/components/table"
+	"github.com/berth-dev/berth/tui/styles"
+)
+
+// Service is what the pages need from the attached cluster.
+type Service interface {
+	List(ctx context.Context) ([]redrive.DLQ, error)
+	Load(ctx context.Context, dlq string) (planner.Loaded, error)
+	// Plan makes a checked plan (not stored).
+	Plan(ctx context.Context, req planner.Request) (redrive.File, error)
+	// Store puts a plan in the cluster's shared plan store.
+	Store(ctx context.Context, f redrive.File) error
+	Plans(ctx context.Context) ([]redrive.File, error)
+}
+
+// Open builds a Service on the attached cluster; cmd/berth sets it. It
+// returns an error when the cluster cannot hold DLQs (not Kafka).
+var Open func(c backends.Cluster, cfg *config.Config) (Service, error)
+
+var errNoService = errors.New("dead-letter queues need a Kafka context")
+
+func init() {
+	tui.RegisterPageSpec(tui.PageSpec{Name: "dlq", Aliases: []string{"dlqs", "deadletters"}, Help: "dead-letter queues: depth, classes, records; select records into a redrive plan", Factory: NewListPage})
+	tui.RegisterPageSpec(tui.PageSpec{Name: "plans", Aliases: []string{"redrive"}, Help: "redrive plans in the cluster's plan store", Factory: NewPlansPage})
+}
+
+// do runs fn with a Service off the UI goroutine.
+func do(env tui.PageEnv, fn func(ctx context.Context, s Service) tea.Msg) tea.Cmd {
+	if env.Do == nil {
+		return nil
+	}
+	return env.Do(func(ctx context.Context, c backends.Cluster) tea.Msg {
+		if Open == nil {
+			return errMsg{errNoService}
+		}
+		s, err := Open(c, env.Config)
+		if err != nil {
+			return errMsg{err}
+		}
+		return fn(ctx, s)
+	})
+}
+
+type errMsg struct{ err error }
+
+func binding(keys, help string, ks ...string) key.Binding {
+	return key.NewBinding(key.WithKeys(append([]string{keys}, ks...)...), key.WithHelp(keys, help))
+}
+
+var (
+	keyOpen   = binding("enter", "open")
+	keyReload = binding("u", "reload")
+	keySelect = binding("x", "select/unselect", " ")
+	keyAll    = binding("a", "all records")
+	keyPlan   = binding("p", "plan the selection")
+	keyHazard = binding("H", "plan: allow ordering hazards")
+)
+
+// body pads or cuts lines to exactly h lines.
+func body(lines []string, h int) string {
+	if h < 0 {
+		h = 0
+	}
+	if len(lines) > h {
+		lines = lines[:h]
+	}
+	for len(lines) < h {
+		lines = append(lines, "")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func ageText(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "-"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+func javaSimpleName(s string) string {
+	if i := strings.LastIndexByte(s, '.'); i >= 0 && i < len(s)-1 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// ---------------------------------------------------------------- list
+
+// ListPage lists the DLQs.
+type ListPage struct {
+	env     tui.PageEnv
+	tbl     table.Model
+	dlqs    []redrive.DLQ
+	loading bool
+	err     string
+	w, h    int
+}
+
+type listMsg struct{ dlqs []redrive.DLQ }
+
+// NewListPage builds the ":dlq" page.
+func NewListPage(env tui.PageEnv) tui.Page {
+	p := &ListPage{env: env, loading: true}
+	p.tbl = table.New([]table.Column{
+		{Title: "DLQ", Width: 20, Flex: 2},
+		{Title: "DEPTH", Width: 6, Right: true, Numeric: true},
+		{Title: "RECORDS", Width: 7, Right: true, Numeric: true, Drop: 2},
+		{Title: "OLDEST", Width: 7, Right: true, Numeric: true},
+		{Title: "CLASSES", Width: 7, Right: true, Numeric: true},
+		{Title: "ORIGINAL TOPICS", Width: 16, Flex: 1, Drop: 1},
+	}, env.Styles)
+	p.tbl.SetEmpty("no dead-letter topics (*.DLT, *-dlt, *.dlq, *-dlq, *.DLQ, or redrive.dlqs)")
+	if env.Size != nil {
+		p.setSize(env.Size())
+	}
+	return p
+}
+
+func (p *ListPage) setSize(w, h int) { p.w, p.h = w, h; p.tbl.SetSize(w, max(h-1, 3)) }
+
+func (p *ListPage) load() tea.Cmd {
+	p.loading = true
+	return do(p.env, func(ctx context.Context, s Service) tea.Msg {
+		ds, err := s.List(ctx)
+		if err != nil {
+			return errMsg{err}
+		}
+		return listMsg{ds}
+	})
+}
+
+func (p *ListPage) Init() tea.Cmd { return p.load() }
+func (p *ListPage) Title() string { return "dead-letter queues" }
+func (p *ListPage) KeyBindings() []key.Binding {
+	return append([]key.Binding{keyOpen, keyReload}, p.tbl.KeyBindings()...)
+}
+func (p *ListPage) CapturesKey(msg tea.KeyMsg) bool { return p.tbl.CapturesKey(msg) }
+
+func (p *ListPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		p.setSize(msg.Width, msg.Height)
+	case listMsg:
+		p.loading, p.err, p.dlqs = false, "", msg.dlqs
+		rows := make([]table.Row, len(msg.dlqs))
+		for i, d := range msg.dlqs {
+			classes := fmt.Sprint(d.Classes)
+			if d.Sampled {
+				classes += "+"
+			}
+			r := table.Row{ID: d.Name, Cells: []string{sanitize.Text(d.Name), fmt.Sprint(d.Depth), fmt.Sprint(d.Records), ageText(d.OldestAge), classes, sanitize.Text(strings.Join(d.Originals, ","))},
+				Nums: []float64{0, float64(d.Depth), float64(d.Records), d.OldestAge.Seconds(), float64(d.Classes)}}
+			if d.Depth > 0 {
+				r.Level = styles.Warn // someone owns a non-empty DLQ
+			}
+			rows[i] = r
+		}
+		p.tbl.SetRows(rows)
+	case errMsg:
+		p.loading, p.err = false, msg.err.Error()
+	case tea.KeyMsg:
+		if p.tbl.Filtering() {
+			break
+		}
+		switch {
+		case key.Matches(msg, keyOpen):
+			if r, ok := p.tbl.Selected(); ok {
+				name := r.ID
+				return p, tui.Push(func(env tui.PageEnv) tui.Page { return NewClassesPage(env, name) })
+			}
+			return p, nil
+		case key.Matches(msg, keyReload):
+			return p, p.load()
+		}
+	}
+	var cmd tea.Cmd
+	p.tbl, cmd = p.tbl.Update(msg)
+	return p, cmd
+}
+
+func (p *ListPage) View() string {
+	status := fmt.Sprintf("%d dead-letter queue(s) · enter: classes · u: reload", len(p.dlqs))
+	switch {
+	case p.loading:
+		status = "reading dead-letter queues…"
+	case p.err != "":
+		status = "error: " + sanitize.Text(p.err)
+	}
+	return body(append([]string{status}, strings.Split(p.tbl.View(), "\n")...), p.h)
+}
+
+// ---------------------------------------------------------------- session
+
+// session is one DLQ's loaded records and the selection being built, shared
+// by the classes, records and record pages opened from it.
+type session struct {
+	dlq     string
+	loaded  planner.Loaded
+	classes map[string]bool
+	offsets map[redrive.Coord]bool
+	hazards bool
+}
+
+func (s *session) selected() int {
+	n := 0
+	for _, r := range s.loaded.Records {
+		if s.classes[r.Class] || s.offsets[r.Coord()] {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *session) request() planner.Request {
+	req := planner.Request{DLQ: s.dlq, AllowHazards: s.hazards}
+	for c := range s.classes {
+		req.Classes = append(req.Classes, c)
+	}
+	sort.Strings(req.Classes)
+	for c := range s.offsets {
+		if !s.classes[s.classOf(c)] {
+			req.Offsets = append(req.Offsets, c)
+		}
+	}
+	sort.Slice(req.Offsets, func(i, j int) bool {
+		a, b := req.Offsets[i], req.Offsets[j]
+		return a.Partition < b.Partition || a.Partition == b.Partition && a.Offset < b.Offset
+	})
+	return req
+}
+
+func (s *session) classOf(c redrive.Coord) string {
+	for _, r := range s.loaded.Records {
+		if r.Coord() == c {
+			return r.Class
+		}
+	}
+	return ""
+}
+
+// planCmd pushes the plan page for the selection.
+func planCmd(s *session) tea.Cmd {
+	req := s.request()
+	if len(req.Classes) == 0 && len(req.Offsets) == 0 {
+		return tui.Flash(tui.Error, "select records first (x on a class or a record): a plan never takes everything implicitly")
+	}
+	return tui.Push(func(env tui.PageEnv) tui.Page { return NewPlanPage(env, req) })
+}
+
+// ---------------------------------------------------------------- classes
+
+// ClassesPage shows one DLQ's failure classes.
+type ClassesPage struct {
+	env     tui.PageEnv
+	s       *session
+	tbl     table.Model
+	loading bool
+	err     string
+	w, h    int
+}
+
+type loadedMsg struct{ l planner.Loaded }
+
+// NewClassesPage builds the classes page for a DLQ.
+func NewClassesPage(env tui.PageEnv, dlq string) *ClassesPage {
+	p := &ClassesPage{env: env, loading: true, s: &session{dlq: dlq, classes: map[string]bool{}, offsets: map[redrive.Coord]bool{}}}
+	p.tbl = table.New([]table.Column{
+		{Title: "SEL", Width: 3},
+		{Title: "CLASS", Width: 12},
+		{Title: "COUNT", Width: 5, Right: true, Numeric: true},
+		{Title: "VERDICT", Width: 9},
+		{Title: "ORIGINAL", Width: 12, Flex: 1, Drop: 2},
+		{Title: "EXCEPTION", Width: 20, Flex: 1},
+		{Title: "LAST SEEN", Width: 8, Right: true, Numeric: true, Drop: 3},
+		{Title: "MESSAGE PATTERN", Width: 30, Flex: 3, Drop: 1},
+	}, env.Styles)
+	p.tbl.SetEmpty("no pending records")
+	if env.Size != nil {
+		p.setSize(env.Size())
+	}
+	return p
+}
+
+func (p *ClassesPage) setSize(w, h int) { p.w, p.h = w, h; p.tbl.SetSize(w, max(h-2, 3)) }
+
+func (p *ClassesPage) Init() tea.Cmd {
+	dlq := p.s.dlq
+	return do(p.env, func(ctx context.Context, s Service) tea.Msg {
+		l, err := s.Load(ctx, dlq)
+		if err != nil {
+			return errMsg{err}
+		}
+		return loadedMsg{l}
+	})
+}
+
+func (p *ClassesPage) Title() string { return sanitize.Text(p.s.dlq) + " · classes" }
+func (p *ClassesPage) KeyBindings() []key.Binding {
+	return append([]key.Binding{keyOpen, keyAll, keySelect, keyPlan, keyHazard}, p.tbl.KeyBindings()...)
+}
+func (p *ClassesPage) CapturesKey(msg tea.KeyMsg) bool { return p.tbl.CapturesKey(msg) }
+
+func (p *ClassesPage) rows() {
+	now := time.Now()
+	if p.env.Snapshot != nil {
+		if sn := p.env.Snapshot(); sn != nil && !sn.Observed.IsZero() {
+			now = sn.Observed
+		}
+	}
+	rows := make([]table.Row, len(p.s.loaded.Classes))
+	for i, c := range p.s.loaded.Classes {
+		sel := ""
+		if p.s.classes[c.ID] {
+			sel = "●"
+		}
+		age := now.Sub(c.LastSeen)
+		r := table.Row{ID: c.ID, Cells: []string{sel, c.ID, fmt.Sprint(c.Count), c.Verdict, sanitize.Text(c.OriginalTopic),
+			sanitize.Text(javaSimpleName(c.Exception)), ageText(age), sanitize.Text(c.Pattern)},
+			Nums: []float64{0, 0, float64(c.Count), 0, 0, 0, age.Seconds()}}
+		if c.Verdict == redrive.VerdictPermanent {
+			r.Level = styles.Warn
+		}
+		rows[i] = r
+	}
+	p.tbl.SetRows(rows)
+}
+
+func (p *ClassesPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		p.setSize(msg.Width, msg.Height)
+	case loadedMsg:
+		p.loading, p.err, p.s.loaded = false, "", msg.l
+		p.rows()
+	case errMsg:
+		p.loading, p.err = false, msg.err.Error()
+	case tea.KeyMsg:
+		if p.tbl.Filtering() {
+			break
+		}
+		row, ok := p.tbl.Selected()
+		switch {
+		case key.Matches(msg, keyOpen):
+			if ok {
+				class := row.ID
+				return p, tui.Push(func(env tui.PageEnv) tui.Page { return NewRecordsPage(env, p.s, class) })
+			}
+			return p, nil
+		case key.Matches(msg, keyAll):
+			return p, tui.Push(func(env tui.PageEnv) tui.Page { return NewRecordsPage(env, p.s, "") })
+		case key.Matches(msg, keySelect):
+			if ok {
+				p.s.classes[row.ID] = !p.s.classes[row.ID]
+				if !p.s.classes[row.ID] {
+					delete(p.s.classes, row.ID)
+				}
+				p.rows()
+			}
+			return p, nil
+		case key.Matches(msg, keyHazard):
+			p.s.hazards = !p.s.hazards
+			return p, nil
+		case key.Matches(msg, keyPlan):
+			return p, planCmd(p.s)
+		}
+	}
+	var cmd tea.Cmd
+	p.tbl, cmd = p.tbl.Update(msg)
+	return p, cmd
+}
+
+func (p *ClassesPage) View() string {
+	l := p.s.loaded
+	head := fmt.Sprintf("%s: %d records, %d pending, %d classes", sanitize.Text(p.s.dlq), l.Total, len(l.Pending), len(l.Classes))
+	if !l.Complete && !p.loading {
+		head += " (first records only)"
+	}
+	switch {
+	case p.loading:
+		head = "reading " + sanitize.Text(p.s.dlq) + "…"
+	case p.err != "":
+		head = "error: " + sanitize.Text(p.err)
+	}
+	return body(append([]string{head, selectionLine(p.s)}, strings.Split(p.tbl.View(), "\n")...), p.h)
+}
+
+func selectionLine(s *session) string {
+	hz := "ordering hazards excluded"
+	if s.hazards {
+		hz = "ordering hazards INCLUDED (H)"
+	}
+	return fmt.Sprintf("selected %d record(s) · %s · x select · p plan", s.selected(), hz)
+}
+
+// ---------------------------------------------------------------- records
+
+// RecordsPage lists a DLQ's records (one class, or all).
+type RecordsPage struct {
+	env   tui.PageEnv
+	s     *session
+	class string
+	tbl   table.Model
+	w, h  int
+}
+
+// NewRecordsPage lists the records of class ("" for all) in a session.
+func NewRecordsPage(env tui.PageEnv, s *session, class string) *RecordsPage {
+	p := &RecordsPage{env: env, s: s, class: class}
+	p.tbl = table.New([]table.Column{
+		{Title: "SEL", Width: 3},
+		{Title: "P:OFFSET", Width: 8},
+		{Title: "STATE", Width: 8},
+		{Title: "KEY", Width: 14, Flex: 1},
+		{Title: "EVENT", Width: 16, Flex: 1, Drop: 2},
+		{Title: "IDEMPOTENCY KEY", Width: 16, Flex: 1, Drop: 1},
+		{Title: "CLASS", Width: 12, Drop: 3},
+	}, env.Styles)
+	if env.Size != nil {
+		p.setSize(env.Size())
+	}
+	p.rows()
+	return p
+}
+
+func (p *RecordsPage) setSize(w, h int) { p.w, p.h = w, h; p.tbl.SetSize(w, max(h-2, 3)) }
+
+func coordID(c redrive.Coord) string { return fmt.Sprintf("%d:%d", c.Partition, c.Offset) }
+
+func keyText(r redrive.Parsed) string {
+	switch {
+	case r.KeyNull:
+		return "(null)"
+	case sanitize.IsBinary(r.Key):
+		return fmt.Sprintf("hex:%x", r.Key)
+	}
+	return sanitize.Bytes(r.Key)
+}
+
+func (p *RecordsPage) rows() {
+	var rows []table.Row
+	for _, r := range p.s.loaded.Records {
+		if p.class != "" && r.Class != p.class {
+			continue
+		}
+		sel := ""
+		if p.s.classes[r.Class] || p.s.offsets[r.Coord()] {
+			sel = "●"
+		}
+		state := "pending"
+		if p.s.loaded.Ledger.Done(r.Coord()) {
+			state = "redriven"
+		}
+		rows = append(rows, table.Row{ID: coordID(r.Coord()), Cells: []string{sel, coordID(r.Coord()), state, keyText(r),
+			sanitize.Text(r.EventID), sanitize.Text(r.IdempotencyKey), r.Class}})
+	}
+	p.tbl.SetRows(rows)
+}
+
+func (p *RecordsPage) record(id string) (redrive.Parsed, bool) {
+	for _, r := range p.s.loaded.Records {
+		if coordID(r.Coord()) == id {
+			return r, true
+		}
+	}
+	return redrive.Parsed{}, false
+}
+
+func (p *RecordsPage) Init() tea.Cmd { return nil }
+func (p *RecordsPage) Title() string {
+	if p.class == "" {
+		return sanitize.Text(p.s.dlq) + " · records"
+	}
+	return sanitize.Text(p.s.dlq) + " · " + p.class
+}
+func (p *RecordsPage) KeyBindings() []key.Binding {
+	return append([]key.Binding{keyOpen, keySelect, keyPlan, keyHazard}, p.tbl.KeyBindings()...)
+}
+func (p *RecordsPage) CapturesKey(msg tea.KeyMsg) bool { return p.tbl.CapturesKey(msg) }
+
+func (p *RecordsPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		p.setSize(msg.Width, msg.Height)
+	case tea.KeyMsg:
+		if p.tbl.Filtering() {
+			break
+		}
+		row, ok := p.tbl.Selected()
+		switch {
+		case key.Matches(msg, keyOpen):
+			if r, found := p.record(row.ID); ok && found {
+				done := p.s.loaded.Ledger.Done(r.Coord())
+				return p, tui.Push(func(env tui.PageEnv) tui.Page { return NewRecordPage(env, p.s.dlq, r, done) })
+			}
+			return p, nil
+		case key.Matches(msg, keySelect):
+			if r, found := p.record(row.ID); ok && found {
+				c := r.Coord()
+				switch {
+				case p.s.classes[r.Class]:
+					// Unselecting one record of a selected class: keep the
+					// rest of the class as individual records.
+					delete(p.s.classes, r.Class)
+					for _, o := range p.s.loaded.Records {
+						if o.Class == r.Class && o.Coord() != c {
+							p.s.offsets[o.Coord()] = true
+						}
+					}
+				case p.s.offsets[c]:
+					delete(p.s.offsets, c)
+				default:
+					p.s.offsets[c] = true
+				}
+				p.rows()
+				p.tbl.Select(row.ID)
+			}
+			return p, nil
+		case key.Matches(msg, keyHazard):
+			p.s.hazards = !p.s.hazards
+			return p, nil
+		case key.Matches(msg, keyPlan):
+			return p, planCmd(p.s)
+		}
+	}
+	var cmd tea.Cmd
+	p.tbl, cmd = p.tbl.Update(msg)
+	return p, cmd
+}
+
+func (p *RecordsPage) View() string {
+	return body(append([]string{fmt.Sprintf("%d record(s) · enter: headers and payload", p.tbl.Len()), selectionLine(p.s)}, strings.Split(p.tbl.View(), "\n")...), p.h)
+}
+
+// ---------------------------------------------------------------- record
+
+// RecordPage shows one record's diagnostics, headers and payload.
+type RecordPage struct {
+	dlq    string
+	rec    redrive.Parsed
+	lines  []string
+	scroll int
+	w, h   int
+}
+
+var (
+	keyUp   = binding("up", "scroll up", "k")
+	keyDown = binding("down", "scroll down", "j")
+	keyPgUp = binding("pgup", "page up")
+	keyPgDn = binding("pgdown", "page down")
+)
+
+// NewRecordPage renders a record.
+func NewRecordPage(env tui.PageEnv, dlq string, r redrive.Parsed, done bool) *RecordPage {
+	p := &RecordPage{dlq: dlq, rec: r, lines: recordLines(r, done)}
+	if env.Size != nil {
+		p.w, p.h = env.Size()
+	}
+	return p
+}
+
+func hop(o *redrive.Origin) string {
+	if o == nil {
+		return "-"
+	}
+	s := sanitize.Text(o.Topic)
+	if o.HasPartition {
+		s += fmt.Sprintf("[%d]", o.Partition)
+	}
+	if o.HasOffset {
+		s += fmt.Sprintf("@%d", o.Offset)
+	}
+	if !o.Timestamp.IsZero() {
+		s += " " + o.Timestamp.UTC().Format(time.RFC3339)
+	}
+	return s
+}
+
+func recordLines(r redrive.Parsed, done bool) []string {
+	state := "pending"
+	if done {
+		state = "redriven or settled (ledger)"
+	}
+	d := r.Diag
+	out := []string{fmt.Sprintf("partition %d offset %d  %s  %s", r.Partition, r.Offset, r.Timestamp.UTC().Format(time.RFC3339), state)}
+	out = append(out,
+		"key             "+keyText(r),
+		"event id        "+dash(sanitize.Text(r.EventID)),
+		"idempotency key "+dash(sanitize.Text(r.IdempotencyKey)),
+		"class           "+r.Class,
+		"conventions     "+dash(strings.Join(d.Conventions, ", ")),
+		"first origin    "+hop(d.FirstOrigin()),
+		"last hop        "+hop(d.LastHop())+fmt.Sprintf("  (%d hop(s))", len(d.Hops)),
+		"exception       "+dash(sanitize.Text(d.ExceptionName())),
+		"message         "+dash(sanitize.Text(d.Message)),
+		fmt.Sprintf("attempts        %d   prior redrives %d", d.Attempts, d.PriorRedrives()),
+	)
+	for _, pr := range d.Problems {
+		out = append(out, "problem         "+sanitize.Text(pr))
+	}
+	out = append(out, "", fmt.Sprintf("headers (%d)", len(r.Headers)))
+	for _, h := range r.Headers {
+		v := ""
+		if sanitize.IsBinary(h.Value) {
+			v = fmt.Sprintf("hex:%x", h.Value)
+		} else {
+			v = sanitize.Bytes(h.Value)
+		}
+		if len(v) > 300 {
+			v = v[:300] + "…"
+		}
+		out = append(out, "  "+sanitize.Text(h.Key)+" = "+v)
+	}
+	out = append(out, "", fmt.Sprintf("payload (%d bytes)", len(r.Value)))
+	for _, l := range strings.Split(strings.TrimRight(sanitize.Payload(r.Value), "\n"), "\n") {
+		out = append(out, "  "+l)
+	}
+	return out
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func (p *RecordPage) Init() tea.Cmd { return nil }
+func (p *RecordPage) Title() string {
+	return fmt.Sprintf("%s · %d:%d", sanitize.Text(p.dlq), p.rec.Partition, p.rec.Offset)
+}
+func (p *RecordPage) KeyBindings() []key.Binding {
+	return []key.Binding{keyUp, keyDown, keyPgUp, keyPgDn}
+}
+
+func (p *RecordPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		p.w, p.h = msg.Width, msg.Height
+	case tea.KeyMsg:
+		switch {
+		case key.Matches(msg, keyUp):
+			p.scroll--
+		case key.Matches(msg, keyDown):
+			p.scroll++
+		case key.Matches(msg, keyPgUp):
+			p.scroll -= max(p.h-1, 1)
+		case key.Matches(msg, keyPgDn):
+			p.scroll += max(p.h-1, 1)
+		}
+		p.scroll = max(0, min(p.scroll, len(p.lines)-p.h))
+	}
+	return p, nil
+}
+
+func (p *RecordPage) View() string {
+	lines := p.lines
+	if p.scroll < len(lines) {
+		lines = lines[p.scroll:]
+	}
+	out := make([]string, 0, p.h)
+	for _, l := range lines {
+		if r := []rune(l); p.w > 0 && len(r) > p.w {
+			l = string(r[:p.w])
+		}
+		out = append(out, l)
+	}
+	return body(out, p.h)
+}
