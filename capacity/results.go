@@ -133,11 +133,15 @@ func (m Measurement) Prefill(f *Form) []Field {
 }
 
 // Source describes where the measurement came from ("orders, measured
-// over 10s"), for marking prefilled fields.
+// over 10s"; without a rate window just "orders, measured"), for marking
+// prefilled fields.
 func (m Measurement) Source() string {
 	t := m.Topic
 	if t == "" {
 		t = "all topics"
+	}
+	if m.Window <= 0 {
+		return t + ", measured" // rate not sampled: a point-in-time reading
 	}
 	return t + ", measured over " + FormatDurationInput(m.Window.Round(time.Second))
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/berth-dev/berth/backends/kafka"
 	"github.com/berth-dev/berth/capacity"
 	"github.com/berth-dev/berth/internal/output"
+	"github.com/berth-dev/berth/internal/sanitize"
 	tuicapacity "github.com/berth-dev/berth/tui/capacity"
 )
 
@@ -230,7 +232,8 @@ func (a *app) measureCapacity(cmd *cobra.Command, f capacityFlags) (capacity.Mea
 	}
 	load, err := c.MeasureLoad(ctx, f.fromTopic, kafka.LoadOptions{Window: f.measure, SampleRecords: f.sample})
 	if err != nil {
-		return capacity.Measurement{}, kafka.TopicLoad{}, err
+		// Errors can quote names read from the cluster.
+		return capacity.Measurement{}, kafka.TopicLoad{}, errors.New(sanitize.Text(err.Error()))
 	}
 	m := measurementOf(f.fromTopic, load)
 	return m, load, nil
