@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,16 +13,29 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/backends/bundled"
 	"github.com/berth-dev/berth/backends/kafka"
+	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/demo"
 	"github.com/berth-dev/berth/internal/output"
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/planner"
+	tuidlq "github.com/berth-dev/berth/tui/dlq"
 )
 
-func init() { register(newDLQCmd) }
+func init() {
+	register(newDLQCmd)
+	// The console's DLQ and plan pages use the same planner as the CLI.
+	tuidlq.Open = func(c backends.Cluster, cfg *config.Config) (tuidlq.Service, error) {
+		k, ok := c.(*kafka.Cluster)
+		if !ok {
+			return nil, errors.New("dead-letter queues need a Kafka context")
+		}
+		return planner.Console{P: planner.New(k, cfg)}, nil
+	}
+}
 
 func newDLQCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{

@@ -385,3 +385,24 @@ func DefaultAuthor() string {
 	}
 	return name + "@" + host
 }
+
+// Console adapts a Planner to the console's DLQ pages (tui/dlq.Service):
+// the same reads, checks and plan store, with plain redrive types only.
+type Console struct{ P *Planner }
+
+// List summarises the DLQs.
+func (c Console) List(ctx context.Context) ([]redrive.DLQ, error) { return c.P.List(ctx) }
+
+// Load reads and classifies a DLQ up to the read limit.
+func (c Console) Load(ctx context.Context, dlq string) (Loaded, error) { return c.P.Load(ctx, dlq, 0) }
+
+// Plan makes a checked plan.
+func (c Console) Plan(ctx context.Context, req Request) (redrive.File, error) {
+	return c.P.Plan(ctx, req)
+}
+
+// Store puts a plan in the cluster's plan store.
+func (c Console) Store(ctx context.Context, f redrive.File) error { return c.P.Store.PutPlan(ctx, f) }
+
+// Plans lists the stored plans.
+func (c Console) Plans(ctx context.Context) ([]redrive.File, error) { return c.P.Store.Plans(ctx) }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/internal/config"
@@ -84,8 +85,8 @@ var (
 	keyHazard = binding("H", "plan: allow ordering hazards")
 )
 
-// body pads or cuts lines to exactly h lines.
-func body(lines []string, h int) string {
+// body pads or cuts lines to exactly h lines of at most w cells.
+func body(lines []string, w, h int) string {
 	if h < 0 {
 		h = 0
 	}
@@ -94,6 +95,13 @@ func body(lines []string, h int) string {
 	}
 	for len(lines) < h {
 		lines = append(lines, "")
+	}
+	if w > 0 {
+		for i, l := range lines {
+			if ansi.StringWidth(l) > w {
+				lines[i] = ansi.Truncate(l, w, "…")
+			}
+		}
 	}
 	return strings.Join(lines, "\n")
 }
@@ -221,7 +229,7 @@ func (p *ListPage) View() string {
 	case p.err != "":
 		status = "error: " + sanitize.Text(p.err)
 	}
-	return body(append([]string{status}, strings.Split(p.tbl.View(), "\n")...), p.h)
+	return body(append([]string{status}, strings.Split(p.tbl.View(), "\n")...), p.w, p.h)
 }
 
 // ---------------------------------------------------------------- session
@@ -416,7 +424,7 @@ func (p *ClassesPage) View() string {
 	case p.err != "":
 		head = "error: " + sanitize.Text(p.err)
 	}
-	return body(append([]string{head, selectionLine(p.s)}, strings.Split(p.tbl.View(), "\n")...), p.h)
+	return body(append([]string{head, selectionLine(p.s)}, strings.Split(p.tbl.View(), "\n")...), p.w, p.h)
 }
 
 func selectionLine(s *session) string {
@@ -563,7 +571,7 @@ func (p *RecordsPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 }
 
 func (p *RecordsPage) View() string {
-	return body(append([]string{fmt.Sprintf("%d record(s) · enter: headers and payload", p.tbl.Len()), selectionLine(p.s)}, strings.Split(p.tbl.View(), "\n")...), p.h)
+	return body(append([]string{fmt.Sprintf("%d record(s) · enter: headers and payload", p.tbl.Len()), selectionLine(p.s)}, strings.Split(p.tbl.View(), "\n")...), p.w, p.h)
 }
 
 // ---------------------------------------------------------------- record
@@ -699,5 +707,5 @@ func (p *RecordPage) View() string {
 		}
 		out = append(out, l)
 	}
-	return body(out, p.h)
+	return body(out, p.w, p.h)
 }

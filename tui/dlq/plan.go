@@ -188,15 +188,15 @@ func Summary(f redrive.File) []string {
 func (p *PlanPage) View() string {
 	switch {
 	case p.loading:
-		return body([]string{"checking the selection: ledger, system of record, loop guard, duplicates, ordering scan…"}, p.h)
+		return body([]string{"checking the selection: ledger, system of record, loop guard, duplicates, ordering scan…"}, p.w, p.h)
 	case p.err != "":
-		return body([]string{"cannot plan: " + sanitize.Text(p.err)}, p.h)
+		return body([]string{"cannot plan: " + sanitize.Text(p.err)}, p.w, p.h)
 	case p.file == nil:
-		return body(nil, p.h)
+		return body(nil, p.w, p.h)
 	}
 	head := Summary(*p.file)
 	head = append(head, sanitize.Text(p.stored))
-	return body(append(head, strings.Split(p.tbl.View(), "\n")...), p.h)
+	return body(append(head, strings.Split(p.tbl.View(), "\n")...), p.w, p.h)
 }
 
 // ---------------------------------------------------------------- plans
@@ -305,5 +305,5 @@ func (p *PlansPage) View() string {
 	case p.err != "":
 		status = "error: " + sanitize.Text(p.err)
 	}
-	return body(append([]string{status}, strings.Split(p.tbl.View(), "\n")...), p.h)
+	return body(append([]string{status}, strings.Split(p.tbl.View(), "\n")...), p.w, p.h)
 }
