@@ -41,7 +41,7 @@ func partitionLagColumns() []table.Column {
 		colPTopic:     {Title: "TOPIC", Width: 8, Flex: 1},
 		colPPart:      {Title: "P", Width: 3, Right: true, Numeric: true},
 		colPCommitted: {Title: "COMMITTED", Width: 9, Right: true, Numeric: true},
-		colPEnd:       {Title: "END", Width: 8, Right: true, Numeric: true},
+		colPEnd:       {Title: "END", Width: 7, Right: true, Numeric: true},
 		colPLag:       {Title: "LAG", Width: 6, Right: true, Numeric: true},
 		colPAge:       {Title: "AGE", Width: 6, Right: true, Numeric: true},
 		colPStatus:    {Title: "STATUS", Width: 8},

@@ -347,9 +347,15 @@ func (m Model) formLines(w int) []string {
 			head = st.Selected.Render(head)
 		}
 		line := head + " " + fit(m.inputs[f].View(), inputW) + mark
+		// What follows the value must fit whole or not at all: a unit cut
+		// to "…" says nothing. The focused field's error is repeated in
+		// full below the form.
+		room := w - labelW - 1 - inputW - 1 - 1
 		if err := m.ws.Errors[f]; err != nil {
-			line += " " + st.Levels[styles.Bad].Render(err.Error())
-		} else if u := f.Unit(); u != "" {
+			if room >= 10 {
+				line += " " + st.Levels[styles.Bad].Render(ansi.Truncate(err.Error(), room, "…"))
+			}
+		} else if u := f.Unit(); u != "" && ansi.StringWidth(u) <= room {
 			line += " " + st.Muted.Render(u)
 		}
 		out = append(out, line)
@@ -359,11 +365,15 @@ func (m Model) formLines(w int) []string {
 		gutter = "▸ "
 	}
 	prefill := "prefill from"
-	hint := st.Muted.Render("enter")
+	hint := "enter"
 	if m.measure == nil {
-		hint = st.Muted.Render("no cluster")
+		hint = "no cluster"
 	}
-	out = append(out, gutter+fit(prefill, labelW-2)+" "+fit(m.topic.View(), inputW)+"  "+hint)
+	line := gutter + fit(prefill, labelW-2) + " " + fit(m.topic.View(), inputW)
+	if room := w - labelW - 1 - inputW - 2; ansi.StringWidth(hint) <= room {
+		line += "  " + st.Muted.Render(hint)
+	}
+	out = append(out, line)
 	if m.source != "" {
 		out = append(out, st.Muted.Render("m = "+m.source))
 	}

@@ -163,13 +163,13 @@ func TestModel_InvalidFieldBlanksOnlyDependents(t *testing.T) {
 			if full := lineWith(v, tc.f.Label()+": "); !strings.Contains(full, tc.err) {
 				t.Errorf("full error line %q lacks %q", full, tc.err)
 			}
-			dep := lineWith(v, tc.dependent.Label()+" ")
+			dep := resultLine(v, tc.dependent)
 			if !strings.Contains(dep, "—") || !strings.Contains(dep, "needs a valid "+tc.f.Label()) {
 				t.Errorf("dependent %s line %q: want — and the reason", tc.dependent.JSON(), dep)
 			}
 			if x, ok := m.Worksheet().Value(tc.unaffected); !ok {
 				t.Errorf("unaffected %s unavailable", tc.unaffected.JSON())
-			} else if line := lineWith(v, tc.unaffected.Label()+" "); !strings.Contains(line, engine.FormatValue(tc.unaffected, x)) {
+			} else if line := resultLine(v, tc.unaffected); !strings.Contains(line, engine.FormatValue(tc.unaffected, x)) {
 				t.Errorf("unaffected %s line %q lacks %s", tc.unaffected.JSON(), line, engine.FormatValue(tc.unaffected, x))
 			}
 			// correcting the field restores everything
@@ -186,6 +186,17 @@ func TestModel_InvalidFieldBlanksOnlyDependents(t *testing.T) {
 func lineWith(v, s string) string {
 	for _, l := range strings.Split(v, "\n") {
 		if strings.Contains(l, s) {
+			return l
+		}
+	}
+	return ""
+}
+
+// resultLine returns the results column's line for o: the label after the
+// "•" marker or its blank, not a section heading that shares a word.
+func resultLine(v string, o engine.Output) string {
+	for _, l := range strings.Split(v, "\n") {
+		if strings.Contains(l, "• "+o.Label()+" ") || strings.Contains(l, "   "+o.Label()+" ") {
 			return l
 		}
 	}
