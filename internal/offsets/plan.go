@@ -241,12 +241,12 @@ func warnings(p Plan, fallback, noSource, lost []string) []string {
 	if p.Effects && (replay > 0 || len(unknown) > 0) {
 		msg := fmt.Sprintf("group %s is effect-producing: replaying %d record(s) repeats their side effects (payments, emails) unless its consumer is idempotent; --execute needs --confirm-replay-effects", p.Group, replay)
 		if len(unknown) > 0 {
-			msg += fmt.Sprintf(" (%s had no committed offset, so what they replay is unknown)", strings.Join(unknown, ", "))
+			msg += fmt.Sprintf(" (%s had no committed offset, so what they replay is unknown)", listSome(unknown))
 		}
 		w = append(w, msg)
 	}
 	if len(fallback) > 0 {
-		w = append(w, fmt.Sprintf("no record at or after %s in %s: falling back to the log end", p.Spec.Time.UTC().Format(time.RFC3339), strings.Join(fallback, ", ")))
+		w = append(w, fmt.Sprintf("no record at or after %s in %s: falling back to the log end", p.Spec.Time.UTC().Format(time.RFC3339), listSome(fallback)))
 	}
 	var clamped []string
 	for _, r := range p.Partitions {
@@ -255,13 +255,13 @@ func warnings(p Plan, fallback, noSource, lost []string) []string {
 		}
 	}
 	if len(clamped) > 0 {
-		w = append(w, "clamped to the log: "+strings.Join(clamped, ", "))
+		w = append(w, "clamped to the log: "+listSome(clamped))
 	}
 	if len(noSource) > 0 {
-		w = append(w, fmt.Sprintf("%s has no committed offset for %s: left unchanged", p.Spec.Group, strings.Join(noSource, ", ")))
+		w = append(w, fmt.Sprintf("%s has no committed offset for %s: left unchanged", p.Spec.Group, listSome(noSource)))
 	}
 	if len(lost) > 0 {
-		w = append(w, "committed offset below the log start (records already deleted by retention): "+strings.Join(lost, ", "))
+		w = append(w, "committed offset below the log start (records already deleted by retention): "+listSome(lost))
 	}
 	var atStart []string
 	for _, r := range p.Partitions {
@@ -270,9 +270,20 @@ func warnings(p Plan, fallback, noSource, lost []string) []string {
 		}
 	}
 	if len(atStart) > 0 {
-		w = append(w, "target is the oldest retained record in "+strings.Join(atStart, ", ")+": if retention deletes it before the group restarts, consumers fall back to auto.offset.reset")
+		w = append(w, "target is the oldest retained record in "+listSome(atStart)+": if retention deletes it before the group restarts, consumers fall back to auto.offset.reset")
 	}
 	return w
+}
+
+// warnListMax is how many partitions a warning names before "and N more":
+// the table shows every row; a warning is read in one glance.
+const warnListMax = 8
+
+func listSome(items []string) string {
+	if len(items) <= warnListMax {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:warnListMax], ", "), len(items)-warnListMax)
 }
 
 func memberNames(ms []backends.Member) string {

@@ -1,6 +1,7 @@
 package offsets
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -141,3 +142,47 @@ func TestWithSpansIgnoresTimestampsBeyondTheSpan(t *testing.T) {
 	}
 	_ = a
 }
+
+// BenchmarkCompute10k plans a reset of 10,000 partitions (a large group);
+// BenchmarkComputeBaselineCopy10k is the floor it is compared with in the
+// same run: building the same 10,000 rows with no mode logic, clamps or
+// warnings.
+func BenchmarkCompute10k(b *testing.B) {
+	tps, snap := bigSnapshot(10000)
+	spec := Spec{Mode: ShiftBy, Shift: -500}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := Compute(spec, tps, snap); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkComputeBaselineCopy10k(b *testing.B) {
+	tps, snap := bigSnapshot(10000)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rows := make([]Row, 0, len(tps))
+		for _, tp := range tps {
+			c := snap.Committed[tp]
+			rows = append(rows, Row{Topic: tp.Topic, Partition: tp.Partition, Current: &c, Target: c - 500})
+		}
+		if len(rows) != len(tps) {
+			b.Fatal("short")
+		}
+	}
+}
+
+func bigSnapshot(n int) ([]TP, Snapshot) {
+	snap := Snapshot{Group: "g", State: "Empty", Committed: map[TP]int64{}, Bounds: map[TP]Bounds{}}
+	tps := make([]TP, n)
+	for i := range tps {
+		tp := TP{Topic: "t" + strconvItoa(i/100), Partition: int32(i % 100)}
+		tps[i] = tp
+		snap.Committed[tp] = 1000
+		snap.Bounds[tp] = Bounds{LogStart: int64(i % 700), LogEnd: 2000}
+	}
+	return tps, snap
+}
+
+func strconvItoa(i int) string { return fmt.Sprint(i) }
