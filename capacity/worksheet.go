@@ -121,9 +121,9 @@ func ok(v float64) (float64, string) { return v, "" }
 var outputs = [NumOutputs]outputDef{
 	IngestMiBPerS: {"ingest_mib_per_s", "average ingest", ingestDeps,
 		func(in Inputs) (float64, string) { return ok(in.AvgRate * bytesPerEvent(in) / MiB) }},
-	IngestTBPerDay: {"ingest_tb_per_day", "ingest per day (decimal)", ingestDeps,
+	IngestTBPerDay: {"ingest_tb_per_day", "ingest/day (TB)", ingestDeps,
 		func(in Inputs) (float64, string) { return ok(in.AvgRate * bytesPerEvent(in) * day / TB) }},
-	IngestTiBPerDay: {"ingest_tib_per_day", "ingest per day (binary)", ingestDeps,
+	IngestTiBPerDay: {"ingest_tib_per_day", "ingest/day (TiB)", ingestDeps,
 		func(in Inputs) (float64, string) { return ok(in.AvgRate * bytesPerEvent(in) * day / TiB) }},
 	RetentionLogicalTiB: {"retention_logical_tib", "retained, logical", append(ingestDeps[:3:3], Retention),
 		func(in Inputs) (float64, string) {
@@ -139,23 +139,23 @@ var outputs = [NumOutputs]outputDef{
 		func(in Inputs) (float64, string) {
 			return ok(in.PeakRate * bytesPerEvent(in) * in.PeakDuration.Seconds() / GiB)
 		}},
-	PeakAboveBaselineGiB: {"peak_above_baseline_gib", "peak volume above baseline", append(peakDeps[:3:3], PeakDuration, AvgRate),
+	PeakAboveBaselineGiB: {"peak_above_baseline_gib", "peak above baseline", append(peakDeps[:3:3], PeakDuration, AvgRate),
 		func(in Inputs) (float64, string) {
 			return ok((in.PeakRate - in.AvgRate) * bytesPerEvent(in) * in.PeakDuration.Seconds() / GiB)
 		}},
-	DeliveriesPerS: {"deliveries_per_s", "group deliveries", []Field{Groups, AvgRate},
+	DeliveriesPerS: {"deliveries_per_s", "deliveries", []Field{Groups, AvgRate},
 		func(in Inputs) (float64, string) { return ok(float64(in.Groups) * in.AvgRate) }},
-	PeakDeliveriesPerS: {"peak_deliveries_per_s", "group deliveries at peak", []Field{Groups, PeakRate},
+	PeakDeliveriesPerS: {"peak_deliveries_per_s", "deliveries at peak", []Field{Groups, PeakRate},
 		func(in Inputs) (float64, string) { return ok(float64(in.Groups) * in.PeakRate) }},
-	ConsumersPerGroup: {"consumers_per_group", "consumers per group", []Field{AvgRate, ConsumerRate, Headroom},
+	ConsumersPerGroup: {"consumers_per_group", "consumers/group", []Field{AvgRate, ConsumerRate, Headroom},
 		func(in Inputs) (float64, string) { return ok(ceilCount(in.AvgRate * headroom(in) / in.ConsumerRate)) }},
-	ConsumersTotal: {"consumers_total", "consumers in total", []Field{AvgRate, ConsumerRate, Headroom, Groups},
+	ConsumersTotal: {"consumers_total", "consumers total", []Field{AvgRate, ConsumerRate, Headroom, Groups},
 		func(in Inputs) (float64, string) {
 			return ok(ceilCount(in.AvgRate*headroom(in)/in.ConsumerRate) * float64(in.Groups))
 		}},
-	PeakConsumersPerGroup: {"peak_consumers_per_group", "consumers per group at peak", []Field{PeakRate, ConsumerRate, Headroom},
+	PeakConsumersPerGroup: {"peak_consumers_per_group", "consumers/group, peak", []Field{PeakRate, ConsumerRate, Headroom},
 		func(in Inputs) (float64, string) { return ok(ceilCount(in.PeakRate * headroom(in) / in.ConsumerRate)) }},
-	PeakConsumersTotal: {"peak_consumers_total", "consumers in total at peak", []Field{PeakRate, ConsumerRate, Headroom, Groups},
+	PeakConsumersTotal: {"peak_consumers_total", "consumers total, peak", []Field{PeakRate, ConsumerRate, Headroom, Groups},
 		func(in Inputs) (float64, string) {
 			return ok(ceilCount(in.PeakRate*headroom(in)/in.ConsumerRate) * float64(in.Groups))
 		}},
@@ -163,11 +163,11 @@ var outputs = [NumOutputs]outputDef{
 		func(in Inputs) (float64, string) { return ok(in.AvgRate * bytesPerEvent(in) / MiB * copiesRead(in)) }},
 	PeakEgressMiBPerS: {"peak_egress_mib_per_s", "broker egress at peak", []Field{PeakRate, EventSize, Compression, Groups, ReplicationFactor},
 		func(in Inputs) (float64, string) { return ok(in.PeakRate * bytesPerEvent(in) / MiB * copiesRead(in)) }},
-	PartitionCapPerS: {"partition_cap_per_s", "partition cap per group", []Field{Partitions, ConsumerRate},
+	PartitionCapPerS: {"partition_cap_per_s", "cap per group", []Field{Partitions, ConsumerRate},
 		func(in Inputs) (float64, string) { return ok(partitionCap(in)) }},
-	MinPartitionsForPeak: {"min_partitions_for_peak", "partitions for the peak", []Field{PeakRate, ConsumerRate, Headroom},
+	MinPartitionsForPeak: {"min_partitions_for_peak", "partitions for peak", []Field{PeakRate, ConsumerRate, Headroom},
 		func(in Inputs) (float64, string) { return ok(ceilCount(in.PeakRate * headroom(in) / in.ConsumerRate)) }},
-	PeakBacklogEvents: {"peak_backlog_events", "backlog after the peak", []Field{PeakRate, Partitions, ConsumerRate, PeakDuration},
+	PeakBacklogEvents: {"peak_backlog_events", "backlog after peak", []Field{PeakRate, Partitions, ConsumerRate, PeakDuration},
 		func(in Inputs) (float64, string) { return ok(backlog(in)) }},
 	DrainSeconds: {"drain_seconds", "time to drain", []Field{PeakRate, Partitions, ConsumerRate, PeakDuration, AvgRate},
 		func(in Inputs) (float64, string) {
@@ -189,7 +189,7 @@ var outputs = [NumOutputs]outputDef{
 			}
 			return ok(in.HotKeyShare * in.AvgRate)
 		}},
-	HotPartitionMultiple: {"hot_partition_multiple", "hot partition ÷ uniform", []Field{HotKeyShare, AvgRate, Partitions},
+	HotPartitionMultiple: {"hot_partition_multiple", "hot ÷ uniform", []Field{HotKeyShare, AvgRate, Partitions},
 		func(in Inputs) (float64, string) {
 			if in.Partitions == 1 {
 				return ok(1)

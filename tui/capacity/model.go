@@ -274,7 +274,7 @@ const (
 // formWidth leaves the results at least 40 cells where it can: the form
 // needs 36 for labels, values and the mark, the rest carries units and errors.
 func (m Model) formWidth() int {
-	return min(max(m.width*9/20, 38), 64, m.width)
+	return min(max(m.width*9/20, 36), 64, m.width)
 }
 
 func (m Model) resultsHeight() int { return max(m.height-1, 1) }
