@@ -403,7 +403,9 @@ func writeLagTables(w io.Writer, s monitor.Snapshot) error {
 	hidden := 0
 	for _, grp := range s.Groups {
 		for _, r := range grp.Partitions {
-			if r.Lag == 0 && r.Status == lag.OK {
+			// The table is for problems: OK rows are counted, not listed
+			// (a group can have thousands); -o json lists every row.
+			if r.Status == lag.OK && !r.Breach && !r.RetentionRisk && !r.ClockSkew {
 				hidden++
 				continue
 			}
@@ -425,7 +427,7 @@ func writeLagTables(w io.Writer, s monitor.Snapshot) error {
 			eta := ""
 			switch {
 			case r.FallingBehind:
-				eta = "behind"
+				eta = "falling behind"
 			case r.ETAKnown && r.Lag > 0:
 				eta = fmtAge(r.ETA)
 			}
@@ -439,7 +441,7 @@ func writeLagTables(w io.Writer, s monitor.Snapshot) error {
 		}
 	}
 	if hidden > 0 {
-		fmt.Fprintf(w, "\n%d caught-up partition(s) not shown (-o json lists every partition)\n", hidden)
+		fmt.Fprintf(w, "\n%d OK partition(s) not shown (-o json lists every partition)\n", hidden)
 	}
 	for _, warn := range s.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warn)
