@@ -399,6 +399,9 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, m.keys.Back):
 		return m.back()
 	case key.Matches(msg, m.keys.Refresh):
+		if m.source == nil {
+			return m.dialCmd(m.ctxName) // not attached yet: try again now
+		}
 		return m.refreshCmd()
 	case key.Matches(msg, m.keys.Overview):
 		return m.open("overview", nil)
@@ -570,6 +573,8 @@ func (m *Model) View() string {
 	switch {
 	case m.help:
 		body = m.helpView(w, h)
+	case m.snap == nil && m.lastErr != nil:
+		body = m.noDataView(w)
 	default:
 		body = m.top().page.View()
 	}
@@ -590,6 +595,22 @@ func (m *Model) View() string {
 	} else {
 		b.WriteString(m.statusView())
 	}
+	return b.String()
+}
+
+// noDataView explains, in full, why there is nothing to show yet: the
+// status line has room for only the start of an error.
+func (m *Model) noDataView(w int) string {
+	st := m.styles
+	msg := ansi.Wrap(oneLine(m.lastErr.Error()), max(20, w-4), " ")
+	var b strings.Builder
+	b.WriteString("\n")
+	b.WriteString(st.Levels[styles.Bad].Render("  cannot read the cluster of context " + sanitize.Text(m.ctxName)))
+	b.WriteString("\n\n")
+	for _, l := range strings.Split(msg, "\n") {
+		b.WriteString("  " + l + "\n")
+	}
+	b.WriteString("\n" + st.Muted.Render(fmt.Sprintf("  retrying every %s; ctrl+r retries now, :ctx switches context, q quits", m.opts.Refresh)))
 	return b.String()
 }
 

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -379,3 +380,32 @@ func (p *probePage) Title() string              { return "probe" }
 func (p *probePage) KeyBindings() []key.Binding { return nil }
 
 var _ = table.Row{}
+
+// An unreachable cluster at start: the body says so in full (the status line
+// only has room for the start of the error), and ctrl+r retries at once.
+func TestUnreachableAtStartExplainsAndRetries(t *testing.T) {
+	dials := 0
+	m, _ := newTestModel(t, 80, 24, func(o *Options) {
+		o.Source = nil
+		o.Dial = func(context.Context, string) (Source, error) {
+			dials++
+			if dials < 3 {
+				return nil, errors.New("kafka 127.0.0.1:1: unreachable: connect: connection refused (after 10s, the --timeout)")
+			}
+			return &fakeSource{}, nil
+		}
+	})
+	v := m.View()
+	if !strings.Contains(v, "cannot read the cluster of context bundled") || !strings.Contains(v, "connection refused") || !strings.Contains(v, "--timeout)") {
+		t.Fatalf("no full explanation:\n%s", v)
+	}
+	assertFits(t, v, 80, 24, "no data")
+	press(m, "ctrl+r")
+	if dials != 2 {
+		t.Fatalf("ctrl+r did not redial (dials=%d)", dials)
+	}
+	press(m, "ctrl+r")
+	if m.snap == nil || !strings.Contains(m.View(), "fraud-monitor") {
+		t.Fatalf("no data after a successful dial:\n%s", m.View())
+	}
+}

@@ -294,3 +294,20 @@ func TestPagesFitSmallTerminalsAndReportErrors(t *testing.T) {
 	}
 	_ = fmt.Sprint()
 }
+
+func TestPlanPageShowsScanProgressWhileChecking(t *testing.T) {
+	env := tui.PageEnv{Styles: styles.New(), Size: func() (int, int) { return width, height }}
+	p := NewPlanPage(env, planner.Request{DLQ: "payments.DLT", Classes: []string{"c-1"}})
+	if v := checkView(t, p); !strings.Contains(v, "checking the selection") || strings.Contains(v, "ordering scan:") {
+		t.Fatalf("before the scan:\n%s", v)
+	}
+	p.progress.read.Store(250)
+	p.progress.total.Store(1000)
+	next, cmd := p.Update(progressTick{})
+	if cmd == nil {
+		t.Fatal("progress stopped ticking while the checks run")
+	}
+	if v := checkView(t, next); !strings.Contains(v, "ordering scan: 250/1000 records (25%)") {
+		t.Fatalf("progress not shown:\n%s", v)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -22,15 +24,24 @@ import (
 // blocked. A plan made here is put in the cluster's plan store unless the
 // context is read-only.
 type PlanPage struct {
-	env     tui.PageEnv
-	req     *planner.Request
-	file    *redrive.File
-	stored  string
-	loading bool
-	err     string
-	tbl     table.Model
-	w, h    int
+	env      tui.PageEnv
+	progress *scanProgress
+	req      *planner.Request
+	file     *redrive.File
+	stored   string
+	loading  bool
+	err      string
+	tbl      table.Model
+	w, h     int
 }
+
+// scanProgress is written by the check running off the UI goroutine and
+// read by the page on each tick.
+type scanProgress struct{ read, total atomic.Int64 }
+
+type progressTick struct{}
+
+const progressEvery = 200 * time.Millisecond
 
 type planMsg struct {
 	file   redrive.File
@@ -40,7 +51,7 @@ type planMsg struct {
 // NewPlanPage checks req and shows the resulting plan.
 func NewPlanPage(env tui.PageEnv, req planner.Request) *PlanPage {
 	p := newPlanPage(env)
-	p.req, p.loading = &req, true
+	p.req, p.loading, p.progress = &req, true, &scanProgress{}
 	return p
 }
 
@@ -79,8 +90,10 @@ func (p *PlanPage) Init() tea.Cmd {
 		return nil
 	}
 	req := *p.req
+	prog := p.progress
+	req.Progress = func(read, total int64) { prog.read.Store(read); prog.total.Store(total) }
 	readOnly, reason := p.env.ReadOnly, p.env.ReadOnlyReason
-	return do(p.env, func(ctx context.Context, s Service) tea.Msg {
+	return tea.Batch(p.tick(), do(p.env, func(ctx context.Context, s Service) tea.Msg {
 		f, err := s.Plan(ctx, req)
 		if err != nil {
 			return errMsg{err}
@@ -92,7 +105,16 @@ func (p *PlanPage) Init() tea.Cmd {
 			stored = "not stored: " + err.Error()
 		}
 		return planMsg{file: f, stored: stored}
-	})
+	}))
+}
+
+// tick redraws the scan's progress while the checks run.
+func (p *PlanPage) tick() tea.Cmd {
+	t := tea.Tick(progressEvery, func(time.Time) tea.Msg { return progressTick{} })
+	if p.env.Route != nil {
+		return p.env.Route(t)
+	}
+	return t
 }
 
 func (p *PlanPage) Title() string {
@@ -136,6 +158,11 @@ func (p *PlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 		p.rows()
 	case errMsg:
 		p.loading, p.err = false, msg.err.Error()
+	case progressTick:
+		if p.loading {
+			return p, p.tick()
+		}
+		return p, nil
 	}
 	var cmd tea.Cmd
 	p.tbl, cmd = p.tbl.Update(msg)
@@ -188,7 +215,12 @@ func Summary(f redrive.File) []string {
 func (p *PlanPage) View() string {
 	switch {
 	case p.loading:
-		return body([]string{"checking the selection: ledger, system of record, loop guard, duplicates, ordering scan…"}, p.w, p.h)
+		lines := []string{"checking the selection: ledger, system of record, loop guard, duplicates, ordering scan…"}
+		if total := p.progress.total.Load(); total > 0 {
+			read := p.progress.read.Load()
+			lines = append(lines, fmt.Sprintf("ordering scan: %d/%d records (%d%%)", read, total, read*100/total))
+		}
+		return body(lines, p.w, p.h)
 	case p.err != "":
 		return body([]string{"cannot plan: " + sanitize.Text(p.err)}, p.w, p.h)
 	case p.file == nil:
