@@ -10,6 +10,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/berth-dev/berth/backends"
+	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/tui/components/table"
 )
 
@@ -291,6 +293,39 @@ func TestUntrustedTextIsEscaped(t *testing.T) {
 	typeText(m, "group fraud-monitor")
 	press(m, "enter")
 	check("group members")
+}
+
+func TestHostileGroupNameIsEscapedEverywhere(t *testing.T) {
+	const evilGroup = "grp\x1b]0;owned\x07\x1b[2J"
+	m, _ := newTestModel(t, 100, 30, func(o *Options) {
+		o.Source = &fakeSource{snap: func(seq int) *monitor.Snapshot {
+			s := fixtureSnapshot(seq)
+			g := s.Groups[0]
+			g.Group = evilGroup
+			g.Members = []backends.Member{{ID: "m", ClientID: "c", Host: "/h\x1b[5m"}}
+			s.Groups = append(s.Groups, g)
+			return s
+		}}
+	})
+	for _, nav := range [][]string{{"o"}, {"c"}, {"/"}} {
+		press(m, nav...)
+	}
+	typeText(m, "grp")
+	press(m, "enter", "enter")
+	if got := crumbs(m); got != `groups > grp\e]0;owned\x07\e[2J` {
+		t.Fatalf("stack = %q", got)
+	}
+	v := m.View()
+	if strings.ContainsAny(v, "\x1b\x07") || !strings.Contains(v, `h\e[5m`) {
+		t.Fatalf("raw escape reached the screen or the host is not shown escaped:\n%s", v)
+	}
+	// The palette completes the escaped name and opens the same group.
+	press(m, ":")
+	typeText(m, "group grp")
+	press(m, "tab", "enter")
+	if g, ok := m.top().page.(*groupPage); !ok || g.groupName() != evilGroup {
+		t.Fatalf("palette did not open the hostile group: %s", crumbs(m))
+	}
 }
 
 func TestEveryPageFitsTheScreen(t *testing.T) {
