@@ -297,7 +297,13 @@ func (a *app) runOffsetsReset(cmd *cobra.Command, group string, fl resetFlags) e
 
 	var execErr error
 	if fl.execute {
-		log, err := a.openAudit(fl.auditFile)
+		// A read-only context refuses before the audit log is even opened
+		// (Execute checks ReadOnly first).
+		var log *audit.Log
+		var err error
+		if !a.readOnly {
+			log, err = a.openAudit(fl.auditFile)
+		}
 		if err != nil {
 			execErr = fmt.Errorf("refused: %w", err)
 		} else {

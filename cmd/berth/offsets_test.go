@@ -291,7 +291,7 @@ func TestOffsetsResetFromFileAndFromGroup(t *testing.T) {
 }
 
 func TestOffsetsResetRefusals(t *testing.T) {
-	kc, _ := resetCluster(t)
+	kc, auditFile := resetCluster(t)
 	cfg := writeConfig(t, fmt.Sprintf(`current_context: local
 contexts:
   local:
@@ -324,6 +324,9 @@ groups:
 		errOut, code := run("--read-only", "offsets", "reset", "g", "--to-earliest", "--all-topics", "--execute")
 		if code != 1 || !strings.Contains(errOut, "read-only") {
 			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		if _, err := os.Stat(auditFile); !os.IsNotExist(err) {
+			t.Fatalf("a refused read-only reset touched the audit log: %v", err)
 		}
 	})
 	t.Run("effects need confirmation", func(t *testing.T) {
