@@ -197,6 +197,9 @@ type Request struct {
 	BatchSize    int
 	AllowHazards bool
 	Author       string
+	// Progress, when set, receives the ordering scan's progress for this
+	// plan (records read of records to read); it is not part of the plan.
+	Progress func(read, total int64)
 }
 
 // Defaults for a plan's pacing.
@@ -315,7 +318,13 @@ func (p *Planner) Plan(ctx context.Context, req Request) (redrive.File, error) {
 	for _, r := range picked {
 		plan.Records = append(plan.Records, redrive.NewPlanRecord(r, req.Target))
 	}
-	vs, err := p.Check(ctx, plan)
+	checker := p
+	if req.Progress != nil {
+		c := *p
+		c.Progress = func(sp kafka.ScanProgress) { req.Progress(sp.Read, sp.Total) }
+		checker = &c
+	}
+	vs, err := checker.Check(ctx, plan)
 	if err != nil {
 		return redrive.File{}, err
 	}
