@@ -257,10 +257,15 @@ func (m Model) KeyBindings() []key.Binding {
 	return []key.Binding{m.keys.Next, m.keys.Prev, m.keys.Submit, m.keys.ScrollDown, m.keys.ScrollUp}
 }
 
-// CapturesKey: the form takes every key but esc (back) and ctrl+c (quit),
-// so digits, letters and ":" (as in 2:1) reach the fields.
+// CapturesKey: the form takes every key but esc (back), ctrl+c (quit),
+// ctrl+r (refresh) and "?" (help), so digits, letters and ":" (as in 2:1)
+// reach the fields. No field value or topic name contains "?".
 func (m Model) CapturesKey(msg tea.KeyMsg) bool {
-	return msg.Type != tea.KeyEsc && msg.Type != tea.KeyCtrlC
+	switch msg.Type {
+	case tea.KeyEsc, tea.KeyCtrlC, tea.KeyCtrlR:
+		return false
+	}
+	return msg.String() != "?"
 }
 
 // ---- view ----

@@ -340,13 +340,15 @@ func TestModel_NoCluster(t *testing.T) {
 
 func TestModel_CapturesTyping(t *testing.T) {
 	m := New(nil, nil)
-	for _, k := range []tea.KeyMsg{typed("q"), typed(":"), typed("?"), tab, enter} {
+	for _, k := range []tea.KeyMsg{typed("q"), typed(":"), typed("c"), typed("t"), typed("1"), tab, enter, backspace} {
 		if !m.CapturesKey(k) {
 			t.Errorf("%q not captured: it would leave the form", k.String())
 		}
 	}
-	if m.CapturesKey(tea.KeyMsg{Type: tea.KeyEsc}) || m.CapturesKey(tea.KeyMsg{Type: tea.KeyCtrlC}) {
-		t.Error("esc or ctrl+c captured: the page could not be left")
+	for _, k := range []tea.KeyMsg{{Type: tea.KeyEsc}, {Type: tea.KeyCtrlC}, {Type: tea.KeyCtrlR}, typed("?")} {
+		if m.CapturesKey(k) {
+			t.Errorf("%q captured: back, quit, refresh and help must stay reachable", k.String())
+		}
 	}
 	// "q" and ":" reach the field (2:1 is a compression ratio)
 	m = focusField(sized(m, 120, 40), engine.Compression, "2:1")
