@@ -20,6 +20,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/berth-dev/berth/backends"
@@ -167,6 +168,11 @@ func New(opts Options) *Model {
 
 // Run opens the console full-screen and returns when the user quits.
 func Run(opts Options) error {
+	// Ask the terminal for its colour support and background before
+	// bubbletea takes over the input: the query reads the answer from the
+	// terminal, which would race the program's key reader.
+	lipgloss.ColorProfile()
+	lipgloss.HasDarkBackground()
 	m := New(opts)
 	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithMouseCellMotion())
 	_, err := p.Run()
@@ -511,10 +517,7 @@ func (m *Model) switchContext(name string) tea.Cmd {
 
 func (m *Model) applyDial(msg dialedMsg) tea.Cmd {
 	if msg.gen != m.gen {
-		if msg.src != nil {
-			msg.src.Close()
-		}
-		return nil
+		return closeCmd(msg.src) // dialed for a context no longer wanted
 	}
 	m.dialing = ""
 	if msg.err != nil {
@@ -526,9 +529,7 @@ func (m *Model) applyDial(msg dialedMsg) tea.Cmd {
 		m.lastErr, m.lastErrAt = msg.err, m.opts.Now()
 		return tea.Batch(flash, m.retryDial(msg.name))
 	}
-	if m.source != nil {
-		m.source.Close()
-	}
+	closeOld := closeCmd(m.source)
 	switched := m.ctxName != msg.name
 	m.source = msg.src
 	m.ctxName = msg.name
@@ -536,10 +537,19 @@ func (m *Model) applyDial(msg dialedMsg) tea.Cmd {
 		m.readOnly, m.readOnlyReason = m.readOnlyOf(msg.name)
 		m.snap, m.lastGood, m.lastErr = nil, time.Time{}, nil
 		m.stack = m.stack[:0]
-		return tea.Batch(m.pushEntry(m.newEntry("overview", nil)), m.refreshCmd(),
+		return tea.Batch(closeOld, m.pushEntry(m.newEntry("overview", nil)), m.refreshCmd(),
 			m.setFlash(FlashMsg{Level: Info, Text: "attached to " + msg.name}))
 	}
-	return m.refreshCmd()
+	return tea.Batch(closeOld, m.refreshCmd())
+}
+
+// closeCmd closes a source off the UI goroutine (closing a Kafka client
+// waits for its connections to wind down).
+func closeCmd(s Source) tea.Cmd {
+	if s == nil {
+		return nil
+	}
+	return func() tea.Msg { s.Close(); return nil }
 }
 
 // retryDial tries again after one refresh interval (the cluster may come up).

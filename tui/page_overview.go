@@ -35,6 +35,7 @@ func newOverview(env PageEnv) Page {
 	p.header = p.summary
 	p.headerLines = func(h int) int { return min(8, max(0, h-6)) }
 	p.enter = func(r table.Row) tea.Cmd { return Open("group", r.ID) }
+	p.keys = actionKeys(env, "group")
 	return p
 }
 
