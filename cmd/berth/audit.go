@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/berth-dev/berth/backends/kafka"
 	"github.com/berth-dev/berth/internal/audit"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/output"
@@ -61,9 +64,41 @@ func auditPathFor(flag string, cfg *config.Config) string {
 	return cfg.Audit.File
 }
 
-// openAudit opens the audit log every destructive command appends to.
+// openAudit opens the audit log every destructive command appends to. For
+// Kafka contexts each entry is mirrored to the cluster's audit topic too,
+// so every operator sees the same history; a mirror failure is a warning
+// (the local log has the entry), never a lost action.
 func (a *app) openAudit(flag string) (*audit.Log, error) {
-	return audit.Open(a.auditPath(flag))
+	path := a.auditPath(flag)
+	var opts []audit.Option
+	if sink := a.auditSink(path); sink != nil {
+		opts = append(opts, audit.WithSink(sink))
+	}
+	return audit.Open(path, opts...)
+}
+
+// auditSink is the Kafka audit-topic mirror for the current context (nil
+// for other kinds).
+func (a *app) auditSink(path string) *kafka.AuditSink {
+	if a.ctx.Kind != "kafka" && a.ctx.Kind != "bundled" {
+		return nil
+	}
+	opts, err := a.kafkaOptions()
+	if err != nil {
+		return nil
+	}
+	sink := kafka.NewAuditSink(opts, auditSource(path))
+	a.onClose(sink.Close)
+	return sink
+}
+
+// auditSource names a local log in the audit topic: host and absolute path.
+func auditSource(path string) string {
+	host, _ := os.Hostname()
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	return host + ":" + path
 }
 
 func (a *app) runAuditList(file string) error {
@@ -158,7 +193,7 @@ func (a *app) runAuditVerify(file string) error {
 	if err != nil {
 		return err
 	}
-	log, err := a.openAudit(file)
+	log, err := audit.Open(a.auditPath(file))
 	if err != nil {
 		return err
 	}
@@ -166,15 +201,90 @@ func (a *app) runAuditVerify(file string) error {
 	if err != nil {
 		return err
 	}
+	mirror := a.verifyAuditMirror(log)
 	if f == output.JSON {
-		if err := output.WriteJSON(a.stdout, rep); err != nil {
+		if err := output.WriteJSON(a.stdout, struct {
+			audit.Report
+			Mirror *auditMirror `json:"mirror,omitempty"`
+		}{rep, mirror}); err != nil {
 			return err
 		}
-	} else if rep.OK {
-		fmt.Fprintf(a.stdout, "OK: %d entries, chain intact (head %s) in %s\n", rep.Entries, rep.Head, sanitize.Text(rep.File))
+	} else {
+		if rep.OK {
+			fmt.Fprintf(a.stdout, "OK: %d entries, chain intact (head %s) in %s\n", rep.Entries, rep.Head, sanitize.Text(rep.File))
+		}
+		if mirror != nil {
+			if !mirror.Checked {
+				fmt.Fprintf(a.stdout, "audit topic %s not checked: %s\n", kafka.AuditTopic, mirror.Error)
+			}
+			for _, s := range mirror.Sources {
+				state := "OK"
+				if !s.OK {
+					state = "BROKEN: " + s.Problem
+				}
+				fmt.Fprintf(a.stdout, "audit topic %s: %s: %d entries, %s\n", kafka.AuditTopic, sanitize.Text(s.Source), s.Entries, state)
+			}
+		}
 	}
 	if !rep.OK {
 		return &exitError{code: 1, err: fmt.Errorf("audit log %s is tampered or damaged at %s (%d good entries before it)", rep.File, rep.Bad, rep.Entries)}
 	}
+	if mirror != nil {
+		for _, s := range mirror.Sources {
+			if !s.OK {
+				return &exitError{code: 1, err: fmt.Errorf("audit topic %s: %s: %s", kafka.AuditTopic, s.Source, s.Problem)}
+			}
+		}
+	}
 	return nil
+}
+
+// auditMirror is the check of the cluster's audit topic.
+type auditMirror struct {
+	Topic   string               `json:"topic"`
+	Checked bool                 `json:"checked"`
+	Error   string               `json:"error,omitempty"`
+	Sources []audit.MirrorReport `json:"sources"`
+}
+
+// verifyAuditMirror checks every log mirrored to the Kafka context's audit
+// topic; this host's own log is compared entry by entry with the file, which
+// also catches entries removed from the end of the file. nil for contexts
+// with no audit topic.
+func (a *app) verifyAuditMirror(log *audit.Log) *auditMirror {
+	if a.ctx.Kind != "kafka" && a.ctx.Kind != "bundled" {
+		return nil
+	}
+	m := &auditMirror{Topic: kafka.AuditTopic, Sources: []audit.MirrorReport{}}
+	ctx, cancel := a.opCtx(context.Background())
+	defer cancel()
+	k, err := a.kafkaCluster(ctx)
+	if err != nil {
+		m.Error = err.Error()
+		return m
+	}
+	defer k.Close()
+	mirrored, err := k.MirroredAudit(ctx)
+	if err != nil {
+		m.Error = err.Error()
+		return m
+	}
+	local, err := log.List()
+	if err != nil {
+		m.Error = err.Error()
+		return m
+	}
+	m.Checked = true
+	self := auditSource(log.Path())
+	for _, src := range kafka.Sources(mirrored) {
+		var mine []audit.Entry
+		if src == self {
+			mine = local
+			if mine == nil {
+				mine = []audit.Entry{}
+			}
+		}
+		m.Sources = append(m.Sources, audit.VerifyMirror(src, mirrored[src], mine))
+	}
+	return m
 }

@@ -18,7 +18,9 @@ func main() {
 // 0 success, 1 failure, 2 usage error, 3 SLO breach (lag --fail-on-breach).
 // Output goes to stdout and stderr so tests can run commands in-process.
 func run(args []string, stdout, stderr io.Writer) int {
-	root := newRoot(newApp(stdout, stderr))
+	a := newApp(stdout, stderr)
+	defer a.close()
+	root := newRoot(a)
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

@@ -432,3 +432,49 @@ func TestRedriveCancelFinishesTheBatchThenStops(t *testing.T) {
 		t.Fatalf("after resuming: %d of %d", got, n)
 	}
 }
+
+// TestAuditTopicMirrorsAndCatchesATruncatedFile: destructive steps go to the
+// local log and to the cluster's audit topic; `berth audit verify` checks
+// both, and the topic shows entries cut from the end of the file, which the
+// file's own chain cannot.
+func TestAuditTopicMirrorsAndCatchesATruncatedFile(t *testing.T) {
+	f := newRedriveFixture(t, 4, "    - match: \"ledger-events.DLT\"\n      review: none\n")
+	plan := f.plan(t)
+	if _, errOut, code := runBerth(t, "--config", f.config, "redrive", "execute", plan[:12], "--no-verify"); code != 0 {
+		t.Fatalf("execute: %s", errOut)
+	}
+	out, errOut, code := runBerth(t, "--config", f.config, "audit", "verify", "-o", "json")
+	if code != 0 {
+		t.Fatalf("verify: exit %d %s", code, errOut)
+	}
+	var rep struct {
+		OK      bool `json:"ok"`
+		Entries int  `json:"entries"`
+		Mirror  struct {
+			Checked bool `json:"checked"`
+			Sources []struct {
+				Entries int  `json:"entries"`
+				OK      bool `json:"ok"`
+			} `json:"sources"`
+		} `json:"mirror"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK || !rep.Mirror.Checked || len(rep.Mirror.Sources) != 1 || rep.Mirror.Sources[0].Entries != rep.Entries || !rep.Mirror.Sources[0].OK {
+		t.Fatalf("mirror not in agreement with the file: %s", out)
+	}
+	// Cut the newest entry from the file: its chain still holds, the mirror does not agree.
+	raw, err := os.ReadFile(f.audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimRight(string(raw), "\n"), "\n")
+	if err := os.WriteFile(f.audit, []byte(strings.Join(lines[:len(lines)-1], "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code = runBerth(t, "--config", f.config, "audit", "verify")
+	if code != 1 || !strings.Contains(errOut, "not in the local file") {
+		t.Fatalf("a truncated file passed: exit %d %q", code, errOut)
+	}
+}

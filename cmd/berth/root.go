@@ -23,6 +23,9 @@ import (
 type app struct {
 	stdout, stderr io.Writer
 
+	// closers run when the command ends (connections opened lazily).
+	closers []func()
+
 	v          *viper.Viper
 	configPath string // the file in use ("" when none exists)
 	cfg        *config.Config
@@ -263,4 +266,15 @@ func findCommand(root *cobra.Command, name string) *cobra.Command {
 		}
 	}
 	return nil
+}
+
+// onClose registers cleanup to run when the command finishes.
+func (a *app) onClose(f func()) { a.closers = append(a.closers, f) }
+
+// close runs the registered cleanups, newest first.
+func (a *app) close() {
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		a.closers[i]()
+	}
+	a.closers = nil
 }

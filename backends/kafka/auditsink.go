@@ -1,0 +1,129 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/berth-dev/berth/internal/audit"
+)
+
+// AuditTopic mirrors every operator's audit log inside the cluster, so each
+// operator sees the same history of destructive actions.
+const AuditTopic = "__berth_audit"
+
+// AuditSink mirrors audit entries to AuditTopic. Records are keyed by the
+// source log (host and file), so each log's chain can be checked on its own.
+// It dials lazily and keeps one connection; Close releases it.
+type AuditSink struct {
+	opts   Options
+	source string
+
+	mu sync.Mutex
+	c  *Client
+}
+
+// NewAuditSink returns a sink for the cluster reached with opts; source
+// names the local log (e.g. host:path).
+func NewAuditSink(opts Options, source string) *AuditSink {
+	return &AuditSink{opts: opts, source: source}
+}
+
+// Mirror produces one entry (acks from all in-sync replicas).
+func (s *AuditSink) Mirror(ctx context.Context, e audit.Entry) error {
+	b, err := e.Line()
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.c == nil {
+		c, err := Dial(ctx, s.opts)
+		if err != nil {
+			return err
+		}
+		if err := ensureAuditTopic(ctx, c); err != nil {
+			c.Close()
+			return err
+		}
+		s.c = c
+	}
+	rec := &kgo.Record{Topic: AuditTopic, Key: []byte(s.source), Value: b}
+	if err := s.c.Kgo().ProduceSync(ctx, rec).FirstErr(); err != nil {
+		return fmt.Errorf("%s: %s", AuditTopic, codeName(err))
+	}
+	return nil
+}
+
+// Close releases the sink's connection.
+func (s *AuditSink) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.c != nil {
+		s.c.Close()
+		s.c = nil
+	}
+}
+
+// ensureAuditTopic creates the audit topic: one partition (a total order of
+// every operator's entries), never compacted, kept for a year.
+func ensureAuditTopic(ctx context.Context, c *Client) error {
+	md, err := c.admin.BrokerMetadata(ctx)
+	if err != nil {
+		return describeErr("metadata", err)
+	}
+	rf := int16(min(3, len(md.Brokers)))
+	cfg := map[string]*string{"cleanup.policy": ptr("delete"), "retention.ms": ptr(fmt.Sprint(int64(365 * 24 * time.Hour / time.Millisecond)))}
+	resp, err := c.admin.CreateTopic(ctx, 1, rf, cfg, AuditTopic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("create %s: %w", AuditTopic, err)
+	}
+	return nil
+}
+
+// MirroredAudit reads the audit topic and returns each source's entries in
+// the order they were mirrored. A cluster with no audit topic has none.
+func (k *Cluster) MirroredAudit(ctx context.Context) (map[string][][]byte, error) {
+	out := map[string][][]byte{}
+	ts, err := k.Topics(ctx, AuditTopic)
+	if err != nil {
+		if errors.Is(err, kerr.UnknownTopicOrPartition) || strings.Contains(err.Error(), "UNKNOWN_TOPIC_OR_PARTITION") {
+			return out, nil
+		}
+		return nil, err
+	}
+	var ranges []readRange
+	for _, p := range ts[0].Partitions {
+		ranges = append(ranges, readRange{topic: AuditTopic, partition: p.Partition, from: p.LogStart, end: p.HighWatermark})
+	}
+	stats, err := k.c.readRanges(ctx, ranges, 0, 0, func(r *kgo.Record) {
+		out[string(r.Key)] = append(out[string(r.Key)], r.Value)
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	if !stats.complete() {
+		return nil, fmt.Errorf("%s: could not read to the end", AuditTopic)
+	}
+	return out, nil
+}
+
+// Sources lists the mirrored sources in order.
+func Sources(m map[string][][]byte) []string {
+	out := make([]string, 0, len(m))
+	for s := range m {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
