@@ -180,17 +180,13 @@ func (r *Resetter) Plan(ctx context.Context, req Request) (Plan, error) {
 		for _, t := range topics {
 			for _, p := range t.Partitions {
 				topicParts[t.Name] = append(topicParts[t.Name], p.Partition)
-				if p.Err == "" && p.LogStart >= 0 && p.HighWatermark >= 0 {
-					bounds[TP{Topic: t.Name, Partition: p.Partition}] = Bounds{LogStart: p.LogStart, LogEnd: p.HighWatermark}
+				b := Bounds{LogStart: p.LogStart, LogEnd: p.HighWatermark}
+				if p.Err != "" || p.LogStart < 0 || p.HighWatermark < 0 {
+					// Unreadable offsets matter only for a partition in
+					// scope; checked once the scope is resolved.
+					b = Bounds{LogStart: -1, LogEnd: -1}
 				}
-			}
-		}
-		for _, t := range topics {
-			for _, p := range t.Partitions {
-				if p.Err != "" {
-					// Only an error if the partition is in scope; checked below.
-					bounds[TP{Topic: t.Name, Partition: p.Partition}] = Bounds{LogStart: -1, LogEnd: -1}
-				}
+				bounds[TP{Topic: t.Name, Partition: p.Partition}] = b
 			}
 		}
 	}

@@ -329,7 +329,7 @@ func (s Scope) String() string {
 	return strings.Join(parts, " ")
 }
 
-// Topics names the topics the scope lists explicitly.
+// topicNames lists the topics the scope names explicitly.
 func (s Scope) topicNames() []string {
 	var out []string
 	for _, t := range s.Topics {
