@@ -143,12 +143,19 @@ func (w Worksheet) Sections() []Section {
 		line(PartitionCapPerS, fmt.Sprintf("%s × %s (one active consumer per partition)", plural(in.Partitions, "partition"), rate(in.ConsumerRate))),
 		line(MinPartitionsForPeak, need(in.PeakRate)),
 	}}
-	if has(PeakBacklogEvents) && !w.CapReached() {
+	switch {
+	case has(PeakBacklogEvents) && !w.CapReached():
 		s7.Lines = append(s7.Lines,
 			line(PeakBacklogEvents, "cap "+capS+"/s ≥ peak "+num(in.PeakRate)+"/s: the cap is never reached"),
 			line(DrainSeconds, "nothing to drain"))
 		s7.Note = fmt.Sprintf("%s cap a group at %s/s, at or above the peak: the cap is never reached", plural(in.Partitions, "partition"), capS)
-	} else {
+	case has(PeakBacklogEvents) && in.PeakDuration == 0:
+		s7.Lines = append(s7.Lines,
+			line(PeakBacklogEvents, "the peak lasts 0 s: no backlog builds"),
+			line(DrainSeconds, "nothing to drain"))
+		s7.Note = fmt.Sprintf("%s cap a group at %s/s, below the peak of %s/s: a backlog builds for as long as a peak lasts",
+			plural(in.Partitions, "partition"), capS, num(in.PeakRate))
+	default:
 		s7.Lines = append(s7.Lines,
 			line(PeakBacklogEvents, "("+num(in.PeakRate)+" − "+capS+") events/s × "+num(peakSecs)+" s"),
 			line(DrainSeconds, groupThousands(v(PeakBacklogEvents), 0)+" ÷ ("+capS+" − "+num(in.AvgRate)+") events/s"))

@@ -145,3 +145,17 @@ func TestFormatValue_Small(t *testing.T) {
 		}
 	}
 }
+
+// TestSections_ZeroLengthPeak: a peak above the cap that lasts no time
+// builds no backlog, and the worksheet must not claim the cap is never
+// reached.
+func TestSections_ZeroLengthPeak(t *testing.T) {
+	secs := Compute(with(func(in *Inputs) { in.PeakDuration = 0 })).Sections()
+	s, l := findLine(t, secs, PeakBacklogEvents)
+	if l.Value != "0 events" || strings.Contains(l.Working, "never reached") || !strings.Contains(l.Working, "no backlog") {
+		t.Errorf("backlog line %q | %q", l.Value, l.Working)
+	}
+	if strings.Contains(s.Note, "never reached") || !strings.Contains(s.Note, "below the peak of 100,000/s") {
+		t.Errorf("note %q", s.Note)
+	}
+}

@@ -340,8 +340,9 @@ func (w Worksheet) Err() error {
 }
 
 // CapReached reports whether the peak exceeds the partition cap (the
-// binding constraint applies); false when the figures are unavailable.
+// binding constraint applies, and a backlog builds for as long as the peak
+// lasts); false when either figure is unavailable.
 func (w Worksheet) CapReached() bool {
-	b, ok := w.Value(PeakBacklogEvents)
-	return ok && b > 0
+	c, ok := w.Value(PartitionCapPerS)
+	return ok && w.Errors[PeakRate] == nil && w.Inputs.PeakRate > c
 }

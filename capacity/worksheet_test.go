@@ -185,9 +185,10 @@ func TestWorksheet_Edges(t *testing.T) {
 			},
 		},
 		{
-			name: "no peak duration: no peak volume, no backlog",
-			in:   with(func(in *Inputs) { in.PeakDuration = 0 }),
-			want: []want{{PeakGrossGiB, 0, Available}, {PeakBacklogEvents, 0, Available}, {DrainSeconds, 0, Available}},
+			name:    "no peak duration: no peak volume, no backlog, though the peak is above the cap",
+			in:      with(func(in *Inputs) { in.PeakDuration = 0 }),
+			capHits: true,
+			want:    []want{{PeakGrossGiB, 0, Available}, {PeakBacklogEvents, 0, Available}, {DrainSeconds, 0, Available}},
 		},
 		{
 			name:    "lag converts at the average rate by default",
@@ -365,6 +366,9 @@ func TestWorksheet_Properties(t *testing.T) {
 		// A backlog exists exactly when the peak exceeds the cap for a while.
 		if (v(PeakBacklogEvents) > 0) != (in.PeakRate > v(PartitionCapPerS) && in.PeakDuration > 0) {
 			fail("backlog %v with cap %v, peak %v", v(PeakBacklogEvents), v(PartitionCapPerS), in.PeakRate)
+		}
+		if w.CapReached() != (in.PeakRate > v(PartitionCapPerS)) {
+			fail("CapReached %v with cap %v, peak %v", w.CapReached(), v(PartitionCapPerS), in.PeakRate)
 		}
 		// The hot partition and the others carry the whole average rate.
 		if in.Partitions > 1 && !near(v(HotPartitionPerS)+float64(in.Partitions-1)*v(OtherPartitionPerS), in.AvgRate) {
