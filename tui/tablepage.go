@@ -29,8 +29,11 @@ type tablePage struct {
 	// the snapshot: no page state may be read or written.
 	rows  func(s *Snapshot) []table.Row
 	async bool
-	// rowsGen numbers row builds; only the newest is installed.
+	// rowsGen numbers row builds; only the newest is installed. loaded is
+	// set once rows were installed (until then the table says "loading",
+	// not "no rows").
 	rowsGen uint64
+	loaded  bool
 	// onSnapshot, when set, runs on the UI goroutine for each snapshot
 	// (remembered brokers) before rows are built.
 	onSnapshot func(s *Snapshot)
@@ -109,6 +112,7 @@ func (p *tablePage) Update(msg tea.Msg) (Page, tea.Cmd) {
 		}
 		if !p.async {
 			p.tbl.SetRows(p.rows(p.snap))
+			p.loaded = true
 			break
 		}
 		// Build, filter and sort the rows off the UI goroutine: a refresh
@@ -127,6 +131,7 @@ func (p *tablePage) Update(msg tea.Msg) (Page, tea.Cmd) {
 	case rowsMsg:
 		if msg.gen == p.rowsGen {
 			p.tbl.SetPrepared(msg.prep)
+			p.loaded = true
 			if p.install != nil && msg.extra != nil {
 				p.install(msg.extra)
 				p.headerCache = nil
@@ -199,8 +204,12 @@ func (p *tablePage) View() string {
 		b.WriteString(l)
 		b.WriteByte('\n')
 	}
-	if p.snap == nil {
+	switch {
+	case p.snap == nil:
 		b.WriteString(p.env.Styles.Muted.Render("  waiting for the first refresh…"))
+		return b.String()
+	case !p.loaded:
+		b.WriteString(p.env.Styles.Muted.Render("  loading…"))
 		return b.String()
 	}
 	b.WriteString(p.tbl.View())
