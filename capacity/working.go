@@ -111,12 +111,16 @@ func (w Worksheet) Sections() []Section {
 		}
 		return "⌈" + num(r) + " ÷ " + num(in.ConsumerRate) + "⌉"
 	}
-	out = append(out, Section{Number: 5, Title: "Consumers at " + rate(in.ConsumerRate) + " each", Lines: []Line{
+	s5 := Section{Number: 5, Title: "Consumers at " + rate(in.ConsumerRate) + " each", Lines: []Line{
 		line(ConsumersPerGroup, need(in.AvgRate)),
 		line(ConsumersTotal, fmt.Sprintf("%s × %s", groupThousands(v(ConsumersPerGroup), 0), plural(in.Groups, "group"))),
 		line(PeakConsumersPerGroup, need(in.PeakRate)),
 		line(PeakConsumersTotal, fmt.Sprintf("%s × %s", groupThousands(v(PeakConsumersPerGroup), 0), plural(in.Groups, "group"))),
-	}})
+	}}
+	if has(PeakConsumersPerGroup) && w.Errors[Partitions] == nil && v(PeakConsumersPerGroup) > float64(in.Partitions) {
+		s5.Note = fmt.Sprintf("only %s of them can be active in a group: one consumer per partition (see 7)", groupThousands(float64(in.Partitions), 0))
+	}
+	out = append(out, s5)
 
 	// 6 · Broker network
 	copies := fmt.Sprintf("(%s + %s)", plural(in.Groups, "group"), plural(followers, "follower copy"))

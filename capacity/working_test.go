@@ -65,6 +65,10 @@ func TestSections_HarborCart(t *testing.T) {
 			t.Errorf("network note %q lacks %q", s6.Note, want)
 		}
 	}
+	s5, _ := findLine(t, secs, PeakConsumersPerGroup)
+	if s5.Note != "only 24 of them can be active in a group: one consumer per partition (see 7)" {
+		t.Errorf("consumers note %q", s5.Note)
+	}
 	s7, _ := findLine(t, secs, PartitionCapPerS)
 	if !strings.Contains(s7.Note, "the peak needs ≥50 partitions, faster consumers, or an accepted lag") {
 		t.Errorf("constraint note %q", s7.Note)
