@@ -128,16 +128,28 @@ func TestTopicsReportOffsetsReplicasAndConfigs(t *testing.T) {
 	}
 }
 
-// degradeISR makes the cluster answer Metadata as if broker down had died:
+// degradeISR makes the cluster answer Metadata as if one broker had died:
 // it leaves every ISR and is reported offline. kfake always reports
 // ISR = replicas, so the answer is rewritten from a real response captured
-// before the "failure".
-func degradeISR(t *testing.T, kc *kafkatest.Cluster, down int32) {
+// before the "failure". The broker chosen is a replica of partition 0 of
+// topic (kfake places replicas by leader, which varies); it is returned.
+func degradeISR(t *testing.T, kc *kafkatest.Cluster, topic string) (down int32) {
 	t.Helper()
 	req := kmsg.NewPtrMetadataRequest()
 	real, err := req.RequestWith(tctx(t), kc.Client)
 	if err != nil {
 		t.Fatal(err)
+	}
+	down = -1
+	for _, rt := range real.Topics {
+		for _, p := range rt.Partitions {
+			if *rt.Topic == topic && p.Partition == 0 {
+				down = p.Replicas[len(p.Replicas)-1]
+			}
+		}
+	}
+	if down < 0 {
+		t.Fatalf("topic %s has no partition 0", topic)
 	}
 	kc.ControlKey(int16(kmsg.Metadata), func(kr kmsg.Request) (kmsg.Response, error, bool) {
 		kc.KeepControl()
@@ -176,13 +188,14 @@ func degradeISR(t *testing.T, kc *kafkatest.Cluster, down int32) {
 		}
 		return resp, nil, true
 	})
+	return down
 }
 
 func TestTopicsShowDegradedISR(t *testing.T) {
 	kc := kafkatest.Start(t, 3)
 	kc.CreateTopic(t, "orders", 6, 3, map[string]string{"min.insync.replicas": "2"})
 	kc.CreateTopic(t, "payments", 6, 2, map[string]string{"min.insync.replicas": "2"})
-	degradeISR(t, kc, 1)
+	down := degradeISR(t, kc, "payments")
 
 	cl := dialCluster(t, kc)
 	topics, err := cl.Topics(tctx(t))
@@ -195,15 +208,15 @@ func TestTopicsShowDegradedISR(t *testing.T) {
 	for _, tp := range topics {
 		sawUnderMin := false
 		for _, p := range tp.Partitions {
-			hasDown := slices.Contains(p.Replicas, 1)
-			if slices.Contains(p.ISR, 1) {
+			hasDown := slices.Contains(p.Replicas, down)
+			if slices.Contains(p.ISR, down) {
 				t.Errorf("%s[%d]: ISR %v still holds the down broker", tp.Name, p.Partition, p.ISR)
 			}
 			if hasDown != p.UnderReplicated() {
 				t.Errorf("%s[%d]: replicas %v isr %v: under-replicated = %v", tp.Name, p.Partition, p.Replicas, p.ISR, p.UnderReplicated())
 			}
-			if hasDown && !slices.Equal(p.Offline, []int32{1}) {
-				t.Errorf("%s[%d]: offline replicas %v, want [1]", tp.Name, p.Partition, p.Offline)
+			if hasDown && !slices.Equal(p.Offline, []int32{down}) {
+				t.Errorf("%s[%d]: offline replicas %v, want [%d]", tp.Name, p.Partition, p.Offline, down)
 			}
 			// RF 3 minus one is still at min ISR 2; RF 2 minus one is below it.
 			wantUnderMin := hasDown && tp.ReplicationFactor == 2
@@ -213,7 +226,7 @@ func TestTopicsShowDegradedISR(t *testing.T) {
 			sawUnderMin = sawUnderMin || wantUnderMin
 		}
 		if tp.Name == "payments" && !sawUnderMin {
-			t.Errorf("payments: expected some partition replicated on broker 1 to be under min ISR")
+			t.Errorf("payments: expected partition 0 (replicated on the down broker) to be under min ISR")
 		}
 	}
 }

@@ -164,15 +164,28 @@ type partitionJSON struct {
 	Flags         []string `json:"flags"`
 }
 
-// shrinkISR answers Metadata as if broker down had left every ISR (kfake
-// itself always reports ISR = replicas).
-func shrinkISR(t *testing.T, kc *kafkatest.Cluster, down int32) {
+// shrinkISR answers Metadata as if a broker had left every ISR (kfake
+// itself always reports ISR = replicas). The broker is a replica of
+// partition 0 of topic (kfake places replicas by leader, which varies); it
+// is returned.
+func shrinkISR(t *testing.T, kc *kafkatest.Cluster, topic string) (down int32) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	real, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, kc.Client)
 	if err != nil {
 		t.Fatal(err)
+	}
+	down = -1
+	for _, rt := range real.Topics {
+		for _, p := range rt.Partitions {
+			if *rt.Topic == topic && p.Partition == 0 {
+				down = p.Replicas[len(p.Replicas)-1]
+			}
+		}
+	}
+	if down < 0 {
+		t.Fatalf("topic %s has no partition 0", topic)
 	}
 	kc.ControlKey(int16(kmsg.Metadata), func(kr kmsg.Request) (kmsg.Response, error, bool) {
 		kc.KeepControl()
@@ -201,6 +214,7 @@ func shrinkISR(t *testing.T, kc *kafkatest.Cluster, down int32) {
 		}
 		return resp, nil, true
 	})
+	return down
 }
 
 func TestTopicsFlagDegradedISR(t *testing.T) {
@@ -208,35 +222,35 @@ func TestTopicsFlagDegradedISR(t *testing.T) {
 	kc := kafkatest.Start(t, 3)
 	kc.CreateTopic(t, "orders", 6, 3, map[string]string{"min.insync.replicas": "2"})
 	kc.CreateTopic(t, "payments", 3, 2, map[string]string{"min.insync.replicas": "2"})
-	shrinkISR(t, kc, 2)
-
-	var ts topicsJSON
-	berthJSON(t, kc, &ts, "topics")
-	// RF 3 puts a replica of every partition on broker 2; RF 2 puts one on
-	// two thirds of them, and those fall below min ISR 2.
-	if o := ts.Topics[0]; o.Name != "orders" || o.UnderReplicated != 6 || o.UnderMinISR != 0 {
-		t.Errorf("orders = %+v, want 6 under-replicated, 0 under min ISR", o)
-	}
-	if p := ts.Topics[1]; p.Name != "payments" || p.UnderReplicated != 2 || p.UnderMinISR != 2 {
-		t.Errorf("payments = %+v, want 2 under-replicated and under min ISR", p)
-	}
+	down := shrinkISR(t, kc, "payments")
 
 	var dt describeTopicJSON
 	berthJSON(t, kc, &dt, "describe", "topic", "payments")
-	flagged := 0
+	onDown := 0
 	for _, p := range dt.Partitions {
-		onDown := slices.Contains(p.Replicas, 2)
-		if onDown {
-			flagged++
-			if !slices.Equal(p.Flags, []string{"under_replicated", "under_min_isr"}) || !slices.Equal(p.Offline, []int32{2}) || len(p.ISR) != 1 {
-				t.Errorf("payments[%d] = %+v, want flags under_replicated,under_min_isr, offline [2]", p.Partition, p)
+		if slices.Contains(p.Replicas, down) {
+			onDown++
+			// RF 2 minus the down broker leaves one copy: below min ISR 2.
+			if !slices.Equal(p.Flags, []string{"under_replicated", "under_min_isr"}) || !slices.Equal(p.Offline, []int32{down}) || len(p.ISR) != 1 {
+				t.Errorf("payments[%d] = %+v, want flags under_replicated,under_min_isr, offline [%d]", p.Partition, p, down)
 			}
-		} else if len(p.Flags) != 0 {
-			t.Errorf("payments[%d] not on broker 2 but flagged %v", p.Partition, p.Flags)
+		} else if len(p.Flags) != 0 || len(p.ISR) != 2 {
+			t.Errorf("payments[%d] not on broker %d but flagged %v", p.Partition, down, p.Flags)
 		}
 	}
-	if flagged != 2 {
-		t.Errorf("%d payments partitions on broker 2, want 2", flagged)
+	if onDown == 0 {
+		t.Fatal("partition 0 of payments should be replicated on the down broker")
+	}
+
+	var ts topicsJSON
+	berthJSON(t, kc, &ts, "topics")
+	// RF 3 on 3 brokers puts a replica of every partition on the down
+	// broker, leaving 2 copies: under-replicated, still at min ISR.
+	if o := ts.Topics[0]; o.Name != "orders" || o.UnderReplicated != 6 || o.UnderMinISR != 0 {
+		t.Errorf("orders = %+v, want 6 under-replicated, 0 under min ISR", o)
+	}
+	if p := ts.Topics[1]; p.Name != "payments" || p.UnderReplicated != onDown || p.UnderMinISR != onDown {
+		t.Errorf("payments = %+v, want %d under-replicated and under min ISR", p, onDown)
 	}
 }
 
