@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -29,7 +30,8 @@ func init() {
 		if !ok {
 			return nil, errors.New("offset resets need a Kafka context")
 		}
-		log, err := audit.Open(auditPathFor("", env.Config))
+		path := auditPathFor("", env.Config)
+		log, err := audit.Open(path, audit.WithSink(consoleAuditSink(env.Context, path, k.Client().Options())))
 		if err != nil {
 			return nil, err
 		}
@@ -107,6 +109,29 @@ plan was computed, and for effect-producing groups without
 		cmd.AddCommand(reset)
 		return cmd
 	})
+}
+
+// consoleSinks holds one audit-topic mirror per context for the console's
+// lifetime (the dialog builds a Resetter per request; a sink per request
+// would leave a connection behind each time).
+var consoleSinks struct {
+	sync.Mutex
+	m map[string]*kafka.AuditSink
+}
+
+func consoleAuditSink(ctxName, path string, opts kafka.Options) *kafka.AuditSink {
+	consoleSinks.Lock()
+	defer consoleSinks.Unlock()
+	if consoleSinks.m == nil {
+		consoleSinks.m = map[string]*kafka.AuditSink{}
+	}
+	key := ctxName + "\x00" + path
+	if s, ok := consoleSinks.m[key]; ok {
+		return s
+	}
+	s := kafka.NewAuditSink(opts, auditSource(path))
+	consoleSinks.m[key] = s
+	return s
 }
 
 // modeFlags maps each mode to its flag name, in the order they are offered.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,7 +14,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/berth-dev/berth/backends/kafka"
+	"github.com/berth-dev/berth/internal/audit"
+	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/kafkatest"
+	"github.com/berth-dev/berth/internal/offsets"
+	"github.com/berth-dev/berth/tui"
+	tuioffsets "github.com/berth-dev/berth/tui/offsets"
 )
 
 // resetJSON is the documented JSON of `berth offsets reset -o json`;
@@ -426,5 +433,64 @@ func TestOffsetsResetSavedPlanRefusedAfterChange(t *testing.T) {
 	os.WriteFile(plan, b, 0o600)
 	if _, errOut, code := resetRun(t, kc, "other", "--execute", "--plan", plan); code != 1 || !strings.Contains(errOut, "for group g, not other") {
 		t.Fatalf("plan for another group: exit %d: %s", code, errOut)
+	}
+}
+
+// TestConsoleResetterWiring checks what the console's R dialog runs: the
+// same action on the console's connection, writing the configured audit
+// file (mirrored to the cluster's audit topic) and honouring effects
+// policies and read-only.
+func TestConsoleResetterWiring(t *testing.T) {
+	kc, auditFile := resetCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl, err := kafka.Dial(ctx, kafka.Options{Bootstrap: kc.Addrs, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := kafka.NewCluster(cl)
+	defer cluster.Close()
+	cfg := config.Default()
+	cfg.Groups = []config.GroupPolicy{{Match: "g", Effects: true}}
+	env := tui.PageEnv{Config: cfg, Context: "wired"}
+
+	r, err := tuioffsets.NewResetter(cluster, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.Plan(ctx, offsets.Request{Group: "g", Spec: offsets.Spec{Mode: offsets.ToEarliest}, Scope: offsets.Scope{AllTopics: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Effects || p.Context != "wired" {
+		t.Fatalf("policy or context not wired: effects %v context %q", p.Effects, p.Context)
+	}
+	if _, err := r.Execute(ctx, p, offsets.ExecOptions{}); err == nil || !strings.Contains(err.Error(), "--confirm-replay-effects") {
+		t.Fatalf("effects guard: %v", err)
+	}
+	res, err := r.Execute(ctx, p, offsets.ExecOptions{ConfirmReplayEffects: true})
+	if err != nil || !res.Verified || res.Warning != "" {
+		t.Fatalf("execute: %+v %v", res, err)
+	}
+	log, _ := audit.Open(auditFile)
+	entries, err := log.List()
+	if err != nil || len(entries) != 2 || entries[1].Context != "wired" {
+		t.Fatalf("audit file %s: %+v %v", auditFile, entries, err)
+	}
+	mirrored, err := cluster.MirroredAudit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src := kafka.Sources(mirrored); len(src) != 1 || len(mirrored[src[0]]) != 2 {
+		t.Fatalf("audit topic holds %v", mirrored)
+	}
+
+	env.ReadOnly = true
+	ro, err := tuioffsets.NewResetter(cluster, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ro.Execute(ctx, p, offsets.ExecOptions{ConfirmReplayEffects: true}); !errors.Is(err, offsets.ErrReadOnly) {
+		t.Fatalf("read-only console: %v", err)
 	}
 }
