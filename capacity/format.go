@@ -13,20 +13,17 @@ import (
 func trimFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 // groupThousands renders v with d decimals and comma-grouped thousands
-// ("31,200,000", "19.53"). A non-zero value that would round to zero is
-// shown with three significant digits instead, so a small figure never
-// reads as nothing.
+// ("31,200,000", "19.53"). A non-zero value below 1 keeps at least two
+// significant digits, so a small figure never reads as nothing.
 func groupThousands(v float64, d int) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "—" // never printed for computed figures; defensive
 	}
 	fixed := d
-	if v != 0 && math.Abs(v) < 1 && d > 0 {
-		// Below 1, keep three significant digits ("0.0466 MiB/s", not
-		// "0.05"), without an exponent.
-		d = max(d, sigDecimals(v, 3))
-	} else if v != 0 && math.Abs(v) < 0.5*math.Pow10(-d) {
-		d = sigDecimals(v, 3)
+	if v != 0 && math.Abs(v) < 1 {
+		// Below 1, keep at least two significant digits ("0.047 MiB/s",
+		// not "0.05"; the seed's "0.81 MiB/s"), without an exponent.
+		d = max(d, sigDecimals(v, 2))
 	}
 	s := strconv.FormatFloat(v, 'f', d, 64)
 	for d > fixed && strings.HasSuffix(s, "0") {

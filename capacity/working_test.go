@@ -65,6 +65,10 @@ func TestSections_HarborCart(t *testing.T) {
 			t.Errorf("network note %q lacks %q", s6.Note, want)
 		}
 	}
+	s8, _ := findLine(t, secs, HotPartitionPerS)
+	if !strings.HasPrefix(s8.Note, "uniform load is 833/s per partition (0.81 MiB/s); ") {
+		t.Errorf("hot-key note %q", s8.Note)
+	}
 	s5, _ := findLine(t, secs, PeakConsumersPerGroup)
 	if s5.Note != "only 24 of them can be active in a group: one consumer per partition (see 7)" {
 		t.Errorf("consumers note %q", s5.Note)
@@ -129,7 +133,7 @@ func TestFormatDuration(t *testing.T) {
 	}
 }
 
-// TestFormatValue_Small: figures below 1 keep three significant digits and
+// TestFormatValue_Small: figures below 1 keep two significant digits and
 // never use an exponent.
 func TestFormatValue_Small(t *testing.T) {
 	for _, tc := range []struct {
@@ -137,9 +141,11 @@ func TestFormatValue_Small(t *testing.T) {
 		v    float64
 		want string
 	}{
-		{IngestMiBPerS, 0.046592, "0.0466 MiB/s"},
-		{IngestTBPerDay, 0.0042211, "0.00422 TB/day"},
-		{PeakAboveBaselineGiB, 0.0000365, "0.0000365 GiB"},
+		{IngestMiBPerS, 0.046592, "0.047 MiB/s"},
+		{IngestMiBPerS, 0.8138, "0.81 MiB/s"},
+		{IngestTBPerDay, 0.0042211, "0.0042 TB/day"},
+		{PeakAboveBaselineGiB, 0.0000366, "0.000037 GiB"},
+		{PeakBacklogEvents, 0.5, "0.5 events"},
 		{IngestMiBPerS, 19.53125, "19.53 MiB/s"},
 		{PeakEgressMiBPerS, 1234.5, "1,234.50 MiB/s"},
 		{HotPartitionMultiple, 0.24, "0.24×"},
