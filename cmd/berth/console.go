@@ -71,6 +71,9 @@ func (a *app) dialConsole(ctx context.Context, name string) (tui.Source, error) 
 		}
 		b.ctxName, b.ctx = name, c
 	}
+	if dial, ok := consoleDialers[b.ctx.Kind]; ok {
+		return dial(&b, ctx)
+	}
 	opts, err := b.kafkaOptions()
 	if err != nil {
 		return nil, err
@@ -90,6 +93,12 @@ func (a *app) dialConsole(ctx context.Context, name string) (tui.Source, error) 
 	})
 	return &consoleSource{cluster: cluster, mon: mon}, nil
 }
+
+// consoleDialers attach the console to contexts of kinds other than Kafka
+// (a RabbitMQ source, say): a command file registers one for its kind in an
+// init function. The app it receives is already switched to the context
+// being dialed (a.ctxName, a.ctx).
+var consoleDialers = map[string]func(a *app, ctx context.Context) (tui.Source, error){}
 
 // consoleSource is a tui.Source over the Kafka backend and a monitor.
 type consoleSource struct {
