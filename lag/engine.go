@@ -72,7 +72,21 @@ func OffsetLag(committed, logStart, end int64) int64 {
 
 // Evaluate computes one partition's lag row at now.
 func Evaluate(in PartitionInput, now time.Time, cfg Config) PartitionLag {
-	cfg = cfg.WithDefaults()
+	return evaluate(in, now, cfg.WithDefaults())
+}
+
+// Evaluator evaluates many partitions with one configuration.
+type Evaluator struct{ cfg Config }
+
+// NewEvaluator fills cfg's defaults once.
+func NewEvaluator(cfg Config) Evaluator { return Evaluator{cfg.WithDefaults()} }
+
+// Evaluate is lag.Evaluate with the evaluator's configuration.
+func (e Evaluator) Evaluate(in PartitionInput, now time.Time) PartitionLag {
+	return evaluate(in, now, e.cfg)
+}
+
+func evaluate(in PartitionInput, now time.Time, cfg Config) PartitionLag {
 	r := PartitionLag{
 		Topic:     in.Topic,
 		Partition: in.Partition,

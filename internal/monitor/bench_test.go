@@ -176,11 +176,11 @@ func BenchmarkRefresh(b *testing.B) {
 			var heap float64
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
+				_, reader, _ := bc.dial(b) // a fresh reader: nothing cached
+				m := New(cl, reader, Config{Groups: bc.groups})
 				t0 := time.Now()
 				offsetsOnly(b, adm, bc)
 				t1 := time.Now()
-				_, reader, _ := bc.dial(b)
-				m := New(cl, reader, Config{Groups: bc.groups})
 				s := refreshOnce(b, m)
 				t2 := time.Now()
 				f0 := bc.fetches.Load()

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/berth-dev/berth/backends"
@@ -124,17 +125,53 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 	began := time.Now()
 	var warnings []string
 
-	info, err := m.cluster.Describe(ctx)
-	if err != nil {
-		return Snapshot{}, err
-	}
-	topics, err := m.cluster.Topics(ctx)
-	if err != nil {
-		return Snapshot{}, err
-	}
-	groups, err := m.cluster.Groups(ctx)
-	if err != nil {
-		return Snapshot{}, err
+	// Topics (with ISR, offsets and configs) and groups (with commits) are
+	// independent: read them side by side, so a refresh costs the slower
+	// of the two rather than the sum. When the groups are named, their
+	// commits are read alongside the group list too.
+	var (
+		wg              sync.WaitGroup
+		info            backends.ClusterInfo
+		topics          []backends.Topic
+		groups          []backends.Group
+		commits         map[string][]backends.Committed
+		infoErr, topErr error
+		grpErr, cerr    error
+	)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if info, infoErr = m.cluster.Describe(ctx); infoErr == nil {
+			topics, topErr = m.cluster.Topics(ctx)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		named := len(m.cfg.Groups) > 0
+		var cwg sync.WaitGroup
+		if named {
+			cwg.Add(1)
+			go func() {
+				defer cwg.Done()
+				commits, cerr = m.cluster.CommittedOffsets(ctx, m.cfg.Groups...)
+			}()
+		}
+		groups, grpErr = m.cluster.Groups(ctx)
+		cwg.Wait()
+		if grpErr != nil || named {
+			return
+		}
+		names := make([]string, len(groups))
+		for i, g := range groups {
+			names[i] = g.Name
+		}
+		commits, cerr = m.cluster.CommittedOffsets(ctx, names...)
+	}()
+	wg.Wait()
+	for _, err := range []error{infoErr, topErr, grpErr} {
+		if err != nil {
+			return Snapshot{}, err
+		}
 	}
 	if len(m.cfg.Groups) > 0 {
 		want := map[string]bool{}
@@ -150,11 +187,6 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 		groups = kept
 	}
 	sort.Slice(groups, func(i, j int) bool { return groups[i].Name < groups[j].Name })
-	names := make([]string, len(groups))
-	for i, g := range groups {
-		names[i] = g.Name
-	}
-	commits, cerr := m.cluster.CommittedOffsets(ctx, names...)
 	if cerr != nil {
 		if ctx.Err() != nil {
 			return Snapshot{}, cerr
@@ -287,6 +319,7 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 
 	// Evaluate.
 	lcfg := m.cfg.Lag
+	ev := lag.NewEvaluator(lcfg)
 	var hist []lag.Sample
 	snapGroups := make([]Group, 0, len(work))
 	for _, w := range work {
@@ -322,7 +355,7 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 					in.Probe.Timestamp = time.UnixMilli(r.gt.probeMs[r.p])
 				}
 			}
-			rows = append(rows, lag.Evaluate(in, now, lcfg))
+			rows = append(rows, ev.Evaluate(in, now))
 		}
 		gl := lag.RollUp(lag.GroupInfo{Name: w.g.Name, State: w.g.State, Members: w.g.Members, SLO: slo}, rows, lcfg)
 		w.gs.history = appendHistory(w.gs.history, Point{At: now, MaxAge: gl.MaxAge, MaxAgeKnown: gl.MaxAgeKnown, TotalLag: gl.TotalLag, Status: gl.Status}, m.cfg.History)
