@@ -161,7 +161,7 @@ func TestOffsetsResetExecuteToDatetimeAndAudit(t *testing.T) {
 	if c := committedOf(t, kc, "g"); c[0] != 8 || c[1] != 8 {
 		t.Fatalf("committed %v, want 8 and 8", c)
 	}
-	out, errOut, code := runBerth(t, "-o", "json", "audit")
+	out, errOut, code := runBerth(t, append(bootstrap(kc), "-o", "json", "audit")...)
 	if code != 0 {
 		t.Fatalf("audit: exit %d: %s", code, errOut)
 	}
@@ -198,7 +198,10 @@ func TestOffsetsResetExecuteToDatetimeAndAudit(t *testing.T) {
 	if _, err := os.Stat(auditFile); err != nil {
 		t.Fatalf("BERTH_AUDIT_FILE not used: %v", err)
 	}
-	if out, _, code := runBerth(t, "audit", "verify"); code != 0 || !strings.Contains(out, "OK: 2 entries") {
+	// The reset was mirrored to the cluster's audit topic, and verify
+	// checks that copy against the file.
+	if out, _, code := runBerth(t, append(bootstrap(kc), "audit", "verify")...); code != 0 || !strings.Contains(out, "OK: 2 entries") ||
+		!strings.Contains(out, "__berth_audit") || !strings.Contains(out, "2 entries, OK") {
 		t.Fatalf("verify: %d %s", code, out)
 	}
 }
@@ -234,7 +237,7 @@ func TestAuditVerifyDetectsTamperingFromTheCLI(t *testing.T) {
 			if err := os.WriteFile(auditFile, []byte(tc.content), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, errOut, code := runBerth(t, "audit", "verify")
+			_, errOut, code := runBerth(t, append(bootstrap(kc), "audit", "verify")...)
 			if code != 1 || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "tampered") {
 				t.Fatalf("verify after %s: exit %d: %s", tc.name, code, errOut)
 			}
@@ -242,7 +245,7 @@ func TestAuditVerifyDetectsTamperingFromTheCLI(t *testing.T) {
 	}
 	// --audit-file overrides the environment.
 	other := filepath.Join(t.TempDir(), "other.log")
-	if out, _, code := runBerth(t, "audit", "verify", "--audit-file", other); code != 0 || !strings.Contains(out, "OK: 0 entries") {
+	if out, _, code := runBerth(t, append(bootstrap(kc), "audit", "verify", "--audit-file", other)...); code != 0 || !strings.Contains(out, "OK: 0 entries") {
 		t.Fatalf("verify of an empty override: %d %s", code, out)
 	}
 }
