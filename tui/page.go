@@ -43,6 +43,25 @@ import (
 //     headers) goes through internal/sanitize before it reaches View.
 //   - Mutating actions check env.ReadOnly and show themselves disabled with
 //     env.ReadOnlyReason; the action layer enforces read-only again.
+//   - Navigation is by command: tui.Push(factory) opens a sub-page (the app
+//     builds it with its own env), tui.Open("group", name) a registered
+//     page, tui.Back() closes the current one, tui.Flash(level, text) shows
+//     a message in the status line that clears itself.
+//
+// A minimal page:
+//
+//	func init() { tui.RegisterPage("hello", func(env tui.PageEnv) tui.Page { return &hello{env: env} }) }
+//
+//	type hello struct{ env tui.PageEnv; w, h int }
+//
+//	func (p *hello) Init() tea.Cmd                { return nil }
+//	func (p *hello) Title() string                { return "hello" }
+//	func (p *hello) KeyBindings() []key.Binding   { return nil }
+//	func (p *hello) View() string                 { return fmt.Sprintf("%d topics", len(p.env.Snapshot().Topics)) }
+//	func (p *hello) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
+//		if ws, ok := msg.(tea.WindowSizeMsg); ok { p.w, p.h = ws.Width, ws.Height }
+//		return p, nil
+//	}
 type Page interface {
 	// Init returns the page's first command (e.g. a load through env.Do).
 	Init() tea.Cmd
