@@ -57,7 +57,13 @@ import (
 //	func (p *hello) Init() tea.Cmd                { return nil }
 //	func (p *hello) Title() string                { return "hello" }
 //	func (p *hello) KeyBindings() []key.Binding   { return nil }
-//	func (p *hello) View() string                 { return fmt.Sprintf("%d topics", len(p.env.Snapshot().Topics)) }
+//	func (p *hello) View() string {
+//		s := p.env.Snapshot() // nil before the first refresh
+//		if s == nil {
+//			return "waiting…"
+//		}
+//		return fmt.Sprintf("%d topics", len(s.Topics))
+//	}
 //	func (p *hello) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 //		if ws, ok := msg.(tea.WindowSizeMsg); ok { p.w, p.h = ws.Width, ws.Height }
 //		return p, nil
