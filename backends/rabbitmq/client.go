@@ -35,6 +35,8 @@ type Options struct {
 	TLS    *tls.Config // for amqps:// and https://; nil: system defaults
 	// Timeout bounds dialing and each call.
 	Timeout time.Duration
+	// ReadOnly refuses every action that changes the server (redrive).
+	ReadOnly bool
 }
 
 // Client is one attachment to a RabbitMQ server.

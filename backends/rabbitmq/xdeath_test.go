@@ -18,7 +18,7 @@ func TestParseDeath(t *testing.T) {
 		check   func(t *testing.T, d DeathInfo)
 	}{
 		{"classic rejected", amqp.Table{
-			"x-death": []interface{}{amqp.Table{"count": int64(1), "exchange": "work.x", "queue": "work.classic", "reason": "rejected", "routing-keys": []interface{}{"rk.classic"}, "time": t0}},
+			"x-death":                []interface{}{amqp.Table{"count": int64(1), "exchange": "work.x", "queue": "work.classic", "reason": "rejected", "routing-keys": []interface{}{"rk.classic"}, "time": t0}},
 			"x-first-death-exchange": "work.x", "x-first-death-queue": "work.classic", "x-first-death-reason": "rejected",
 		}, func(t *testing.T, d DeathInfo) {
 			x, k, ok := d.Target()

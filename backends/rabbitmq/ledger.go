@@ -1,0 +1,204 @@
+package rabbitmq
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	_ "modernc.org/sqlite"             // registers the "sqlite" database/sql driver
+
+	"github.com/berth-dev/berth/internal/config"
+)
+
+// Ledger records RabbitMQ redrives: an intent row before a message is
+// published, its completion after the publisher confirm. A DLQ message is
+// acked only after its completion row is written, so after a crash:
+//   - confirmed: the message reached its target; the DLQ copy is a leftover
+//     (acked without a second publish);
+//   - intent: it may or may not have arrived; it is sent again (consumers
+//     deduplicate by message_id, which is the event id);
+//   - no row: it was never sent.
+//
+// It lives in PostgreSQL or an SQLite file (redrive.store_dsn), shared by
+// every operator attached to the same store.
+type Ledger struct {
+	db     *sql.DB
+	driver string
+}
+
+// Ledger states.
+const (
+	StateIntent    = "intent"
+	StateConfirmed = "confirmed"
+	StateFailed    = "failed"
+)
+
+// OpenLedger opens (and creates the table of) the ledger at dsn:
+// postgres:// or postgresql:// URLs, else an SQLite file path ("sqlite:"
+// prefix optional). Errors never quote the DSN's password.
+func OpenLedger(ctx context.Context, dsn string) (*Ledger, error) {
+	if dsn == "" {
+		return nil, errors.New("redrive.store_dsn: required for RabbitMQ redrive (a postgres:// URL or an SQLite file)")
+	}
+	driver, src := "sqlite", strings.TrimPrefix(dsn, "sqlite:")
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		driver, src = "pgx", dsn
+	}
+	db, err := sql.Open(driver, src)
+	if err != nil {
+		return nil, fmt.Errorf("redrive.store_dsn %s: %s", config.RedactURL(dsn), config.RedactError(err.Error(), dsn))
+	}
+	l := &Ledger{db: db, driver: driver}
+	if driver == "sqlite" {
+		// One writer; WAL lets readers (status) run alongside.
+		db.SetMaxOpenConns(1)
+		for _, p := range []string{"PRAGMA journal_mode=WAL", "PRAGMA busy_timeout=5000", "PRAGMA synchronous=FULL"} {
+			if _, err := db.ExecContext(ctx, p); err != nil {
+				db.Close()
+				return nil, fmt.Errorf("redrive.store_dsn %s: %v", dsn, err)
+			}
+		}
+	}
+	_, err = db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS berth_rabbitmq_ledger (
+		plan        TEXT NOT NULL,
+		event_id    TEXT NOT NULL,
+		vhost       TEXT NOT NULL,
+		dlq         TEXT NOT NULL,
+		exchange    TEXT NOT NULL,
+		routing_key TEXT NOT NULL,
+		state       TEXT NOT NULL,
+		detail      TEXT NOT NULL DEFAULT '',
+		updated_at  TEXT NOT NULL,
+		PRIMARY KEY (plan, event_id))`)
+	if err == nil {
+		_, err = db.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS berth_rabbitmq_ledger_dlq ON berth_rabbitmq_ledger (vhost, dlq, event_id)`)
+	}
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("redrive.store_dsn %s: %s", config.RedactURL(dsn), config.RedactError(err.Error(), dsn))
+	}
+	return l, nil
+}
+
+// Close closes the store.
+func (l *Ledger) Close() error { return l.db.Close() }
+
+// LedgerEntry is one ledger row.
+type LedgerEntry struct {
+	Plan       string    `json:"plan"`
+	EventID    string    `json:"event_id"`
+	Vhost      string    `json:"vhost"`
+	DLQ        string    `json:"dlq"`
+	Exchange   string    `json:"exchange"`
+	RoutingKey string    `json:"routing_key"`
+	State      string    `json:"state"`
+	Detail     string    `json:"detail,omitempty"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// PlanStates returns every event's state in a plan.
+func (l *Ledger) PlanStates(ctx context.Context, plan string) (map[string]string, error) {
+	rows, err := l.db.QueryContext(ctx, `SELECT event_id, state FROM berth_rabbitmq_ledger WHERE plan = $1`, plan)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %v", err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var id, st string
+		if err := rows.Scan(&id, &st); err != nil {
+			return nil, fmt.Errorf("ledger: %v", err)
+		}
+		out[id] = st
+	}
+	return out, rows.Err()
+}
+
+// Redriven returns the event ids of a DLQ confirmed by any plan.
+func (l *Ledger) Redriven(ctx context.Context, vhost, dlq string) (map[string]bool, error) {
+	rows, err := l.db.QueryContext(ctx, `SELECT event_id FROM berth_rabbitmq_ledger WHERE vhost = $1 AND dlq = $2 AND state = $3`, vhost, dlq, StateConfirmed)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %v", err)
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("ledger: %v", err)
+		}
+		out[id] = true
+	}
+	return out, rows.Err()
+}
+
+// Entries lists a plan's rows (every plan when plan is "").
+func (l *Ledger) Entries(ctx context.Context, plan string) ([]LedgerEntry, error) {
+	q := `SELECT plan, event_id, vhost, dlq, exchange, routing_key, state, detail, updated_at FROM berth_rabbitmq_ledger`
+	var args []any
+	if plan != "" {
+		q += ` WHERE plan = $1`
+		args = append(args, plan)
+	}
+	rows, err := l.db.QueryContext(ctx, q+` ORDER BY updated_at, event_id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %v", err)
+	}
+	defer rows.Close()
+	var out []LedgerEntry
+	for rows.Next() {
+		var e LedgerEntry
+		var at string
+		if err := rows.Scan(&e.Plan, &e.EventID, &e.Vhost, &e.DLQ, &e.Exchange, &e.RoutingKey, &e.State, &e.Detail, &at); err != nil {
+			return nil, fmt.Errorf("ledger: %v", err)
+		}
+		e.UpdatedAt, _ = time.Parse(time.RFC3339Nano, at)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// Record writes entries in one transaction. A confirmed row is never
+// downgraded (a late intent or failure for an event that already arrived
+// changes nothing).
+func (l *Ledger) Record(ctx context.Context, entries []LedgerEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	tx, err := l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("ledger: %v", err)
+	}
+	defer tx.Rollback()
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	// Multi-row statements: one round trip per chunk, not per message.
+	const chunk = 200
+	for start := 0; start < len(entries); start += chunk {
+		part := entries[start:min(start+chunk, len(entries))]
+		var b strings.Builder
+		b.WriteString(`INSERT INTO berth_rabbitmq_ledger
+		(plan, event_id, vhost, dlq, exchange, routing_key, state, detail, updated_at) VALUES `)
+		args := make([]any, 0, len(part)*9)
+		for i, e := range part {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			n := i * 9
+			fmt.Fprintf(&b, "($%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d)", n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9)
+			args = append(args, e.Plan, e.EventID, e.Vhost, e.DLQ, e.Exchange, e.RoutingKey, e.State, e.Detail, now)
+		}
+		b.WriteString(` ON CONFLICT (plan, event_id) DO UPDATE SET state = excluded.state, detail = excluded.detail, updated_at = excluded.updated_at
+		WHERE berth_rabbitmq_ledger.state <> 'confirmed'`)
+		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
+			return fmt.Errorf("ledger: %v", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("ledger: %v", err)
+	}
+	return nil
+}

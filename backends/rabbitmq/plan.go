@@ -1,0 +1,214 @@
+package rabbitmq
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/berth-dev/berth/redrive"
+)
+
+// RabbitMQ redrive plans. A queue message has no offset, so a plan names
+// messages by event id (the message_id a redrive publishes) and carries
+// each one's target from x-death. The plan file's SHA-256 over its
+// canonical encoding is its identity, as for Kafka plans; the checks are the
+// same where they mean the same (ledger, system of record, duplicates, loop
+// guard, missing idempotency key). Kafka's ordering scan does not apply:
+// a queue has no partition to scan (see the docs).
+
+// PlanKind marks a RabbitMQ plan file.
+const PlanKind = "rabbitmq"
+
+const planHashDomain = "berth-redrive-plan/rabbitmq/v1\n"
+
+// Plan is a reviewed selection of DLQ messages to redrive.
+type Plan struct {
+	Version   int       `json:"version"`
+	Kind      string    `json:"kind"`
+	Server    string    `json:"server"` // AMQP host:port
+	Vhost     string    `json:"vhost"`
+	DLQ       string    `json:"dlq"`
+	QueueType string    `json:"queue_type"`
+	Selection Selection `json:"selection"`
+	Rate      int       `json:"rate"`   // messages per second, 0: unlimited
+	Window    int       `json:"window"` // publishes awaiting confirms
+	// AcceptQuorumSideEffects: a quorum DLQ's unselected messages are
+	// returned to the back with their delivery count + 1.
+	AcceptQuorumSideEffects bool                   `json:"accept_quorum_side_effects"`
+	Policy                  redrive.PolicySnapshot `json:"policy"`
+	Author                  string                 `json:"author"`
+	CreatedAt               time.Time              `json:"created_at"`
+	Records                 []PlanRecord           `json:"records"`
+}
+
+// Selection is how the messages were chosen: always explicit.
+type Selection struct {
+	Classes        []string `json:"classes,omitempty"`
+	EventIDs       []string `json:"event_ids,omitempty"`
+	Reasons        []string `json:"reasons,omitempty"`
+	OriginalQueues []string `json:"original_queues,omitempty"`
+	// All selects every message browsed; it must be said explicitly.
+	All bool `json:"all,omitempty"`
+}
+
+// Empty reports whether nothing selects messages.
+func (s Selection) Empty() bool {
+	return !s.All && len(s.Classes) == 0 && len(s.EventIDs) == 0 && len(s.Reasons) == 0 && len(s.OriginalQueues) == 0
+}
+
+// Matches reports whether m is selected: every given criterion must hold.
+func (s Selection) Matches(m Message) bool {
+	if s.Empty() {
+		return false
+	}
+	in := func(list []string, v string) bool {
+		if len(list) == 0 {
+			return true
+		}
+		for _, x := range list {
+			if x == v {
+				return true
+			}
+		}
+		return false
+	}
+	return in(s.Classes, m.Class) && in(s.EventIDs, m.EventID) && in(s.Reasons, m.Death.Reason()) && in(s.OriginalQueues, m.Death.OriginalQueue())
+}
+
+// PlanRecord is one selected message and its verdict.
+type PlanRecord struct {
+	Position       int    `json:"position"`
+	EventID        string `json:"event_id"`
+	EventIDSource  string `json:"event_id_source"`
+	IdempotencyKey string `json:"idempotency_key"`
+	Class          string `json:"class"`
+	OriginalQueue  string `json:"original_queue"`
+	DeathReason    string `json:"death_reason"`
+	Exchange       string `json:"exchange"`
+	RoutingKey     string `json:"routing_key"`
+	BodySHA256     string `json:"body_sha256"`
+	PriorRedrives  int    `json:"prior_redrives"`
+	redrive.Verdict
+}
+
+// CheckInput is what the checks need besides the messages: answers from the
+// ledger and the system of record, gathered by the caller (I/O stays out).
+type CheckInput struct {
+	// Redriven are event ids the ledger has confirmed for this DLQ.
+	Redriven map[string]bool
+	// Committed answers the system of record per idempotency key; nil when
+	// the policy has none. SORErr is set when it could not be asked.
+	Committed map[string]bool
+	SORErr    error
+	HasSOR    bool
+}
+
+// MakePlan selects messages and runs the checks. Pure: now, author and the
+// check answers are arguments.
+func MakePlan(msgs []Message, sel Selection, pol redrive.PolicySnapshot, in CheckInput, now time.Time) (Plan, error) {
+	if sel.Empty() {
+		return Plan{}, errors.New("selection: say what to redrive (--class, --event-id, --reason, --original-queue, or --all); a plan never means everything implicitly")
+	}
+	p := Plan{Version: 1, Kind: PlanKind, Selection: sel, Policy: pol, CreatedAt: now.UTC()}
+	max := pol.MaxRedrives
+	if max <= 0 {
+		max = redrive.DefaultMaxRedrives
+	}
+	seen := map[string]bool{}
+	for _, m := range msgs {
+		if !sel.Matches(m) {
+			continue
+		}
+		sum := sha256.Sum256(m.Body)
+		r := PlanRecord{
+			Position: m.Position, EventID: m.EventID, EventIDSource: m.EventIDSource, IdempotencyKey: m.IdempotencyKey,
+			Class: m.Class, OriginalQueue: m.Death.OriginalQueue(), DeathReason: m.Death.Reason(),
+			BodySHA256: hex.EncodeToString(sum[:]), PriorRedrives: m.PriorRedrives,
+			Verdict: redrive.Verdict{Included: true},
+		}
+		x, k, ok := m.Death.Target()
+		r.Exchange, r.RoutingKey = x, k
+		exclude := func(reason redrive.Reason, f string, a ...any) {
+			r.Verdict = redrive.Verdict{Included: false, Reason: reason, Detail: fmt.Sprintf(f, a...)}
+		}
+		switch {
+		case !ok:
+			exclude(redrive.ReasonCheckFailed, "no x-death routing: the original exchange and routing key are unknown")
+		case in.Redriven[m.EventID]:
+			exclude(redrive.ReasonAlreadyRedriven, "the ledger has this event confirmed")
+		case pol.RequireIdempotencyKey && m.IdempotencyKey == "":
+			exclude(redrive.ReasonMissingKey, "policy requires %s", pol.IdempotencyKey)
+		case in.HasSOR && in.SORErr != nil:
+			exclude(redrive.ReasonCheckFailed, "system of record: %v", in.SORErr)
+		case in.HasSOR && m.IdempotencyKey != "" && in.Committed[m.IdempotencyKey]:
+			exclude(redrive.ReasonEffectCommitted, "the system of record has %s", m.IdempotencyKey)
+		case m.PriorRedrives >= max:
+			exclude(redrive.ReasonLoopLimit, "redriven %d times before (limit %d)", m.PriorRedrives, max)
+		case seen[m.EventID]:
+			exclude(redrive.ReasonDuplicate, "event %s is already in this plan", m.EventID)
+		}
+		if r.Included {
+			seen[m.EventID] = true
+		}
+		p.Records = append(p.Records, r)
+	}
+	return p, nil
+}
+
+// Canonical is the plan's canonical encoding (struct field order, UTC
+// times, records by position).
+func (p Plan) Canonical() ([]byte, error) {
+	q := p
+	q.CreatedAt = q.CreatedAt.UTC()
+	q.Records = append([]PlanRecord(nil), p.Records...)
+	sort.SliceStable(q.Records, func(i, j int) bool { return q.Records[i].Position < q.Records[j].Position })
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(q); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+// Hash is the plan's identity: hex SHA-256 of a domain prefix and the
+// canonical encoding. Any change to the plan changes it.
+func (p Plan) Hash() string {
+	c, err := p.Canonical()
+	if err != nil {
+		panic(fmt.Sprintf("rabbitmq: plan does not encode: %v", err))
+	}
+	h := sha256.New()
+	h.Write([]byte(planHashDomain))
+	h.Write(c)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Included returns the included records by event id.
+func (p Plan) Included() map[string]PlanRecord {
+	out := map[string]PlanRecord{}
+	for _, r := range p.Records {
+		if r.Included {
+			out[r.EventID] = r
+		}
+	}
+	return out
+}
+
+// Totals counts the plan's records by verdict.
+func (p Plan) Totals() map[string]int {
+	t := map[string]int{"selected": len(p.Records), "included": 0}
+	for _, r := range p.Records {
+		if r.Included {
+			t["included"]++
+		} else {
+			t[string(r.Reason)]++
+		}
+	}
+	return t
+}

@@ -1,0 +1,517 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/berth-dev/berth/backends"
+)
+
+// ExecOptions tune Execute.
+type ExecOptions struct {
+	// Window is how many publishes await confirms per chunk (default 500);
+	// each chunk is one ledger transaction before and one after.
+	Window int
+	// Rate caps messages per second (0: the plan's, then unlimited).
+	Rate int
+	// MaxHeld bounds the unselected messages held (unacked, to keep their
+	// place) while looking for selected ones (default 50,000).
+	MaxHeld int
+	// StopOnFailure stops at the first failed publish (payments policies).
+	StopOnFailure bool
+	// Progress is called after each chunk is settled.
+	Progress func(Result)
+}
+
+// Failure is one message that could not be redriven: it stays in the DLQ.
+type Failure struct {
+	EventID    string `json:"event_id"`
+	Exchange   string `json:"exchange"`
+	RoutingKey string `json:"routing_key"`
+	Error      string `json:"error"`
+}
+
+// Result is what an execution did.
+type Result struct {
+	Plan string `json:"plan"`
+	// Sent were published, confirmed, recorded and acked from the DLQ.
+	Sent int `json:"sent"`
+	// AlreadySent were confirmed by an earlier run (ledger) and only acked
+	// from the DLQ now: not published again.
+	AlreadySent int `json:"already_sent"`
+	// Resent were recorded as intent by an earlier run that stopped before
+	// their confirm: sent again (consumers deduplicate by message_id).
+	Resent int `json:"resent"`
+	// Excluded are plan records whose checks excluded them.
+	Excluded int `json:"excluded"`
+	// Failed stay in the DLQ: returned unroutable, nacked, or refused.
+	Failed []Failure `json:"failed"`
+	// NotFound are included events no longer in the DLQ (and not confirmed
+	// in the ledger): consumed or purged by someone else.
+	NotFound []string `json:"not_found"`
+	// Passed counts unselected messages left in place.
+	Passed int `json:"passed_over"`
+	// Stopped says why execution ended early ("" when it finished).
+	Stopped string `json:"stopped,omitempty"`
+}
+
+// item is one message in flight.
+type item struct {
+	d     amqp.Delivery
+	rec   PlanRecord
+	dc    *amqp.DeferredConfirmation
+	err   error // publish failed before a confirm
+	again bool  // an earlier run recorded intent
+}
+
+type chunk struct {
+	items []item
+	pub   *publisher
+}
+
+// publisher is a confirm-mode channel with its returns.
+type publisher struct {
+	ch      *amqp.Channel
+	returns chan amqp.Return
+	closed  chan *amqp.Error
+	reason  string // why the broker closed the channel, once known
+}
+
+// closeReason is the broker's reason for closing the channel ("" if open).
+func (p *publisher) closeReason() string {
+	if p.reason != "" {
+		return p.reason
+	}
+	select {
+	case e, ok := <-p.closed:
+		if ok && e != nil {
+			p.reason = fmt.Sprintf("%d %s", e.Code, e.Reason)
+		} else if p.ch.IsClosed() {
+			p.reason = "closed"
+		}
+	default:
+	}
+	return p.reason
+}
+
+// Execute redrives an approved plan from its DLQ. Each selected message is
+// published to its original exchange and routing key (from x-death) with
+// mandatory set and publisher confirms, pipelined in chunks; the ledger
+// records intent before a chunk is published and completion after its
+// confirms; the DLQ message is acked only after that. A returned
+// (unroutable) or nacked message is a failure and stays in the DLQ.
+// Unselected messages are held unacked while passing and returned in place
+// (classic queues keep positions). Killing the process at any point loses
+// nothing: unacked messages return to the DLQ, and the ledger tells a
+// resumed run what already arrived.
+//
+// Callers enforce read-only contexts and approvals before calling (the
+// action layer refuses too: Execute itself refuses a read-only client).
+func (c *Client) Execute(ctx context.Context, p Plan, l *Ledger, o ExecOptions) (Result, error) {
+	hash := p.Hash()
+	res := Result{Plan: hash, Failed: []Failure{}, NotFound: []string{}}
+	if p.Kind != PlanKind {
+		return res, fmt.Errorf("plan %s is not a RabbitMQ plan (kind %q)", short(hash), p.Kind)
+	}
+	if p.Vhost != c.Vhost() {
+		return res, fmt.Errorf("plan %s is for vhost %q; this connection is to %q", short(hash), p.Vhost, c.Vhost())
+	}
+	if o.Window <= 0 {
+		o.Window = p.Window
+	}
+	if o.Window <= 0 {
+		o.Window = 500
+	}
+	if o.Rate <= 0 {
+		o.Rate = p.Rate
+	}
+	if o.MaxHeld <= 0 {
+		o.MaxHeld = 50_000
+	}
+	if c.opts.ReadOnly {
+		return res, errors.New("refused: the context is read-only")
+	}
+	if err := c.execAllowed(ctx, p); err != nil {
+		return res, err
+	}
+	included := p.Included()
+	for _, r := range p.Records {
+		if !r.Included {
+			res.Excluded++
+		}
+	}
+	states, err := l.PlanStates(ctx, hash)
+	if err != nil {
+		return res, err
+	}
+	if len(included) == 0 {
+		return res, nil
+	}
+
+	conn, err := c.dial(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer conn.Close()
+	cch, err := conn.Channel()
+	if err != nil {
+		return res, c.amqpErr(err)
+	}
+	if err := cch.Qos(o.MaxHeld+2*o.Window, 0, false); err != nil {
+		return res, c.amqpErr(err)
+	}
+	deliveries, err := cch.Consume(p.DLQ, "", false, false, false, false, nil)
+	if err != nil {
+		return res, c.amqpErr(err)
+	}
+	newPublisher := func() (*publisher, error) {
+		ch, err := conn.Channel()
+		if err != nil {
+			return nil, c.amqpErr(err)
+		}
+		if err := ch.Confirm(false); err != nil {
+			return nil, c.amqpErr(err)
+		}
+		// Returns arrive before their confirm; the buffer holds every return
+		// of the chunks in flight so none is dropped.
+		return &publisher{ch: ch, returns: ch.NotifyReturn(make(chan amqp.Return, 4*o.Window+16)), closed: ch.NotifyClose(make(chan *amqp.Error, 1))}, nil
+	}
+	pub, err := newPublisher()
+	if err != nil {
+		return res, err
+	}
+
+	x := Extractors{IdempotencyKey: p.Policy.IdempotencyKey}
+	origin := url.PathEscape(p.Vhost) + "/" + p.DLQ
+	seen := map[string]bool{}
+	var mu sync.Mutex // guards res between the two stages
+	inflight := make(chan chunk, 2)
+	settleErr := make(chan error, 1)
+	stop := make(chan string, 1)
+	stopOnce := func(why string) {
+		select {
+		case stop <- why:
+		default:
+		}
+	}
+
+	// Stage 2: settle chunks in order: confirms and returns, ledger, acks.
+	go func() {
+		var firstErr error
+		for ch := range inflight {
+			if firstErr != nil {
+				continue // drain; unacked messages return to the DLQ
+			}
+			firstErr = c.settleChunk(ctx, ch, p, hash, l, cch, &mu, &res, o, stopOnce)
+			if firstErr != nil {
+				stopOnce("error: " + firstErr.Error())
+			}
+		}
+		settleErr <- firstErr
+	}()
+
+	var cur []item
+	var pace *time.Ticker
+	if o.Rate > 0 {
+		pace = time.NewTicker(time.Second / time.Duration(o.Rate))
+		defer pace.Stop()
+	}
+	flush := func() error {
+		if len(cur) == 0 {
+			return nil
+		}
+		intents := make([]LedgerEntry, len(cur))
+		for i, it := range cur {
+			intents[i] = LedgerEntry{Plan: hash, EventID: it.rec.EventID, Vhost: p.Vhost, DLQ: p.DLQ, Exchange: it.rec.Exchange, RoutingKey: it.rec.RoutingKey, State: StateIntent}
+		}
+		if err := l.Record(ctx, intents); err != nil {
+			return err
+		}
+		for i := range cur {
+			it := &cur[i]
+			if pace != nil {
+				select {
+				case <-pace.C:
+				case <-ctx.Done():
+					it.err = ctx.Err()
+					continue
+				}
+			}
+			if pub == nil {
+				if pub, err = newPublisher(); err != nil {
+					return err
+				}
+			}
+			msg := redriveMessage(it.d, it.rec, hash, origin)
+			it.dc, it.err = pub.ch.PublishWithDeferredConfirmWithContext(ctx, it.rec.Exchange, it.rec.RoutingKey, true, false, msg)
+		}
+		inflight <- chunk{items: cur, pub: pub}
+		if pub.ch.IsClosed() {
+			pub = nil // a missing exchange closes the channel: open another
+		}
+		cur = nil
+		return nil
+	}
+
+	// Every included event is looked for, confirmed ones too: their DLQ
+	// copy may be a leftover of a run that stopped before the ack.
+	remaining := len(included)
+	exhausted, emptySeen := false, false
+	idle := time.NewTimer(250 * time.Millisecond)
+	defer idle.Stop()
+	var loopErr error
+read:
+	for remaining > 0 {
+		select {
+		case why := <-stop:
+			res.Stopped = why
+			break read
+		case <-ctx.Done():
+			loopErr = ctx.Err()
+			break read
+		case d, ok := <-deliveries:
+			if !ok {
+				loopErr = fmt.Errorf("rabbitmq amqp %s: the DLQ consumer was closed", c.AMQPAddr())
+				break read
+			}
+			m := ToMessage(0, d, x)
+			rec, want := included[m.EventID]
+			if !want || seen[m.EventID] {
+				mu.Lock()
+				res.Passed++
+				held := res.Passed
+				mu.Unlock()
+				if held >= o.MaxHeld {
+					res.Stopped = fmt.Sprintf("%d unselected messages lie ahead of the selected ones (limit %d); nothing lost, run again after draining or narrowing", held, o.MaxHeld)
+					break read
+				}
+				continue
+			}
+			seen[m.EventID] = true
+			remaining--
+			emptySeen = false
+			switch states[m.EventID] {
+			case StateConfirmed:
+				// Arrived in an earlier run that stopped before the ack.
+				if err := cch.Ack(d.DeliveryTag, false); err != nil {
+					loopErr = c.amqpErr(err)
+					break read
+				}
+				mu.Lock()
+				res.AlreadySent++
+				mu.Unlock()
+				continue
+			case StateIntent:
+				cur = append(cur, item{d: d, rec: rec, again: true})
+			default:
+				cur = append(cur, item{d: d, rec: rec})
+			}
+			if len(cur) >= o.Window {
+				if err := flush(); err != nil {
+					loopErr = err
+					break read
+				}
+			}
+			if !idle.Stop() {
+				select {
+				case <-idle.C:
+				default:
+				}
+			}
+			idle.Reset(250 * time.Millisecond)
+		case <-idle.C:
+			if err := flush(); err != nil {
+				loopErr = err
+				break read
+			}
+			// Nothing arriving: is the DLQ exhausted? Everything we hold is
+			// unacked, so ready 0 means every message has been seen.
+			q, err := c.passive(ctx, p.DLQ)
+			if err != nil {
+				loopErr = err
+				break read
+			}
+			if q.Ready != nil && *q.Ready == 0 {
+				// Twice in a row with nothing delivered in between: a message
+				// pushed just before the count has had time to arrive.
+				if emptySeen {
+					exhausted = true
+					break read
+				}
+				emptySeen = true
+			} else {
+				emptySeen = false
+			}
+			idle.Reset(250 * time.Millisecond)
+		}
+	}
+	if loopErr == nil {
+		loopErr = flush()
+	}
+	close(inflight)
+	if err := <-settleErr; err != nil && loopErr == nil {
+		loopErr = err
+	}
+	// Stop the consumer; closing the channel returns every held message
+	// (unselected, failed) to the DLQ in place.
+	_ = cch.Close()
+	if exhausted || remaining == 0 {
+		for id := range included {
+			if !seen[id] && states[id] != StateConfirmed {
+				res.NotFound = append(res.NotFound, id)
+			}
+		}
+		sort.Strings(res.NotFound)
+	}
+	if loopErr != nil {
+		return res, loopErr
+	}
+	return res, nil
+}
+
+// settleChunk waits for a chunk's confirms, collects returns, records the
+// outcome in the ledger and then acks the DLQ copies of what arrived.
+func (c *Client) settleChunk(ctx context.Context, ch chunk, p Plan, hash string, l *Ledger, cch *amqp.Channel, mu *sync.Mutex, res *Result, o ExecOptions, stop func(string)) error {
+	ok := make([]bool, len(ch.items))
+	why := make([]string, len(ch.items))
+	for i, it := range ch.items {
+		if it.err != nil {
+			why[i] = it.err.Error()
+			continue
+		}
+		acked, err := it.dc.WaitContext(ctx)
+		if err != nil {
+			return err
+		}
+		ok[i] = acked
+		if !acked {
+			why[i] = "nacked by the broker (target full or refused)"
+			if r := ch.pub.closeReason(); r != "" {
+				why[i] = "channel closed by the broker: " + r
+			}
+		}
+	}
+	// Every return precedes its confirm, so all of this chunk's are queued.
+	returned := map[string]string{}
+drain:
+	for {
+		select {
+		case r, open := <-ch.pub.returns:
+			if !open {
+				break drain // the channel closed: its returns are all in
+			}
+			returned[r.MessageId] = fmt.Sprintf("returned %d %s", r.ReplyCode, r.ReplyText)
+		default:
+			break drain
+		}
+	}
+	var done []LedgerEntry
+	var failed []Failure
+	for i, it := range ch.items {
+		if r, bad := returned[it.rec.EventID]; bad && ok[i] {
+			ok[i], why[i] = false, r+" (unroutable: no queue bound for this routing key)"
+		}
+		e := LedgerEntry{Plan: hash, EventID: it.rec.EventID, Vhost: p.Vhost, DLQ: p.DLQ, Exchange: it.rec.Exchange, RoutingKey: it.rec.RoutingKey, State: StateConfirmed}
+		if !ok[i] {
+			e.State, e.Detail = StateFailed, why[i]
+			failed = append(failed, Failure{EventID: it.rec.EventID, Exchange: it.rec.Exchange, RoutingKey: it.rec.RoutingKey, Error: why[i]})
+		}
+		done = append(done, e)
+	}
+	if err := l.Record(ctx, done); err != nil {
+		return err
+	}
+	sent, resent := 0, 0
+	for i, it := range ch.items {
+		if !ok[i] {
+			continue // held unacked: back to the DLQ in place at the end
+		}
+		if err := cch.Ack(it.d.DeliveryTag, false); err != nil {
+			return c.amqpErr(err)
+		}
+		sent++
+		if it.again {
+			resent++
+		}
+	}
+	mu.Lock()
+	res.Sent += sent
+	res.Resent += resent
+	res.Failed = append(res.Failed, failed...)
+	snapshot := *res
+	mu.Unlock()
+	if o.Progress != nil {
+		o.Progress(snapshot)
+	}
+	if len(failed) > 0 && o.StopOnFailure {
+		stop(fmt.Sprintf("stopped at the first failure (policy): %s", failed[0].Error))
+	}
+	return nil
+}
+
+// redriveMessage is the message published for a DLQ delivery: the original
+// properties and headers (x-death kept, so a new death continues the
+// history; x-delivery-count dropped; no expiration, or it may expire again),
+// the event id as message_id, and Berth's redrive headers.
+func redriveMessage(d amqp.Delivery, r PlanRecord, hash, origin string) amqp.Publishing {
+	h := amqp.Table{}
+	for k, v := range d.Headers {
+		h[k] = v
+	}
+	for _, k := range DiagnosticHeaders {
+		delete(h, k)
+	}
+	h[HeaderPlan] = hash
+	h[HeaderOrigin] = origin
+	h[HeaderAttempt] = int64(r.PriorRedrives + 1)
+	return amqp.Publishing{
+		Headers: h, ContentType: d.ContentType, ContentEncoding: d.ContentEncoding,
+		DeliveryMode: d.DeliveryMode, Priority: d.Priority, CorrelationId: d.CorrelationId,
+		ReplyTo: d.ReplyTo, MessageId: r.EventID, Timestamp: d.Timestamp, Type: d.Type,
+		AppId: d.AppId, Body: d.Body,
+	}
+}
+
+// execAllowed refuses what cannot run safely: a quorum DLQ (unselected
+// messages would be moved and counted) unless the plan accepts it, and
+// never a quorum DLQ with a delivery limit.
+func (c *Client) execAllowed(ctx context.Context, p Plan) error {
+	typ := p.QueueType
+	var q backends.Queue
+	if c.mgmt != nil {
+		var err error
+		if q, err = c.Queue(ctx, p.Vhost, p.DLQ); err != nil {
+			return err
+		}
+		typ = q.Type
+	}
+	switch typ {
+	case backends.QueueClassic:
+		return nil
+	case backends.QueueQuorum:
+		if q.Wiring.DeliveryLimit != nil {
+			return &RefusedError{Why: fmt.Sprintf("DLQ %q is a quorum queue with delivery limit %d: passing over unselected messages counts deliveries and could drop them; refusing", p.DLQ, *q.Wiring.DeliveryLimit)}
+		}
+		if !p.AcceptQuorumSideEffects {
+			return &RefusedError{Why: fmt.Sprintf("DLQ %q is a quorum queue: unselected and failed messages go back to the end with x-delivery-count + 1; make the plan with --accept-requeue-side-effects to allow it", p.DLQ)}
+		}
+		return nil
+	case backends.QueueStream:
+		return &RefusedError{Why: fmt.Sprintf("%q is a stream: messages cannot be removed one by one, so it cannot be redriven from", p.DLQ)}
+	}
+	return errors.New("DLQ type unknown (no management API and none in the plan)")
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}

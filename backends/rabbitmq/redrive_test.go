@@ -1,0 +1,258 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/berth-dev/berth/redrive"
+)
+
+func sqliteLedger(t testing.TB) *Ledger {
+	t.Helper()
+	l, err := OpenLedger(context.Background(), filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// planFor browses the DLQ and plans the selection.
+func planFor(t testing.TB, c *Client, dlq string, sel Selection, l *Ledger) Plan {
+	t.Helper()
+	res, err := c.Browse(context.Background(), dlq, BrowseOptions{Limit: 100_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := l.Redriven(context.Background(), c.Vhost(), dlq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := MakePlan(res.Messages, sel, redrive.PolicySnapshot{}, CheckInput{Redriven: done}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Server, p.Vhost, p.DLQ, p.QueueType = c.AMQPAddr(), c.Vhost(), dlq, res.Type
+	return p
+}
+
+// drain consumes every message of queue (acking), returning them in order.
+func drain(t testing.TB, conn *amqp.Connection, queue string) []amqp.Delivery {
+	t.Helper()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	var out []amqp.Delivery
+	for {
+		d, ok, err := ch.Get(queue, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return out
+		}
+		out = append(out, d)
+	}
+}
+
+func TestRedriveClassicRoundTrip(t *testing.T) {
+	t.Parallel()
+	conn := needRabbit(t)
+	needManagement(t)
+	tp := newTopology(t, conn, nil, nil)
+	publishConfirmed(t, conn, tp.workX, tp.key, workMessages(6)...)
+	kill(t, conn, tp.work, 6)
+	eventually(t, 10*time.Second, "6 dead letters", func() bool { return readyCount(t, conn, tp.dlq) == 6 })
+
+	c := testClient(t, Options{AMQPURL: amqpURL(), ManagementURL: mgmtURL()})
+	l := sqliteLedger(t)
+	p := planFor(t, c, tp.dlq, Selection{EventIDs: []string{"m1", "m3", "m4"}}, l)
+	if n := len(p.Included()); n != 3 {
+		t.Fatalf("plan includes %d, want 3", n)
+	}
+	res, err := c.Execute(context.Background(), p, l, ExecOptions{Window: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Sent != 3 || len(res.Failed) != 0 || len(res.NotFound) != 0 {
+		t.Fatalf("result %+v", res)
+	}
+	got := drain(t, conn, tp.work)
+	var names []string
+	for _, d := range got {
+		names = append(names, d.MessageId)
+		if d.Headers[HeaderPlan] != p.Hash() || d.Headers[HeaderAttempt] != int64(1) || d.Headers[HeaderOrigin] != "%2F/"+tp.dlq {
+			t.Errorf("%s: redrive headers %v", d.MessageId, d.Headers)
+		}
+		if _, ok := d.Headers["x-death"]; !ok {
+			t.Errorf("%s: x-death dropped; it must be kept so the history continues", d.MessageId)
+		}
+		if d.Headers["error"] == nil || d.Headers["n"] == nil {
+			t.Errorf("%s: application headers lost: %v", d.MessageId, d.Headers)
+		}
+	}
+	if fmt.Sprint(names) != "[m1 m3 m4]" {
+		t.Errorf("work queue received %v, want m1 m3 m4 in order", names)
+	}
+	// The unselected messages are still in the DLQ, in order.
+	after, err := c.Browse(context.Background(), tp.dlq, BrowseOptions{})
+	if err != nil || fmt.Sprint(ids(after.Messages)) != "[m0 m2 m5]" {
+		t.Fatalf("DLQ after redrive: %v %v; want m0 m2 m5", ids(after.Messages), err)
+	}
+	entries, err := l.Entries(context.Background(), p.Hash())
+	if err != nil || len(entries) != 3 {
+		t.Fatalf("ledger %v %v", entries, err)
+	}
+	for _, e := range entries {
+		if e.State != StateConfirmed || e.Exchange != tp.workX || e.RoutingKey != tp.key {
+			t.Errorf("ledger entry %+v", e)
+		}
+	}
+	// Running the same plan again sends nothing.
+	res, err = c.Execute(context.Background(), p, l, ExecOptions{})
+	if err != nil || res.Sent != 0 || res.AlreadySent != 0 {
+		t.Fatalf("second run: %+v %v", res, err)
+	}
+	// A new plan over the same DLQ excludes what the ledger has.
+	p2 := planFor(t, c, tp.dlq, Selection{All: true}, l)
+	if len(p2.Included()) != 3 {
+		t.Errorf("second plan includes %d, want the 3 left", len(p2.Included()))
+	}
+}
+
+func TestRedriveUnroutableIsAFailure(t *testing.T) {
+	t.Parallel()
+	conn := needRabbit(t)
+	needManagement(t)
+	tp := newTopology(t, conn, nil, nil)
+	publishConfirmed(t, conn, tp.workX, tp.key, workMessages(3)...)
+	kill(t, conn, tp.work, 3)
+	eventually(t, 10*time.Second, "3 dead letters", func() bool { return readyCount(t, conn, tp.dlq) == 3 })
+	c := testClient(t, Options{AMQPURL: amqpURL(), ManagementURL: mgmtURL()})
+	l := sqliteLedger(t)
+	p := planFor(t, c, tp.dlq, Selection{All: true}, l)
+
+	// The binding is gone: publishes are confirmed but returned.
+	ch, _ := conn.Channel()
+	if err := ch.QueueUnbind(tp.work, tp.key, tp.workX, nil); err != nil {
+		t.Fatal(err)
+	}
+	ch.Close()
+	res, err := c.Execute(context.Background(), p, l, ExecOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Sent != 0 || len(res.Failed) != 3 || !strings.Contains(res.Failed[0].Error, "312") {
+		t.Fatalf("result %+v; want 3 failures returned with NO_ROUTE (312)", res)
+	}
+	if n := readyCount(t, conn, tp.dlq); n != 3 {
+		t.Fatalf("the DLQ holds %d, want all 3 back", n)
+	}
+	after, _ := c.Browse(context.Background(), tp.dlq, BrowseOptions{})
+	if fmt.Sprint(ids(after.Messages)) != "[m0 m1 m2]" {
+		t.Errorf("DLQ order after failures: %v", ids(after.Messages))
+	}
+	states, _ := l.PlanStates(context.Background(), p.Hash())
+	if states["m0"] != StateFailed {
+		t.Errorf("ledger state %q, want failed", states["m0"])
+	}
+
+	// The exchange is gone: the broker closes the channel; still failures.
+	ch, _ = conn.Channel()
+	if err := ch.ExchangeDelete(tp.workX, false, false); err != nil {
+		t.Fatal(err)
+	}
+	ch.Close()
+	res, err = c.Execute(context.Background(), p, l, ExecOptions{Window: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Sent != 0 || len(res.Failed) != 3 {
+		t.Fatalf("missing exchange: %+v", res)
+	}
+	if n := readyCount(t, conn, tp.dlq); n != 3 {
+		t.Fatalf("the DLQ holds %d, want all 3 back", n)
+	}
+}
+
+func TestRedriveRefusals(t *testing.T) {
+	t.Parallel()
+	conn := needRabbit(t)
+	needManagement(t)
+	q := uniq(t, "qdlq")
+	declareQueue(t, conn, q, amqp.Table{"x-queue-type": "quorum"})
+	c := testClient(t, Options{AMQPURL: amqpURL(), ManagementURL: mgmtURL()})
+	l := sqliteLedger(t)
+	p := Plan{Version: 1, Kind: PlanKind, Vhost: "/", DLQ: q, QueueType: "quorum", Selection: Selection{All: true},
+		Records: []PlanRecord{{EventID: "e1", Exchange: "", RoutingKey: q, Verdict: redrive.Verdict{Included: true}}}}
+	var refused *RefusedError
+	if _, err := c.Execute(context.Background(), p, l, ExecOptions{}); !errors.As(err, &refused) {
+		t.Errorf("quorum DLQ without acceptance: %v; want refused", err)
+	}
+	ro := testClient(t, Options{AMQPURL: amqpURL(), ManagementURL: mgmtURL(), ReadOnly: true})
+	if _, err := ro.Execute(context.Background(), p, l, ExecOptions{}); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Errorf("read-only: %v", err)
+	}
+	if _, err := MakePlan(nil, Selection{}, redrive.PolicySnapshot{}, CheckInput{}, time.Now()); err == nil {
+		t.Error("an empty selection must be refused")
+	}
+}
+
+func TestPlanChecksAndHash(t *testing.T) {
+	msg := func(id string, prior int, key string) Message {
+		m := Message{EventID: id, IdempotencyKey: key, PriorRedrives: prior, Death: DeathInfo{Deaths: []Death{{Count: 1, Reason: "rejected", Queue: "q", Exchange: "x", RoutingKeys: []string{"k"}}}}}
+		m.Class = ClassOf(m).ID
+		return m
+	}
+	noTarget := Message{EventID: "lost"}
+	msgs := []Message{msg("a", 0, "ka"), msg("b", 0, "kb"), msg("a", 0, "ka"), msg("c", 3, "kc"), msg("d", 0, ""), msg("e", 0, "ke"), noTarget}
+	for i := range msgs {
+		msgs[i].Position = i
+	}
+	pol := redrive.PolicySnapshot{RequireIdempotencyKey: true, IdempotencyKey: "json:k", MaxRedrives: 3}
+	p, err := MakePlan(msgs, Selection{All: true}, pol, CheckInput{Redriven: map[string]bool{"b": true}, HasSOR: true, Committed: map[string]bool{"ke": true}}, time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range p.Records {
+		v := "included"
+		if !r.Included {
+			v = string(r.Reason)
+		}
+		got = append(got, r.EventID+":"+v)
+	}
+	want := "[a:included b:already_redriven a:duplicate c:loop_limit d:missing_idempotency_key e:effect_committed lost:check_failed]"
+	if fmt.Sprint(got) != want {
+		t.Errorf("verdicts\n got %v\nwant %s", got, want)
+	}
+	h := p.Hash()
+	p.Records[0].RoutingKey = "other"
+	if p.Hash() == h {
+		t.Error("changing a record did not change the hash")
+	}
+	// An unreachable system of record blocks, never reads as not applied.
+	p, _ = MakePlan(msgs[:1], Selection{All: true}, pol, CheckInput{HasSOR: true, SORErr: errors.New("connection refused")}, time.Unix(0, 0))
+	if p.Records[0].Included || p.Records[0].Reason != redrive.ReasonCheckFailed {
+		t.Errorf("SOR error: %+v", p.Records[0])
+	}
+}
+
+func sortedIDs(ds []amqp.Delivery) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.MessageId)
+	}
+	sort.Strings(out)
+	return out
+}
