@@ -737,8 +737,16 @@ func (m *Model) freshness() string {
 		return st.Stale.Render(" no data ")
 	case m.snap == nil:
 		return st.StatusBar.Render(" loading… ")
-	case m.lastErr != nil:
-		return st.Stale.Render(" STALE " + ago(now.Sub(m.lastGood)) + " ")
+	}
+	at := ""
+	if m.width >= 100 { // room for the wall-clock time as well
+		at = " as of " + m.lastGood.Local().Format("15:04:05")
+	}
+	if m.lastErr != nil {
+		return st.Stale.Render(" STALE " + ago(now.Sub(m.lastGood)) + at + " ")
+	}
+	if at != "" {
+		return st.StatusBar.Render(at + " (" + ago(now.Sub(m.lastGood)) + " ago) ")
 	}
 	return st.StatusBar.Render(" " + ago(now.Sub(m.lastGood)) + " ago ")
 }

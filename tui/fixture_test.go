@@ -23,6 +23,7 @@ func TestMain(m *testing.M) {
 	// Goldens compare plain text: no colour, whatever the terminal.
 	lipgloss.SetColorProfile(termenv.Ascii)
 	lipgloss.SetHasDarkBackground(true)
+	time.Local = time.UTC // "as of hh:mm:ss" in goldens does not depend on the machine's zone
 	os.Exit(m.Run())
 }
 

@@ -153,6 +153,7 @@ func NewListPage(env tui.PageEnv) tui.Page {
 		{Title: "ORIGINAL TOPICS", Width: 16, Flex: 1, Drop: 1},
 	}, env.Styles)
 	p.tbl.SetEmpty("no dead-letter topics (*.DLT, *-dlt, *.dlq, *-dlq, *.DLQ, or redrive.dlqs)")
+	p.tbl.SetSort(1, true) // deepest first: the DLQs someone must look at
 	if env.Size != nil {
 		p.setSize(env.Size())
 	}
@@ -318,6 +319,7 @@ func NewClassesPage(env tui.PageEnv, dlq string) *ClassesPage {
 		{Title: "MESSAGE PATTERN", Width: 30, Flex: 3, Drop: 1},
 	}, env.Styles)
 	p.tbl.SetEmpty("no pending records")
+	p.tbl.SetSort(2, true) // biggest class first
 	if env.Size != nil {
 		p.setSize(env.Size())
 	}
