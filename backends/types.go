@@ -68,6 +68,9 @@ type Topic struct {
 	ReplicationFactor int               `json:"replication_factor"`
 	Partitions        []Partition       `json:"partitions"`
 	Configs           map[string]string `json:"configs"`
+	// Err is the Kafka error the topic's metadata came with (its code name),
+	// empty when it loaded; a listed topic that failed keeps its name here.
+	Err string `json:"error,omitempty"`
 }
 
 // Config keys the console reads from a topic.

@@ -161,9 +161,9 @@ func (k *Cluster) Topics(ctx context.Context, names ...string) ([]backends.Topic
 			}
 			t.Partitions = append(t.Partitions, p)
 		}
-		if td.Err != nil && len(t.Partitions) == 0 {
-			// Listed but not loadable (e.g. being deleted): keep it visible.
-			t.Configs["error"] = codeName(td.Err)
+		if td.Err != nil {
+			// Listed but not loadable (e.g. being created): keep it visible.
+			t.Err = codeName(td.Err)
 		}
 		if rc, err := configs.On(name, nil); err == nil && rc.Err == nil {
 			for _, c := range rc.Configs {

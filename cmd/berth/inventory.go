@@ -129,6 +129,8 @@ type topicSummary struct {
 	// offsets retained (an upper bound on records for compacted topics).
 	Records int64             `json:"records"`
 	Configs map[string]string `json:"configs"`
+	// Error is the Kafka error the topic's metadata came with, if any.
+	Error string `json:"error,omitempty"`
 }
 
 func (a *app) runTopics(ctx context.Context, cl backends.Cluster, f output.Format, _ []string) error {
@@ -138,7 +140,7 @@ func (a *app) runTopics(ctx context.Context, cl backends.Cluster, f output.Forma
 	}
 	rows := make([]topicSummary, 0, len(topics))
 	for _, t := range topics {
-		s := topicSummary{Name: t.Name, Partitions: len(t.Partitions), ReplicationFactor: t.ReplicationFactor, MinISR: t.MinISR(), Configs: t.Configs}
+		s := topicSummary{Name: t.Name, Partitions: len(t.Partitions), ReplicationFactor: t.ReplicationFactor, MinISR: t.MinISR(), Configs: t.Configs, Error: t.Err}
 		for _, p := range t.Partitions {
 			if p.UnderReplicated() {
 				s.UnderReplicated++
@@ -216,7 +218,8 @@ func (a *app) runDescribeTopic(ctx context.Context, cl backends.Cluster, f outpu
 			MinISR            int               `json:"min_insync_replicas"`
 			Configs           map[string]string `json:"configs"`
 			Partitions        []partitionRow    `json:"partitions"`
-		}{t.Name, t.Internal, t.ReplicationFactor, t.MinISR(), t.Configs, rows})
+			Error             string            `json:"error,omitempty"`
+		}{t.Name, t.Internal, t.ReplicationFactor, t.MinISR(), t.Configs, rows, t.Err})
 	}
 	fmt.Fprintf(a.stdout, "TOPIC %s  PARTITIONS %d  RF %d  MIN-ISR %s  CLEANUP %s  RETENTION %s  TIMESTAMPS %s\n\n",
 		sanitize.Text(t.Name), len(t.Partitions), t.ReplicationFactor, orDash(t.MinISR()),
