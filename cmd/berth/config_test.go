@@ -290,6 +290,18 @@ func TestEnvironmentOverridesFileAndFlagsOverrideEnvironment(t *testing.T) {
 		t.Fatalf("unknown BERTH_CONTEXT: exit %d %q", code, errOut)
 	}
 	t.Setenv("BERTH_CONTEXT", "")
+
+	// BERTH_CONFIG picks the file; --bootstrap with a chosen context keeps
+	// that context's SASL settings.
+	other := writeConfig(t, "contexts:\n  sec:\n    bootstrap: [s:1]\n    sasl: {mechanism: PLAIN, username: u, password_env: X}\n")
+	t.Setenv("BERTH_CONFIG", other)
+	t.Setenv("BERTH_BOOTSTRAP", "")
+	out, errOut, code := runBerth(t, "config", "view", "-c", "sec", "--bootstrap", "tunnel:19092")
+	if code != 0 || !strings.Contains(out, `"active_context": "sec"`) || !strings.Contains(out, `"tunnel:19092"`) || !strings.Contains(out, `"mechanism": "PLAIN"`) {
+		t.Fatalf("BERTH_CONFIG with -c and --bootstrap: exit %d %s\n%s", code, errOut, out)
+	}
+	t.Setenv("BERTH_CONFIG", "")
+
 	t.Setenv("BERTH_OUTPUT", "xml")
 	if _, errOut, code := runBerth(t, "brokers"); code != 2 || !strings.Contains(errOut, `"xml"`) {
 		t.Fatalf("BERTH_OUTPUT=xml: exit %d %q", code, errOut)
