@@ -109,7 +109,7 @@ func body(lines []string, w, h int) string {
 func ageText(d time.Duration) string {
 	switch {
 	case d <= 0:
-		return "-"
+		return "0s"
 	case d < time.Minute:
 		return fmt.Sprintf("%ds", int(d.Seconds()))
 	case d < time.Hour:
@@ -347,11 +347,6 @@ func (p *ClassesPage) CapturesKey(msg tea.KeyMsg) bool { return p.tbl.CapturesKe
 
 func (p *ClassesPage) rows() {
 	now := time.Now()
-	if p.env.Snapshot != nil {
-		if sn := p.env.Snapshot(); sn != nil && !sn.Observed.IsZero() {
-			now = sn.Observed
-		}
-	}
 	rows := make([]table.Row, len(p.s.loaded.Classes))
 	for i, c := range p.s.loaded.Classes {
 		sel := ""
