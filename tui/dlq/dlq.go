@@ -192,7 +192,11 @@ func (p *ListPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 			if d.Sampled {
 				classes += "+"
 			}
-			r := table.Row{ID: d.Name, Cells: []string{sanitize.Text(d.Name), fmt.Sprint(d.Depth), fmt.Sprint(d.Records), ageText(d.OldestAge), classes, sanitize.Text(strings.Join(d.Originals, ","))},
+			oldest := "-"
+			if d.OldestAt != nil {
+				oldest = ageText(d.OldestAge)
+			}
+			r := table.Row{ID: d.Name, Cells: []string{sanitize.Text(d.Name), fmt.Sprint(d.Depth), fmt.Sprint(d.Records), oldest, classes, sanitize.Text(strings.Join(d.Originals, ","))},
 				Nums: []float64{0, float64(d.Depth), float64(d.Records), d.OldestAge.Seconds(), float64(d.Classes)}}
 			if d.Depth > 0 {
 				r.Level = styles.Warn // someone owns a non-empty DLQ
