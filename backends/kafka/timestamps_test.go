@@ -1,6 +1,8 @@
 package kafka
 
 import (
+	"encoding/binary"
+	"hash/crc32"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -218,5 +220,97 @@ func deleteRecords(t *testing.T, kc *kafkatest.Cluster, topic string, p int32, b
 	}
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// rawBatch fetches partition 0's log bytes from a single-broker cluster.
+func rawBatch(t *testing.T, kc *kafkatest.Cluster, topic string) []byte {
+	t.Helper()
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.MaxBytes, req.SessionEpoch = -1, 1<<20, -1
+	md, err := kc.Admin.Metadata(tctx(t), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = topic, md.Topics[topic].ID
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = 1<<20, -1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := kc.Client.Broker(0).Request(tctx(t), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].RecordBatches
+	if len(b) < 61 {
+		t.Fatalf("fetched %d bytes", len(b))
+	}
+	return b
+}
+
+// Real brokers cut the last batch of a partition at its byte limit; the
+// reader then uses the batch header: the first timestamp (exact at the
+// batch's first offset, an upper bound on the age inside it), or the
+// broker's append time for LogAppendTime batches, exact for every record.
+func TestHandleWholeAndTruncatedBatches(t *testing.T) {
+	kc := kafkatest.Start(t, 1)
+	kc.CreateTopic(t, "raw", 1, 1, nil)
+	base := time.Date(2026, 11, 29, 4, 0, 0, 0, time.UTC)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.Addrs...), kgo.ProducerLinger(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var recs []*kgo.Record
+	for i := 0; i < 10; i++ {
+		recs = append(recs, &kgo.Record{Topic: "raw", Value: []byte("payload"), Timestamp: base.Add(time.Duration(i) * time.Second)})
+	}
+	if err := cl.ProduceSync(tctx(t), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	create := rawBatch(t, kc, "raw")
+	if n, _ := walkBatches(create); n != 10 {
+		t.Fatalf("expected one batch of 10, last end %d", n)
+	}
+	// The same batch as if the broker had stamped it (LogAppendTime).
+	appended := append([]byte(nil), create...)
+	stamp := base.Add(time.Hour)
+	binary.BigEndian.PutUint16(appended[21:], binary.BigEndian.Uint16(appended[21:])|0x08)
+	binary.BigEndian.PutUint64(appended[35:], uint64(stamp.UnixMilli()))
+	binary.BigEndian.PutUint32(appended[17:], crc32.Checksum(appended[21:], crc32.MakeTable(crc32.Castagnoli)))
+
+	cases := []struct {
+		name   string
+		bytes  []byte
+		off    int64
+		want   time.Time
+		typ    backends.TimestampType
+		approx bool
+	}{
+		{"whole CreateTime", create, 3, base.Add(3 * time.Second), backends.CreateTime, false},
+		{"whole LogAppendTime", appended, 3, stamp, backends.LogAppendTime, false},
+		{"truncated at batch start", create[:80], 0, base, backends.CreateTime, false},
+		{"truncated inside batch", create[:80], 5, base, backends.CreateTime, true},
+		{"truncated LogAppendTime", appended[:80], 5, stamp, backends.LogAppendTime, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := &TimestampReader{cache: map[tpKey]*partCache{}, dec: kgo.DefaultDecompressor()}
+			queries := []backends.OffsetQuery{q("raw", 0, c.off)}
+			answers := make([]backends.RecordTime, 1)
+			done := make([]bool, 1)
+			w := &pending{key: tpKey{"raw", 0}, idx: []int{0}, cur: c.off, limit: 4096}
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.HighWatermark, rp.LastStableOffset, rp.RecordBatches = 10, 10, c.bytes
+			retry, err := r.handle(w, &rp, queries, answers, done)
+			if err != nil || retry || !done[0] {
+				t.Fatalf("retry %v err %v done %v", retry, err, done[0])
+			}
+			a := answers[0]
+			if !a.Found || !a.Timestamp.Equal(c.want) || a.Type != c.typ || a.Approximate != c.approx {
+				t.Fatalf("got %+v, want %s %s approx=%v", a, c.want, c.typ, c.approx)
+			}
+		})
 	}
 }

@@ -478,3 +478,22 @@ func TestHotPartitionFromSkewedKey(t *testing.T) {
 		t.Fatalf("broker shares %+v", s.Brokers)
 	}
 }
+
+// A producer clock an hour ahead reads as age 0 with clock skew flagged.
+// (LogAppendTime is covered in backends/kafka with synthetic batches: kfake
+// stamps append time only when the producer asks for it.)
+func TestClockSkew(t *testing.T) {
+	r := newRig(t, 1, Config{})
+	now := r.clock.now()
+	r.kc.CreateTopic(t, "future", 1, 1, nil)
+	r.kc.ProduceTo(t, "future", 0, 2, now.Add(time.Hour), time.Second)
+	r.kc.Commit(t, "g", map[string]map[int32]int64{"future": {0: 0}})
+	s := r.refresh(t)
+	f := partRow(t, s, "g", "future", 0)
+	if f.Lag != 2 || f.Age != 0 || !f.ClockSkew || f.TimestampType != backends.CreateTime {
+		t.Fatalf("future timestamps: %+v", f)
+	}
+	if g, _ := s.Group("g"); !g.ClockSkew {
+		t.Fatal("group roll-up lost the clock-skew flag")
+	}
+}
