@@ -130,6 +130,32 @@ func offsetsOnly(b *testing.B, adm *kadm.Client, bc *benchCluster) {
 	}
 }
 
+// offsetsPerGroup is the same baseline as the issue words it and simple
+// tools do it: ListEndOffsets, then FetchOffsets group by group.
+func offsetsPerGroup(b *testing.B, adm *kadm.Client, bc *benchCluster) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ends, err := adm.ListEndOffsets(ctx, bc.topics...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total int64
+	for _, g := range bc.groups {
+		offs, err := adm.FetchOffsets(ctx, g)
+		if err != nil {
+			b.Fatal(err)
+		}
+		offs.Each(func(o kadm.OffsetResponse) {
+			if e, ok := ends.Lookup(o.Topic, o.Partition); ok {
+				total += e.Offset - o.At
+			}
+		})
+	}
+	if total == 0 {
+		b.Fatal("no lag computed")
+	}
+}
+
 func refreshOnce(b *testing.B, m *Monitor) Snapshot {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -151,8 +177,11 @@ func liveHeapMiB() float64 {
 	return float64(ms.HeapAlloc) / (1 << 20)
 }
 
-// BenchmarkRefresh compares, in the same run, an offsets-only lag read with
-// a full monitor refresh (topics, ISR, configs, groups, commits, ages):
+// BenchmarkRefresh compares, in the same run, an offsets-only lag read
+// (kadm ListEndOffsets + FetchManyOffsets, one batched OffsetFetch per
+// coordinator: offsets-ms; and ListEndOffsets + FetchOffsets group by group:
+// offsets-pergroup-ms) with a full monitor refresh (topics, ISR, configs,
+// groups, commits, ages):
 //
 //   - ratio-cold: a full refresh on a fresh monitor (every age read from the
 //     log) / offsets-only;
@@ -171,14 +200,17 @@ func BenchmarkRefresh(b *testing.B) {
 			cl, _, adm := bc.dial(b)
 			offsetsOnly(b, adm, bc) // warm connections
 			before := liveHeapMiB()
-			var offT, coldT, warmT, noAgesT time.Duration
+			var offT, seqT, coldT, warmT, noAgesT time.Duration
 			var warmFetches int64
 			var heap float64
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				_, reader, _ := bc.dial(b) // a fresh reader: nothing cached
 				m := New(cl, reader, Config{Groups: bc.groups})
+				ts := time.Now()
+				offsetsPerGroup(b, adm, bc)
 				t0 := time.Now()
+				seqT += t0.Sub(ts)
 				offsetsOnly(b, adm, bc)
 				t1 := time.Now()
 				s := refreshOnce(b, m)
@@ -218,6 +250,9 @@ func BenchmarkRefresh(b *testing.B) {
 			b.ReportMetric(float64(coldT.Milliseconds())/float64(b.N), "cold-ms")
 			b.ReportMetric(float64(warmT.Milliseconds())/float64(b.N), "warm-ms")
 			b.ReportMetric(float64(noAgesT.Milliseconds())/float64(b.N), "noages-ms")
+			b.ReportMetric(float64(seqT.Milliseconds())/float64(b.N), "offsets-pergroup-ms")
+			b.ReportMetric(float64(coldT)/float64(seqT), "ratio-cold-pergroup")
+			b.ReportMetric(float64(warmT)/float64(seqT), "ratio-warm-pergroup")
 			b.ReportMetric(float64(coldT)/float64(offT), "ratio-cold")
 			b.ReportMetric(float64(warmT)/float64(offT), "ratio-warm")
 			b.ReportMetric(float64(warmFetches)/float64(b.N), "fetches-warm")
