@@ -1,7 +1,6 @@
 package redrive
 
 import (
-	"bytes"
 	"fmt"
 	"sort"
 	"time"
@@ -250,8 +249,11 @@ type ScanRange struct {
 type OrderingScan struct {
 	cands  []Candidate
 	active []bool
-	// byTP maps an original partition to the candidates on it.
-	byTP map[tpKey][]int
+	// byTP maps an original partition to the candidates on it; byKey
+	// indexes them by record key, so each observed record costs one map
+	// lookup, not a pass over every candidate.
+	byTP  map[tpKey][]int
+	byKey map[tpKey]map[string][]int
 	// origins of the candidates that will be redriven: a newer record that
 	// is itself being redriven (after this one, in order) is no hazard.
 	redriven map[originKey]bool
@@ -283,7 +285,7 @@ type scanEnd struct {
 // NewOrderingScan prepares the scan for candidates; active says which are
 // still included after the other checks (only they need scanning).
 func NewOrderingScan(cs []Candidate, active []bool) *OrderingScan {
-	s := &OrderingScan{cands: cs, active: active, byTP: map[tpKey][]int{}, redriven: map[originKey]bool{}, newer: map[int]int64{}, result: map[tpKey]scanEnd{}}
+	s := &OrderingScan{cands: cs, active: active, byTP: map[tpKey][]int{}, byKey: map[tpKey]map[string][]int{}, redriven: map[originKey]bool{}, newer: map[int]int64{}, result: map[tpKey]scanEnd{}}
 	for i, c := range cs {
 		if !active[i] || !c.Origin.Located() {
 			continue
@@ -291,6 +293,12 @@ func NewOrderingScan(cs []Candidate, active []bool) *OrderingScan {
 		tp := tpKey{c.Origin.Topic, c.Origin.Partition}
 		s.byTP[tp] = append(s.byTP[tp], i)
 		s.redriven[originKey{tp, c.Origin.Offset}] = true
+		if !c.KeyNull {
+			if s.byKey[tp] == nil {
+				s.byKey[tp] = map[string][]int{}
+			}
+			s.byKey[tp][string(c.Key)] = append(s.byKey[tp][string(c.Key)], i)
+		}
 	}
 	return s
 }
@@ -322,9 +330,9 @@ func (s *OrderingScan) Observe(topic string, partition int32, offset int64, key 
 	if s.redriven[originKey{tp, offset}] {
 		return
 	}
-	for _, i := range s.byTP[tp] {
+	for _, i := range s.byKey[tp][string(key)] {
 		c := s.cands[i]
-		if offset <= c.Origin.Offset || c.KeyNull || !bytes.Equal(key, c.Key) {
+		if offset <= c.Origin.Offset {
 			continue
 		}
 		if _, seen := s.newer[i]; !seen {
