@@ -265,8 +265,12 @@ func (s *session) request() planner.Request {
 		req.Classes = append(req.Classes, c)
 	}
 	sort.Strings(req.Classes)
+	classOf := make(map[redrive.Coord]string, len(s.loaded.Records))
+	for _, r := range s.loaded.Records {
+		classOf[r.Coord()] = r.Class
+	}
 	for c := range s.offsets {
-		if !s.classes[s.classOf(c)] {
+		if !s.classes[classOf[c]] {
 			req.Offsets = append(req.Offsets, c)
 		}
 	}
@@ -275,15 +279,6 @@ func (s *session) request() planner.Request {
 		return a.Partition < b.Partition || a.Partition == b.Partition && a.Offset < b.Offset
 	})
 	return req
-}
-
-func (s *session) classOf(c redrive.Coord) string {
-	for _, r := range s.loaded.Records {
-		if r.Coord() == c {
-			return r.Class
-		}
-	}
-	return ""
 }
 
 // planCmd pushes the plan page for the selection.
