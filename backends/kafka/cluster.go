@@ -108,9 +108,8 @@ func (k *Cluster) Topics(ctx context.Context, names ...string) ([]backends.Topic
 		what string
 		err  error
 	}{{"log start offsets", startErr}, {"end offsets", endErr}, {"last stable offsets", stabErr}, {"topic configs", cfgErr}} {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%s: %w", e.what, ctx.Err())
-		}
+		// A listing that failed on some brokers only still answers for the
+		// others; their partitions carry the error (fill, below).
 		if allFailed(e.err) {
 			return nil, describeErr(e.what, e.err)
 		}
@@ -134,6 +133,7 @@ func (k *Cluster) Topics(ctx context.Context, names ...string) ([]backends.Topic
 				LastStable:    -1,
 			}
 			var errs []string
+			var offErrs [][2]string // {which offset, why}
 			if pd.Err != nil {
 				errs = append(errs, codeName(pd.Err))
 			}
@@ -143,19 +143,19 @@ func (k *Cluster) Topics(ctx context.Context, names ...string) ([]backends.Topic
 				case ok && o.Err == nil:
 					*dst = o.Offset
 				case ok:
-					errs = append(errs, what+": "+codeName(o.Err))
+					offErrs = append(offErrs, [2]string{what, codeName(o.Err)})
 				default:
-					if msg, isShard := shardFailures(reqErr); isShard {
-						errs = append(errs, what+": "+msg)
+					if msg, isShard := shardFailure(reqErr, pd.Leader); isShard {
+						offErrs = append(offErrs, [2]string{what, msg})
 					} else {
-						errs = append(errs, what+": no answer")
+						offErrs = append(offErrs, [2]string{what, "no answer"})
 					}
 				}
 			}
 			fill(start, startErr, &p.LogStart, "log start")
 			fill(end, endErr, &p.HighWatermark, "end")
 			fill(stable, stabErr, &p.LastStable, "last stable")
-			p.Err = dedupeJoin(errs)
+			p.Err = dedupeJoin(append(errs, groupByCause(offErrs)...))
 			if len(p.Replicas) > t.ReplicationFactor {
 				t.ReplicationFactor = len(p.Replicas)
 			}
@@ -184,6 +184,24 @@ func nonNil(s []int32) []int32 {
 		return []int32{}
 	}
 	out := append([]int32(nil), s...)
+	return out
+}
+
+// groupByCause merges {what, why} pairs with the same cause: "log start,
+// end, last stable: ListOffsets broker 2 (...): context deadline exceeded".
+func groupByCause(pairs [][2]string) []string {
+	var order []string
+	whats := map[string][]string{}
+	for _, p := range pairs {
+		if _, ok := whats[p[1]]; !ok {
+			order = append(order, p[1])
+		}
+		whats[p[1]] = append(whats[p[1]], p[0])
+	}
+	out := make([]string, 0, len(order))
+	for _, why := range order {
+		out = append(out, strings.Join(whats[why], ", ")+": "+why)
+	}
 	return out
 }
 

@@ -449,3 +449,38 @@ func TestTopicsBatchRequests(t *testing.T) {
 		t.Errorf("%d OffsetFetch requests for 20 groups, want 1-3", n)
 	}
 }
+
+// One silent broker does not cost the whole answer: the partitions it leads
+// carry an error naming it, the others have their offsets.
+func TestTopicsKeepAnswersFromHealthyBrokers(t *testing.T) {
+	kc := kafkatest.Start(t, 3)
+	kc.CreateTopic(t, "orders", 9, 3, nil)
+	cl := dialCluster(t, kc)
+	kc.ControlKey(int16(kmsg.ListOffsets), func(kmsg.Request) (kmsg.Response, error, bool) {
+		kc.KeepControl()
+		return nil, nil, kc.CurrentNode() == 2 // broker 2 never answers
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	topics, err := cl.Topics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	silent, healthy := 0, 0
+	for _, p := range topics[0].Partitions {
+		if p.Leader == 2 {
+			silent++
+			if p.HighWatermark != -1 || !strings.Contains(p.Err, "broker 2") {
+				t.Errorf("orders[%d] led by the silent broker: end %d, error %q", p.Partition, p.HighWatermark, p.Err)
+			}
+		} else {
+			healthy++
+			if p.HighWatermark != 0 || p.Err != "" {
+				t.Errorf("orders[%d] led by broker %d: end %d, error %q", p.Partition, p.Leader, p.HighWatermark, p.Err)
+			}
+		}
+	}
+	if silent == 0 || healthy == 0 {
+		t.Skipf("leaders not spread over brokers (silent %d, healthy %d)", silent, healthy)
+	}
+}

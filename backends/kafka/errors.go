@@ -40,18 +40,26 @@ func brokerName(b kadm.BrokerDetail) string {
 	return fmt.Sprintf("broker %d (%s)", b.NodeID, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
 }
 
-// shardFailures maps each broker a sharded request failed on to a short
-// error, used to mark the partitions whose answers are missing.
-func shardFailures(err error) (string, bool) {
+// shardFailure says why a sharded request got no answer for a partition
+// led by leader: the failure of the request sent to that broker, or every
+// failure when none was addressed to it (the leader moved meanwhile).
+func shardFailure(err error, leader int32) (string, bool) {
 	var se *kadm.ShardErrors
 	if !errors.As(err, &se) || len(se.Errs) == 0 {
 		return "", false
 	}
-	parts := make([]string, 0, len(se.Errs))
+	var mine, all []string
 	for _, e := range se.Errs {
-		parts = append(parts, fmt.Sprintf("%s %s: %s", se.Name, brokerName(e.Broker), codeName(e.Err)))
+		msg := fmt.Sprintf("%s %s: %s", se.Name, brokerName(e.Broker), codeName(e.Err))
+		all = append(all, msg)
+		if e.Broker.NodeID == leader {
+			mine = append(mine, msg)
+		}
 	}
-	return strings.Join(parts, "; "), true
+	if len(mine) > 0 {
+		return strings.Join(mine, "; "), true
+	}
+	return strings.Join(all, "; "), true
 }
 
 // allFailed reports whether err is a request that got no usable answer at
