@@ -218,6 +218,22 @@ func TestUseContextSwitchesAndKeepsTheFile(t *testing.T) {
 	if _, _, code := runBerth(t, "config", "use-context"); code != 2 {
 		t.Fatalf("use-context without a name: exit %d, want 2", code)
 	}
+
+	// With several contexts and no current one, commands ask for a choice
+	// and use-context (and view) still work to make it.
+	os.WriteFile(defPath, []byte("contexts:\n  a:\n    bootstrap: [h:1]\n  b:\n    bootstrap: [h:2]\n"), 0o600)
+	if _, errOut, code := runBerth(t, "topics"); code != 1 || !strings.Contains(errOut, "no current context") {
+		t.Fatalf("no current context: exit %d %q", code, errOut)
+	}
+	if out, errOut, code := runBerth(t, "config", "view"); code != 0 || !strings.Contains(out, `active_context: ""`) {
+		t.Fatalf("config view with no current context: exit %d %s\n%s", code, errOut, out)
+	}
+	if _, errOut, code := runBerth(t, "config", "use-context", "a"); code != 0 {
+		t.Fatalf("use-context with no current context: exit %d %s", code, errOut)
+	}
+	if out, _, _ := runBerth(t, "config", "view", "-o", "json"); !strings.Contains(out, `"active_context": "a"`) {
+		t.Fatalf("after use-context a:\n%s", out)
+	}
 }
 
 func TestEnvironmentOverridesFileAndFlagsOverrideEnvironment(t *testing.T) {

@@ -17,9 +17,10 @@ func init() {
 	register(func(a *app) *cobra.Command {
 		cmd := &cobra.Command{Use: "config", Short: "Show or change the configuration"}
 		cmd.AddCommand(&cobra.Command{
-			Use:   "view",
-			Short: "Print the effective configuration, secrets masked",
-			Args:  noArgs,
+			Use:         "view",
+			Short:       "Print the effective configuration, secrets masked",
+			Args:        noArgs,
+			Annotations: map[string]string{"context": "optional"},
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				f, err := a.format(output.Table, output.JSON, output.Format("yaml"))
 				if err != nil {
@@ -37,9 +38,10 @@ func init() {
 			},
 		})
 		cmd.AddCommand(&cobra.Command{
-			Use:   "use-context NAME",
-			Short: "Make NAME the current context in the config file",
-			Args:  exactArgs("NAME"),
+			Use:         "use-context NAME",
+			Short:       "Make NAME the current context in the config file",
+			Args:        exactArgs("NAME"),
+			Annotations: map[string]string{"context": "optional"},
 			RunE: func(cmd *cobra.Command, args []string) error {
 				name := args[0]
 				if _, ok := a.cfg.Contexts[name]; !ok {

@@ -184,9 +184,12 @@ func (a *app) load(cmd *cobra.Command) error {
 	if amqp, mgmt := a.v.GetString("amqp"), a.v.GetString("management"); amqp != "" || mgmt != "" {
 		name, ctx, ok = "adhoc", config.Context{Kind: "rabbitmq", AMQPURL: amqp, ManagementURL: mgmt}, true
 	}
-	if !ok {
+	if !ok && cmd.Annotations["context"] != "optional" {
 		return fmt.Errorf("%s: no current context: set current_context, run `berth config use-context NAME` or pass --context (have: %s)",
 			displayPath(cfg.Source), strings.Join(cfg.ContextNames(), ", "))
+	}
+	if !ok {
+		name = "" // `berth config ...` works before a context is chosen
 	}
 	a.cfg, a.ctxName, a.ctx = cfg, name, ctx
 	a.readOnly = ctx.ReadOnly || readOnly
