@@ -200,7 +200,7 @@ func BenchmarkRefresh(b *testing.B) {
 			cl, _, adm := bc.dial(b)
 			offsetsOnly(b, adm, bc) // warm connections
 			before := liveHeapMiB()
-			var offT, seqT, coldT, warmT, noAgesT time.Duration
+			var offT, seqT, coldT, warmT, noAgesT, readT, computeT time.Duration
 			var warmFetches int64
 			var heap float64
 			b.ResetTimer()
@@ -218,6 +218,8 @@ func BenchmarkRefresh(b *testing.B) {
 				f0 := bc.fetches.Load()
 				s = refreshOnce(b, m)
 				t3 := time.Now()
+				readT += s.Phases.Read
+				computeT += s.Phases.Compute
 				warmFetches += bc.fetches.Load() - f0
 				offT += t1.Sub(t0)
 				coldT += t2.Sub(t1)
@@ -250,6 +252,8 @@ func BenchmarkRefresh(b *testing.B) {
 			b.ReportMetric(float64(coldT.Milliseconds())/float64(b.N), "cold-ms")
 			b.ReportMetric(float64(warmT.Milliseconds())/float64(b.N), "warm-ms")
 			b.ReportMetric(float64(noAgesT.Milliseconds())/float64(b.N), "noages-ms")
+			b.ReportMetric(float64(readT.Milliseconds())/float64(b.N), "warm-read-ms")
+			b.ReportMetric(float64(computeT.Milliseconds())/float64(b.N), "warm-compute-ms")
 			b.ReportMetric(float64(seqT.Milliseconds())/float64(b.N), "offsets-pergroup-ms")
 			b.ReportMetric(float64(coldT)/float64(seqT), "ratio-cold-pergroup")
 			b.ReportMetric(float64(warmT)/float64(seqT), "ratio-warm-pergroup")

@@ -194,6 +194,9 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 		warnings = append(warnings, oneLine(cerr))
 	}
 
+	var phases Phases
+	phases.Read = time.Since(began)
+
 	// Topics: state, views, slot alignment.
 	views := make(map[string]*topicView, len(topics))
 	for _, t := range topics {
@@ -314,7 +317,9 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 
 	// Timestamps: only positions with lag whose answer is not already known.
 	if m.ts != nil && !m.cfg.SkipAges {
+		t := time.Now()
 		m.probe(ctx, work2rows(work, func(w *gwork) []row { return w.rows }), &warnings)
+		phases.Ages = time.Since(t)
 	}
 
 	// Evaluate.
@@ -439,8 +444,10 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 	m.store(now, topics, views, work2rows(work, func(w *gwork) []row { return w.rows }), snapGroups)
 
 	st.seq++
+	took := time.Since(began)
+	phases.Compute = took - phases.Read - phases.Ages
 	return Snapshot{
-		Seq: st.seq, Observed: now, Took: time.Since(began), Window: window,
+		Seq: st.seq, Observed: now, Took: took, Phases: phases, Window: window,
 		Cluster: info, Topics: snapTopics, Groups: snapGroups, Brokers: brokers, Health: health,
 		Warnings: warnings,
 	}, nil

@@ -16,8 +16,9 @@ type Snapshot struct {
 	// Observed is when the refresh started (the "now" ages are measured
 	// against).
 	Observed time.Time
-	// Took is how long the refresh took.
-	Took time.Duration
+	// Took is how long the refresh took, and Phases where the time went.
+	Took   time.Duration
+	Phases Phases
 	// Window is the time span the statuses and rates were judged over
 	// (0 on the first refresh: one sample shows no movement).
 	Window time.Duration
@@ -37,6 +38,14 @@ type Snapshot struct {
 	// Warnings are partial failures that did not stop the refresh (a group
 	// that could not be described, timestamps that could not be read).
 	Warnings []string
+}
+
+// Phases splits a refresh's time: reading the cluster (topics, groups,
+// commits), reading record timestamps, and computing lag and health.
+type Phases struct {
+	Read    time.Duration
+	Ages    time.Duration
+	Compute time.Duration
 }
 
 // Topic is one topic with its partitions, replication health and produce skew.
