@@ -589,8 +589,11 @@ func (m *Model) View() string {
 		body = m.top().page.View()
 	}
 	lines := fitLines(body, w, h)
-	if m.palette.open {
+	switch {
+	case m.palette.open:
 		lines = m.palette.overlay(lines, w)
+	case m.flashAbove():
+		lines = m.flashLines(lines, w)
 	}
 	var b strings.Builder
 	b.Grow((w + 40) * (h + 2))
@@ -693,22 +696,18 @@ func joinEnds(left, right string, w int) string {
 // or hints, help.
 func (m *Model) statusView() string {
 	st := m.styles
-	var left []string
-	left = append(left, st.Badge.Render(" "+sanitize.Text(m.ctxName)+" "))
-	if m.readOnly {
-		left = append(left, st.ReadOnly.Render(" READ-ONLY "))
-	}
-	left = append(left, m.freshness())
+	line := m.statusLeft()
 	var msg string
 	switch {
-	case m.flash.Text != "" && m.flash.Level == Error:
-		msg = st.FlashError.Render(" " + m.flash.Text + " ")
-	case m.flash.Text != "":
-		msg = st.FlashInfo.Render(" " + m.flash.Text + " ")
+	case m.flash.Text != "" && !m.flashAbove():
+		style := st.FlashInfo
+		if m.flash.Level == Error {
+			style = st.FlashError
+		}
+		msg = style.Render(" " + m.flash.Text + " ")
 	default:
 		msg = st.StatusBar.Render(" " + m.hints() + " ")
 	}
-	line := strings.Join(left, st.StatusBar.Render(" "))
 	right := st.StatusBar.Render(" ? help ")
 	avail := m.width - ansi.StringWidth(line) - ansi.StringWidth(right)
 	if avail > 0 {
@@ -724,6 +723,50 @@ func (m *Model) statusView() string {
 		line = ansi.Truncate(line, m.width, "")
 	}
 	return line
+}
+
+// statusLeft is the context badge, read-only badge and freshness.
+func (m *Model) statusLeft() string {
+	st := m.styles
+	left := []string{st.Badge.Render(" " + sanitize.Text(m.ctxName) + " ")}
+	if m.readOnly {
+		left = append(left, st.ReadOnly.Render(" READ-ONLY "))
+	}
+	left = append(left, m.freshness())
+	return strings.Join(left, st.StatusBar.Render(" "))
+}
+
+// flashAbove reports whether the flash message is too long for the status
+// line: it is then drawn in full just above it (an error cut to "…" would
+// hide the part that says what to do).
+func (m *Model) flashAbove() bool {
+	if m.flash.Text == "" {
+		return false
+	}
+	avail := m.width - ansi.StringWidth(m.statusLeft()) - len(" ? help ")
+	return ansi.StringWidth(m.flash.Text)+2 > avail
+}
+
+// flashLines renders a long flash message over the last body lines (at
+// most three), full width.
+func (m *Model) flashLines(lines []string, w int) []string {
+	style := m.styles.FlashInfo
+	if m.flash.Level == Error {
+		style = m.styles.FlashError
+	}
+	wrapped := strings.Split(ansi.Wrap(m.flash.Text, max(10, w-2), " "), "\n")
+	if len(wrapped) > 3 {
+		wrapped = wrapped[:3]
+		wrapped[2] = ansi.Truncate(wrapped[2], max(10, w-2)-1, "") + "…"
+	}
+	n := min(len(wrapped), len(lines))
+	out := append([]string(nil), lines...)
+	for i := 0; i < n; i++ {
+		text := " " + wrapped[len(wrapped)-n+i]
+		text += strings.Repeat(" ", max(0, w-ansi.StringWidth(text)))
+		out[len(out)-n+i] = style.Render(ansi.Truncate(text, w, ""))
+	}
+	return out
 }
 
 // freshness says how old the data on screen is, and whether it is stale.

@@ -50,6 +50,12 @@ var errNoService = errors.New("dead-letter queues need a Kafka context")
 
 func init() {
 	tui.RegisterPageSpec(tui.PageSpec{Name: "dlq", Aliases: []string{"dlqs", "deadletters"}, Help: "dead-letter queues: depth, classes, records; select records into a redrive plan", Factory: NewListPage})
+	// From the topics page: D on a DLQ topic opens its failure classes.
+	tui.RegisterAction(tui.Action{
+		Scope: "topic",
+		Key:   key.NewBinding(key.WithKeys("D"), key.WithHelp("D", "dead letters: classes")),
+		Open:  func(env tui.PageEnv, topic string) tui.Page { return NewClassesPage(env, topic) },
+	})
 	tui.RegisterPageSpec(tui.PageSpec{Name: "plans", Aliases: []string{"redrive"}, Help: "redrive plans in the cluster's plan store", Factory: NewPlansPage})
 }
 
@@ -327,8 +333,28 @@ func NewClassesPage(env tui.PageEnv, dlq string) *ClassesPage {
 
 func (p *ClassesPage) setSize(w, h int) { p.w, p.h = w, h; p.tbl.SetSize(w, max(h-2, 3)) }
 
+// isDLQ reports whether a topic is a DLQ by name or by the config's pairs.
+func isDLQ(topic string, cfg *config.Config) bool {
+	if redrive.IsDLQName(topic) {
+		return true
+	}
+	if cfg != nil {
+		for _, d := range cfg.Redrive.DLQs {
+			if d.DLQ == topic {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (p *ClassesPage) Init() tea.Cmd {
 	dlq := p.s.dlq
+	if !isDLQ(dlq, p.env.Config) {
+		return func() tea.Msg {
+			return errMsg{fmt.Errorf("%s is not a dead-letter topic (names *.DLT, *-dlt, *.dlq, *-dlq, *.DLQ, or redrive.dlqs in the config)", dlq)}
+		}
+	}
 	return do(p.env, func(ctx context.Context, s Service) tea.Msg {
 		l, err := s.Load(ctx, dlq)
 		if err != nil {

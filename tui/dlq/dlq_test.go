@@ -311,3 +311,18 @@ func TestPlanPageShowsScanProgressWhileChecking(t *testing.T) {
 		t.Fatalf("progress not shown:\n%s", v)
 	}
 }
+
+func TestTopicActionOpensClassesOnlyForDLQs(t *testing.T) {
+	env := world(t, false)
+	p := tui.Page(NewClassesPage(env, "payments"))
+	p, _, _ = run(t, env, p, p.Init())
+	if v := checkView(t, p); !strings.Contains(v, "payments is not a dead-letter topic") {
+		t.Fatalf("non-DLQ topic:\n%s", v)
+	}
+	env.Config.Redrive.DLQs = []config.DLQPair{{DLQ: "payments", Original: "orders"}}
+	p = tui.Page(NewClassesPage(env, "payments"))
+	p, _, _ = run(t, env, p, p.Init())
+	if v := checkView(t, p); strings.Contains(v, "not a dead-letter topic") || !strings.Contains(v, "4 records") {
+		t.Fatalf("declared DLQ:\n%s", v)
+	}
+}
