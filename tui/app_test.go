@@ -12,7 +12,6 @@ import (
 
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/internal/monitor"
-	"github.com/berth-dev/berth/tui/components/table"
 )
 
 func TestStartsOnOverviewWithWorstGroupFirst(t *testing.T) {
@@ -414,7 +413,6 @@ func (p *probePage) View() string               { return "probe" }
 func (p *probePage) Title() string              { return "probe" }
 func (p *probePage) KeyBindings() []key.Binding { return nil }
 
-var _ = table.Row{}
 
 // An unreachable cluster at start: the body says so in full (the status line
 // only has room for the start of the error), and ctrl+r retries at once.

@@ -3,7 +3,6 @@ package tui
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -319,4 +318,3 @@ func crumbs(m *Model) string {
 	return s
 }
 
-var _ = fmt.Sprint

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"regexp"
@@ -32,11 +31,13 @@ func flowModel(t *testing.T, src *fakeSource, refresh time.Duration) *teatest.Te
 	return teatest.NewTestModel(t, m, teatest.WithInitialTermSize(100, 30))
 }
 
+// waitFor polls the program's output until cond holds (10s deadline); on
+// timeout teatest fails the test with the output so far.
 func waitFor(t *testing.T, tm *teatest.TestModel, what string, cond func(string) bool) {
 	t.Helper()
+	t.Logf("waiting for %s", what)
 	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return cond(string(b)) },
 		teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
-	_ = what
 }
 
 func contains(s string) func(string) bool {
@@ -99,4 +100,3 @@ func TestFlowStaleAndRecovery(t *testing.T) {
 	}
 }
 
-var _ = bytes.Contains

@@ -286,14 +286,13 @@ func (p *topicPage) partitionRows(s *Snapshot) []table.Row {
 				nums[colPRate] = r.Rate
 			}
 		}
-		lv := styles.Normal
 		var state []string
 		cellLv := make([]styles.Level, numTPCols)
 		if i < len(t.Health) {
 			h := t.Health[i]
 			if h.Class != lag.Healthy {
 				state = append(state, isrShort(h))
-				lv = isrLevel(h.Class)
+				lv := isrLevel(h.Class)
 				cellLv[colPISR] = lv
 				cellLv[colPState] = lv
 				if h.Class == lag.Offline {
@@ -323,7 +322,6 @@ func (p *topicPage) partitionRows(s *Snapshot) []table.Row {
 			state = append(state, "ok")
 		}
 		cells[colPState] = strings.Join(state, " · ")
-		_ = lv
 		rows = append(rows, table.Row{ID: fmt.Sprint(pt.Partition), Cells: cells, Nums: nums, CellLevels: cellLv})
 	}
 	return rows
