@@ -24,7 +24,12 @@ func (a *app) kafkaClient(ctx context.Context) (*kafka.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return kafka.Dial(ctx, opts)
+	c, err := kafka.Dial(ctx, opts)
+	if err != nil && a.ctx.Kind == "bundled" && strings.Contains(err.Error(), "unreachable") {
+		// The usual cause on a fresh machine: nothing started it yet.
+		return nil, fmt.Errorf("%w (start the bundled broker with `berth broker` or `berth demo`)", err)
+	}
+	return c, err
 }
 
 // kafkaCluster connects and returns the backends.Cluster view; the caller

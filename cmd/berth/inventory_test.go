@@ -431,6 +431,12 @@ func TestUnreachableClusterFailsNamingTheAddress(t *testing.T) {
 	if code != 1 || !strings.HasPrefix(errOut, "berth: kafka 127.0.0.1:1: unreachable") || strings.Count(errOut, "\n") != 1 {
 		t.Fatalf("refused: exit %d, stderr %q", code, errOut)
 	}
+	// The bundled context (the default with no config) says how to start it.
+	path := writeConfig(t, "contexts:\n  bundled:\n    kind: bundled\n    bootstrap: [127.0.0.1:1]\n")
+	_, errOut, code = runBerth(t, "--config", path, "--timeout", "1s", "topics")
+	if code != 1 || !strings.Contains(errOut, "127.0.0.1:1: unreachable") || !strings.Contains(errOut, "berth broker") {
+		t.Fatalf("bundled context down: exit %d, stderr %q", code, errOut)
+	}
 	// Accepts the connection but never answers: bounded by --timeout.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
