@@ -413,7 +413,6 @@ func (p *probePage) View() string               { return "probe" }
 func (p *probePage) Title() string              { return "probe" }
 func (p *probePage) KeyBindings() []key.Binding { return nil }
 
-
 // An unreachable cluster at start: the body says so in full (the status line
 // only has room for the start of the error), and ctrl+r retries at once.
 func TestUnreachableAtStartExplainsAndRetries(t *testing.T) {

@@ -317,4 +317,3 @@ func crumbs(m *Model) string {
 	}
 	return s
 }
-

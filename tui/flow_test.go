@@ -99,4 +99,3 @@ func TestFlowStaleAndRecovery(t *testing.T) {
 		t.Fatalf("after recovery: lastErr=%v snap=%v", fm.lastErr, fm.snap != nil)
 	}
 }
-
