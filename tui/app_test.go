@@ -441,3 +441,30 @@ func TestUnreachableAtStartExplainsAndRetries(t *testing.T) {
 		t.Fatalf("no data after a successful dial:\n%s", m.View())
 	}
 }
+
+// Keys typed before any data arrives go where the screen says: the palette
+// works without a snapshot, and the page opened shows its rows once data
+// comes. (A peer console sent such keys to the wrong widget while loading.)
+func TestKeysBeforeFirstDataAreNotMisrouted(t *testing.T) {
+	var src *fakeSource
+	m, _ := newTestModel(t, 80, 24, func(o *Options) {
+		o.Source = nil
+		o.Dial = func(context.Context, string) (Source, error) {
+			if src == nil {
+				return nil, errors.New("not yet")
+			}
+			return src, nil
+		}
+	})
+	press(m, ":")
+	typeText(m, "groups")
+	press(m, "enter")
+	if got := crumbs(m); got != "groups" {
+		t.Fatalf("stack = %q", got)
+	}
+	src = &fakeSource{}
+	press(m, "ctrl+r")
+	if !strings.Contains(m.View(), "fraud-monitor") {
+		t.Fatalf("groups page empty after data arrived:\n%s", m.View())
+	}
+}
