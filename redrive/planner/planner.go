@@ -230,6 +230,11 @@ func (p *Planner) Plan(ctx context.Context, req Request) (redrive.File, error) {
 	if err != nil {
 		return redrive.File{}, err
 	}
+	// Classes and filters select among every record: on a DLQ larger than
+	// the read bound they would silently miss the unread ones.
+	if !l.Complete && (len(req.Classes) > 0 || len(req.Offsets) == 0) {
+		return redrive.File{}, fmt.Errorf("%s holds %d records, more than the %d read: select by --offsets, or raise --read", req.DLQ, l.Total, len(l.Records))
+	}
 	known := map[string]bool{}
 	for _, r := range l.Records {
 		known[r.Class] = true
@@ -238,9 +243,6 @@ func (p *Planner) Plan(ctx context.Context, req Request) (redrive.File, error) {
 		if !known[c] {
 			return redrive.File{}, fmt.Errorf("--class %s: no such class in %s (see berth dlq classes %s)", c, req.DLQ, req.DLQ)
 		}
-	}
-	if !l.Complete && len(req.Classes) > 0 {
-		return redrive.File{}, fmt.Errorf("%s holds %d records, more than the read limit: select by --offsets or narrow with --since/--until", req.DLQ, l.Total)
 	}
 
 	// Base set: the classes' records plus the coordinates; filters alone

@@ -338,3 +338,19 @@ func TestListSummarisesDepthAgeAndClasses(t *testing.T) {
 		t.Fatalf("empty dlq %+v", e)
 	}
 }
+
+func TestSelectionOverMoreThanTheReadBoundIsRefused(t *testing.T) {
+	f := newFixture(t, nil)
+	p := f.planner()
+	p.ReadLimit = 3
+	for _, req := range []Request{{DLQ: "payments.DLT", Key: "order-1"}, {DLQ: "payments.DLT", Classes: []string{"c-x"}}} {
+		if _, err := p.Plan(tctx(t), req); err == nil || !strings.Contains(err.Error(), "more than the 3 read") {
+			t.Fatalf("%+v: %v", req, err)
+		}
+	}
+	// Coordinates are read directly, whatever the bound.
+	file, err := p.Plan(tctx(t), Request{DLQ: "payments.DLT", Offsets: []redrive.Coord{{Partition: 0, Offset: 6}}})
+	if err != nil || len(file.Plan.Records) != 1 {
+		t.Fatalf("offsets beyond the bound: %v", err)
+	}
+}
