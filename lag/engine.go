@@ -223,8 +223,12 @@ func status(in PartitionInput, r PartitionLag, win []Sample, expired bool, cfg C
 		return STOPPED
 	}
 	if len(win) == 0 {
-		// One sample shows no movement: nothing more can be judged.
-		return OK
+		// One sample shows no movement: the partition is behind (its age
+		// is past the steady age) but whether it moves is unknown.
+		if r.AgeKnown && r.Age <= cfg.SteadyAge {
+			return OK
+		}
+		return LAGGING
 	}
 	for _, s := range win {
 		if OffsetLag(s.Committed, s.LogStart, s.End) == 0 {

@@ -61,7 +61,8 @@ func TestStatusScripts(t *testing.T) {
 		{"rewind outside the window forgotten", "m1", 0, []step{{0, 900, 1000, 5}, {10, 100, 1000, 500}, {80, 150, 1000, 490}, {100, 200, 1000, 480}}, OK},
 		{"expired", "m1", 500, []step{{0, 100, 1000, 60}, {30, 100, 1000, 90}}, EXPIRED},
 		{"caught up earlier in window: new data just arrived", "m1", 0, []step{{0, 100, 100, 0}, {30, 100, 101, 40}}, OK},
-		{"one sample with owner cannot judge", "m1", 0, []step{{0, 100, 1000, 600}}, OK},
+		{"one sample, behind: movement unknown", "m1", 0, []step{{0, 100, 1000, 600}}, LAGGING},
+		{"one sample, young backlog", "m1", 0, []step{{0, 100, 1000, 3}}, OK},
 		{"no commit, owner never commits", "m1", 0, []step{{0, NoCommit, 50, 100}, {30, NoCommit, 60, 130}}, STALLED},
 	}
 	for _, c := range cases {

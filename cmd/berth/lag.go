@@ -40,8 +40,9 @@ total lag, and are judged against their SLO (seconds of age, per group
 pattern in the config).
 
 Statuses need movement, so a one-shot run takes two samples --sample apart
-(default 5s, the usual auto-commit interval); --sample 0 takes one sample and
-can only tell OK, STOPPED and EXPIRED. On a RabbitMQ context it lists queues.
+(default 5s, the usual auto-commit interval); --sample 0 takes one sample:
+no rates, and an owned partition with an old backlog reads LAGGING (whether
+it moves is unknown). On a RabbitMQ context it lists queues.
 
 Exit status: 0, or 3 with --fail-on-breach when any group (or queue) is over
 its SLO; 1 on failure; 2 on bad usage.`,
