@@ -61,6 +61,7 @@ func TestGoldenViews(t *testing.T) {
 		{"groups-80x24", 80, 24, []string{"c"}, nil, nil},
 		{"group-fraud-monitor-80x24", 80, 24, []string{"enter"}, nil, nil},
 		{"group-fraud-monitor-120x40", 120, 40, []string{"enter"}, nil, nil},
+		{"group-members-80x24", 80, 24, []string{"enter", "m"}, nil, nil},
 		{"topics-80x24", 80, 24, []string{"t"}, nil, nil},
 		{"topic-orders-80x24", 80, 24, []string{"t", "j", "enter"}, nil, nil},
 		{"topic-orders-configs-80x24", 80, 24, []string{"t", "j", "enter", "C"}, nil, nil},

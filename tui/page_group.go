@@ -95,6 +95,7 @@ func newGroup(env PageEnv) Page {
 		// Actions on a group page act on the group, whatever row is selected.
 		p.keys[i].run = func(table.Row, bool) tea.Cmd { return run(table.Row{ID: p.groupName()}, true) }
 	}
+	p.keys = append([]pageKey{membersKey(p.groupName)}, p.keys...)
 	return p
 }
 

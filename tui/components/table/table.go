@@ -722,11 +722,16 @@ func (m Model) writeHeader(b *strings.Builder) {
 		sgr := m.hdrSGR
 		if c == m.sortCol {
 			sgr = m.srtSGR
+			arrow := "▲"
 			if m.sortDesc {
-				title += "▼"
-			} else {
-				title += "▲"
+				arrow = "▼"
 			}
+			// The arrow always shows: it replaces the title's last letter
+			// when the column is exactly as wide as its title.
+			if w := m.widths[i]; ansi.StringWidth(title)+1 > w {
+				title = ansi.Truncate(title, max(0, w-1), "")
+			}
+			title += arrow
 		}
 		b.WriteString(sgr.Prefix)
 		writeCell(b, title, m.widths[i], m.cols[c].Right)
