@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -191,7 +192,7 @@ func newTopic(env PageEnv) Page {
 	p.tbl.SetEmpty("no partitions")
 	p.rows, p.async = p.partitionRows, true
 	p.header = p.headerView
-	p.headerLines = func(int) int { return 2 }
+	p.headerLines = func(int) int { return 3 }
 	p.keys = append([]pageKey{{
 		binding: key.NewBinding(key.WithKeys("C"), key.WithHelp("C", "configs")),
 		run:     func(table.Row, bool) tea.Cmd { return Open("configs", p.name) },
@@ -251,7 +252,55 @@ func (p *topicPage) headerView(s *Snapshot, w int) []string {
 			}
 		}
 	}
-	return []string{fit(line, w), fit(line2, w)}
+	return []string{fit(line, w), fit(line2, w), fit(p.readers(s), w)}
+}
+
+// readers lists the groups that consume the topic, worst age first, with
+// their status and maximum age on this topic alone.
+func (p *topicPage) readers(s *Snapshot) string {
+	st := p.env.Styles
+	type reader struct {
+		name   string
+		status lag.Status
+		age    time.Duration
+		lag    int64
+	}
+	var rs []reader
+	topic := p.topicNameIn(s)
+	for _, g := range s.Groups {
+		r := reader{name: g.Group}
+		found := false
+		for _, pl := range g.Partitions {
+			if pl.Topic != topic {
+				continue
+			}
+			found = true
+			r.status = max(r.status, pl.Status)
+			r.age = max(r.age, pl.Age)
+			r.lag += pl.Lag
+		}
+		if found {
+			rs = append(rs, r)
+		}
+	}
+	if len(rs) == 0 {
+		return st.Label.Render("read by ") + st.Muted.Render("no consumer group")
+	}
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].age > rs[j].age })
+	parts := make([]string, 0, len(rs))
+	for _, r := range rs {
+		txt := fmt.Sprintf("%s %s %s", sanitize.Text(r.name), r.status, fmtDur(r.age))
+		parts = append(parts, st.Levels[statusLevel(r.status)].Render(txt))
+	}
+	return st.Label.Render("read by ") + strings.Join(parts, " · ")
+}
+
+// topicNameIn is the topic's raw name in s.
+func (p *topicPage) topicNameIn(s *Snapshot) string {
+	if t, ok := findTopic(s, p.name); ok {
+		return t.Name
+	}
+	return p.name
 }
 
 func (p *topicPage) partitionRows(s *Snapshot) []table.Row {
