@@ -314,6 +314,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if m.help || m.palette.open {
 			return m, nil
 		}
+		msg.Y-- // pages get body coordinates (below the breadcrumb line)
 		return m, m.updatePage(len(m.stack)-1, msg)
 	case clockMsg:
 		return m, m.clockTick()

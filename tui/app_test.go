@@ -468,3 +468,27 @@ func TestKeysBeforeFirstDataAreNotMisrouted(t *testing.T) {
 		t.Fatalf("groups page empty after data arrived:\n%s", m.View())
 	}
 }
+
+// A click lands on the row drawn under the pointer: screen line 0 is the
+// breadcrumbs, 1 the table header, 2 the first row (groups page, no header).
+func TestMouseClickSelectsTheRowUnderThePointer(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24)
+	press(m, "c")
+	send(m, tea.MouseMsg{Action: tea.MouseActionPress, Button: tea.MouseButtonLeft, X: 10, Y: 3})
+	if r, _ := m.top().page.(*groupsPage).tbl.Selected(); r.ID != "sales-analytics" {
+		t.Fatalf("click on screen line 3 selected %q", r.ID)
+	}
+	// On the overview the table sits below the summary lines.
+	press(m, "o")
+	lines := strings.Split(m.View(), "\n")
+	y := -1
+	for i, l := range lines {
+		if strings.Contains(l, "email-notifier") {
+			y = i
+		}
+	}
+	send(m, tea.MouseMsg{Action: tea.MouseActionPress, Button: tea.MouseButtonLeft, X: 10, Y: y})
+	if r, _ := m.top().page.(*overviewPage).tbl.Selected(); r.ID != "email-notifier" {
+		t.Fatalf("click on the email-notifier line selected %q", r.ID)
+	}
+}

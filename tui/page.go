@@ -31,6 +31,8 @@ import (
 //     every resize; View must render exactly that many lines, none wider
 //     (the app truncates and pads as a safety net, but a page that relies on
 //     it loses its right edge).
+//   - Mouse messages reach the active page with coordinates relative to
+//     the page body (row 0 is the first body line).
 //   - After every successful refresh the active page receives a SnapshotMsg;
 //     env.Snapshot() returns the latest good snapshot at any time (nil before
 //     the first). A page that becomes active again (after esc) gets the

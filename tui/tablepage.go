@@ -158,6 +158,10 @@ func (p *tablePage) Update(msg tea.Msg) (Page, tea.Cmd) {
 			}
 		}
 	}
+	if mm, ok := msg.(tea.MouseMsg); ok {
+		mm.Y -= len(p.headerView()) // the table starts below the header
+		msg = mm
+	}
 	var cmd tea.Cmd
 	p.tbl, cmd = p.tbl.Update(msg)
 	return p.self, cmd

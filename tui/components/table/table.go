@@ -300,9 +300,40 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 			m.move(-wheelStep)
 		case tea.MouseButtonWheelDown:
 			m.move(wheelStep)
+		case tea.MouseButtonLeft:
+			m.click(msg.X, msg.Y)
 		}
 	}
 	return m, nil
+}
+
+// click handles a left click at (x, y), relative to the table's top-left:
+// on the header it sorts by that column (again: reverses), on a row it
+// selects the row.
+func (m *Model) click(x, y int) {
+	switch {
+	case y == 0:
+		if n := m.columnAt(x); n >= 0 {
+			m.sortByVisible(n)
+		}
+	case y >= 1 && y <= m.bodyHeight():
+		if i := m.offset + y - 1; i < len(m.view) {
+			m.cursor, m.touched = i, true
+			m.clamp()
+		}
+	}
+}
+
+// columnAt is the index among the visible columns at cell x, or -1.
+func (m Model) columnAt(x int) int {
+	x -= gutterW
+	for i, w := range m.widths {
+		if x >= 0 && x < w+gap {
+			return i
+		}
+		x -= w + gap
+	}
+	return -1
 }
 
 func (m *Model) updateKey(msg tea.KeyMsg) {

@@ -220,3 +220,21 @@ func TestUntouchedCursorStaysOnTop(t *testing.T) {
 		t.Fatalf("the new worst row %s should be selected, not %s", "0", first.ID)
 	}
 }
+
+func TestMouseClickSelectsAndSorts(t *testing.T) {
+	m := newTable(20, 80, 12)
+	m, _ = m.Update(tea.MouseMsg{Action: tea.MouseActionPress, Button: tea.MouseButtonLeft, X: 5, Y: 4})
+	if m.Cursor() != 3 {
+		t.Fatalf("click on the 4th row: cursor %d", m.Cursor())
+	}
+	// The LAG column starts after NAME's width plus the gap and gutter.
+	x := gutterW + m.widths[0] + gap + 1
+	m, _ = m.Update(tea.MouseMsg{Action: tea.MouseActionPress, Button: tea.MouseButtonLeft, X: x, Y: 0})
+	if col, desc := m.Sort(); col != 1 || !desc {
+		t.Fatalf("header click: sort %d desc=%v", col, desc)
+	}
+	// The clicked row stays selected through the re-sort.
+	if r, _ := m.Selected(); r.ID != "3" {
+		t.Fatalf("selection moved to %s", r.ID)
+	}
+}
