@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -169,6 +170,32 @@ func refreshOnce(b *testing.B, m *Monitor) Snapshot {
 	return s
 }
 
+// peakHeap samples the heap (live and not yet collected objects) every
+// few milliseconds until stop is called, and returns the highest value.
+func peakHeap() (stop func() float64) {
+	done := make(chan struct{})
+	res := make(chan float64)
+	go func() {
+		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		peak := 0.0
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(sample)
+			if v := float64(sample[0].Value.Uint64()) / (1 << 20); v > peak {
+				peak = v
+			}
+			select {
+			case <-done:
+				res <- peak
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() float64 { close(done); return <-res }
+}
+
 func liveHeapMiB() float64 {
 	runtime.GC()
 	runtime.GC()
@@ -192,7 +219,8 @@ func liveHeapMiB() float64 {
 //   - fetches-warm: Fetch requests the brokers saw during warm refreshes (0);
 //   - heap-MiB: live heap after a refresh with the snapshot held, minus the
 //     heap before the monitor existed (the broker and its data are in the
-//     same process and excluded).
+//     same process and excluded); peak-heap-MiB: the highest heap (live
+//     plus not yet collected) seen during a warm refresh, same baseline.
 func BenchmarkRefresh(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("partitions=%d/groups=50", n), func(b *testing.B) {
@@ -202,7 +230,7 @@ func BenchmarkRefresh(b *testing.B) {
 			before := liveHeapMiB()
 			var offT, seqT, coldT, warmT, noAgesT, readT, computeT time.Duration
 			var warmFetches int64
-			var heap float64
+			var heap, peak float64
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				_, reader, _ := bc.dial(b) // a fresh reader: nothing cached
@@ -216,8 +244,15 @@ func BenchmarkRefresh(b *testing.B) {
 				s := refreshOnce(b, m)
 				t2 := time.Now()
 				f0 := bc.fetches.Load()
+				var stopPeak func() float64
+				if i == 0 {
+					stopPeak = peakHeap()
+				}
 				s = refreshOnce(b, m)
 				t3 := time.Now()
+				if i == 0 {
+					peak = stopPeak() - before
+				}
 				readT += s.Phases.Read
 				computeT += s.Phases.Compute
 				warmFetches += bc.fetches.Load() - f0
@@ -236,6 +271,7 @@ func BenchmarkRefresh(b *testing.B) {
 					}
 					heap = liveHeapMiB() - before
 					runtime.KeepAlive(s)
+					runtime.KeepAlive(m)
 					b.StartTimer()
 				}
 			}
@@ -261,6 +297,7 @@ func BenchmarkRefresh(b *testing.B) {
 			b.ReportMetric(float64(warmT)/float64(offT), "ratio-warm")
 			b.ReportMetric(float64(warmFetches)/float64(b.N), "fetches-warm")
 			b.ReportMetric(heap, "heap-MiB")
+			b.ReportMetric(peak, "peak-heap-MiB")
 		})
 	}
 }
