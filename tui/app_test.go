@@ -492,3 +492,11 @@ func TestMouseClickSelectsTheRowUnderThePointer(t *testing.T) {
 		t.Fatalf("click on the email-notifier line selected %q", r.ID)
 	}
 }
+
+func TestEnterOnPartitionOpensItsTopic(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24)
+	press(m, "enter", "enter")
+	if got := crumbs(m); got != "overview > fraud-monitor > orders" {
+		t.Fatalf("stack = %q", got)
+	}
+}

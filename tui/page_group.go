@@ -82,6 +82,10 @@ func newGroup(env PageEnv) Page {
 		c := v.(charts)
 		p.ageRows, p.lagRows = c.age, c.lag
 	}
+	p.enter = func(r table.Row) tea.Cmd {
+		topic, _, _ := strings.Cut(r.ID, "\x00")
+		return Open("topic", topic)
+	}
 	p.header = p.headerView
 	p.headerLines = func(h int) int {
 		if h < 14 {
