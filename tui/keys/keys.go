@@ -70,7 +70,7 @@ func DefaultTable() Table {
 		SortNext: key.NewBinding(key.WithKeys(">"), key.WithHelp(">", "sort by next column")),
 		SortPrev: key.NewBinding(key.WithKeys("<"), key.WithHelp("<", "sort by previous column")),
 		SortFlip: key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reverse sort")),
-		SortCol:  key.NewBinding(key.WithKeys("1", "2", "3", "4", "5", "6", "7", "8", "9"), key.WithHelp("1-9", "sort by column N")),
+		SortCol:  key.NewBinding(key.WithKeys("1", "2", "3", "4", "5", "6", "7", "8", "9"), key.WithHelp("1-9", "sort by column")),
 		Open:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open")),
 	}
 }
