@@ -89,13 +89,13 @@ func (d Diagnostics) ExceptionName() string {
 	}
 }
 
-var (
-	reUUID   = regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
-	reHexID  = regexp.MustCompile(`(?i)\b(?:0x)?[0-9a-f]{8,}\b`)
-	reIDTok  = regexp.MustCompile(`\b[A-Za-z]+[-_][A-Za-z0-9]*\d[A-Za-z0-9_-]*\b`)
-	reNumber = regexp.MustCompile(`\d+(?:\.\d+)?`)
-	reSpace  = regexp.MustCompile(`\s+`)
-)
+// reToken finds, in one pass, the parts of a message that vary between
+// occurrences of the same failure: UUIDs, hex ids, ids like ord-1234, and
+// numbers. Alternatives are tried in that order at each position.
+var reToken = regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b` +
+	`|\b(?:0x)?[0-9a-f]{8,}\b` +
+	`|\b[a-z]+[-_][a-z0-9]*[0-9][a-z0-9_-]*\b` +
+	`|[0-9]+(?:\.[0-9]+)?`)
 
 // Normalise turns an exception message into a pattern shared by every
 // occurrence of the same failure: UUIDs become <uuid>, hex ids (8+ chars
@@ -103,23 +103,36 @@ var (
 // remaining numbers <n>. Whitespace is collapsed and the result capped at
 // 200 characters.
 func Normalise(msg string) string {
-	s := reUUID.ReplaceAllString(msg, "<uuid>")
-	s = reHexID.ReplaceAllStringFunc(s, func(m string) string {
-		// Only mixed digits and letters: all-digit runs are numbers, and
-		// all-letter runs are words ("deadbeef" aside, "accepted" is hex too).
-		if strings.ContainsAny(m, "0123456789") && strings.ContainsAny(strings.ToLower(strings.TrimPrefix(strings.ToLower(m), "0x")), "abcdef") {
+	s := reToken.ReplaceAllStringFunc(msg, func(m string) string {
+		switch {
+		case len(m) == 36 && m[8] == '-' && m[13] == '-':
+			return "<uuid>"
+		case m[0] >= '0' && m[0] <= '9' && !strings.ContainsFunc(m, notDigitOrDot):
+			return "<n>"
+		case strings.ContainsAny(m, "-_"):
+			return "<id>"
+		}
+		// A hex run: an id only when it mixes digits and letters ("deadbeef"
+		// and "accepted" stay words; all digits is a number).
+		h := strings.ToLower(strings.TrimPrefix(strings.ToLower(m), "0x"))
+		digits := strings.ContainsAny(h, "0123456789")
+		letters := strings.ContainsAny(h, "abcdef")
+		switch {
+		case digits && letters:
 			return "<hex>"
+		case digits:
+			return "<n>"
 		}
 		return m
 	})
-	s = reIDTok.ReplaceAllString(s, "<id>")
-	s = reNumber.ReplaceAllString(s, "<n>")
-	s = strings.TrimSpace(reSpace.ReplaceAllString(s, " "))
+	s = strings.Join(strings.Fields(s), " ")
 	if r := []rune(s); len(r) > 200 {
 		s = string(r[:200]) + "…"
 	}
 	return s
 }
+
+func notDigitOrDot(r rune) bool { return (r < '0' || r > '9') && r != '.' }
 
 // ClassKey identifies a failure class.
 type ClassKey struct {
