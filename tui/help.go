@@ -39,7 +39,7 @@ func (m *Model) helpView(w, h int) string {
 		colW = max(colW, kw+2+ansi.StringWidth(it.d))
 	}
 	colW = min(colW+3, w)
-	rows := h - 2
+	rows := h - 3
 	cols := max(1, w/colW)
 	need := (len(items) + rows - 1) / rows
 	if need > cols {
@@ -69,7 +69,8 @@ func (m *Model) helpView(w, h int) string {
 		// Why actions are disabled, on a line of its own so it is never cut.
 		title += "   " + m.styles.ReadOnly.Render("read-only: "+m.readOnlyReason)
 	}
-	return title + "\n\n" + strings.Join(grid, "\n")
+	syntax := m.styles.Muted.Render("filter: text matches any column, any case; ~re or r:re is a regular expression")
+	return title + "\n" + fit(syntax, w) + "\n\n" + strings.Join(grid, "\n")
 }
 
 // padRight pads s with spaces to w cells.
