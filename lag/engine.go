@@ -51,6 +51,8 @@ type PartitionInput struct {
 	Deletes   bool
 	Retention time.Duration // 0: infinite or unknown
 	SLO       time.Duration // 0: no breach judgement
+	// Err is the partition's error when its offsets are unknown (End < 0).
+	Err string
 }
 
 // Position is where a group would read next: max(committed, logStart), the
@@ -95,6 +97,15 @@ func evaluate(in PartitionInput, now time.Time, cfg Config) PartitionLag {
 		End:       in.End,
 		Owner:     in.Owner,
 		Compacted: in.Compacted,
+	}
+	if in.End < 0 || in.LogStart < 0 {
+		// Offsets unknown (no leader, an error): nothing can be judged, and
+		// zero would read as "caught up".
+		r.Err = in.Err
+		if r.Err == "" {
+			r.Err = "offsets unknown"
+		}
+		return r
 	}
 	expired := in.Committed != NoCommit && in.Committed < in.LogStart
 	if expired {

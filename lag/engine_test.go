@@ -310,3 +310,14 @@ func TestStuckVersusBusy(t *testing.T) {
 		t.Fatalf("member moving nothing: %v %v group %v", g.Partitions[3].Status, g.Partitions[4].Status, g.Status)
 	}
 }
+
+func TestUnknownOffsetsAreNotCaughtUp(t *testing.T) {
+	r := Evaluate(PartitionInput{Topic: "t", Committed: 5, LogStart: -1, End: -1, Owner: "m", Err: "LEADER_NOT_AVAILABLE"}, t0, Config{})
+	if r.AgeKnown || r.Err != "LEADER_NOT_AVAILABLE" {
+		t.Fatalf("%+v", r)
+	}
+	g := RollUp(GroupInfo{Name: "g"}, []PartitionLag{r, {Topic: "t", Partition: 1, AgeKnown: true}}, Config{})
+	if g.AgesUnknown != 1 {
+		t.Fatalf("ages unknown %d", g.AgesUnknown)
+	}
+}

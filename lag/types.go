@@ -149,6 +149,9 @@ type PartitionLag struct {
 	Compacted bool
 	// CommitMoved is set when the committed offset changed within the window.
 	CommitMoved bool
+	// Err is set when the partition's offsets could not be read (e.g. it has
+	// no leader): lag and age are then unknown, not zero.
+	Err string
 }
 
 // GroupLag is a consumer group's roll-up: maximum age (never an average),

@@ -236,6 +236,7 @@ type partLagJSON struct {
 	Owner         string   `json:"owner"`
 	Breach        bool     `json:"breach"`
 	Compacted     bool     `json:"compacted"`
+	Error         string   `json:"error,omitempty"`
 }
 
 type groupLagJSON struct {
@@ -284,6 +285,7 @@ func partJSON(group string, r lag.PartitionLag) partLagJSON {
 		Lag: r.Lag, Lost: r.Lost, TimestampType: string(r.TimestampType), AgeApprox: r.AgeApprox,
 		ClockSkew: r.ClockSkew, Status: r.Status.String(), FallingBehind: r.FallingBehind,
 		RetentionRisk: r.RetentionRisk, Owner: r.Owner, Breach: r.Breach, Compacted: r.Compacted,
+		Error: r.Err,
 	}
 	if r.Committed != lag.NoCommit {
 		c := r.Committed
@@ -406,7 +408,7 @@ func writeLagTables(w io.Writer, s monitor.Snapshot) error {
 		for _, r := range grp.Partitions {
 			// The table is for problems: OK rows are counted, not listed
 			// (a group can have thousands); -o json lists every row.
-			if r.Status == lag.OK && !r.Breach && !r.RetentionRisk && !r.ClockSkew {
+			if r.Status == lag.OK && !r.Breach && !r.RetentionRisk && !r.ClockSkew && r.Err == "" {
 				hidden++
 				continue
 			}
@@ -463,6 +465,9 @@ func statusCounts(g lag.GroupLag) string {
 
 func partNote(r lag.PartitionLag) string {
 	var notes []string
+	if r.Err != "" {
+		notes = append(notes, "offsets unknown: "+r.Err)
+	}
 	if r.Lost > 0 {
 		notes = append(notes, fmt.Sprintf("%d lost to retention", r.Lost))
 	}

@@ -345,6 +345,7 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 				Committed: r.committed, LogStart: part.LogStart, End: part.HighWatermark,
 				History:   hist,
 				Compacted: r.topic.compacted, Deletes: r.topic.deletes, Retention: r.topic.retention, SLO: slo,
+				Err: part.Err,
 			}
 			if len(w.owners) > 0 {
 				in.Owner = w.owners[backends.TopicPartition{Topic: part.Topic, Partition: part.Partition}]
