@@ -107,6 +107,9 @@ type PageEnv struct {
 	Args []string
 
 	// Snapshot returns the latest good snapshot (nil before the first).
+	// Call it (and Size) from Init, Update or View only: a tea.Cmd runs on
+	// another goroutine, so pass it the snapshot value instead. Snapshots
+	// are immutable, so reading one from a command is safe.
 	Snapshot func() *Snapshot
 	// Size returns the page body's current width and height.
 	Size func() (width, height int)
