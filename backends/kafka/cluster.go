@@ -1,9 +1,11 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -468,24 +470,32 @@ func (k *Cluster) CommittedOffsets(ctx context.Context, groups ...string) (map[s
 			errs = append(errs, fmt.Errorf("group %s: %w", name, r.Err))
 			continue
 		}
-		cs := []backends.Committed{}
+		// Topics in order, then each topic's partitions in order: sorting
+		// ints per topic is far cheaper than one string-comparing sort of
+		// every row (10,000 partitions x 50 groups on every refresh).
+		topics := make([]string, 0, len(r.Fetched))
+		n := 0
+		for t, ps := range r.Fetched {
+			topics = append(topics, t)
+			n += len(ps)
+		}
+		slices.Sort(topics)
+		cs := make([]backends.Committed, 0, n)
 		var partErrs []string
-		r.Fetched.Each(func(o kadm.OffsetResponse) {
-			if o.Err != nil {
-				partErrs = append(partErrs, fmt.Sprintf("%s[%d] %s", o.Topic, o.Partition, codeName(o.Err)))
-				return
+		for _, t := range topics {
+			start := len(cs)
+			for _, o := range r.Fetched[t] {
+				if o.Err != nil {
+					partErrs = append(partErrs, fmt.Sprintf("%s[%d] %s", o.Topic, o.Partition, codeName(o.Err)))
+					continue
+				}
+				if o.At < 0 {
+					continue
+				}
+				cs = append(cs, backends.Committed{Topic: o.Topic, Partition: o.Partition, Offset: o.At, LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata})
 			}
-			if o.At < 0 {
-				return
-			}
-			cs = append(cs, backends.Committed{Topic: o.Topic, Partition: o.Partition, Offset: o.At, LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata})
-		})
-		sort.Slice(cs, func(i, j int) bool {
-			if cs[i].Topic != cs[j].Topic {
-				return cs[i].Topic < cs[j].Topic
-			}
-			return cs[i].Partition < cs[j].Partition
-		})
+			slices.SortFunc(cs[start:], func(a, b backends.Committed) int { return cmp.Compare(a.Partition, b.Partition) })
+		}
 		out[name] = cs
 		if len(partErrs) > 0 {
 			sort.Strings(partErrs)
