@@ -12,17 +12,25 @@ func RedactURL(s string) string {
 	if s == "" {
 		return s
 	}
-	if u, err := url.Parse(s); err == nil && u.User != nil {
-		if _, has := u.User.Password(); has {
+	if strings.Contains(s, "://") {
+		if u, err := url.Parse(s); err != nil {
+			// A bad %-escape in the password makes the URL unparsable; it
+			// must not come out whole.
+			s = userinfo.ReplaceAllString(s, "${1}${2}:*****@")
+		} else if _, has := u.User.Password(); has {
 			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-			return strings.Replace(u.String(), "xxxxx", "*****", 1)
+			s = strings.Replace(u.String(), "xxxxx", "*****", 1)
 		}
-		return s
+		// libpq also takes the password as a query parameter.
+		return queryPassword.ReplaceAllString(s, "${1}*****")
 	}
 	return kvPassword.ReplaceAllString(s, "${1}*****")
 }
 
-var kvPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('[^']*'|\S+)`)
+var (
+	kvPassword    = regexp.MustCompile(`(?i)(password\s*=\s*)('[^']*'|\S+)`)
+	queryPassword = regexp.MustCompile(`(?i)([?&]password=)[^&#\s]*`)
+)
 
 // RedactError rewrites an error message so any URL with credentials in it
 // is masked; use it on errors that might quote a connection string.
@@ -32,6 +40,7 @@ func RedactError(msg string, secrets ...string) string {
 			msg = strings.ReplaceAll(msg, s, RedactURL(s))
 		}
 	}
+	msg = queryPassword.ReplaceAllString(msg, "${1}*****")
 	return userinfo.ReplaceAllString(msg, "${1}${2}:*****@")
 }
 
