@@ -214,6 +214,14 @@ func (f Field) Parse(s string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
+	// Only blank text means "not given": a typed 0 is a value, and out of
+	// range where the field needs more (a rate of 0, a ratio below 1).
+	if v == 0 && d.optional && d.minOpen {
+		return 0, errors.New("must be greater than 0")
+	}
+	if v == 0 && d.optional && d.min > 0 {
+		return 0, fmt.Errorf("must be at least %s", f.Format(d.min))
+	}
 	return v, f.check(v)
 }
 

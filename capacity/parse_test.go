@@ -162,6 +162,10 @@ func TestField_Parse(t *testing.T) {
 		{Headroom, "20%", 20, ""},
 		{Headroom, "", 0, ""},
 		{LagRate, "", 0, ""},
+		{LagRate, "0", 0, "must be greater than 0"}, // typed, not blank: a rate of 0 is not "not given"
+		{Compression, "0", 0, "must be at least 1"},
+		{Headroom, "0", 0, ""},
+		{LagEvents, "0", 0, ""},
 		{LagEvents, "1,200,000", 1.2e6, ""},
 	} {
 		got, err := tc.f.Parse(tc.in)
