@@ -27,13 +27,14 @@ import (
 
 func init() {
 	register(newDLQCmd)
-	// The console's DLQ and plan pages use the same planner as the CLI.
+	// The console's DLQ and plan pages use the same planner as the CLI, and
+	// approve and execute plans as `berth redrive approve/execute` do.
 	tuidlq.Open = func(c backends.Cluster, cfg *config.Config) (tuidlq.Service, error) {
 		k, ok := c.(*kafka.Cluster)
 		if !ok {
 			return nil, errors.New("dead-letter queues need a Kafka context")
 		}
-		return planner.Console{P: planner.New(k, cfg)}, nil
+		return newConsoleRedrive(k, cfg), nil
 	}
 }
 

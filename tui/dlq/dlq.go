@@ -25,6 +25,8 @@ import (
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/redrive"
+	"github.com/berth-dev/berth/redrive/approval"
+	"github.com/berth-dev/berth/redrive/execute"
 	"github.com/berth-dev/berth/redrive/planner"
 	"github.com/berth-dev/berth/tui"
 	"github.com/berth-dev/berth/tui/components/table"
@@ -40,6 +42,31 @@ type Service interface {
 	// Store puts a plan in the cluster's shared plan store.
 	Store(ctx context.Context, f redrive.File) error
 	Plans(ctx context.Context) ([]redrive.File, error)
+}
+
+// PlanActions is what approving and executing plans needs on top of
+// Service. cmd/berth's Service implements it; the pending-plans view falls
+// back to listing plans without approvals and actions when a Service does
+// not.
+type PlanActions interface {
+	Service
+	// Status lists the stored plans as `berth redrive status` does, with
+	// approvals checked against today's policy; readOnly feeds the
+	// execution refusal.
+	Status(ctx context.Context, readOnly bool) ([]PlanStatus, error)
+	// PlanStatus is Status for one plan (hash or 8+ digit prefix).
+	PlanStatus(ctx context.Context, hash string, readOnly bool) (PlanStatus, error)
+	// Approve stores an approval signature over a stored plan and audits
+	// it (redrive.approved). It refuses, storing nothing, in a read-only
+	// context, when the key is the author's or is not in allowed_signers.
+	Approve(ctx context.Context, hash string, sig approval.Signature, contextName string, readOnly bool) (Approved, error)
+	// Execute runs a stored plan to its end (or until cancelled through
+	// req.Control); it blocks, so the console calls it in a goroutine.
+	Execute(ctx context.Context, hash string, req ExecRequest) (execute.Result, error)
+	// Verify reads back what the plan produced and compares payload
+	// hashes, then watches the DLQ for re-failures for watch (until ctx
+	// ends); it audits redrive.verified.
+	Verify(ctx context.Context, hash string, watch time.Duration, contextName string) (Verification, error)
 }
 
 // Open builds a Service on the attached cluster; cmd/berth sets it. It
@@ -61,20 +88,39 @@ func init() {
 
 // do runs fn with a Service off the UI goroutine.
 func do(env tui.PageEnv, fn func(ctx context.Context, s Service) tea.Msg) tea.Cmd {
+	return doOr(env, func(err error) tea.Msg { return errMsg{err} }, fn)
+}
+
+// doOr is do with the message for a missing Service chosen by the caller.
+func doOr(env tui.PageEnv, onErr func(error) tea.Msg, fn func(ctx context.Context, s Service) tea.Msg) tea.Cmd {
 	if env.Do == nil {
 		return nil
 	}
 	return env.Do(func(ctx context.Context, c backends.Cluster) tea.Msg {
 		if Open == nil {
-			return errMsg{errNoService}
+			return onErr(errNoService)
 		}
 		s, err := Open(c, env.Config)
 		if err != nil {
-			return errMsg{err}
+			return onErr(err)
 		}
 		return fn(ctx, s)
 	})
 }
+
+// doActions runs fn with the plan actions off the UI goroutine; failing
+// to get them, it returns onErr's message.
+func doActions(env tui.PageEnv, onErr func(error) tea.Msg, fn func(ctx context.Context, s PlanActions) tea.Msg) tea.Cmd {
+	return doOr(env, onErr, func(ctx context.Context, s Service) tea.Msg {
+		a, ok := s.(PlanActions)
+		if !ok {
+			return onErr(errNoActions)
+		}
+		return fn(ctx, a)
+	})
+}
+
+var errNoActions = errors.New("this console cannot approve or execute plans")
 
 type errMsg struct{ err error }
 

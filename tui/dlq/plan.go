@@ -2,17 +2,23 @@ package dlq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/progress"
+	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/redrive"
+	"github.com/berth-dev/berth/redrive/approval"
+	"github.com/berth-dev/berth/redrive/execute"
 	"github.com/berth-dev/berth/redrive/planner"
 	"github.com/berth-dev/berth/tui"
 	"github.com/berth-dev/berth/tui/components/table"
@@ -22,7 +28,11 @@ import (
 // PlanPage makes a plan from a request (or shows a stored one): every
 // record's verdict, counts by verdict and by class, and whether the plan is
 // blocked. A plan made here is put in the cluster's plan store unless the
-// context is read-only.
+// context is read-only. For a stored plan it also shows what an approver
+// signs (hash, author, policy, the signatures present, today's approval
+// decision) and offers the two actions on it: a approves (signs with the
+// operator's SSH key), X executes (after the operator types the hash),
+// with a progress bar, pause, resume and cancel.
 type PlanPage struct {
 	env      tui.PageEnv
 	progress *scanProgress
@@ -33,7 +43,35 @@ type PlanPage struct {
 	err      string
 	tbl      table.Model
 	w, h     int
+
+	// status is today's view of the stored plan (nil until loaded).
+	status    *PlanStatus
+	statusErr string
+	// mode is the prompt open, if any; input is its text field.
+	mode  promptMode
+	input textinput.Model
+	// note is the outcome of the last action (a refusal, a disabled
+	// action's reason), shown in place.
+	note    string
+	noteBad bool
+	busy    string // an action in flight ("signing…")
+	// after loading the status, start this action (a or X from :plans).
+	pending string
+
+	run     *execRun
+	view    runView
+	leaving bool // esc pressed once while the plan executes
+	bar     progress.Model
+	results bool // the table shows the run's outcome per record
 }
+
+type promptMode int
+
+const (
+	promptNone promptMode = iota
+	promptKey
+	promptConfirm
+)
 
 // scanProgress is written by the check running off the UI goroutine and
 // read by the page on each tick.
@@ -47,6 +85,30 @@ type planMsg struct {
 	file   redrive.File
 	stored string
 }
+
+type (
+	statusMsg    struct{ st PlanStatus }
+	statusErrMsg struct{ err error }
+	approveMsg   struct {
+		ok    *Approved
+		st    *PlanStatus
+		err   error
+		stErr error
+	}
+	runStartedMsg struct {
+		run   *execRun
+		fresh bool
+	}
+	runStartErrMsg struct{ err error }
+)
+
+var (
+	keyApprove = binding("a", "approve (sign with your SSH key)")
+	keyExecute = binding("X", "execute")
+	keyPause   = binding("p", "pause/resume")
+	keyCancel  = binding("c", "cancel after the batch in flight")
+	keyStatus  = binding("u", "reload approvals")
+)
 
 // NewPlanPage checks req and shows the resulting plan.
 func NewPlanPage(env tui.PageEnv, req planner.Request) *PlanPage {
@@ -63,6 +125,14 @@ func NewStoredPlanPage(env tui.PageEnv, f redrive.File) *PlanPage {
 	return p
 }
 
+// newStoredPlanPageWith opens a stored plan and starts an action on it
+// ("a" or "X") once its status is loaded.
+func newStoredPlanPageWith(env tui.PageEnv, f redrive.File, action string) *PlanPage {
+	p := NewStoredPlanPage(env, f)
+	p.pending = action
+	return p
+}
+
 func newPlanPage(env tui.PageEnv) *PlanPage {
 	p := &PlanPage{env: env}
 	p.tbl = table.New([]table.Column{
@@ -72,6 +142,10 @@ func newPlanPage(env tui.PageEnv) *PlanPage {
 		{Title: "CLASS", Width: 12, Drop: 3},
 		{Title: "DETAIL", Width: 30, Flex: 3, Drop: 1},
 	}, env.Styles)
+	p.input = textinput.New()
+	p.input.Cursor.SetMode(cursor.CursorStatic) // no blink timer
+	p.input.CharLimit = 4096
+	p.bar = progress.New(progress.WithDefaultGradient(), progress.WithoutPercentage())
 	if env.Size != nil {
 		p.setSize(env.Size())
 	}
@@ -80,14 +154,23 @@ func newPlanPage(env tui.PageEnv) *PlanPage {
 
 func (p *PlanPage) setSize(w, h int) {
 	p.w, p.h = w, h
-	p.tbl.SetSize(w, max(h-p.headerLines(), 3))
+	p.layout()
 }
 
-func (p *PlanPage) headerLines() int { return 5 }
+// layout gives the table the lines the header leaves.
+func (p *PlanPage) layout() {
+	p.tbl.SetSize(p.w, max(p.h-len(p.head()), 3))
+	p.bar.Width = max(min(p.w-24, 60), 10)
+	p.input.Width = max(min(p.w-60, 60), 12)
+}
 
 func (p *PlanPage) Init() tea.Cmd {
 	if p.req == nil {
-		return nil
+		if r := runFor(p.file.Hash); r != nil {
+			p.attach(r)
+			return tea.Batch(p.loadStatus(), p.listen())
+		}
+		return p.loadStatus()
 	}
 	req := *p.req
 	prog := p.progress
@@ -108,13 +191,28 @@ func (p *PlanPage) Init() tea.Cmd {
 	}))
 }
 
+// loadStatus reads today's approvals and progress of the stored plan.
+func (p *PlanPage) loadStatus() tea.Cmd {
+	hash, ro := p.file.Hash, p.env.ReadOnly
+	return doActions(p.env, func(err error) tea.Msg { return statusErrMsg{err} }, func(ctx context.Context, s PlanActions) tea.Msg {
+		st, err := s.PlanStatus(ctx, hash, ro)
+		if err != nil {
+			return statusErrMsg{err}
+		}
+		return statusMsg{st}
+	})
+}
+
+func (p *PlanPage) route(cmd tea.Cmd) tea.Cmd {
+	if p.env.Route != nil {
+		return p.env.Route(cmd)
+	}
+	return cmd
+}
+
 // tick redraws the scan's progress while the checks run.
 func (p *PlanPage) tick() tea.Cmd {
-	t := tea.Tick(progressEvery, func(time.Time) tea.Msg { return progressTick{} })
-	if p.env.Route != nil {
-		return p.env.Route(t)
-	}
-	return t
+	return p.route(tea.Tick(progressEvery, func(time.Time) tea.Msg { return progressTick{} }))
 }
 
 func (p *PlanPage) Title() string {
@@ -124,9 +222,28 @@ func (p *PlanPage) Title() string {
 	return "plan " + sanitize.Text(p.req.DLQ)
 }
 
-func (p *PlanPage) KeyBindings() []key.Binding { return p.tbl.KeyBindings() }
+func (p *PlanPage) KeyBindings() []key.Binding {
+	return append([]key.Binding{keyApprove, keyExecute, keyPause, keyCancel, keyStatus}, p.tbl.KeyBindings()...)
+}
 
-func (p *PlanPage) CapturesKey(msg tea.KeyMsg) bool { return p.tbl.CapturesKey(msg) }
+// running reports whether an execution of this plan is under way.
+func (p *PlanPage) running() bool { return p.run != nil && p.view.phase != phaseDone }
+
+// CapturesKey takes every key while a prompt is open, and the execution's
+// keys (c would otherwise open consumer groups, esc and q would leave it
+// behind unasked) while the plan executes.
+func (p *PlanPage) CapturesKey(msg tea.KeyMsg) bool {
+	if p.mode != promptNone {
+		return true
+	}
+	if p.running() {
+		switch msg.String() {
+		case "c", "p", "esc", "q":
+			return true
+		}
+	}
+	return p.tbl.CapturesKey(msg)
+}
 
 func (p *PlanPage) rows() {
 	rows := make([]table.Row, 0, len(p.file.Plan.Records))
@@ -147,26 +264,330 @@ func (p *PlanPage) rows() {
 	p.tbl.SetRows(rows)
 }
 
+// outcomeRows replaces the verdicts with what the run did to each record.
+func (p *PlanPage) outcomeRows(res execute.Result) {
+	sent := map[redrive.Coord]redrive.LedgerEntry{}
+	for _, e := range res.Ledger {
+		sent[redrive.Coord{Partition: e.Partition, Offset: e.Offset}] = e
+	}
+	skipped := map[redrive.Coord]execute.Skip{}
+	for _, s := range res.Skipped {
+		skipped[redrive.Coord{Partition: s.Partition, Offset: s.Offset}] = s
+	}
+	failed := map[redrive.Coord]string{}
+	for _, f := range res.Failed {
+		for _, c := range f.Records {
+			failed[c] = f.Error
+		}
+	}
+	p.tbl = table.New([]table.Column{
+		{Title: "P:OFFSET", Width: 8},
+		{Title: "OUTCOME", Width: 16},
+		{Title: "EVENT", Width: 16, Flex: 1, Drop: 2},
+		{Title: "CLASS", Width: 12, Drop: 3},
+		{Title: "DETAIL", Width: 30, Flex: 3, Drop: 1},
+	}, p.env.Styles)
+	rows := make([]table.Row, 0, len(p.file.Plan.Records))
+	for _, r := range p.file.Plan.Records {
+		c := r.Coord()
+		outcome, detail, level := "not sent", "", styles.Dim
+		if res.Cancelled {
+			detail = "cancelled before its batch"
+		}
+		if e, ok := sent[c]; ok {
+			outcome, detail, level = "sent", fmt.Sprintf("→ %s[%d]@%d", sanitize.Text(e.Target), e.TargetPartition, e.TargetOffset), styles.Good
+		} else if s, ok := skipped[c]; ok {
+			outcome, detail, level = string(s.Reason), sanitize.Text(s.Detail), styles.Warn
+		} else if e, ok := failed[c]; ok {
+			outcome, detail, level = "failed", sanitize.Text(e), styles.Bad
+		}
+		rows = append(rows, table.Row{ID: coordID(c), Cells: []string{coordID(c), outcome, sanitize.Text(r.EventID), r.Class, detail}, Level: level})
+	}
+	p.tbl.SetRows(rows)
+	p.results = true
+}
+
+func (p *PlanPage) attach(r *execRun) {
+	p.run, p.view = r, r.snapshot()
+	if p.view.phase == phaseDone {
+		p.finish()
+	}
+}
+
+// listen waits for the run's next change; the message comes back to this
+// page even while another page is on top.
+func (p *PlanPage) listen() tea.Cmd { return p.route(p.run.wait(p.view.version)) }
+
+func (p *PlanPage) finish() {
+	v := p.view
+	var ref *execute.Refusal
+	switch {
+	case errors.As(v.err, &ref):
+		p.note, p.noteBad = "execution refused, nothing sent: "+ref.Reason, true
+	case v.err != nil && v.result.Sent == 0 && len(v.result.Failed) == 0 && len(v.result.Skipped) == 0:
+		p.note, p.noteBad = "execution failed: "+v.err.Error(), true
+	default:
+		p.outcomeRows(v.result)
+	}
+}
+
 func (p *PlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
+	defer p.layout()
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		p.setSize(msg.Width, msg.Height)
+		return p, nil
 	case planMsg:
 		p.loading, p.err = false, ""
 		f := msg.file
 		p.file, p.stored = &f, msg.stored
 		p.rows()
+		if strings.HasPrefix(msg.stored, "not stored") {
+			p.statusErr = "approve and execute need the plan in the plan store"
+			return p, nil
+		}
+		return p, p.loadStatus()
 	case errMsg:
 		p.loading, p.err = false, msg.err.Error()
+		return p, nil
+	case statusMsg:
+		st := msg.st
+		p.status, p.statusErr = &st, ""
+		if a := p.pending; a != "" {
+			p.pending = ""
+			return p.action(a)
+		}
+		return p, nil
+	case statusErrMsg:
+		p.statusErr = msg.err.Error()
+		p.pending = ""
+		return p, nil
+	case approveMsg:
+		p.busy = ""
+		if msg.err != nil {
+			p.note, p.noteBad = msg.err.Error(), true
+			return p, nil
+		}
+		who := msg.ok.Principal
+		if who == "" {
+			who = "(no allowed_signers configured)"
+		}
+		p.note, p.noteBad = fmt.Sprintf("approval stored: signed as %s (%s)", sanitize.Text(who), msg.ok.Fingerprint), false
+		if msg.st != nil {
+			p.status = msg.st
+		} else if msg.stErr != nil {
+			p.statusErr = msg.stErr.Error()
+		}
+		return p, nil
+	case runStartedMsg:
+		p.busy = ""
+		p.attach(msg.run)
+		if !msg.fresh {
+			p.note, p.noteBad = "this plan is already executing in this console", false
+		}
+		return p, p.listen()
+	case runStartErrMsg:
+		p.busy = ""
+		p.note, p.noteBad = "execute: "+msg.err.Error(), true
+		return p, nil
+	case runMsg:
+		if msg.run != p.run {
+			return p, nil
+		}
+		p.view = p.run.snapshot()
+		if p.view.phase == phaseDone {
+			p.finish()
+			return p, p.loadStatus()
+		}
+		return p, p.listen()
 	case progressTick:
 		if p.loading {
 			return p, p.tick()
 		}
 		return p, nil
+	case tea.KeyMsg:
+		if p.mode != promptNone {
+			return p.promptKey(msg)
+		}
+		if p.running() {
+			if cmd, done := p.runKey(msg); done {
+				return p, cmd
+			}
+		}
+		if p.tbl.Filtering() {
+			break
+		}
+		switch {
+		case key.Matches(msg, keyApprove):
+			return p.action("a")
+		case key.Matches(msg, keyExecute):
+			return p.action("X")
+		case key.Matches(msg, keyStatus):
+			if p.file != nil && p.status != nil {
+				return p, p.loadStatus()
+			}
+			return p, nil
+		}
 	}
 	var cmd tea.Cmd
 	p.tbl, cmd = p.tbl.Update(msg)
 	return p, cmd
+}
+
+// disabled says why an action cannot start now ("" when it can).
+func (p *PlanPage) disabled(action string) string {
+	switch {
+	case p.file == nil:
+		return "the plan is still being checked"
+	case p.env.ReadOnly:
+		return "read-only: " + p.env.ReadOnlyReason
+	case p.statusErr != "":
+		return p.statusErr
+	case p.status == nil:
+		return "reading the plan's approvals…"
+	case p.busy != "":
+		return p.busy
+	case p.running():
+		return "the plan is executing"
+	}
+	if action == "X" && p.status.Refusal != "" {
+		return p.status.Refusal
+	}
+	return ""
+}
+
+// action opens the prompt of a (approve) or X (execute), or says in place
+// why it is disabled.
+func (p *PlanPage) action(a string) (tui.Page, tea.Cmd) {
+	name := map[string]string{"a": "approve", "X": "execute"}[a]
+	if why := p.disabled(a); why != "" {
+		p.note, p.noteBad = name+" disabled: "+why, true
+		return p, nil
+	}
+	p.note, p.leaving = "", false
+	if a == "a" {
+		p.mode = promptKey
+		p.input.Placeholder = ""
+		p.input.SetValue(defaultKeyPath())
+	} else {
+		p.mode = promptConfirm
+		p.input.Placeholder = "8 hex digits"
+		p.input.SetValue("")
+	}
+	p.input.CursorEnd()
+	return p, p.input.Focus()
+}
+
+var (
+	keySubmit = key.NewBinding(key.WithKeys("enter"))
+	keyAbort  = key.NewBinding(key.WithKeys("esc"))
+)
+
+func (p *PlanPage) promptKey(msg tea.KeyMsg) (tui.Page, tea.Cmd) {
+	switch {
+	case key.Matches(msg, keyAbort):
+		p.mode = promptNone
+		p.input.Blur()
+		p.note, p.noteBad = "", false
+		return p, nil
+	case key.Matches(msg, keySubmit):
+		mode, value := p.mode, strings.TrimSpace(p.input.Value())
+		p.mode = promptNone
+		p.input.Blur()
+		if mode == promptKey {
+			if value == "" {
+				p.note, p.noteBad = "approve: no key file given; nothing signed", true
+				return p, nil
+			}
+			p.busy = "signing and storing the approval…"
+			return p, p.approveCmd(value)
+		}
+		if !strings.EqualFold(value, p.file.Hash[:8]) {
+			p.note, p.noteBad = fmt.Sprintf("execute: %q is not the plan's first 8 hash digits; nothing sent", sanitize.Text(value)), true
+			return p, nil
+		}
+		p.busy = "starting the execution…"
+		return p, p.executeCmd()
+	}
+	var cmd tea.Cmd
+	p.input, cmd = p.input.Update(msg)
+	return p, cmd
+}
+
+// runKey handles the execution's keys; done is false for keys it leaves to
+// the table.
+func (p *PlanPage) runKey(msg tea.KeyMsg) (tea.Cmd, bool) {
+	leaving := p.leaving
+	p.leaving = false
+	switch msg.String() {
+	case "p":
+		if p.view.phase != phaseSending || p.view.cancelling {
+			return nil, true
+		}
+		if p.view.progress.Paused {
+			p.run.send(execute.Resume)
+		} else {
+			p.run.send(execute.Pause)
+		}
+		return nil, true
+	case "c":
+		p.run.cancel()
+		return nil, true
+	case "q":
+		p.note, p.noteBad = "the plan is executing: c cancels after the batch in flight, esc leaves it running (ctrl+c quits at once: the open batch is aborted, run the plan again to resume)", true
+		return nil, true
+	case "esc":
+		if !leaving {
+			p.leaving = true
+			p.note, p.noteBad = "the execution keeps running if you leave: esc again to leave it in the background (:plans shows it), c to cancel", false
+			return nil, true
+		}
+		p.note = ""
+		short := p.file.Hash[:12]
+		return tea.Batch(tui.Back(), tui.Flash(tui.Info, "redrive "+short+" continues in the background; :plans shows its progress"), p.run.notifyWhenDone()), true
+	}
+	return nil, false
+}
+
+func (p *PlanPage) approveCmd(path string) tea.Cmd {
+	hash, ctxName, ro := p.file.Hash, p.env.Context, p.env.ReadOnly
+	return doActions(p.env, func(err error) tea.Msg { return approveMsg{err: err} }, func(ctx context.Context, s PlanActions) tea.Msg {
+		signer, err := approval.LoadSigner(expandHome(path))
+		if err != nil {
+			return approveMsg{err: errors.New("approve: " + strings.TrimPrefix(err.Error(), "--key: "))}
+		}
+		sig, err := approval.Sign(hash, signer, approval.RoleApproval, time.Now())
+		if err != nil {
+			return approveMsg{err: err}
+		}
+		a, err := s.Approve(ctx, hash, sig, ctxName, ro)
+		if err != nil {
+			return approveMsg{err: err}
+		}
+		st, err := s.PlanStatus(ctx, hash, ro)
+		if err != nil {
+			return approveMsg{ok: &a, stErr: err}
+		}
+		return approveMsg{ok: &a, st: &st}
+	})
+}
+
+// executeCmd starts the execution in its own goroutine (it outlives the
+// operation timeout and this page) and returns at once.
+func (p *PlanPage) executeCmd() tea.Cmd {
+	hash := p.file.Hash
+	req := ExecRequest{Context: p.env.Context, ReadOnly: p.env.ReadOnly}
+	watch := time.Duration(0)
+	if p.env.Config != nil {
+		watch = min(p.env.Config.Redrive.VerifyWatch, maxConsoleWatch)
+	}
+	return doActions(p.env, func(err error) tea.Msg { return runStartErrMsg{err} }, func(_ context.Context, s PlanActions) tea.Msg {
+		r, fresh := startRun(hash)
+		if fresh {
+			go r.execute(s, req, watch)
+		}
+		return runStartedMsg{run: r, fresh: fresh}
+	})
 }
 
 // Summary returns the plan's header lines: hash and author, counts by
@@ -207,9 +628,212 @@ func Summary(f redrive.File) []string {
 	if blocked, why := f.Plan.Blocked(); blocked {
 		lines = append(lines, "BLOCKED: "+sanitize.Text(why))
 	} else {
-		lines = append(lines, fmt.Sprintf("policy: review %s, %d approval(s) needed", f.Plan.Policy.Review, f.Plan.Policy.Approvals))
+		lines = append(lines, fmt.Sprintf("policy when made: review %s, %d approval(s) needed, rate %d/s, batches of %d", f.Plan.Policy.Review, f.Plan.Policy.Approvals, f.Plan.Rate, f.Plan.BatchSize))
 	}
 	return lines
+}
+
+// maxSignatureLines bounds the signature list in the header.
+const maxSignatureLines = 4
+
+// head is everything above the table.
+func (p *PlanPage) head() []string {
+	if p.file == nil {
+		return nil
+	}
+	head := Summary(*p.file)
+	head = append(head, "hash "+p.file.Hash+"  · "+sanitize.Text(p.stored))
+	switch {
+	case p.statusErr != "":
+		head = append(head, "approvals: "+sanitize.Text(p.statusErr))
+	case p.status == nil:
+		head = append(head, "approvals: reading…")
+	default:
+		st := p.status
+		dec := fmt.Sprintf("approved by %s", strings.Join(approvers(st), ", "))
+		if st.Required == 0 {
+			dec = "no review required"
+		} else if !st.Approved {
+			dec = "not approved: " + sanitize.Text(st.Reason)
+		}
+		head = append(head, fmt.Sprintf("approvals %d/%d: %s · state %s · redriven %d of %d · today: %s",
+			st.Approvals, st.Required, dec, st.State, st.Redriven, p.file.Plan.Totals().Included, sanitize.Text(st.Policy)))
+		for i, s := range st.Signatures {
+			if i == maxSignatureLines {
+				head = append(head, fmt.Sprintf("  … and %d more signature(s)", len(st.Signatures)-i))
+				break
+			}
+			head = append(head, signatureLine(s))
+		}
+		if len(st.Signatures) == 0 {
+			head = append(head, "  no signatures")
+		}
+	}
+	head = append(head, p.actionLine())
+	head = append(head, p.runLines()...)
+	if p.note != "" {
+		head = append(head, p.level(p.noteLevel()).Render(sanitize.Text(p.note)))
+	}
+	if p.mode != promptNone {
+		head = append(head, p.promptLine())
+	}
+	return head
+}
+
+func approvers(st *PlanStatus) []string {
+	var out []string
+	for _, s := range st.Signatures {
+		if s.Role == approval.RoleApproval && s.Problem == "" && s.Principal != "" {
+			out = append(out, sanitize.Text(s.Principal))
+		}
+	}
+	if len(out) == 0 {
+		return []string{"-"}
+	}
+	return out
+}
+
+func (p *PlanPage) noteLevel() styles.Level {
+	if p.noteBad {
+		return styles.Bad
+	}
+	return styles.Good
+}
+
+func (p *PlanPage) level(l styles.Level) interface{ Render(...string) string } {
+	if p.env.Styles == nil {
+		return plain{}
+	}
+	return p.env.Styles.Levels[l]
+}
+
+type plain struct{}
+
+func (plain) Render(s ...string) string { return strings.Join(s, " ") }
+
+// actionLine says which actions are available, or why not.
+func (p *PlanPage) actionLine() string {
+	if p.busy != "" {
+		return p.busy
+	}
+	if p.running() {
+		return "p pause/resume · c cancel (finishes the batch in flight) · esc leave it running"
+	}
+	parts := []string{}
+	if why := p.disabled("a"); why == "" {
+		parts = append(parts, "a approve")
+	} else {
+		parts = append(parts, "a approve: disabled ("+sanitize.Text(why)+")")
+	}
+	if why := p.disabled("X"); why == "" {
+		parts = append(parts, "X execute")
+	} else {
+		parts = append(parts, "X execute: disabled ("+sanitize.Text(why)+")")
+	}
+	return strings.Join(parts, " · ")
+}
+
+func (p *PlanPage) promptLine() string {
+	if p.mode == promptKey {
+		return "approve with SSH private key (unencrypted OpenSSH): " + p.input.View() + "  enter sign · esc cancel"
+	}
+	return "type the first 8 digits of the plan hash to execute: " + p.input.View() + "  enter run · esc cancel"
+}
+
+// runLines show the execution: a progress bar with counts and ETA while it
+// runs, the result and the verification when it is over.
+func (p *PlanPage) runLines() []string {
+	if p.run == nil {
+		return nil
+	}
+	v := p.view
+	pr := v.progress
+	done := pr.Sent + pr.Skipped + pr.Failed
+	pct := 0.0
+	if pr.Total > 0 {
+		pct = float64(done) / float64(pr.Total)
+	}
+	counts := fmt.Sprintf("sent %d · skipped %d · failed %d · %d/%d (%.0f%%)", pr.Sent, pr.Skipped, pr.Failed, done, pr.Total, pct*100)
+	switch v.phase {
+	case phaseSending:
+		if pr.Total == 0 && !pr.Paused {
+			return []string{"executing: running the checks again and re-reading the records…"}
+		}
+		state := fmt.Sprintf("elapsed %s · eta %s", round(pr.Elapsed), round(pr.ETA))
+		switch {
+		case v.cancelling:
+			state = "CANCELLING: finishing the batch in flight…"
+		case pr.Paused:
+			state = "PAUSED (p resumes)"
+		}
+		return []string{"executing " + p.bar.ViewAs(pct) + fmt.Sprintf(" %3.0f%%", pct*100), counts + " · " + state}
+	case phaseVerifying:
+		line := "verifying: reading back every copy and comparing payload hashes"
+		if !v.result.Cancelled && v.err == nil && p.env.Config != nil {
+			if w := min(p.env.Config.Redrive.VerifyWatch, maxConsoleWatch); w > 0 {
+				line += fmt.Sprintf(", then watching %s for re-failures for %s (c stops the watch)", sanitize.Text(p.file.Plan.DLQ), w)
+			}
+		}
+		return []string{"executed " + p.bar.ViewAs(pct) + fmt.Sprintf(" %3.0f%%", pct*100), counts, line}
+	}
+	var ref *execute.Refusal
+	if errors.As(v.err, &ref) || v.err != nil && v.result.Sent == 0 && len(v.result.Failed) == 0 && len(v.result.Skipped) == 0 {
+		return nil // the note says why
+	}
+	res := v.result
+	out := fmt.Sprintf("result: sent %d · skipped %d", res.Sent, len(res.Skipped))
+	if len(res.Skipped) > 0 {
+		out += " (" + skipSummary(res.Skipped) + ")"
+	}
+	out += fmt.Sprintf(" · failed %d", failedRecords(res))
+	if res.Cancelled {
+		out += " · CANCELLED: X runs the rest (what is sent is skipped)"
+	}
+	lines := []string{p.bar.ViewAs(pct) + fmt.Sprintf(" %3.0f%%", pct*100), p.level(p.resultLevel()).Render(out)}
+	if v.err != nil {
+		lines = append(lines, p.level(styles.Bad).Render("stopped: "+sanitize.Text(v.err.Error())))
+	}
+	for i, f := range res.Failed {
+		if i == 3 {
+			lines = append(lines, fmt.Sprintf("  … and %d more failed batch(es)", len(res.Failed)-i))
+			break
+		}
+		lines = append(lines, fmt.Sprintf("  failed batch of %d record(s): %s", len(f.Records), sanitize.Text(f.Error)))
+	}
+	switch {
+	case v.verifyErr != nil:
+		lines = append(lines, p.level(styles.Bad).Render("verification failed: "+sanitize.Text(v.verifyErr.Error())))
+	case v.verify != nil:
+		vr := v.verify
+		watched := fmt.Sprintf("re-failed %d within %s", len(vr.Refailed), vr.Watched)
+		if vr.Watched == 0 {
+			watched = "no re-failure watch"
+		}
+		line := fmt.Sprintf("verified: %d copies read back, %d mismatch(es); %s", vr.Checked, len(vr.Mismatches), watched)
+		lvl := styles.Good
+		if len(vr.Mismatches) > 0 || len(vr.Refailed) > 0 {
+			lvl = styles.Bad
+		}
+		lines = append(lines, p.level(lvl).Render(line))
+		for i, m := range append(append([]string{}, vr.Mismatches...), vr.Refailed...) {
+			if i == 3 {
+				break
+			}
+			lines = append(lines, "  "+sanitize.Text(m))
+		}
+	}
+	return lines
+}
+
+func (p *PlanPage) resultLevel() styles.Level {
+	r := p.view.result
+	switch {
+	case len(r.Failed) > 0 || p.view.err != nil:
+		return styles.Bad
+	case r.Cancelled:
+		return styles.Warn
+	}
+	return styles.Good
 }
 
 func (p *PlanPage) View() string {
@@ -226,24 +850,29 @@ func (p *PlanPage) View() string {
 	case p.file == nil:
 		return body(nil, p.w, p.h)
 	}
-	head := Summary(*p.file)
-	head = append(head, sanitize.Text(p.stored))
-	return body(append(head, strings.Split(p.tbl.View(), "\n")...), p.w, p.h)
+	return body(append(p.head(), strings.Split(p.tbl.View(), "\n")...), p.w, p.h)
 }
 
 // ---------------------------------------------------------------- plans
 
-// PlansPage lists the plans in the cluster's plan store.
+// PlansPage lists the plans in the cluster's plan store, each with its
+// approvals against today's policy, its progress from the ledger and its
+// state, as `berth redrive status` does; a and X start the actions on the
+// selected plan.
 type PlansPage struct {
-	env     tui.PageEnv
-	tbl     table.Model
-	files   []redrive.File
-	loading bool
-	err     string
-	w, h    int
+	env      tui.PageEnv
+	tbl      table.Model
+	files    []redrive.File
+	statuses []PlanStatus // nil when the Service cannot approve or execute
+	loading  bool
+	err      string
+	w, h     int
 }
 
-type plansMsg struct{ files []redrive.File }
+type (
+	plansMsg    struct{ files []redrive.File }
+	statusesMsg struct{ sts []PlanStatus }
+)
 
 // NewPlansPage builds the ":plans" page.
 func NewPlansPage(env tui.PageEnv) tui.Page {
@@ -254,9 +883,9 @@ func NewPlansPage(env tui.PageEnv) tui.Page {
 		{Title: "CREATED", Width: 16, Drop: 2},
 		{Title: "AUTHOR", Width: 12, Flex: 1, Drop: 3},
 		{Title: "INCLUDE", Width: 7, Right: true, Numeric: true},
-		{Title: "SELECTED", Width: 8, Right: true, Numeric: true, Drop: 1},
-		{Title: "APPROVALS", Width: 9, Right: true, Numeric: true},
-		{Title: "STATE", Width: 8},
+		{Title: "REDRIVEN", Width: 8, Right: true, Numeric: true, Drop: 1},
+		{Title: "APPROVALS", Width: 9, Right: true},
+		{Title: "STATE", Width: 16, Flex: 1},
 	}, env.Styles)
 	p.tbl.SetEmpty("no plans (make one from :dlq, or berth redrive plan)")
 	if env.Size != nil {
@@ -269,7 +898,15 @@ func (p *PlansPage) setSize(w, h int) { p.w, p.h = w, h; p.tbl.SetSize(w, max(h-
 
 func (p *PlansPage) load() tea.Cmd {
 	p.loading = true
+	ro := p.env.ReadOnly
 	return do(p.env, func(ctx context.Context, s Service) tea.Msg {
+		if a, ok := s.(PlanActions); ok {
+			sts, err := a.Status(ctx, ro)
+			if err != nil {
+				return errMsg{err}
+			}
+			return statusesMsg{sts}
+		}
 		fs, err := s.Plans(ctx)
 		if err != nil {
 			return errMsg{err}
@@ -281,48 +918,90 @@ func (p *PlansPage) load() tea.Cmd {
 func (p *PlansPage) Init() tea.Cmd { return p.load() }
 func (p *PlansPage) Title() string { return "redrive plans" }
 func (p *PlansPage) KeyBindings() []key.Binding {
-	return append([]key.Binding{keyOpen, keyReload}, p.tbl.KeyBindings()...)
+	return append([]key.Binding{keyOpen, keyApprove, keyExecute, keyReload}, p.tbl.KeyBindings()...)
 }
 func (p *PlansPage) CapturesKey(msg tea.KeyMsg) bool { return p.tbl.CapturesKey(msg) }
+
+// rows lists the plans; a plan executing in this console shows its
+// progress instead of its stored state.
+func (p *PlansPage) rows() {
+	rows := make([]table.Row, 0, len(p.files))
+	for i, f := range p.files {
+		t := f.Plan.Totals()
+		redriven, approvals, state, level := "-", fmt.Sprint(len(f.Approvals())), "ready", styles.Normal
+		if b, _ := f.Plan.Blocked(); b {
+			state, level = "blocked", styles.Bad
+		}
+		if p.statuses != nil {
+			st := p.statuses[i]
+			redriven, approvals, state = fmt.Sprint(st.Redriven), fmt.Sprintf("%d/%d", st.Approvals, st.Required), st.State
+			switch {
+			case st.State == "done":
+				level = styles.Good
+			case st.State == "expired" || st.State == "error":
+				level = styles.Dim
+			case st.State == "pending approval" || strings.HasPrefix(st.State, "partial"):
+				level = styles.Warn
+			}
+		}
+		if r := runFor(f.Hash); r != nil {
+			if s, ok := r.stateText(); ok {
+				state, level = s, styles.Accent
+			}
+		}
+		rows = append(rows, table.Row{ID: f.Hash, Level: level, Cells: []string{f.Hash[:12], sanitize.Text(f.Plan.DLQ), f.Plan.CreatedAt.UTC().Format("2006-01-02 15:04"),
+			sanitize.Text(f.Plan.Author), fmt.Sprint(t.Included), redriven, approvals, sanitize.Text(state)},
+			Nums: []float64{0, 0, 0, 0, float64(t.Included), 0}})
+	}
+	p.tbl.SetRows(rows)
+}
 
 func (p *PlansPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		p.setSize(msg.Width, msg.Height)
 	case plansMsg:
-		p.loading, p.err, p.files = false, "", msg.files
-		rows := make([]table.Row, len(msg.files))
-		for i, f := range msg.files {
-			t := f.Plan.Totals()
-			state := "ready"
-			if b, _ := f.Plan.Blocked(); b {
-				state = "blocked"
-			}
-			rows[i] = table.Row{ID: f.Hash, Cells: []string{f.Hash[:12], sanitize.Text(f.Plan.DLQ), f.Plan.CreatedAt.UTC().Format("2006-01-02 15:04"),
-				sanitize.Text(f.Plan.Author), fmt.Sprint(t.Included), fmt.Sprint(t.Selected), fmt.Sprint(len(f.Approvals())), state},
-				Nums: []float64{0, 0, 0, 0, float64(t.Included), float64(t.Selected), float64(len(f.Approvals()))}}
+		p.loading, p.err, p.files, p.statuses = false, "", msg.files, nil
+		p.rows()
+	case statusesMsg:
+		p.loading, p.err = false, ""
+		p.statuses = msg.sts
+		p.files = make([]redrive.File, len(msg.sts))
+		for i, st := range msg.sts {
+			p.files[i] = st.File
 		}
-		p.tbl.SetRows(rows)
+		p.rows()
+	case tui.SnapshotMsg:
+		p.rows() // executions move on between reloads
 	case errMsg:
 		p.loading, p.err = false, msg.err.Error()
 	case tea.KeyMsg:
 		if p.tbl.Filtering() {
 			break
 		}
+		action := ""
 		switch {
 		case key.Matches(msg, keyOpen):
-			if r, ok := p.tbl.Selected(); ok {
-				for _, f := range p.files {
-					if f.Hash == r.ID {
-						f := f
-						return p, tui.Push(func(env tui.PageEnv) tui.Page { return NewStoredPlanPage(env, f) })
-					}
-				}
-			}
-			return p, nil
+		case key.Matches(msg, keyApprove):
+			action = "a"
+		case key.Matches(msg, keyExecute):
+			action = "X"
 		case key.Matches(msg, keyReload):
 			return p, p.load()
+		default:
+			var cmd tea.Cmd
+			p.tbl, cmd = p.tbl.Update(msg)
+			return p, cmd
 		}
+		if r, ok := p.tbl.Selected(); ok {
+			for _, f := range p.files {
+				if f.Hash == r.ID {
+					f := f
+					return p, tui.Push(func(env tui.PageEnv) tui.Page { return newStoredPlanPageWith(env, f, action) })
+				}
+			}
+		}
+		return p, nil
 	}
 	var cmd tea.Cmd
 	p.tbl, cmd = p.tbl.Update(msg)
@@ -330,7 +1009,7 @@ func (p *PlansPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 }
 
 func (p *PlansPage) View() string {
-	status := fmt.Sprintf("%d plan(s) in the cluster's plan store · enter: verdicts", len(p.files))
+	status := fmt.Sprintf("%d plan(s) in the cluster's plan store · enter: what an approver signs · a approve · X execute · u reload", len(p.files))
 	switch {
 	case p.loading:
 		status = "reading the plan store…"

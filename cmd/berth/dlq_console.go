@@ -1,0 +1,316 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/berth-dev/berth/backends/kafka"
+	"github.com/berth-dev/berth/internal/audit"
+	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/redrive"
+	"github.com/berth-dev/berth/redrive/approval"
+	"github.com/berth-dev/berth/redrive/execute"
+	"github.com/berth-dev/berth/redrive/planner"
+	tuidlq "github.com/berth-dev/berth/tui/dlq"
+)
+
+// consoleRedrive is the console's DLQ Service with the plan actions
+// (tui/dlq.PlanActions): the same status, approval, execution and
+// verification as `berth redrive status/approve/execute`, reusing their
+// code, so the console and the CLI cannot disagree about a plan.
+type consoleRedrive struct {
+	planner.Console
+	k   *kafka.Cluster
+	cfg *config.Config
+}
+
+var _ tuidlq.PlanActions = consoleRedrive{}
+
+func newConsoleRedrive(k *kafka.Cluster, cfg *config.Config) consoleRedrive {
+	return consoleRedrive{Console: planner.Console{P: planner.New(k, cfg)}, k: k, cfg: cfg}
+}
+
+// cli is an app with only the config, enough for the CLI's status and
+// verification helpers (which read a.cfg and write notes to a.stderr).
+func (s consoleRedrive) cli() *app { return &app{cfg: s.cfg, stdout: io.Discard, stderr: io.Discard} }
+
+// Status lists the stored plans as `berth redrive status` does.
+func (s consoleRedrive) Status(ctx context.Context, readOnly bool) ([]tuidlq.PlanStatus, error) {
+	files, err := s.P.Store.Plans(ctx)
+	if err != nil {
+		return nil, err
+	}
+	done, err := s.redriven(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]tuidlq.PlanStatus, len(files))
+	for i, f := range files {
+		out[i] = s.statusOf(f, done[f.Hash], readOnly)
+	}
+	return out, nil
+}
+
+// PlanStatus is Status for one plan.
+func (s consoleRedrive) PlanStatus(ctx context.Context, hash string, readOnly bool) (tuidlq.PlanStatus, error) {
+	f, err := s.P.Store.Plan(ctx, hash)
+	if err != nil {
+		return tuidlq.PlanStatus{}, err
+	}
+	done, err := s.redriven(ctx)
+	if err != nil {
+		return tuidlq.PlanStatus{}, err
+	}
+	return s.statusOf(f, done[f.Hash], readOnly), nil
+}
+
+// redriven counts the ledger's redriven entries per plan.
+func (s consoleRedrive) redriven(ctx context.Context) (map[string]int, error) {
+	ledger, err := s.P.Store.Ledger(ctx)
+	if err != nil {
+		return nil, err
+	}
+	done := map[string]int{}
+	for _, e := range ledger {
+		if e.Action == redrive.LedgerRedriven {
+			done[e.Plan]++
+		}
+	}
+	return done, nil
+}
+
+func (s consoleRedrive) statusOf(f redrive.File, redriven int, readOnly bool) tuidlq.PlanStatus {
+	row := s.cli().planStatus(&redriveSession{planner: s.P}, f, redriven)
+	st := tuidlq.PlanStatus{File: f, Redriven: row.Redriven, Approvals: row.Approvals, Required: row.Required,
+		Approved: row.Approved, Reason: row.Reason, State: row.State}
+	pol, err := s.P.PolicyFor(f.Plan.DLQ)
+	if err != nil {
+		st.Refusal = err.Error()
+		return st
+	}
+	st.Policy = policyLine(pol)
+	signers, serr := signersFor(pol)
+	author := f.Author()
+	for _, sig := range f.Signatures {
+		info := tuidlq.SignatureInfo{Role: sig.Role, Fingerprint: sig.Fingerprint, SignedAt: sig.SignedAt}
+		switch {
+		case serr != nil:
+			info.Problem = serr.Error()
+		case signers == nil:
+			info.Problem = "no allowed_signers configured"
+		default:
+			if v, err := approval.Verify(f.Hash, sig, signers, time.Now()); err != nil {
+				info.Problem = err.Error()
+			} else {
+				info.Principal, info.Fingerprint = v.Principal, v.Fingerprint
+			}
+		}
+		if sig.Role == approval.RoleApproval && author != nil && sig.Fingerprint == author.Fingerprint {
+			info.Problem = "the plan's author cannot approve it"
+		}
+		st.Signatures = append(st.Signatures, info)
+	}
+	_, perr := execute.Preflight(f, execute.Options{ReadOnly: readOnly, MaxAge: s.cfg.Redrive.PlanMaxAge,
+		Policy: pol.Snapshot(), HasPolicy: true, Signers: signers})
+	var ref *execute.Refusal
+	t := f.Plan.Totals()
+	switch {
+	case serr != nil && pol.Review == "required":
+		st.Refusal = serr.Error()
+	case errors.As(perr, &ref):
+		st.Refusal = ref.Reason
+	case perr != nil:
+		st.Refusal = perr.Error()
+	case t.Included == 0:
+		st.Refusal = "the plan includes no records"
+	case row.State == "done":
+		st.Refusal = "nothing left to send: the ledger has every included record"
+	}
+	return st
+}
+
+func policyLine(pol planner.Policy) string {
+	if pol.Review != "required" {
+		return "review none"
+	}
+	signers := pol.AllowedSigners
+	if signers == "" {
+		signers = "(none configured)"
+	}
+	return fmt.Sprintf("review required, %d approval(s), allowed_signers %s", requiredApprovals(pol), signers)
+}
+
+// Approve stores an approval as `berth redrive approve` does: it refuses,
+// storing nothing, a key that is the author's or that allowed_signers does
+// not list; and, unlike the CLI, in a read-only context (the console never
+// writes to a cluster it was told not to change).
+func (s consoleRedrive) Approve(ctx context.Context, hash string, sig approval.Signature, contextName string, readOnly bool) (tuidlq.Approved, error) {
+	if readOnly {
+		return tuidlq.Approved{}, errors.New("refused: the context is read-only; nothing stored")
+	}
+	pf, err := s.P.Store.Plan(ctx, hash)
+	if err != nil {
+		return tuidlq.Approved{}, err
+	}
+	if sig.PlanHash != pf.Hash {
+		return tuidlq.Approved{}, fmt.Errorf("refused: the signature is over plan %s, not %s", shortHash(sig.PlanHash), shortHash(pf.Hash))
+	}
+	pol, err := s.P.PolicyFor(pf.Plan.DLQ)
+	if err != nil {
+		return tuidlq.Approved{}, err
+	}
+	signers, err := signersFor(pol)
+	if err != nil {
+		return tuidlq.Approved{}, err
+	}
+	now := time.Now()
+	if author := pf.Author(); author != nil && author.Fingerprint == sig.Fingerprint {
+		return tuidlq.Approved{}, errors.New("refused: the plan's author cannot approve it (two-person rule); nothing stored")
+	}
+	principal := ""
+	if signers != nil {
+		v, err := approval.Verify(pf.Hash, sig, signers, now)
+		if err != nil {
+			return tuidlq.Approved{}, fmt.Errorf("refused: %v; nothing stored", err)
+		}
+		principal = v.Principal
+	}
+	if err := s.P.Store.AddSignature(ctx, pf.Hash, sig); err != nil {
+		return tuidlq.Approved{}, err
+	}
+	pf.Signatures = append(pf.Signatures, sig)
+	dec := approval.Evaluate(pf.Hash, pf.Author(), approvalsOnly(pf), signers, requiredApprovals(pol), now)
+	if err := s.audit(ctx, contextName, "redrive.approved", pf, map[string]any{"signer": principal, "fingerprint": sig.Fingerprint, "approved": dec.Approved}); err != nil {
+		return tuidlq.Approved{}, err
+	}
+	return tuidlq.Approved{Principal: principal, Fingerprint: sig.Fingerprint, Decision: dec}, nil
+}
+
+// dial opens a connection of the execution's own, so an execution started
+// from the console outlives the console's connection (a context switch
+// closes that one).
+func (s consoleRedrive) dial(ctx context.Context) (*kafka.Client, *kafka.Cluster, *kafka.PlanStore, error) {
+	opts := s.k.Client().Options()
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c, err := kafka.Dial(dctx, opts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return c, kafka.NewCluster(c), kafka.NewPlanStore(c), nil
+}
+
+// Execute runs a stored plan as `berth redrive execute` does: today's
+// policy and allowed_signers, the checks again, one Kafka transaction per
+// batch with its ledger entries, every step audited.
+func (s consoleRedrive) Execute(ctx context.Context, hash string, req tuidlq.ExecRequest) (execute.Result, error) {
+	if req.ReadOnly {
+		return execute.Result{Plan: hash, Skipped: []execute.Skip{}, Failed: []execute.Failure{}}, &execute.Refusal{Reason: "the context is read-only"}
+	}
+	c, k, store, err := s.dial(ctx)
+	if err != nil {
+		return execute.Result{}, err
+	}
+	defer c.Close()
+	setup, cancel := context.WithTimeout(ctx, max(c.Options().Timeout, 10*time.Second))
+	defer cancel()
+	p := planner.New(k, s.cfg)
+	pf, err := store.Plan(setup, hash)
+	if err != nil {
+		return execute.Result{}, err
+	}
+	pol, err := p.PolicyFor(pf.Plan.DLQ)
+	if err != nil {
+		return execute.Result{}, err
+	}
+	signers, err := signersFor(pol)
+	if err != nil {
+		return execute.Result{}, err
+	}
+	log, closeLog, err := s.openAudit()
+	if err != nil {
+		return execute.Result{}, err
+	}
+	defer closeLog()
+	tr, err := k.NewRedriveTransport(setup, pf.Hash)
+	if err != nil {
+		return execute.Result{}, err
+	}
+	defer tr.Close()
+	return execute.Execute(ctx, pf, execute.Options{
+		ReadOnly: req.ReadOnly, Context: req.Context, Actor: audit.CurrentUser() + " (console)", MaxAge: s.cfg.Redrive.PlanMaxAge,
+		Policy: pol.Snapshot(), HasPolicy: true, Signers: signers,
+		StopOnFailure: pol.StopOnFailure || pol.RequireIdempotencyKey,
+		Recheck:       p.Check,
+		Transport:     tr, Audit: log, Control: req.Control, Progress: req.Progress,
+	})
+}
+
+// Verify reads back what the plan produced and watches for re-failures,
+// as `berth redrive execute` does after sending.
+func (s consoleRedrive) Verify(ctx context.Context, hash string, watch time.Duration, contextName string) (tuidlq.Verification, error) {
+	c, k, store, err := s.dial(ctx)
+	if err != nil {
+		return tuidlq.Verification{}, err
+	}
+	defer c.Close()
+	pf, err := store.Plan(ctx, hash)
+	if err != nil {
+		return tuidlq.Verification{}, err
+	}
+	v, verr := s.cli().verifyRedrive(ctx, &redriveSession{cl: c, cluster: k, store: store}, pf, watch)
+	out := tuidlq.Verification{Watched: watch}
+	if v != nil {
+		out.Checked = v.Checked
+		for _, m := range v.Mismatches {
+			out.Mismatches = append(out.Mismatches, fmt.Sprintf("mismatch %s %d:%d -> %s %s: %s", pf.Plan.DLQ, m.DLQ.Partition, m.DLQ.Offset, m.Target, m.Where, m.Reason))
+		}
+		for _, r := range v.Refailed {
+			out.Refailed = append(out.Refailed, fmt.Sprintf("re-failed: %s landed again at %d:%d (%s)", r.Origin, r.DLQ.Partition, r.DLQ.Offset, r.Exception))
+		}
+		if err := s.audit(context.WithoutCancel(ctx), contextName, "redrive.verified", pf, map[string]any{
+			"checked": v.Checked, "mismatches": len(v.Mismatches), "refailed": len(v.Refailed),
+		}); err != nil && verr == nil {
+			verr = err
+		}
+	}
+	return out, verr
+}
+
+// openAudit opens the audit log the CLI writes (audit.file or
+// $BERTH_AUDIT_FILE), mirrored to the cluster's audit topic.
+func (s consoleRedrive) openAudit() (*audit.Log, func(), error) {
+	path := auditPathFor("", s.cfg)
+	sink := kafka.NewAuditSink(s.k.Client().Options(), auditSource(path))
+	log, err := audit.Open(path, audit.WithSink(sink))
+	if err != nil {
+		sink.Close()
+		return nil, nil, err
+	}
+	return log, sink.Close, nil
+}
+
+// audit appends one entry; a mirror failure is not fatal (the local log
+// has the entry), a local one is.
+func (s consoleRedrive) audit(ctx context.Context, contextName, action string, pf redrive.File, details map[string]any) error {
+	log, closeLog, err := s.openAudit()
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	details["plan"] = pf.Hash
+	details["dlq"] = pf.Plan.DLQ
+	_, err = log.Append(ctx, audit.Entry{Action: action, Context: contextName, Target: pf.Hash, Details: details})
+	var se *audit.SinkError
+	if errors.As(err, &se) {
+		return nil
+	}
+	return err
+}

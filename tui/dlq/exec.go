@@ -1,0 +1,360 @@
+package dlq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/berth-dev/berth/internal/sanitize"
+	"github.com/berth-dev/berth/redrive"
+	"github.com/berth-dev/berth/redrive/approval"
+	"github.com/berth-dev/berth/redrive/execute"
+	"github.com/berth-dev/berth/tui"
+)
+
+// PlanStatus is a stored plan with what `berth redrive status` says about
+// it today: approvals against today's policy and allowed_signers, progress
+// from the ledger, and whether it may be executed now.
+type PlanStatus struct {
+	File      redrive.File
+	Redriven  int // records of this plan the ledger says are redriven
+	Approvals int // approval signatures present (counted or not)
+	Required  int
+	Approved  bool
+	Reason    string // why the plan is not approved
+	State     string // pending approval, ready, partial (N left), done, expired
+	Policy    string // today's review policy, one line
+	// Signatures lists every signature with the principal allowed_signers
+	// gives it, or why it does not count.
+	Signatures []SignatureInfo
+	// Refusal is why executing the plan now would be refused (the
+	// executor's own preflight); empty when it may run.
+	Refusal string
+}
+
+// SignatureInfo is one signature over a plan as an approver sees it.
+type SignatureInfo struct {
+	Role        approval.Role
+	Fingerprint string
+	Principal   string // from allowed_signers; empty when it does not verify
+	Problem     string // why it does not verify or count
+	SignedAt    time.Time
+}
+
+// Approved is the outcome of a stored approval.
+type Approved struct {
+	Principal   string
+	Fingerprint string
+	Decision    approval.Decision
+}
+
+// ExecRequest is how the console runs a plan.
+type ExecRequest struct {
+	Context  string // the console's context name, for the audit log
+	ReadOnly bool   // refused by the executor when set
+	Progress func(execute.Progress)
+	Control  <-chan execute.Control
+}
+
+// Verification is the read-back after an execution and the re-failure watch.
+type Verification struct {
+	Checked    int
+	Mismatches []string
+	Watched    time.Duration
+	Refailed   []string
+}
+
+// maxConsoleWatch bounds the console's re-failure watch: the console shows
+// a short one (c stops it early); `berth redrive execute --watch` runs long
+// ones headless.
+const maxConsoleWatch = 30 * time.Second
+
+// ---------------------------------------------------------------- runs
+
+// phase of a console execution.
+type phase int
+
+const (
+	phaseSending phase = iota + 1
+	phaseVerifying
+	phaseDone
+)
+
+// execRun is one execution started from the console. It outlives the page
+// that started it: leaving the page keeps it running (the page says so),
+// and opening the plan again shows it. Its state is written by the
+// executing goroutine and read by pages through snapshot; every change
+// wakes the pages' listeners.
+type execRun struct {
+	hash    string
+	control chan execute.Control
+
+	mu          sync.Mutex
+	version     uint64
+	changed     chan struct{}
+	phase       phase
+	started     time.Time
+	progress    execute.Progress
+	cancelling  bool
+	result      execute.Result
+	err         error
+	verify      *Verification
+	verifyErr   error
+	stopWatch   context.CancelFunc
+	watchCancel bool
+	notifying   bool
+}
+
+// runView is a consistent copy of a run's state.
+type runView struct {
+	version    uint64
+	phase      phase
+	started    time.Time
+	progress   execute.Progress
+	cancelling bool
+	result     execute.Result
+	err        error
+	verify     *Verification
+	verifyErr  error
+}
+
+// runs are the executions started in this console, by plan hash; a
+// finished run stays until the same plan is run again, so reopening the
+// plan shows its result.
+var runs = struct {
+	sync.Mutex
+	m map[string]*execRun
+}{m: map[string]*execRun{}}
+
+func runFor(hash string) *execRun {
+	runs.Lock()
+	defer runs.Unlock()
+	return runs.m[hash]
+}
+
+// startRun registers a new run for hash unless one is still going.
+func startRun(hash string) (*execRun, bool) {
+	runs.Lock()
+	defer runs.Unlock()
+	if r := runs.m[hash]; r != nil && r.snapshot().phase != phaseDone {
+		return r, false
+	}
+	r := &execRun{hash: hash, control: make(chan execute.Control, 8), changed: make(chan struct{}), phase: phaseSending, started: time.Now()}
+	r.progress.Plan = hash
+	runs.m[hash] = r
+	return r, true
+}
+
+func (r *execRun) snapshot() runView {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return runView{version: r.version, phase: r.phase, started: r.started, progress: r.progress, cancelling: r.cancelling,
+		result: r.result, err: r.err, verify: r.verify, verifyErr: r.verifyErr}
+}
+
+// update changes the state under the lock and wakes every listener.
+func (r *execRun) update(fn func()) {
+	r.mu.Lock()
+	fn()
+	r.version++
+	close(r.changed)
+	r.changed = make(chan struct{})
+	r.mu.Unlock()
+}
+
+// runMsg tells a page that the run changed.
+type runMsg struct{ run *execRun }
+
+// wait returns a command that delivers a runMsg once the run has changed
+// since version seen (at once when it already has, or has finished).
+func (r *execRun) wait(seen uint64) tea.Cmd {
+	return func() tea.Msg {
+		r.mu.Lock()
+		for r.version == seen && r.phase != phaseDone {
+			ch := r.changed
+			r.mu.Unlock()
+			<-ch
+			r.mu.Lock()
+		}
+		r.mu.Unlock()
+		return runMsg{run: r}
+	}
+}
+
+// send passes a control to the executor (between batches) without ever
+// blocking the UI: the channel is buffered, and a full buffer means the
+// same requests are already queued.
+func (r *execRun) send(c execute.Control) {
+	select {
+	case r.control <- c:
+	default:
+	}
+}
+
+// cancel asks the executor to finish the batch in flight and stop; during
+// verification it stops the re-failure watch.
+func (r *execRun) cancel() {
+	r.update(func() {
+		r.cancelling = true
+		if r.phase == phaseVerifying && r.stopWatch != nil {
+			r.watchCancel = true
+			r.stopWatch()
+		}
+	})
+	r.send(execute.Cancel)
+}
+
+// execute runs the plan, then verifies what it sent; it is the body of the
+// goroutine a page starts from a tea.Cmd.
+func (r *execRun) execute(s PlanActions, req ExecRequest, watch time.Duration) {
+	req.Progress = func(p execute.Progress) { r.update(func() { r.progress = p }) }
+	req.Control = r.control
+	res, err := s.Execute(context.Background(), r.hash, req)
+	r.update(func() {
+		r.result, r.err = res, err
+		var refused *execute.Refusal
+		if errors.As(err, &refused) || err != nil && res.Sent == 0 && len(res.Failed) == 0 {
+			r.phase = phaseDone
+		} else {
+			r.phase = phaseVerifying
+		}
+	})
+	if r.snapshot().phase == phaseDone {
+		return
+	}
+	// Read back what was sent (also after a cancel: what went out must be
+	// right); watch for re-failures only after a run that went to its end.
+	if res.Cancelled || err != nil {
+		watch = 0
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	r.update(func() { r.stopWatch = stop })
+	v, verr := s.Verify(ctx, r.hash, watch, req.Context)
+	r.update(func() {
+		r.verify, r.verifyErr, r.phase = &v, verr, phaseDone
+	})
+}
+
+// notifyWhenDone returns a command that waits for the run to end and
+// then shows its result in the status line, whichever page is open (a
+// flash is handled by the app, not routed to a page). Only the first
+// caller gets one: leaving the plan page twice does not flash twice.
+func (r *execRun) notifyWhenDone() tea.Cmd {
+	r.mu.Lock()
+	first := !r.notifying
+	r.notifying = true
+	r.mu.Unlock()
+	if !first {
+		return nil
+	}
+	return func() tea.Msg {
+		v := r.snapshot()
+		for v.phase != phaseDone {
+			_ = r.wait(v.version)()
+			v = r.snapshot()
+		}
+		short := r.hash[:12]
+		var ref *execute.Refusal
+		switch {
+		case errors.As(v.err, &ref):
+			return tui.FlashMsg{Level: tui.Error, Text: "redrive " + short + " refused: " + ref.Reason}
+		case v.err != nil || len(v.result.Failed) > 0 || v.verify != nil && len(v.verify.Mismatches) > 0:
+			text := fmt.Sprintf("redrive %s stopped: sent %d, skipped %d, failed %d", short, v.result.Sent, len(v.result.Skipped), failedRecords(v.result))
+			if v.err != nil {
+				text += ": " + v.err.Error()
+			}
+			return tui.FlashMsg{Level: tui.Error, Text: text}
+		}
+		state := "finished"
+		if v.result.Cancelled {
+			state = "cancelled"
+		}
+		return tui.FlashMsg{Level: tui.Info, Text: fmt.Sprintf("redrive %s %s: sent %d, skipped %d, failed 0", short, state, v.result.Sent, len(v.result.Skipped))}
+	}
+}
+
+// stateText is a running plan's state for the plans list.
+func (r *execRun) stateText() (string, bool) {
+	v := r.snapshot()
+	pr := v.progress
+	pct := 0
+	if pr.Total > 0 {
+		pct = (pr.Sent + pr.Skipped + pr.Failed) * 100 / pr.Total
+	}
+	switch {
+	case v.phase == phaseVerifying:
+		return "verifying", true
+	case v.phase == phaseDone:
+		return "", false
+	case v.cancelling:
+		return fmt.Sprintf("cancelling %d%%", pct), true
+	case pr.Paused:
+		return fmt.Sprintf("paused %d%%", pct), true
+	}
+	return fmt.Sprintf("executing %d%%", pct), true
+}
+
+// ---------------------------------------------------------------- text
+
+// expandHome turns a leading ~/ into the home directory.
+func expandHome(p string) string {
+	p = strings.TrimSpace(p)
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, strings.TrimPrefix(p, "~"))
+		}
+	}
+	return p
+}
+
+func defaultKeyPath() string { return "~/.ssh/id_ed25519" }
+
+func signatureLine(s SignatureInfo) string {
+	who := sanitize.Text(s.Principal)
+	if who == "" {
+		who = "?"
+	}
+	line := fmt.Sprintf("  %-8s %s %s", s.Role, who, s.Fingerprint)
+	if s.Problem != "" {
+		line += " — does not count: " + sanitize.Text(s.Problem)
+	}
+	return line
+}
+
+// skipSummary counts skipped records by reason.
+func skipSummary(skips []execute.Skip) string {
+	by := map[redrive.Reason]int{}
+	for _, s := range skips {
+		by[s.Reason]++
+	}
+	var parts []string
+	for r, n := range by {
+		parts = append(parts, fmt.Sprintf("%s %d", r, n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+func failedRecords(r execute.Result) int {
+	n := 0
+	for _, f := range r.Failed {
+		n += len(f.Records)
+	}
+	return n
+}
+
+func round(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(time.Second)
+}
