@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/sanitize"
 )
 
 func main() {
@@ -32,6 +33,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &ex) && ex.silent {
 		return ex.code
 	}
-	fmt.Fprintln(stderr, "berth: "+config.RedactError(oneLine(err.Error())))
+	// Errors quote names typed by the user or read from the cluster: escape
+	// any control sequence so the line cannot drive the terminal.
+	fmt.Fprintln(stderr, "berth: "+sanitize.Text(config.RedactError(oneLine(err.Error()))))
 	return exitCode(err)
 }
