@@ -148,7 +148,17 @@ func (a *app) load(cmd *cobra.Command) error {
 		a.configPath = path
 	}
 	cfg.ApplyDefaults()
-	if err := cfg.Validate(); err != nil {
+	chosen := a.v.GetString("context")
+	// A current_context naming a context no longer in the file must not lock
+	// the user out: --context still picks another, and `config use-context`
+	// (the repair) and `config view` still run.
+	check := cfg
+	if _, ok := cfg.Contexts[cfg.CurrentContext]; !ok && (chosen != "" || cmd.Annotations["context"] == "optional") {
+		c := *cfg
+		c.CurrentContext = ""
+		check = &c
+	}
+	if err := check.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", displayPath(cfg.Source), err)
 	}
 
@@ -166,7 +176,6 @@ func (a *app) load(cmd *cobra.Command) error {
 	}
 
 	name := cfg.CurrentContext
-	chosen := a.v.GetString("context")
 	if chosen != "" {
 		if _, ok := cfg.Contexts[chosen]; !ok {
 			return fmt.Errorf("%s: unknown context %q (have: %s)", displayPath(cfg.Source), chosen, strings.Join(cfg.ContextNames(), ", "))
