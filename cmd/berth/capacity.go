@@ -243,7 +243,7 @@ func describeTarget(f capacityFlags) string {
 	if f.allTopics {
 		return "all topics"
 	}
-	return "topic " + f.fromTopic
+	return "topic " + sanitize.Text(f.fromTopic)
 }
 
 func inputsJSON(in capacity.Inputs) capacityInputsJSON {

@@ -261,3 +261,14 @@ func TestCapacityConsolePrefill(t *testing.T) {
 		t.Errorf("measurement %+v", m)
 	}
 }
+
+// TestCapacityCLI_ProgressLineEscapesTopic: the "measuring topic …" line on
+// stderr echoes the topic name; escape sequences in it are shown escaped.
+func TestCapacityCLI_ProgressLineEscapesTopic(t *testing.T) {
+	isolateConfig(t)
+	kc := kafkatest.Start(t, 1)
+	_, errOut, code := runBerth(t, "--bootstrap", kc.Addrs[0], "capacity", "--from-topic", "x\x1b[2Jy", "--measure", "1s")
+	if code != 1 || strings.ContainsRune(errOut, 0x1b) || !strings.Contains(errOut, `measuring topic x\e[2Jy`) {
+		t.Fatalf("exit %d: %q", code, errOut)
+	}
+}
