@@ -16,8 +16,11 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/berth-dev/berth/backends/bundled"
 	"github.com/berth-dev/berth/backends/kafka"
 	"github.com/berth-dev/berth/internal/audit"
+	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/demo"
 	"github.com/berth-dev/berth/internal/output"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
@@ -46,10 +49,42 @@ func (a *app) redriveSession(ctx context.Context) (*redriveSession, error) {
 		return nil, err
 	}
 	k := kafka.NewCluster(cl)
-	return &redriveSession{cl: cl, cluster: k, store: kafka.NewPlanStore(cl), planner: planner.New(k, a.cfg)}, nil
+	return &redriveSession{cl: cl, cluster: k, store: kafka.NewPlanStore(cl), planner: planner.New(k, a.redriveConfig())}, nil
 }
 
 func (s *redriveSession) Close() { s.cl.Close() }
+
+// redriveConfig is the configuration whose redrive policies govern plans,
+// resolved as `redrive plan` resolves it (a.planner in dlq.go): on the
+// bundled broker with no policies configured, the demo's policies apply when
+// its system of record exists. Otherwise a demo payments plan made under
+// `review: required` would be approved and executed under no policy at all.
+func (a *app) redriveConfig() *config.Config {
+	cfg := a.cfg
+	if a.ctx.Kind == "bundled" && len(cfg.Redrive.Policies) == 0 {
+		dir := a.ctx.DataDir
+		if dir == "" {
+			dir = bundled.DefaultDataDir()
+		}
+		if _, err := os.Stat(demo.PaymentsDB(dir)); err == nil {
+			c := *cfg
+			c.Redrive.Policies = demo.RedrivePolicies(dir)
+			cfg = &c
+		}
+	}
+	return cfg
+}
+
+// policyFor is today's policy for the plan's DLQ. When no configured policy
+// matches it any more, the plan keeps the review it was made under: deleting
+// a policy must not make an unapproved payments plan runnable.
+func (s *redriveSession) policyFor(pf redrive.File) (planner.Policy, error) {
+	pol, err := s.planner.PolicyFor(pf.Plan.DLQ)
+	if err == nil && !pol.Matched && pf.Plan.Policy.Review == "required" {
+		pol.Review, pol.Approvals = "required", pf.Plan.Policy.Approvals
+	}
+	return pol, err
+}
 
 // loadPlan finds a plan by hash prefix in the shared store, or reads a plan
 // file (from `berth redrive plan --out`) and stores it so approvers at other
@@ -145,7 +180,7 @@ and given with --signature. The author's own key never counts.`,
 			if err != nil {
 				return err
 			}
-			pol, err := s.planner.PolicyFor(pf.Plan.DLQ)
+			pol, err := s.policyFor(pf)
 			if err != nil {
 				return err
 			}
@@ -276,7 +311,7 @@ watched for records that fail again (--watch).`,
 			if err != nil {
 				return err
 			}
-			pol, err := s.planner.PolicyFor(pf.Plan.DLQ)
+			pol, err := s.policyFor(pf)
 			if err != nil {
 				return err
 			}
@@ -483,7 +518,7 @@ func newRedriveStatusCmd(a *app) *cobra.Command {
 func (a *app) planStatus(s *redriveSession, pf redrive.File, redriven int) statusRow {
 	t := pf.Plan.Totals()
 	row := statusRow{Plan: pf.Hash, DLQ: pf.Plan.DLQ, Author: pf.Plan.Author, Created: pf.Plan.CreatedAt, Included: t.Included, Excluded: t.Excluded, Redriven: redriven}
-	pol, err := s.planner.PolicyFor(pf.Plan.DLQ)
+	pol, err := s.policyFor(pf)
 	if err != nil {
 		row.State, row.Reason = "error", err.Error()
 		return row
