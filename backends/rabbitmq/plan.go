@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"time"
 
@@ -211,4 +212,38 @@ func (p Plan) Totals() map[string]int {
 		}
 	}
 	return t
+}
+
+// WritePlan writes a plan file (indented JSON, its hash alongside).
+func WritePlan(path string, p Plan) error {
+	b, err := json.MarshalIndent(planFile{Hash: p.Hash(), Plan: p}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// ReadPlan reads a plan file and checks its hash: a plan edited by hand
+// is refused (its approvals would not cover it).
+func ReadPlan(path string) (Plan, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Plan{}, fmt.Errorf("plan %s: %v", path, errors.Unwrap(err))
+	}
+	var f planFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return Plan{}, fmt.Errorf("plan %s: not a plan file: %v", path, err)
+	}
+	if f.Plan.Kind != PlanKind {
+		return Plan{}, fmt.Errorf("plan %s: not a RabbitMQ plan (kind %q)", path, f.Plan.Kind)
+	}
+	if h := f.Plan.Hash(); h != f.Hash {
+		return Plan{}, fmt.Errorf("plan %s: content does not match its hash (edited?): %s != %s", path, short(h), short(f.Hash))
+	}
+	return f.Plan, nil
+}
+
+type planFile struct {
+	Hash string `json:"hash"`
+	Plan Plan   `json:"plan"`
 }

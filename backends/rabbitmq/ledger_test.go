@@ -1,0 +1,82 @@
+package rabbitmq
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func postgresDSN() string {
+	if v := os.Getenv("BERTH_TEST_POSTGRES_DSN"); v != "" {
+		return v
+	}
+	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+}
+
+// The ledger behaves the same in PostgreSQL and SQLite: intent, then
+// confirmed; a confirmed event is never downgraded by a late write.
+func TestLedgerStores(t *testing.T) {
+	stores := map[string]string{
+		"sqlite":   filepath.Join(t.TempDir(), "l.db"),
+		"postgres": postgresDSN(),
+	}
+	for name, dsn := range stores {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			l, err := OpenLedger(ctx, dsn)
+			if err != nil {
+				if name == "postgres" && os.Getenv("BERTH_TEST_REQUIRE_SERVICES") == "" {
+					t.Skipf("PostgreSQL unreachable: %v", err)
+				}
+				t.Fatal(err)
+			}
+			defer l.Close()
+			plan := uniq(t, "plan")
+			e := func(id, st string) LedgerEntry {
+				return LedgerEntry{Plan: plan, EventID: id, Vhost: "/", DLQ: "d-" + plan, Exchange: "x", RoutingKey: "k", State: st}
+			}
+			var intents []LedgerEntry
+			for i := 0; i < 450; i++ { // more than one multi-row chunk
+				intents = append(intents, e(fmt.Sprintf("ev-%04d", i), StateIntent))
+			}
+			if err := l.Record(ctx, intents); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Record(ctx, []LedgerEntry{e(intents[0].EventID, StateConfirmed), e(intents[1].EventID, StateFailed)}); err != nil {
+				t.Fatal(err)
+			}
+			// A late intent must not undo a confirmation.
+			if err := l.Record(ctx, []LedgerEntry{e(intents[0].EventID, StateIntent)}); err != nil {
+				t.Fatal(err)
+			}
+			st, err := l.PlanStates(ctx, plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(st) != 450 || st[intents[0].EventID] != StateConfirmed || st[intents[1].EventID] != StateFailed || st[intents[2].EventID] != StateIntent {
+				t.Fatalf("%d states; %q %q %q", len(st), st[intents[0].EventID], st[intents[1].EventID], st[intents[2].EventID])
+			}
+			done, err := l.Redriven(ctx, "/", "d-"+plan)
+			if err != nil || len(done) != 1 || !done[intents[0].EventID] {
+				t.Fatalf("redriven %v %v", done, err)
+			}
+		})
+	}
+}
+
+func TestLedgerErrorsHideThePassword(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := OpenLedger(ctx, "postgres://berth:hunter2-secret@127.0.0.1:1/none?connect_timeout=2")
+	if err == nil {
+		t.Fatal("opened a ledger on a closed port")
+	}
+	if strings.Contains(err.Error(), "hunter2-secret") {
+		t.Fatalf("error leaks the password: %v", err)
+	}
+}
