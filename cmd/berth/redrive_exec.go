@@ -285,6 +285,17 @@ watched for records that fail again (--watch).`,
 				return err
 			}
 			if a.readOnly {
+				// Refused before the cluster is touched (loading a plan file
+				// would store it), but audited like every other refusal: in
+				// the local log only, since the audit topic is in the cluster.
+				log, err := audit.Open(a.auditPath(auditFile))
+				if err == nil {
+					_, err = log.Append(cmd.Context(), audit.Entry{Action: "redrive.refused", Context: a.ctxName, Target: args[0],
+						Details: map[string]any{"plan": args[0], "reason": errReadOnly.Error()}})
+				}
+				if err != nil {
+					return fmt.Errorf("%w (and the audit log: %v)", errReadOnly, err)
+				}
 				return errReadOnly
 			}
 			if !cmd.Flags().Changed("watch") {

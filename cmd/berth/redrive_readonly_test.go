@@ -1,0 +1,33 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/berth-dev/berth/internal/audit"
+)
+
+// Executing in a read-only context is refused before the cluster is touched,
+// and the refusal is in the audit log like every other refusal.
+func TestRedriveExecuteReadOnlyRefusalIsAudited(t *testing.T) {
+	isolateConfig(t)
+	file := filepath.Join(t.TempDir(), "audit.log")
+	cfg := writeConfig(t, fmt.Sprintf("current_context: prod\ncontexts:\n  prod:\n    kind: kafka\n    bootstrap: [127.0.0.1:1]\n    read_only: true\naudit:\n  file: %s\n", file))
+	_, errOut, code := runBerth(t, "--config", cfg, "--timeout", "1s", "redrive", "execute", "deadbeefdeadbeef")
+	if code != 1 || !strings.Contains(errOut, "read-only") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	log, err := audit.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := log.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Action != "redrive.refused" || entries[0].Context != "prod" || !strings.Contains(string(entries[0].Details), "read-only") {
+		t.Fatalf("audit entries: %+v", entries)
+	}
+}
