@@ -27,7 +27,7 @@ func TestRedriveExecuteReadOnlyRefusalIsAudited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != 1 || entries[0].Action != "redrive.refused" || entries[0].Context != "prod" || !strings.Contains(string(entries[0].Details), "read-only") {
+	if len(entries) != 1 || entries[0].Action != "redrive.refused" || entries[0].Context != "prod" || !strings.Contains(fmt.Sprintf("%s", entries[0].Details), "read-only") {
 		t.Fatalf("audit entries: %+v", entries)
 	}
 }
