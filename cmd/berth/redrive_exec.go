@@ -284,6 +284,9 @@ watched for records that fail again (--watch).`,
 			if err != nil {
 				return err
 			}
+			if watch < 0 {
+				return usageErr("--watch: %s is negative (0 skips the re-failure watch)", watch)
+			}
 			if a.readOnly {
 				// Refused before the cluster is touched (loading a plan file
 				// would store it), but audited like every other refusal: in
@@ -464,7 +467,12 @@ func newRedriveStatusCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status [PLAN]",
 		Short: "List redrive plans with their approvals and progress",
-		Args:  cobra.MaximumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageErr("%s: expected at most one PLAN, got %d arguments", cmd.CommandPath(), len(args))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := a.format(output.Table, output.JSON)
 			if err != nil {

@@ -31,3 +31,18 @@ func TestRedriveExecuteReadOnlyRefusalIsAudited(t *testing.T) {
 		t.Fatalf("audit entries: %+v", entries)
 	}
 }
+
+// Bad usage of execute and status exits 2 before anything runs: a negative
+// --watch is refused, not read as "no watch".
+func TestRedriveUsageErrors(t *testing.T) {
+	isolateConfig(t)
+	for _, args := range [][]string{
+		{"redrive", "execute", "deadbeefdeadbeef", "--watch", "-5s"},
+		{"redrive", "status", "deadbeefdeadbeef", "cafebabecafebabe"},
+	} {
+		_, errOut, code := runBerth(t, append([]string{"--bootstrap", "127.0.0.1:1", "--timeout", "1s"}, args...)...)
+		if code != 2 || strings.Count(errOut, "\n") != 1 {
+			t.Fatalf("%v: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+}
