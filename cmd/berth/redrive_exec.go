@@ -553,6 +553,9 @@ func (a *app) planStatus(s *redriveSession, pf redrive.File, redriven int) statu
 	default:
 		d := approval.Evaluate(pf.Hash, pf.Author(), approvalsOnly(pf), signers, row.Required, time.Now())
 		row.Approved, row.Reason = d.Approved, d.Reason
+		// Count what counts today: not a key since removed from
+		// allowed_signers, an expired one, or a second signature by a signer.
+		row.Approvals = len(d.Approvers)
 	}
 	expired := a.cfg.Redrive.PlanMaxAge > 0 && time.Since(pf.Plan.CreatedAt) > a.cfg.Redrive.PlanMaxAge
 	switch {
