@@ -21,12 +21,14 @@ import (
 
 func init() {
 	register(func(a *app) *cobra.Command {
-		return &cobra.Command{
+		c := &cobra.Command{
 			Use:   "queues",
 			Short: "RabbitMQ queues: depth, consumers, rates, head age and status",
 			Args:  noArgs,
 			RunE:  func(cmd *cobra.Command, _ []string) error { return a.runQueues(cmd) },
 		}
+		addQueueSubcommands(a, c)
+		return c
 	})
 	registerDescribe(func(a *app) *cobra.Command {
 		var vhost string
@@ -59,7 +61,7 @@ func (a *app) rabbitClient(ctx context.Context) (*rabbitmq.Client, error) {
 		AMQPURL: a.ctx.AMQPURL, ManagementURL: a.ctx.ManagementURL,
 		Username: a.ctx.Username, Password: pass,
 		Vhosts: a.ctx.Vhosts, Queues: a.ctx.Queues,
-		TLS: t, Timeout: a.timeout,
+		TLS: t, Timeout: a.timeout, ReadOnly: a.readOnly,
 	})
 }
 
