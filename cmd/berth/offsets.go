@@ -298,7 +298,8 @@ func (a *app) runOffsetsReset(cmd *cobra.Command, group string, fl resetFlags) e
 		Context:  a.ctxName,
 		ReadOnly: a.readOnly,
 		Effects: func(g string) bool {
-			p, _ := a.cfg.GroupPolicyFor(g)
+			// The demo's payments-* effects policy applies on its broker.
+			p, _ := a.redriveConfig().GroupPolicyFor(g)
 			return p.Effects
 		},
 	}

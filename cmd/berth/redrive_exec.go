@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -54,22 +55,26 @@ func (a *app) redriveSession(ctx context.Context) (*redriveSession, error) {
 
 func (s *redriveSession) Close() { s.cl.Close() }
 
-// redriveConfig is the configuration whose redrive policies govern plans,
-// resolved as `redrive plan` resolves it (a.planner in dlq.go): on the
-// bundled broker with no policies configured, the demo's policies apply when
-// its system of record exists. Otherwise a demo payments plan made under
-// `review: required` would be approved and executed under no policy at all.
+// redriveConfig is the configuration whose policies govern plans and
+// resets, resolved as `redrive plan` resolves it (a.planner in dlq.go): on
+// the bundled broker, when the demo's system of record exists, the demo's
+// policies apply where the config declares none — its payments redrive
+// policy (review: required) and its payments-* effects group policy.
+// Otherwise a demo payments plan would be approved and executed under no
+// policy at all, and payments-capture reset with no replay guard.
 func (a *app) redriveConfig() *config.Config {
 	cfg := a.cfg
-	if a.ctx.Kind == "bundled" && len(cfg.Redrive.Policies) == 0 {
+	if a.ctx.Kind == "bundled" {
 		dir := a.ctx.DataDir
 		if dir == "" {
 			dir = bundled.DefaultDataDir()
 		}
 		if _, err := os.Stat(demo.PaymentsDB(dir)); err == nil {
 			c := *cfg
-			c.Redrive.Policies = demo.RedrivePolicies(dir)
-			cfg = &c
+			c.Groups = slices.Clone(cfg.Groups)
+			if demo.ApplyConfig(&c, dir) {
+				cfg = &c
+			}
 		}
 	}
 	return cfg

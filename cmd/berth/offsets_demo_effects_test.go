@@ -1,0 +1,35 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/berth-dev/berth/internal/demo"
+)
+
+// On the demo's broker (a bundled context whose data dir holds the demo's
+// payments system of record) the demo's payments-* effects policy guards
+// resets from the CLI too, as its redrive policies guard plans: replaying
+// payments-capture needs --confirm-replay-effects.
+func TestOffsetsResetOnTheDemoBrokerGuardsPaymentsGroups(t *testing.T) {
+	kc, _ := resetCluster(t)
+	kc.Commit(t, "payments-capture", map[string]map[int32]int64{"orders": {0: 5, 1: 5}})
+	dir := t.TempDir()
+	if err := os.WriteFile(demo.PaymentsDB(dir), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, fmt.Sprintf("current_context: demo\ncontexts:\n  demo:\n    kind: bundled\n    bootstrap: [%s]\n    data_dir: %s\n", kc.Addrs[0], dir))
+	out, errOut, code := runBerth(t, "--config", cfg, "offsets", "reset", "payments-capture", "--to-earliest", "--all-topics", "--execute")
+	if code != 1 || !strings.Contains(errOut, "effect-producing") || !strings.Contains(out, "WARNING: group payments-capture is effect-producing") {
+		t.Fatalf("exit %d, stderr %q\n%s", code, errOut, out)
+	}
+	if c := committedOf(t, kc, "payments-capture"); c[0] != 5 || c[1] != 5 {
+		t.Fatalf("offsets moved: %v", c)
+	}
+	// Other groups are not effect-producing.
+	if _, errOut, code := runBerth(t, "--config", cfg, "offsets", "reset", "g", "--to-earliest", "--all-topics", "--execute"); code != 0 {
+		t.Fatalf("group g: exit %d %s", code, errOut)
+	}
+}
