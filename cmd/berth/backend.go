@@ -50,7 +50,11 @@ func (a *app) kafkaOptions() (kafka.Options, error) {
 	switch a.ctx.Kind {
 	case "kafka", "bundled":
 	default:
-		return kafka.Options{}, fmt.Errorf("context %s is a %s context; this command needs Kafka", a.ctxName, a.ctx.Kind)
+		hint := ""
+		if a.ctx.Kind == "rabbitmq" {
+			hint = " (for RabbitMQ: berth queues, berth describe queue, berth queues dlq ..., berth queues redrive ...)"
+		}
+		return kafka.Options{}, fmt.Errorf("context %s is a %s context; this command needs Kafka%s", a.ctxName, a.ctx.Kind, hint)
 	}
 	opts := kafka.Options{Bootstrap: a.ctx.Bootstrap, Timeout: a.timeout}
 	field := "contexts." + a.ctxName + "."
