@@ -312,7 +312,7 @@ func (a *app) runOffsetsReset(cmd *cobra.Command, group string, fl resetFlags) e
 	}
 	out := resetOutput{Group: plan.Group, Context: plan.Context, Mode: strings.TrimSpace(plan.Spec.String() + " " + plan.Scope.String()),
 		GroupState: plan.GroupState, Members: memberList(plan), Effects: plan.Effects, Digest: plan.Digest,
-		Partitions: plan.Partitions, Warnings: plan.Warnings}
+		Partitions: plan.Partitions, Warnings: append([]string{}, plan.Warnings...)}
 
 	if fl.planOut != "" {
 		if err := writePlan(fl.planOut, plan); err != nil {

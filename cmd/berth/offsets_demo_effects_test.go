@@ -33,3 +33,13 @@ func TestOffsetsResetOnTheDemoBrokerGuardsPaymentsGroups(t *testing.T) {
 		t.Fatalf("group g: exit %d %s", code, errOut)
 	}
 }
+
+// A dry run without warnings prints "warnings": [], like "members": [] —
+// a list scripts can iterate, never null.
+func TestOffsetsResetJSONWarningsIsAList(t *testing.T) {
+	kc, _ := resetCluster(t)
+	out, errOut, code := runBerth(t, append(bootstrap(kc), "-o", "json", "offsets", "reset", "g", "--to-offset", "6", "--topic", "orders:0")...)
+	if code != 0 || !strings.Contains(out, `"warnings": []`) {
+		t.Fatalf("exit %d %s\n%s", code, errOut, out)
+	}
+}
