@@ -104,12 +104,8 @@ type queuesResult struct {
 	Queues   []queueRow `json:"queues"`
 }
 
-// QueueView is a queue with its computed status: the plain data the TUI
-// and `berth lag` show.
-type QueueView struct {
-	Queue backends.Queue
-	Lag   lag.QueueLag
-}
+// QueueView is a queue with its computed status (rabbitmq.QueueStatus).
+type QueueView = rabbitmq.QueueStatus
 
 // queueViews reads the inventory and evaluates every queue against its SLO
 // (config groups: policies match queue names too).
@@ -119,17 +115,15 @@ func (a *app) queueViews(ctx context.Context) ([]QueueView, backends.QueueInvent
 		return nil, backends.QueueInventory{}, err
 	}
 	defer cl.Close()
-	inv, err := cl.Inventory(ctx)
+	snap, err := cl.Snapshot(ctx, func(name string) time.Duration {
+		_, slo := a.cfg.GroupPolicyFor(name)
+		return slo
+	})
 	if err != nil {
-		return nil, inv, err
+		return nil, backends.QueueInventory{}, err
 	}
-	now := time.Now()
-	views := make([]QueueView, len(inv.Queues))
-	for i, q := range inv.Queues {
-		_, slo := a.cfg.GroupPolicyFor(q.Name)
-		views[i] = QueueView{Queue: q, Lag: lag.EvaluateQueue(q, now, slo)}
-	}
-	return views, inv, nil
+	inv := backends.QueueInventory{Mode: snap.Mode, Missing: snap.Missing, Warnings: snap.Warnings}
+	return snap.Queues, inv, nil
 }
 
 // QueueLagRows is the RabbitMQ side of `berth lag` / `berth health`: one
