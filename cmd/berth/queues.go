@@ -313,6 +313,10 @@ func (a *app) runDescribeQueue(cmd *cobra.Command, vhost, name string) error {
 	}
 	if s := r.Stream; s != nil {
 		add("stream messages (approx.)", optInt(s.Messages))
+		if s.MaxAge != "" {
+			add("stream max age", s.MaxAge)
+		}
+		add("stream max length bytes", optInt(s.MaxLengthBytes))
 		add("stream first offset", optInt(s.FirstOffset))
 		add("stream last offset (last chunk)", optInt(s.LastOffset))
 		add("stream first publisher timestamp", optTime(s.FirstTimestamp))
