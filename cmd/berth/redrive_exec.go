@@ -105,7 +105,7 @@ func (s *redriveSession) loadPlan(ctx context.Context, ref string) (redrive.File
 			return redrive.File{}, fmt.Errorf("%s: not a plan file: %v", ref, err)
 		}
 		if f.Plan.Hash() != f.Hash {
-			return redrive.File{}, fmt.Errorf("%s: plan content does not match its hash (edited after it was made)", ref)
+			return redrive.File{}, fmt.Errorf("%s: %w", ref, errPlanEdited)
 		}
 		// Signatures already in the store are kept; the file's are added.
 		if err := s.store.PutPlan(ctx, f); err != nil {
@@ -114,6 +114,30 @@ func (s *redriveSession) loadPlan(ctx context.Context, ref string) (redrive.File
 		return s.store.Plan(ctx, f.Hash)
 	}
 	return s.store.Plan(ctx, ref)
+}
+
+var errPlanEdited = errors.New("plan content does not match its hash (edited after it was made)")
+
+// auditRefused records a refusal that happens before a plan is loaded (so
+// without its hash): target is the plan as the user named it. mirror says
+// whether the entry also goes to the cluster's audit topic.
+func (a *app) auditRefused(ctx context.Context, file, target string, refusal error, mirror bool) error {
+	var log *audit.Log
+	var err error
+	if mirror {
+		log, err = a.openAudit(file)
+	} else {
+		log, err = audit.Open(a.auditPath(file))
+	}
+	if err == nil {
+		_, err = log.Append(ctx, audit.Entry{Action: "redrive.refused", Context: a.ctxName, Target: target,
+			Details: map[string]any{"plan": target, "reason": refusal.Error()}})
+	}
+	var se *audit.SinkError
+	if err != nil && !errors.As(err, &se) {
+		return fmt.Errorf("%w (and the audit log: %v)", refusal, err)
+	}
+	return refusal
 }
 
 // signers loads the policy's allowed_signers (nil when none is configured).
@@ -296,15 +320,7 @@ watched for records that fail again (--watch).`,
 				// Refused before the cluster is touched (loading a plan file
 				// would store it), but audited like every other refusal: in
 				// the local log only, since the audit topic is in the cluster.
-				log, err := audit.Open(a.auditPath(auditFile))
-				if err == nil {
-					_, err = log.Append(cmd.Context(), audit.Entry{Action: "redrive.refused", Context: a.ctxName, Target: args[0],
-						Details: map[string]any{"plan": args[0], "reason": errReadOnly.Error()}})
-				}
-				if err != nil {
-					return fmt.Errorf("%w (and the audit log: %v)", errReadOnly, err)
-				}
-				return errReadOnly
+				return a.auditRefused(cmd.Context(), auditFile, args[0], errReadOnly, false)
 			}
 			if !cmd.Flags().Changed("watch") {
 				watch = a.cfg.Redrive.VerifyWatch
@@ -327,6 +343,9 @@ watched for records that fail again (--watch).`,
 			}
 			defer s.Close()
 			pf, err := s.loadPlan(setup, args[0])
+			if errors.Is(err, errPlanEdited) {
+				return a.auditRefused(setup, auditFile, args[0], fmt.Errorf("refused: %w", err), true)
+			}
 			if err != nil {
 				return err
 			}
