@@ -239,10 +239,16 @@ func (c *Client) sampleSizes(ctx context.Context, topics []string, o LoadOptions
 	if len(spans) > o.SampleRecords {
 		spans = spans[:o.SampleRecords]
 	}
-	per := int64((o.SampleRecords + len(spans) - 1) / len(spans))
+	// SampleRecords split over the spans, the remainder to the fullest, so
+	// the sample never exceeds the bound (--sample is "up to").
+	base, extra := o.SampleRecords/len(spans), o.SampleRecords%len(spans)
 	assign := map[string]map[int32]kgo.Offset{}
 	want := 0
-	for _, s := range spans {
+	for i, s := range spans {
+		per := int64(base)
+		if i < extra {
+			per++
+		}
 		s.from = max(s.from, s.end-per)
 		want += int(s.end - s.from)
 		if assign[s.topic] == nil {

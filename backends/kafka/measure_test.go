@@ -224,3 +224,20 @@ func TestMeasureLoad_Cancel(t *testing.T) {
 		t.Fatal("measurement ignored cancellation")
 	}
 }
+
+// TestMeasureLoad_SampleBound: the size sample reads at most SampleRecords
+// (here 10 over 3 partitions: 4, 3 and 3), never a rounded-up 12.
+func TestMeasureLoad_SampleBound(t *testing.T) {
+	kc := kafkatest.Start(t, 1)
+	kc.CreateTopic(t, "orders", 3, 1, nil)
+	newProducer(t, kc).produce("orders", 3, 30, 100)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	l, err := measureClient(t, kc).MeasureLoad(ctx, "orders", LoadOptions{SampleRecords: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.RecordsSampled != 10 {
+		t.Fatalf("sampled %d records, want 10 (--sample is an upper bound)", l.RecordsSampled)
+	}
+}
