@@ -12,6 +12,7 @@ import (
 	_ "modernc.org/sqlite"             // registers the "sqlite" database/sql driver
 
 	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/redrive/approval"
 )
 
 // Ledger records RabbitMQ redrives: an intent row before a message is
@@ -201,4 +202,61 @@ func (l *Ledger) Record(ctx context.Context, entries []LedgerEntry) error {
 		return fmt.Errorf("ledger: %v", err)
 	}
 	return nil
+}
+
+// Signatures live beside plans in the same store, so an approver at another
+// terminal sees and signs the same plan. They are never part of the plan's
+// hashed content.
+const signaturesTable = `CREATE TABLE IF NOT EXISTS berth_rabbitmq_signatures (
+		plan        TEXT NOT NULL,
+		role        TEXT NOT NULL,
+		fingerprint TEXT NOT NULL,
+		armored     TEXT NOT NULL,
+		signed_at   TEXT NOT NULL,
+		PRIMARY KEY (plan, role, fingerprint))`
+
+// AddSignature stores a signature (author or approval) over a plan hash; the
+// same key signing again replaces its earlier signature.
+func (l *Ledger) AddSignature(ctx context.Context, s approval.Signature) error {
+	if _, err := l.db.ExecContext(ctx, signaturesTable); err != nil {
+		return fmt.Errorf("ledger: %v", err)
+	}
+	_, err := l.db.ExecContext(ctx, `INSERT INTO berth_rabbitmq_signatures (plan, role, fingerprint, armored, signed_at)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (plan, role, fingerprint) DO UPDATE SET armored = excluded.armored, signed_at = excluded.signed_at`,
+		s.PlanHash, string(s.Role), s.Fingerprint, s.Armored, s.SignedAt.UTC().Format(time.RFC3339Nano))
+	if err != nil {
+		return fmt.Errorf("ledger: %v", err)
+	}
+	return nil
+}
+
+// Signatures returns a plan's author signature (nil when none) and approvals.
+func (l *Ledger) Signatures(ctx context.Context, plan string) (*approval.Signature, []approval.Signature, error) {
+	if _, err := l.db.ExecContext(ctx, signaturesTable); err != nil {
+		return nil, nil, fmt.Errorf("ledger: %v", err)
+	}
+	rows, err := l.db.QueryContext(ctx, `SELECT role, fingerprint, armored, signed_at FROM berth_rabbitmq_signatures WHERE plan = $1 ORDER BY signed_at`, plan)
+	if err != nil {
+		return nil, nil, fmt.Errorf("ledger: %v", err)
+	}
+	defer rows.Close()
+	var author *approval.Signature
+	var approvals []approval.Signature
+	for rows.Next() {
+		var s approval.Signature
+		var role, at string
+		if err := rows.Scan(&role, &s.Fingerprint, &s.Armored, &at); err != nil {
+			return nil, nil, fmt.Errorf("ledger: %v", err)
+		}
+		s.Role, s.PlanHash = approval.Role(role), plan
+		s.SignedAt, _ = time.Parse(time.RFC3339Nano, at)
+		if s.Role == approval.RoleAuthor {
+			a := s
+			author = &a
+		} else {
+			approvals = append(approvals, s)
+		}
+	}
+	return author, approvals, rows.Err()
 }

@@ -36,7 +36,11 @@ type Plan struct {
 	DLQ       string    `json:"dlq"`
 	QueueType string    `json:"queue_type"`
 	Selection Selection `json:"selection"`
-	Rate      int       `json:"rate"`   // messages per second, 0: unlimited
+	// Target is TargetExchange (each message's original exchange and
+	// routing key, from x-death) or TargetQueue (the queue it died in,
+	// through the default exchange: no other bound queue gets a copy).
+	Target string `json:"target"`
+	Rate   int    `json:"rate"` // messages per second, 0: unlimited
 	Window    int       `json:"window"` // publishes awaiting confirms
 	// AcceptQuorumSideEffects: a quorum DLQ's unselected messages are
 	// returned to the back with their delivery count + 1.
@@ -45,6 +49,25 @@ type Plan struct {
 	Author                  string                 `json:"author"`
 	CreatedAt               time.Time              `json:"created_at"`
 	Records                 []PlanRecord           `json:"records"`
+}
+
+// Redrive targets.
+const (
+	TargetExchange = "original_exchange"
+	TargetQueue    = "original_queue"
+)
+
+// ToQueues retargets every record to the queue it died in, through the
+// default exchange. Call before the plan is written (it changes the hash).
+func (p *Plan) ToQueues() {
+	p.Target = TargetQueue
+	for i := range p.Records {
+		r := &p.Records[i]
+		if r.OriginalQueue == "" {
+			continue
+		}
+		r.Exchange, r.RoutingKey = "", r.OriginalQueue
+	}
 }
 
 // Selection is how the messages were chosen: always explicit.
@@ -115,7 +138,7 @@ func MakePlan(msgs []Message, sel Selection, pol redrive.PolicySnapshot, in Chec
 	if sel.Empty() {
 		return Plan{}, errors.New("selection: say what to redrive (--class, --event-id, --reason, --original-queue, or --all); a plan never means everything implicitly")
 	}
-	p := Plan{Version: 1, Kind: PlanKind, Selection: sel, Policy: pol, CreatedAt: now.UTC()}
+	p := Plan{Version: 1, Kind: PlanKind, Selection: sel, Target: TargetExchange, Policy: pol, CreatedAt: now.UTC()}
 	max := pol.MaxRedrives
 	if max <= 0 {
 		max = redrive.DefaultMaxRedrives

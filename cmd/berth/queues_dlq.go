@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/berth-dev/berth/backends/rabbitmq"
 	"github.com/berth-dev/berth/internal/audit"
@@ -18,6 +18,7 @@ import (
 	"github.com/berth-dev/berth/internal/output"
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/redrive"
+	"github.com/berth-dev/berth/redrive/approval"
 	"github.com/berth-dev/berth/redrive/sor"
 )
 
@@ -31,7 +32,7 @@ func addQueueSubcommands(a *app, queues *cobra.Command) {
 	dlq := &cobra.Command{Use: "dlq", Short: "RabbitMQ dead-letter queues: list, classes, messages", Args: noArgs}
 	dlq.AddCommand(a.newQDLQList(), a.newQDLQClasses(), a.newQDLQShow())
 	rd := &cobra.Command{Use: "redrive", Short: "Plan and execute RabbitMQ redrives (ledger, confirms, dry run first)", Args: noArgs}
-	rd.AddCommand(a.newQRedrivePlan(), a.newQRedriveExecute(), a.newQRedriveStatus())
+	rd.AddCommand(a.newQRedrivePlan(), a.newQRedriveApprove(), a.newQRedriveExecute(), a.newQRedriveStatus())
 	queues.AddCommand(dlq, rd)
 }
 
@@ -332,6 +333,8 @@ func (a *app) newQRedrivePlan() *cobra.Command {
 	var sel rabbitmq.Selection
 	var out string
 	var rate, window int
+	var keyFile string
+	var toQueue bool
 	c := &cobra.Command{
 		Use:   "plan DLQ --out FILE",
 		Short: "Select dead letters and check them into a redrive plan (nothing is sent)",
@@ -396,9 +399,27 @@ func (a *app) newQRedrivePlan() *cobra.Command {
 			}
 			p.Server, p.Vhost, p.DLQ, p.QueueType = cl.AMQPAddr(), cl.Vhost(), dlq, res.Type
 			p.Rate, p.Window, p.AcceptQuorumSideEffects = rate, window, b.accept
+			if toQueue {
+				p.ToQueues()
+			}
 			p.Author = audit.CurrentUser()
+			var signer ssh.Signer
+			if keyFile != "" {
+				if signer, err = approval.LoadSigner(keyFile); err != nil {
+					return usageErr("--key: %v", err)
+				}
+			}
 			if err := rabbitmq.WritePlan(out, p); err != nil {
 				return fmt.Errorf("--out %s: %v", out, err)
+			}
+			if signer != nil {
+				sig, err := approval.Sign(p.Hash(), signer, approval.RoleAuthor, time.Now())
+				if err == nil {
+					err = l.AddSignature(ctx, sig)
+				}
+				if err != nil {
+					return fmt.Errorf("signing the plan: %v", err)
+				}
 			}
 			a.auditRMQ(ctx, "redrive.plan", p.Hash(), map[string]any{"dlq": dlq, "vhost": p.Vhost, "totals": p.Totals(), "file": out})
 			sum := qPlanSummary{Plan: p.Hash(), File: out, DLQ: dlq, Records: p.Records, Totals: p.Totals()}
@@ -428,7 +449,73 @@ func (a *app) newQRedrivePlan() *cobra.Command {
 	c.Flags().StringVar(&out, "out", "", "plan file to write")
 	c.Flags().IntVar(&rate, "rate", 0, "messages per second when executing (0: unlimited)")
 	c.Flags().IntVar(&window, "window", 500, "publishes awaiting confirms at once")
+	c.Flags().StringVar(&keyFile, "key", "", "SSH private key to sign the plan as its author")
+	c.Flags().BoolVar(&toQueue, "to-queue", false, "send each message to the queue it died in (default exchange) instead of its original exchange and routing key")
 	return c
+}
+
+func (a *app) newQRedriveApprove() *cobra.Command {
+	var keyFile string
+	c := &cobra.Command{
+		Use:   "approve PLAN --key FILE",
+		Short: "Approve a RabbitMQ plan with an SSH signature over its hash",
+		Args:  exactArgs("PLAN"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if keyFile == "" {
+				return usageErr("--key: required (the approver's SSH private key)")
+			}
+			p, err := rabbitmq.ReadPlan(args[0])
+			if err != nil {
+				return err
+			}
+			signer, err := approval.LoadSigner(keyFile)
+			if err != nil {
+				return usageErr("--key: %v", err)
+			}
+			ctx, cancel := a.opCtx(cmd.Context())
+			defer cancel()
+			l, err := a.ledger(ctx)
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			sig, err := approval.Sign(p.Hash(), signer, approval.RoleApproval, time.Now())
+			if err != nil {
+				return err
+			}
+			if err := l.AddSignature(ctx, sig); err != nil {
+				return err
+			}
+			a.auditRMQ(ctx, "redrive.approve", p.Hash(), map[string]any{"dlq": p.DLQ, "fingerprint": sig.Fingerprint})
+			fmt.Fprintf(a.stdout, "approved plan %s with %s\n", p.Hash(), sig.Fingerprint)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&keyFile, "key", "", "the approver's SSH private key")
+	return c
+}
+
+// approvalDecision applies the two-person rule to a plan whose policy (as
+// planned, or as configured now: the stricter) requires review.
+func (a *app) approvalDecision(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan) (approval.Decision, bool, error) {
+	pol, _ := a.cfg.RedrivePolicyFor(p.DLQ)
+	required := p.Policy.Review == "required" || pol.Review == "required"
+	if !required {
+		return approval.Decision{Approved: true}, false, nil
+	}
+	n := max(p.Policy.Approvals, pol.Approvals, 1)
+	if pol.AllowedSigners == "" {
+		return approval.Decision{Required: n, Reason: "the policy requires review but names no allowed_signers"}, true, nil
+	}
+	signers, err := approval.LoadAllowedSigners(pol.AllowedSigners)
+	if err != nil {
+		return approval.Decision{}, true, err
+	}
+	author, approvals, err := l.Signatures(ctx, p.Hash())
+	if err != nil {
+		return approval.Decision{}, true, err
+	}
+	return approval.Evaluate(p.Hash(), author, approvals, signers, n, time.Now()), true, nil
 }
 
 func (a *app) newQRedriveExecute() *cobra.Command {
@@ -453,9 +540,27 @@ func (a *app) newQRedriveExecute() *cobra.Command {
 			if age := time.Since(p.CreatedAt); age > a.cfg.Redrive.PlanMaxAge {
 				return fmt.Errorf("refused: plan %s is %s old (redrive.plan_max_age %s): make a new one", p.Hash()[:12], age.Round(time.Minute), a.cfg.Redrive.PlanMaxAge)
 			}
-			if p.Policy.Review == "required" {
-				a.auditRMQ(cmd.Context(), "redrive.refused", p.Hash(), map[string]any{"reason": "review required"})
-				return errors.New("refused: the policy requires review, and approvals of RabbitMQ plans are not supported yet; ask for a policy with review: none for this DLQ or redrive it by hand")
+			{
+				ctx, cancel := a.opCtx(cmd.Context())
+				l, err := a.ledger(ctx)
+				if err != nil {
+					cancel()
+					return err
+				}
+				d, required, err := a.approvalDecision(ctx, l, p)
+				l.Close()
+				cancel()
+				if err != nil {
+					return err
+				}
+				if required && !d.Approved {
+					why := d.Reason
+					if len(d.Refused) > 0 {
+						why += " (" + strings.Join(d.Refused, "; ") + ")"
+					}
+					a.auditRMQ(cmd.Context(), "redrive.refused", p.Hash(), map[string]any{"reason": "not approved", "decision": d})
+					return fmt.Errorf("refused: plan %s is not approved: %s", p.Hash()[:12], why)
+				}
 			}
 			totals := p.Totals()
 			if !yes {

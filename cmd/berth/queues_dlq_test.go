@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,44 +17,11 @@ import (
 // read-only refusal, the redrive, and the ledger's status.
 func TestQueuesDLQRedriveCommands(t *testing.T) {
 	isolateConfig(t)
-	rabbitQueue(t) // skips without RabbitMQ
-	conn, err := amqp.Dial(testAMQPURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ch, _ := conn.Channel()
-	defer ch.Close()
-	sfx := fmt.Sprint(time.Now().UnixNano())
-	work, dlq, dlx := "berth.test.cmd.work."+sfx, "berth.test.cmd.dlq."+sfx, "berth.test.cmd.dlx."+sfx
+	_, ch, work, dlq := rmqDLQ(t, 4)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
-		}
-	}
-	must(ch.ExchangeDeclare(dlx, "direct", false, true, false, false, nil))
-	_, err = ch.QueueDeclare(work, false, true, false, false, amqp.Table{"x-dead-letter-exchange": dlx, "x-dead-letter-routing-key": "dead"})
-	must(err)
-	_, err = ch.QueueDeclare(dlq, false, true, false, false, nil)
-	must(err)
-	must(ch.QueueBind(dlq, "dead", dlx, false, nil))
-	t.Cleanup(func() {
-		if c, err := conn.Channel(); err == nil {
-			c.QueueDelete(work, false, false, false)
-			c.QueueDelete(dlq, false, false, false)
-			c.ExchangeDelete(dlx, false, false)
-		}
-	})
-	for i := 0; i < 4; i++ {
-		must(ch.Publish("", work, false, false, amqp.Publishing{MessageId: fmt.Sprintf("job-%d", i), Body: []byte(`{}`)}))
-	}
-	for i := 0; i < 4; {
-		d, ok, err := ch.Get(work, false)
-		must(err)
-		if ok {
-			must(d.Reject(false))
-			i++
 		}
 	}
 	r := []string{"--amqp", testAMQPURL(), "--management", testManagementURL()}
@@ -132,3 +100,120 @@ func qdlqReadFile(p string) (string, error) {
 }
 
 func qdlqWriteFile(p, s string) error { return os.WriteFile(p, []byte(s), 0o600) }
+
+// rmqDLQ makes a work queue dead-lettering into a DLQ holding n rejected
+// messages job-0..job-n-1; everything is deleted after the test.
+func rmqDLQ(t *testing.T, n int) (*amqp.Connection, *amqp.Channel, string, string) {
+	t.Helper()
+	rabbitQueue(t) // skips (or fails under BERTH_TEST_REQUIRE_SERVICES) without RabbitMQ
+	conn, err := amqp.Dial(testAMQPURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ch, _ := conn.Channel()
+	sfx := fmt.Sprint(time.Now().UnixNano())
+	work, dlq, dlx := "berth.test.cmd.work."+sfx, "berth.test.cmd.dlq."+sfx, "berth.test.cmd.dlx."+sfx
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(ch.ExchangeDeclare(dlx, "direct", false, true, false, false, nil))
+	_, err = ch.QueueDeclare(work, false, true, false, false, amqp.Table{"x-dead-letter-exchange": dlx, "x-dead-letter-routing-key": "dead"})
+	must(err)
+	_, err = ch.QueueDeclare(dlq, false, true, false, false, nil)
+	must(err)
+	must(ch.QueueBind(dlq, "dead", dlx, false, nil))
+	t.Cleanup(func() {
+		if c, err := conn.Channel(); err == nil {
+			c.QueueDelete(work, false, false, false)
+			c.QueueDelete(dlq, false, false, false)
+			c.ExchangeDelete(dlx, false, false)
+		}
+	})
+	for i := 0; i < n; i++ {
+		must(ch.Publish("", work, false, false, amqp.Publishing{MessageId: fmt.Sprintf("job-%d", i), Body: []byte(`{}`)}))
+	}
+	for i := 0; i < n; {
+		d, ok, err := ch.Get(work, false)
+		must(err)
+		if ok {
+			must(d.Reject(false))
+			i++
+		}
+	}
+	return conn, ch, work, dlq
+}
+
+func rmqSSHKey(t *testing.T, dir, name string) (keyFile, pub string) {
+	t.Helper()
+	keyFile = filepath.Join(dir, name)
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", keyFile).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v %s", err, out)
+	}
+	b, err := os.ReadFile(keyFile + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keyFile, strings.TrimSpace(string(b))
+}
+
+// A policy that requires review: the author cannot approve their own plan,
+// a key outside allowed_signers does not count, another signer does.
+func TestQueuesRedriveApprovals(t *testing.T) {
+	isolateConfig(t)
+	_, ch, work, dlq := rmqDLQ(t, 2)
+	dir := t.TempDir()
+	alice, alicePub := rmqSSHKey(t, dir, "alice")
+	bob, bobPub := rmqSSHKey(t, dir, "bob")
+	mallory, _ := rmqSSHKey(t, dir, "mallory")
+	signers := filepath.Join(dir, "allowed_signers")
+	if err := os.WriteFile(signers, []byte("alice@hc "+alicePub+"\nbob@hc "+bobPub+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, fmt.Sprintf(`current_context: rmq
+contexts:
+  rmq:
+    kind: rabbitmq
+    amqp_url: %s
+    management_url: %s
+redrive:
+  store_dsn: %s
+  policies:
+    - match: "berth.test.cmd.dlq.*"
+      review: required
+      approvals: 1
+      allowed_signers: %s
+`, testAMQPURL(), testManagementURL(), filepath.Join(dir, "ledger.db"), signers))
+	run := func(args ...string) (string, string, int) { return runBerth(t, append(args, "--config", cfg)...) }
+	plan := filepath.Join(dir, "plan.json")
+	if _, errOut, code := run("queues", "redrive", "plan", dlq, "--all", "--key", alice, "--out", plan); code != 0 {
+		t.Fatalf("plan: %d %s", code, errOut)
+	}
+	refused := func(why string) {
+		t.Helper()
+		_, errOut, code := run("queues", "redrive", "execute", plan, "--yes")
+		if code == 0 || !strings.Contains(errOut, "not approved") || !strings.Contains(errOut, why) {
+			t.Fatalf("execute: exit %d %q; want refused: %s", code, errOut, why)
+		}
+	}
+	refused("approvals")
+	for _, k := range []string{alice, mallory} {
+		if _, errOut, code := run("queues", "redrive", "approve", plan, "--key", k); code != 0 {
+			t.Fatalf("approve: %d %s", code, errOut)
+		}
+	}
+	refused("author cannot approve")
+	refused("not in allowed_signers")
+	if _, errOut, code := run("queues", "redrive", "approve", plan, "--key", bob); code != 0 {
+		t.Fatalf("approve: %d %s", code, errOut)
+	}
+	if out, errOut, code := run("queues", "redrive", "execute", plan, "--yes"); code != 0 || !strings.Contains(out, "sent 2") {
+		t.Fatalf("approved execute: %d %s %s", code, out, errOut)
+	}
+	if n, _ := ch.QueueDeclarePassive(work, false, true, false, false, amqp.Table{"x-dead-letter-exchange": "x"}); n.Messages != 2 {
+		t.Errorf("work queue holds %d, want 2", n.Messages)
+	}
+}
