@@ -40,8 +40,8 @@ type Plan struct {
 	// routing key, from x-death) or TargetQueue (the queue it died in,
 	// through the default exchange: no other bound queue gets a copy).
 	Target string `json:"target"`
-	Rate   int    `json:"rate"` // messages per second, 0: unlimited
-	Window    int       `json:"window"` // publishes awaiting confirms
+	Rate   int    `json:"rate"`   // messages per second, 0: unlimited
+	Window int    `json:"window"` // publishes awaiting confirms
 	// AcceptQuorumSideEffects: a quorum DLQ's unselected messages are
 	// returned to the back with their delivery count + 1.
 	AcceptQuorumSideEffects bool                   `json:"accept_quorum_side_effects"`
