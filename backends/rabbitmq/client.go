@@ -369,3 +369,17 @@ func sortQueues(qs []backends.Queue) {
 		return qs[i].Name < qs[j].Name
 	})
 }
+
+// ReadyCount is a queue's ready count by passive declare: immediate (no
+// statistics lag) but without unacknowledged messages. Only queues in the
+// AMQP connection's vhost.
+func (c *Client) ReadyCount(ctx context.Context, name string) (int64, error) {
+	q, err := c.passive(ctx, name)
+	if errors.Is(err, errNotFound) {
+		return 0, fmt.Errorf("queue %q not found in vhost %q", name, c.Vhost())
+	}
+	if err != nil {
+		return 0, err
+	}
+	return *q.Ready, nil
+}

@@ -256,3 +256,19 @@ func sortedIDs(ds []amqp.Delivery) []string {
 	sort.Strings(out)
 	return out
 }
+
+func TestPlanToQueues(t *testing.T) {
+	m := Message{EventID: "a", Death: DeathInfo{Deaths: []Death{{Count: 1, Reason: "rejected", Queue: "work", Exchange: "fanout.x", RoutingKeys: []string{"k"}}}}}
+	p, err := MakePlan([]Message{m}, Selection{All: true}, redrive.PolicySnapshot{}, CheckInput{}, time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := p.Hash()
+	if r := p.Records[0]; r.Exchange != "fanout.x" || r.RoutingKey != "k" || p.Target != TargetExchange {
+		t.Fatalf("default target %+v", r)
+	}
+	p.ToQueues()
+	if r := p.Records[0]; r.Exchange != "" || r.RoutingKey != "work" || p.Target != TargetQueue || p.Hash() == h {
+		t.Fatalf("to queue: %+v target %s", r, p.Target)
+	}
+}

@@ -73,6 +73,9 @@ type qdlqRow struct {
 	Found   string   `json:"found"`
 	Sources []string `json:"sources"`
 	Depth   *int64   `json:"depth"`
+	// DepthSource is "management" (ready + unacked) or "passive_declare"
+	// (ready only: the management API had no statistics yet, or is absent).
+	DepthSource string `json:"depth_source,omitempty"`
 	// HeadAgeSeconds is from the head message's publisher timestamp (not
 	// its death time), null when RabbitMQ does not report one.
 	HeadAgeSeconds *float64 `json:"head_publisher_age_seconds"`
@@ -107,11 +110,16 @@ func (a *app) newQDLQList() *cobra.Command {
 				}
 				if d.Queue != nil {
 					if n, ok := d.Queue.Total(); ok {
-						r.Depth = &n
+						r.Depth, r.DepthSource = &n, "management"
 					}
 					if ts := d.Queue.HeadPublisherTimestamp; ts != nil {
 						s := time.Since(*ts).Seconds()
 						r.HeadAgeSeconds = &s
+					}
+				}
+				if r.Depth == nil && d.Vhost == cl.Vhost() {
+					if n, err := cl.ReadyCount(ctx, d.Name); err == nil {
+						r.Depth, r.DepthSource = &n, "passive_declare"
 					}
 				}
 				rows = append(rows, r)
