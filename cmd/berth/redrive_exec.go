@@ -582,11 +582,15 @@ func (a *app) planStatus(s *redriveSession, pf redrive.File, redriven int) statu
 		row.Approvals = len(d.Approvers)
 	}
 	expired := a.cfg.Redrive.PlanMaxAge > 0 && time.Since(pf.Plan.CreatedAt) > a.cfg.Redrive.PlanMaxAge
+	blocked, blockedWhy := pf.Plan.Blocked()
 	switch {
 	case redriven >= t.Included && t.Included > 0:
 		row.State = "done"
 	case redriven > 0:
 		row.State = fmt.Sprintf("partial (%d left)", t.Included-redriven)
+	case blocked:
+		// execute refuses it: never "ready"
+		row.State, row.Reason = "blocked", blockedWhy
 	case expired:
 		row.State = "expired"
 	case !row.Approved:

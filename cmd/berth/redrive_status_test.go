@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // The approvals count in `redrive status` is of approvals that count today:
@@ -41,5 +45,35 @@ func TestRedriveStatusCountsOnlyValidApprovals(t *testing.T) {
 	}
 	if r := status(); r.Approvals != 0 || r.Approved || r.State != "pending approval" {
 		t.Fatalf("bob's approval no longer counts: %+v", r)
+	}
+}
+
+// A blocked plan (a check could not run) is never shown as "ready": execute
+// refuses it, so status says blocked and why.
+func TestRedriveStatusShowsBlockedPlans(t *testing.T) {
+	f := newRedriveFixture(t, 2, "    - match: \"ledger-events.DLT\"\n      review: none\n")
+	// A dead letter that does not say where it came from: with no --target
+	// its ordering check cannot run, which blocks the plan.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(f.kc.Addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	r := &kgo.Record{Topic: "ledger-events.DLT", Partition: 0, Key: []byte("acct-x"), Value: []byte(`{"eventId":"evt-orphan"}`)}
+	if err := cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	planFile := filepath.Join(t.TempDir(), "plan.json")
+	_, errOut, code := runBerth(t, "--config", f.config, "redrive", "plan", "ledger-events.DLT", "--offsets", fmt.Sprintf("0:0,0:%d", r.Offset), "--out", planFile)
+	if code != 1 || !strings.Contains(errOut, "blocked") {
+		t.Fatalf("plan: exit %d %q", code, errOut)
+	}
+	out, errOut, code := runBerth(t, "--config", f.config, "redrive", "status", "-o", "json")
+	var rows []statusRow
+	if code != 0 || json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 1 {
+		t.Fatalf("status: exit %d %s %s", code, errOut, out)
+	}
+	if rows[0].State != "blocked" || !strings.Contains(rows[0].Reason, "0:") {
+		t.Fatalf("blocked plan shown as %+v", rows[0])
 	}
 }
