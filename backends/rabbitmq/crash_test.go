@@ -180,8 +180,10 @@ func TestRedriveKilledMidPlanResumesWithoutLoss(t *testing.T) {
 		t.Fatalf("%d messages lost, e.g. %v", len(missing), missing[:min(5, len(missing))])
 	}
 	dups := len(got) - len(distinct)
-	if dups > kills*2*window {
-		t.Errorf("%d duplicates after %d kills: more than the messages that can be in flight (%d per kill)", dups, kills, 2*window)
+	// At a kill, at most the chunk being published, the chunk being settled
+	// and the two queued between them can be unrecorded: 4 windows.
+	if dups > kills*4*window {
+		t.Errorf("%d duplicates after %d kills: more than the messages that can be in flight (%d per kill)", dups, kills, 4*window)
 	}
 	states, err := l.PlanStates(context.Background(), p.Hash())
 	if err != nil {

@@ -271,7 +271,9 @@ read:
 	for remaining > 0 {
 		select {
 		case why := <-stop:
+			mu.Lock()
 			res.Stopped = why
+			mu.Unlock()
 			break read
 		case <-ctx.Done():
 			loopErr = ctx.Err()
@@ -289,7 +291,9 @@ read:
 				held := res.Passed
 				mu.Unlock()
 				if held >= o.MaxHeld {
+					mu.Lock()
 					res.Stopped = fmt.Sprintf("%d unselected messages lie ahead of the selected ones (limit %d); nothing lost, run again after draining or narrowing", held, o.MaxHeld)
+					mu.Unlock()
 					break read
 				}
 				continue

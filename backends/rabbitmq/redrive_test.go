@@ -272,3 +272,48 @@ func TestPlanToQueues(t *testing.T) {
 		t.Fatalf("to queue: %+v target %s", r, p.Target)
 	}
 }
+
+// A quorum DLQ can be redriven when the plan accepts the side effects:
+// the selected message goes, the others stay (moved to the back, counted).
+func TestRedriveQuorumDLQWithAcceptance(t *testing.T) {
+	t.Parallel()
+	conn := needRabbit(t)
+	needManagement(t)
+	dlq, work := uniq(t, "qdlq"), uniq(t, "work")
+	declareQueue(t, conn, dlq, amqp.Table{"x-queue-type": "quorum"})
+	declareQueue(t, conn, work, nil)
+	fillDLQ(t, conn, dlq, work, 3)
+	c := testClient(t, Options{AMQPURL: amqpURL(), ManagementURL: mgmtURL()})
+	eventually(t, 20*time.Second, "statistics for the quorum DLQ", func() bool {
+		q, err := c.Queue(context.Background(), "/", dlq)
+		n, ok := q.Total()
+		return err == nil && ok && n == 3
+	})
+	l := sqliteLedger(t)
+	res, err := c.Browse(context.Background(), dlq, BrowseOptions{Limit: 10, AcceptQuorumSideEffects: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := MakePlan(res.Messages, Selection{EventIDs: []string{"ev-00001"}}, redrive.PolicySnapshot{}, CheckInput{}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Server, p.Vhost, p.DLQ, p.QueueType = c.AMQPAddr(), "/", dlq, "quorum"
+	var refused *RefusedError
+	if _, err := c.Execute(context.Background(), p, l, ExecOptions{}); !errors.As(err, &refused) {
+		t.Fatalf("without acceptance: %v; want refused", err)
+	}
+	p.AcceptQuorumSideEffects = true
+	r, err := c.Execute(context.Background(), p, l, ExecOptions{})
+	if err != nil || r.Sent != 1 {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if got := drain(t, conn, work); len(got) != 1 || got[0].MessageId != "ev-00001" {
+		t.Fatalf("work queue got %v", sortedIDs(got))
+	}
+	eventually(t, 10*time.Second, "the other two back in the DLQ", func() bool { return readyCount(t, conn, dlq) == 2 })
+	left := drain(t, conn, dlq)
+	if fmt.Sprint(sortedIDs(left)) != "[ev-00000 ev-00002]" {
+		t.Fatalf("DLQ kept %v", sortedIDs(left))
+	}
+}
