@@ -38,3 +38,14 @@ func TestStaleCurrentContextCanBeRepaired(t *testing.T) {
 		t.Fatalf("file not repaired:\n%s", raw)
 	}
 }
+
+// A --timeout below what the Kafka client accepts is a usage error naming
+// the flag, not the client library's complaint about "request timeout min
+// overhead" after dialing.
+func TestTimeoutTooShortIsAUsageError(t *testing.T) {
+	isolateConfig(t)
+	_, errOut, code := runBerth(t, "--bootstrap", "127.0.0.1:1", "--timeout", "1ms", "brokers")
+	if code != 2 || !strings.HasPrefix(errOut, "berth: --timeout: 1ms is too short") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}

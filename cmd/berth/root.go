@@ -169,6 +169,9 @@ func (a *app) load(cmd *cobra.Command) error {
 	if a.timeout <= 0 {
 		return usageErr("--timeout: must be positive")
 	}
+	if a.timeout < minTimeout {
+		return usageErr("--timeout: %s is too short (at least %s)", a.timeout, minTimeout)
+	}
 	a.output = a.v.GetString("output")
 	readOnly, err := a.boolSetting(cmd, "read-only")
 	if err != nil {
@@ -204,6 +207,10 @@ func (a *app) load(cmd *cobra.Command) error {
 	a.readOnly = ctx.ReadOnly || readOnly
 	return nil
 }
+
+// minTimeout is the shortest --timeout the Kafka client accepts for a
+// request (franz-go refuses a request timeout overhead under 100ms).
+const minTimeout = 100 * time.Millisecond
 
 // envName is the environment variable that sets a global flag.
 func envName(flag string) string {
