@@ -142,7 +142,9 @@ func (a *app) QueueLagRows(ctx context.Context) ([]monitor.QueueLag, []string, e
 			AgeSeconds: l.AgeSeconds(), AgeSource: l.AgeSource,
 			Status: l.Status.String(), SLOSeconds: l.SLO.Seconds(), Breach: l.Breach,
 			Extra: map[string]any{
-				"unacked_known":          q.Unacked != nil,
+				// ready/unacked/consumers above read 0 when RabbitMQ has not
+				// produced them yet (the row's fields are not pointers).
+				"stats_known":            q.Ready != nil && q.Unacked != nil && q.Consumers != nil,
 				"consumer_utilisation":   q.ConsumerUtilisation,
 				"publish_rate":           q.PublishRate,
 				"ack_rate":               q.AckRate,
