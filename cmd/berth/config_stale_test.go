@@ -49,3 +49,21 @@ func TestTimeoutTooShortIsAUsageError(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 }
+
+// A bad value from the environment is named by its variable, not by the
+// flag the user never typed.
+func TestBadEnvironmentValueNamesTheVariable(t *testing.T) {
+	isolateConfig(t)
+	t.Setenv("BERTH_OUTPUT", "yaml")
+	if _, errOut, code := runBerth(t, "--bootstrap", "127.0.0.1:1", "brokers"); code != 2 || !strings.HasPrefix(errOut, `berth: BERTH_OUTPUT: "yaml"`) {
+		t.Fatalf("BERTH_OUTPUT: exit %d, stderr %q", code, errOut)
+	}
+	if _, errOut, code := runBerth(t, "--bootstrap", "127.0.0.1:1", "-o", "yaml", "brokers"); code != 2 || !strings.HasPrefix(errOut, `berth: --output: "yaml"`) {
+		t.Fatalf("-o: exit %d, stderr %q", code, errOut)
+	}
+	os.Unsetenv("BERTH_OUTPUT")
+	t.Setenv("BERTH_TIMEOUT", "-1s")
+	if _, errOut, code := runBerth(t, "--bootstrap", "127.0.0.1:1", "brokers"); code != 2 || !strings.HasPrefix(errOut, "berth: BERTH_TIMEOUT: must be positive") {
+		t.Fatalf("BERTH_TIMEOUT: exit %d, stderr %q", code, errOut)
+	}
+}

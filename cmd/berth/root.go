@@ -26,14 +26,15 @@ type app struct {
 	// closers run when the command ends (connections opened lazily).
 	closers []func()
 
-	v          *viper.Viper
-	configPath string // the file in use ("" when none exists)
-	cfg        *config.Config
-	ctxName    string
-	ctx        config.Context
-	timeout    time.Duration
-	readOnly   bool
-	output     string
+	v             *viper.Viper
+	configPath    string // the file in use ("" when none exists)
+	cfg           *config.Config
+	ctxName       string
+	ctx           config.Context
+	timeout       time.Duration
+	readOnly      bool
+	output        string
+	outputSetting string // "--output" or "BERTH_OUTPUT": where a bad value came from
 }
 
 func newApp(stdout, stderr io.Writer) *app {
@@ -167,12 +168,13 @@ func (a *app) load(cmd *cobra.Command) error {
 		return err
 	}
 	if a.timeout <= 0 {
-		return usageErr("--timeout: must be positive")
+		return usageErr("%s: must be positive", settingName(cmd, "timeout"))
 	}
 	if a.timeout < minTimeout {
-		return usageErr("--timeout: %s is too short (at least %s)", a.timeout, minTimeout)
+		return usageErr("%s: %s is too short (at least %s)", settingName(cmd, "timeout"), a.timeout, minTimeout)
 	}
 	a.output = a.v.GetString("output")
+	a.outputSetting = settingName(cmd, "output")
 	readOnly, err := a.boolSetting(cmd, "read-only")
 	if err != nil {
 		return err
@@ -211,6 +213,18 @@ func (a *app) load(cmd *cobra.Command) error {
 // minTimeout is the shortest --timeout the Kafka client accepts for a
 // request (franz-go refuses a request timeout overhead under 100ms).
 const minTimeout = 100 * time.Millisecond
+
+// settingName names where a global setting's value came from, for errors:
+// the flag when given, else its BERTH_* variable when set.
+func settingName(cmd *cobra.Command, flag string) string {
+	if f := cmd.Flags().Lookup(flag); f != nil && f.Changed {
+		return "--" + flag
+	}
+	if env, ok := os.LookupEnv(envName(flag)); ok && env != "" {
+		return envName(flag)
+	}
+	return "--" + flag
+}
 
 // envName is the environment variable that sets a global flag.
 func envName(flag string) string {
@@ -253,7 +267,11 @@ func (a *app) boolSetting(cmd *cobra.Command, flag string) (bool, error) {
 func (a *app) format(allowed ...output.Format) (output.Format, error) {
 	f, err := output.Parse(a.output, allowed...)
 	if err != nil {
-		return "", usageErr("%v", err)
+		msg := err.Error()
+		if a.outputSetting != "" {
+			msg = strings.Replace(msg, "--output", a.outputSetting, 1)
+		}
+		return "", usageErr("%s", msg)
 	}
 	return f, nil
 }
