@@ -54,9 +54,18 @@ func (b *Broker) seedOnce() error {
 	if _, err := os.Stat(marker); err == nil {
 		return nil
 	}
+	// Replication is 3, or the broker count when fewer: a topic cannot
+	// require more in-sync copies than it has, or a healthy cluster reads as
+	// under min ISR.
+	rf := min(3, len(b.addrs))
 	for _, t := range HarborCartTopics() {
 		if b.kc.TopicInfo(t.Name) != nil {
 			continue
+		}
+		if v, ok := t.Configs["min.insync.replicas"]; ok {
+			if n, err := strconv.Atoi(v); err == nil && n > rf {
+				t.Configs["min.insync.replicas"] = strconv.Itoa(rf)
+			}
 		}
 		if err := b.kc.CreateTopic(t.Name, t.Partitions, t.Configs); err != nil {
 			return fmt.Errorf("seed topic %s: %w", t.Name, err)
