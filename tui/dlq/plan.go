@@ -320,6 +320,10 @@ func (p *PlanPage) listen() tea.Cmd { return p.route(p.run.wait(p.view.version))
 
 func (p *PlanPage) finish() {
 	v := p.view
+	if p.leaving || strings.HasPrefix(p.note, "the plan is executing") {
+		p.note = "" // questions about a run that is over
+	}
+	p.leaving = false
 	var ref *execute.Refusal
 	switch {
 	case errors.As(v.err, &ref):
@@ -351,8 +355,7 @@ func (p *PlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 		p.loading, p.err = false, msg.err.Error()
 		return p, nil
 	case statusMsg:
-		st := msg.st
-		p.status, p.statusErr = &st, ""
+		p.setStatus(msg.st)
 		if a := p.pending; a != "" {
 			p.pending = ""
 			return p.action(a)
@@ -374,7 +377,7 @@ func (p *PlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 		}
 		p.note, p.noteBad = fmt.Sprintf("approval stored: signed as %s (%s)", sanitize.Text(who), msg.ok.Fingerprint), false
 		if msg.st != nil {
-			p.status = msg.st
+			p.setStatus(*msg.st)
 		} else if msg.stErr != nil {
 			p.statusErr = msg.stErr.Error()
 		}
@@ -432,6 +435,15 @@ func (p *PlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 	var cmd tea.Cmd
 	p.tbl, cmd = p.tbl.Update(msg)
 	return p, cmd
+}
+
+// setStatus takes a fresh status, with the plan's signatures as stored now.
+func (p *PlanPage) setStatus(st PlanStatus) {
+	p.status, p.statusErr = &st, ""
+	if st.File.Hash == p.file.Hash {
+		f := st.File
+		p.file = &f
+	}
 }
 
 // disabled says why an action cannot start now ("" when it can).
@@ -759,7 +771,7 @@ func (p *PlanPage) runLines() []string {
 		if pr.Total == 0 && !pr.Paused {
 			return []string{"executing: running the checks again and re-reading the records…"}
 		}
-		state := fmt.Sprintf("elapsed %s · eta %s", round(pr.Elapsed), round(pr.ETA))
+		state := fmt.Sprintf("elapsed %s · eta %s", round(pr.Elapsed), round(p.eta(pr)))
 		switch {
 		case v.cancelling:
 			state = "CANCELLING: finishing the batch in flight…"
@@ -823,6 +835,18 @@ func (p *PlanPage) runLines() []string {
 		}
 	}
 	return lines
+}
+
+// eta is the executor's estimate, but never less than what the plan's
+// rate allows: early batches go out at once, and an estimate from them
+// alone would promise a rate-limited plan far too soon.
+func (p *PlanPage) eta(pr execute.Progress) time.Duration {
+	eta := pr.ETA
+	if rate := p.file.Plan.Rate; rate > 0 {
+		left := pr.Total - pr.Sent - pr.Skipped - pr.Failed
+		eta = max(eta, time.Duration(left)*time.Second/time.Duration(rate))
+	}
+	return eta
 }
 
 func (p *PlanPage) resultLevel() styles.Level {
