@@ -265,8 +265,13 @@ func (s consoleRedrive) Verify(ctx context.Context, hash string, watch time.Dura
 	if err != nil {
 		return tuidlq.Verification{}, err
 	}
+	start := time.Now()
 	v, verr := s.cli().verifyRedrive(ctx, &redriveSession{cl: c, cluster: k, store: store}, pf, watch)
 	out := tuidlq.Verification{Watched: watch}
+	if ctx.Err() != nil && watch > 0 {
+		// Stopped from the console: say how long it really watched.
+		out.Stopped, out.Watched = true, min(time.Since(start), watch)
+	}
 	if v != nil {
 		out.Checked = v.Checked
 		for _, m := range v.Mismatches {

@@ -69,6 +69,7 @@ type Verification struct {
 	Checked    int
 	Mismatches []string
 	Watched    time.Duration
+	Stopped    bool // the watch was stopped early (c)
 	Refailed   []string
 }
 

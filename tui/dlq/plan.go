@@ -729,6 +729,9 @@ func (p *PlanPage) actionLine() string {
 		return p.busy
 	}
 	if p.running() {
+		if p.view.phase == phaseVerifying {
+			return "c stop the re-failure watch · esc leave it running"
+		}
 		return "p pause/resume · c cancel (finishes the batch in flight) · esc leave it running"
 	}
 	parts := []string{}
@@ -817,8 +820,11 @@ func (p *PlanPage) runLines() []string {
 		lines = append(lines, p.level(styles.Bad).Render("verification failed: "+sanitize.Text(v.verifyErr.Error())))
 	case v.verify != nil:
 		vr := v.verify
-		watched := fmt.Sprintf("re-failed %d within %s", len(vr.Refailed), vr.Watched)
-		if vr.Watched == 0 {
+		watched := fmt.Sprintf("re-failed %d within %s", len(vr.Refailed), round(vr.Watched))
+		switch {
+		case vr.Stopped:
+			watched = fmt.Sprintf("re-failed %d before the watch was stopped after %s", len(vr.Refailed), round(vr.Watched))
+		case vr.Watched == 0:
 			watched = "no re-failure watch"
 		}
 		line := fmt.Sprintf("verified: %d copies read back, %d mismatch(es); %s", vr.Checked, len(vr.Mismatches), watched)
