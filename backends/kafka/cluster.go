@@ -109,7 +109,7 @@ func (k *Cluster) Topics(ctx context.Context, names ...string) ([]backends.Topic
 	for _, e := range []struct {
 		what string
 		err  error
-	}{{"log start offsets", startErr}, {"end offsets", endErr}, {"last stable offsets", stabErr}, {"topic configs", cfgErr}} {
+	}{{"log start offsets", startErr}, {"end offsets", endErr}, {"last stable offsets", stabErr}} {
 		// A listing that failed on some brokers only still answers for the
 		// others; their partitions carry the error (fill, below).
 		if allFailed(e.err) {
@@ -166,6 +166,15 @@ func (k *Cluster) Topics(ctx context.Context, names ...string) ([]backends.Topic
 		if td.Err != nil {
 			// Listed but not loadable (e.g. being created): keep it visible.
 			t.Err = codeName(td.Err)
+		}
+		if cfgErr != nil {
+			// DescribeConfigs went to one broker; without its answer the
+			// topic is still listed, its configs missing and saying why.
+			why := "configs not read: " + describeErr("topic configs", cfgErr).Error()
+			if t.Err != "" {
+				why = t.Err + "; " + why
+			}
+			t.Err = why
 		}
 		if rc, err := configs.On(name, nil); err == nil && rc.Err == nil {
 			for _, c := range rc.Configs {
