@@ -140,6 +140,10 @@ func EvaluateQueue(q backends.Queue, now time.Time, slo time.Duration) QueueLag 
 	switch {
 	case q.Type == backends.QueueStream:
 		out.Status, out.Reason = QueueOK, "stream: messages are kept by retention, not consumed"
+	case !depthKnown && q.Ready != nil && *q.Ready > 0 && consumers == 0:
+		// Reduced mode (passive declare): ready and consumers are known,
+		// unacked is not; messages nobody will take are stalled anyway.
+		out.Status, out.Reason = QueueStalled, fmt.Sprintf("%d messages ready and no consumers", *q.Ready)
 	case !depthKnown:
 		out.Status, out.Reason = QueueOK, "depth unknown (statistics not produced yet)"
 	case depth == 0:

@@ -66,6 +66,16 @@ func TestEvaluateQueue(t *testing.T) {
 			status: QueueOK, age: f64(0), source: AgeEmpty,
 		},
 		{
+			name:   "reduced mode: ready messages and no consumers is stalled (unacked unknown)",
+			q:      backends.Queue{Ready: i64(12), Consumers: intp(0), Source: "passive_declare"},
+			status: QueueStalled,
+		},
+		{
+			name:   "reduced mode: ready messages with a consumer: status unknown, OK",
+			q:      backends.Queue{Ready: i64(12), Consumers: intp(1), Source: "passive_declare"},
+			status: QueueOK,
+		},
+		{
 			name:   "no statistics yet: unknown age, not zero",
 			q:      backends.Queue{Type: "classic"},
 			status: QueueOK,

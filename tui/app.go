@@ -442,6 +442,10 @@ func (m *Model) activate() tea.Cmd {
 // open opens a registered page. The top-level pages (overview, topics,
 // groups, brokers) replace the stack rather than growing it; others push.
 func (m *Model) open(name string, args []string) tea.Cmd {
+	name, notHere := forQueues(m.snap, name) // RabbitMQ: queue pages (page_queues.go)
+	if notHere != "" {
+		return m.setFlash(FlashMsg{Level: Error, Text: notHere})
+	}
 	spec, ok := lookupPage(name)
 	if !ok {
 		return m.setFlash(FlashMsg{Level: Error, Text: "no such page: " + sanitize.Text(name)})
@@ -453,7 +457,7 @@ func (m *Model) open(name string, args []string) tea.Cmd {
 }
 
 // rootPages are the pages that start a fresh breadcrumb trail.
-var rootPages = map[string]bool{"overview": true, "topics": true, "groups": true, "brokers": true}
+var rootPages = map[string]bool{"overview": true, "topics": true, "groups": true, "brokers": true, "queues": true}
 
 func (m *Model) back() tea.Cmd {
 	if len(m.stack) <= 1 {
@@ -673,7 +677,10 @@ func (m *Model) crumbsView() string {
 	}
 	left := b.String()
 	right := ""
-	if m.snap != nil {
+	switch {
+	case m.snap != nil && m.snap.RabbitMQ != nil:
+		right = queueCrumbs(m.snap.RabbitMQ)
+	case m.snap != nil:
 		right = fmt.Sprintf("%d brokers · %d topics · %d groups", len(m.snap.Cluster.Brokers), len(m.snap.Topics), len(m.snap.Groups))
 	}
 	return joinEnds(left, m.styles.Muted.Render(right), m.width)

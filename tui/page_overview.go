@@ -22,6 +22,9 @@ func init() {
 type overviewPage struct {
 	tablePage
 	seen map[int32]bool // brokers ever seen, to count the ones missing now
+	// queues is the overview's RabbitMQ form, set by the first RabbitMQ
+	// snapshot (page_queues.go); the page then defers to it.
+	queues *queueOverview
 }
 
 func newOverview(env PageEnv) Page {
@@ -40,6 +43,9 @@ func newOverview(env PageEnv) Page {
 }
 
 func (p *overviewPage) Update(msg tea.Msg) (Page, tea.Cmd) {
+	if cmd, ok := p.updateQueues(msg); ok {
+		return p, cmd
+	}
 	if s, ok := msg.(SnapshotMsg); ok && s.Snap != nil {
 		for _, b := range s.Snap.Cluster.Brokers {
 			p.seen[b.ID] = true

@@ -35,6 +35,9 @@ type Snapshot struct {
 	// Queues are RabbitMQ queue rows (RabbitMQ contexts only; filled by the
 	// RabbitMQ side, empty for Kafka).
 	Queues []QueueLag
+	// RabbitMQ is set for RabbitMQ contexts (nil for Kafka): the console's
+	// queue pages read it (see rabbitmq.go).
+	RabbitMQ *RabbitMQ
 	// Warnings are partial failures that did not stop the refresh (a group
 	// that could not be described, timestamps that could not be read).
 	Warnings []string
