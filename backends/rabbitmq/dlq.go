@@ -38,6 +38,9 @@ type Message struct {
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// ErrorHeader is the configured application error header's value.
 	ErrorHeader string `json:"error,omitempty"`
+	// OrderingKey is the business key named by the policy's ordering_key
+	// ("" when none is configured or the message lacks it).
+	OrderingKey string `json:"ordering_key,omitempty"`
 	// PriorRedrives is Berth's redrive attempt header (0 when never).
 	PriorRedrives int    `json:"prior_redrives"`
 	Class         string `json:"class"`
@@ -56,6 +59,9 @@ type Extractors struct {
 	IdempotencyKey string
 	// ErrorHeader names an application header with the failure's text.
 	ErrorHeader string
+	// OrderingKey is header:NAME or json:FIELD: the business key whose
+	// messages must keep their order (none when empty).
+	OrderingKey string
 }
 
 // ToMessage converts a delivery into a Message.
@@ -83,6 +89,9 @@ func ToMessage(pos int, d amqp.Delivery, x Extractors) Message {
 		m.PriorRedrives = int(n)
 	}
 	m.IdempotencyKey = fieldValue(x.IdempotencyKey, d.Headers, d.Body)
+	if x.OrderingKey != "" {
+		m.OrderingKey = fieldValue(x.OrderingKey, d.Headers, d.Body)
+	}
 	switch {
 	case d.MessageId != "":
 		m.EventID, m.EventIDSource = d.MessageId, "message_id"

@@ -3,6 +3,7 @@ package rabbitmq
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -259,4 +260,101 @@ func (l *Ledger) Signatures(ctx context.Context, plan string) (*approval.Signatu
 		}
 	}
 	return author, approvals, rows.Err()
+}
+
+// RedrivenEvents returns every event id the ledger has confirmed, from any
+// DLQ and plan: an event redriven from another DLQ was redriven all the
+// same (the Kafka ledger check matches event ids globally too). The value
+// says where from and by which plan.
+func (l *Ledger) RedrivenEvents(ctx context.Context) (map[string]string, error) {
+	rows, err := l.db.QueryContext(ctx, `SELECT event_id, vhost, dlq, plan FROM berth_rabbitmq_ledger WHERE state = $1`, StateConfirmed)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %v", err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var id, vhost, dlq, plan string
+		if err := rows.Scan(&id, &vhost, &dlq, &plan); err != nil {
+			return nil, fmt.Errorf("ledger: %v", err)
+		}
+		out[id] = fmt.Sprintf("redriven from %s (vhost %s) by plan %s", dlq, vhost, short(plan))
+	}
+	return out, rows.Err()
+}
+
+// Plans are stored beside the ledger too, so any operator using the same
+// store finds a plan by a hash prefix (approve, execute, status), as Kafka
+// plans are found in the cluster's plan store.
+const plansTable = `CREATE TABLE IF NOT EXISTS berth_rabbitmq_plans (
+		hash       TEXT PRIMARY KEY,
+		vhost      TEXT NOT NULL,
+		dlq        TEXT NOT NULL,
+		created_at TEXT NOT NULL,
+		body       TEXT NOT NULL)`
+
+// PutPlan stores a plan under its hash (storing it again changes nothing).
+func (l *Ledger) PutPlan(ctx context.Context, p Plan) error {
+	if _, err := l.db.ExecContext(ctx, plansTable); err != nil {
+		return fmt.Errorf("plan store: %v", err)
+	}
+	body, err := json.Marshal(planFile{Hash: p.Hash(), Plan: p})
+	if err != nil {
+		return err
+	}
+	_, err = l.db.ExecContext(ctx, `INSERT INTO berth_rabbitmq_plans (hash, vhost, dlq, created_at, body) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (hash) DO NOTHING`, p.Hash(), p.Vhost, p.DLQ, p.CreatedAt.UTC().Format(time.RFC3339Nano), string(body))
+	if err != nil {
+		return fmt.Errorf("plan store: %v", err)
+	}
+	return nil
+}
+
+// ErrNoPlan is returned when no stored plan matches a hash prefix.
+var ErrNoPlan = errors.New("no such plan in the redrive store")
+
+// Plan finds a stored plan by a hash prefix (8+ hex digits); its content is
+// checked against its hash, as for a file.
+func (l *Ledger) Plan(ctx context.Context, prefix string) (Plan, error) {
+	ps, err := l.plans(ctx, strings.ToLower(prefix))
+	if err != nil {
+		return Plan{}, err
+	}
+	switch len(ps) {
+	case 0:
+		return Plan{}, fmt.Errorf("plan %s: %w", prefix, ErrNoPlan)
+	case 1:
+		return ps[0], nil
+	}
+	return Plan{}, fmt.Errorf("plan %s: the prefix matches %d plans; give more digits", prefix, len(ps))
+}
+
+// Plans lists every stored plan, oldest first.
+func (l *Ledger) Plans(ctx context.Context) ([]Plan, error) { return l.plans(ctx, "") }
+
+func (l *Ledger) plans(ctx context.Context, prefix string) ([]Plan, error) {
+	if _, err := l.db.ExecContext(ctx, plansTable); err != nil {
+		return nil, fmt.Errorf("plan store: %v", err)
+	}
+	rows, err := l.db.QueryContext(ctx, `SELECT hash, body FROM berth_rabbitmq_plans WHERE hash LIKE $1 ORDER BY created_at, hash`, prefix+"%")
+	if err != nil {
+		return nil, fmt.Errorf("plan store: %v", err)
+	}
+	defer rows.Close()
+	var out []Plan
+	for rows.Next() {
+		var hash, body string
+		if err := rows.Scan(&hash, &body); err != nil {
+			return nil, fmt.Errorf("plan store: %v", err)
+		}
+		var f planFile
+		if err := json.Unmarshal([]byte(body), &f); err != nil {
+			return nil, fmt.Errorf("plan store: plan %s: %v", short(hash), err)
+		}
+		if f.Plan.Hash() != hash {
+			return nil, fmt.Errorf("plan store: plan %s: content does not match its hash", short(hash))
+		}
+		out = append(out, f.Plan)
+	}
+	return out, rows.Err()
 }

@@ -19,8 +19,10 @@ import (
 // each one's target from x-death. The plan file's SHA-256 over its
 // canonical encoding is its identity, as for Kafka plans; the checks are the
 // same where they mean the same (ledger, system of record, duplicates, loop
-// guard, missing idempotency key). Kafka's ordering scan does not apply:
-// a queue has no partition to scan (see the docs).
+// guard, missing idempotency key). Kafka's ordering scan has no queue
+// counterpart (a queue has no partition to scan); instead, with a policy's
+// ordering_key, messages of one business key are checked against each
+// other inside the DLQ (CheckOrdering).
 
 // PlanKind marks a RabbitMQ plan file.
 const PlanKind = "rabbitmq"
@@ -44,11 +46,13 @@ type Plan struct {
 	Window int    `json:"window"` // publishes awaiting confirms
 	// AcceptQuorumSideEffects: a quorum DLQ's unselected messages are
 	// returned to the back with their delivery count + 1.
-	AcceptQuorumSideEffects bool                   `json:"accept_quorum_side_effects"`
-	Policy                  redrive.PolicySnapshot `json:"policy"`
-	Author                  string                 `json:"author"`
-	CreatedAt               time.Time              `json:"created_at"`
-	Records                 []PlanRecord           `json:"records"`
+	AcceptQuorumSideEffects bool `json:"accept_quorum_side_effects"`
+	// AllowHazards: ordering hazards were included (still reported).
+	AllowHazards bool                   `json:"allow_ordering_hazards,omitempty"`
+	Policy       redrive.PolicySnapshot `json:"policy"`
+	Author       string                 `json:"author"`
+	CreatedAt    time.Time              `json:"created_at"`
+	Records      []PlanRecord           `json:"records"`
 }
 
 // Redrive targets.
@@ -117,19 +121,29 @@ type PlanRecord struct {
 	RoutingKey     string `json:"routing_key"`
 	BodySHA256     string `json:"body_sha256"`
 	PriorRedrives  int    `json:"prior_redrives"`
+	// OrderingKey is the business key named by the policy's ordering_key
+	// ("" when none is configured or the message lacks it).
+	OrderingKey string `json:"ordering_key,omitempty"`
+	// HazardPosition is the DLQ position of the message that makes this
+	// one an ordering hazard (also set when the plan allows hazards).
+	HazardPosition *int `json:"hazard_position,omitempty"`
 	redrive.Verdict
 }
 
 // CheckInput is what the checks need besides the messages: answers from the
 // ledger and the system of record, gathered by the caller (I/O stays out).
 type CheckInput struct {
-	// Redriven are event ids the ledger has confirmed for this DLQ.
-	Redriven map[string]bool
+	// Redriven are event ids the ledger has confirmed, from any DLQ (an
+	// event redriven from another DLQ was redriven all the same); the value
+	// says where and by which plan, for the detail.
+	Redriven map[string]string
 	// Committed answers the system of record per idempotency key; nil when
 	// the policy has none. SORErr is set when it could not be asked.
 	Committed map[string]bool
 	SORErr    error
 	HasSOR    bool
+	// AllowHazards includes ordering hazards (still reported).
+	AllowHazards bool
 }
 
 // MakePlan selects messages and runs the checks. Pure: now, author and the
@@ -163,14 +177,20 @@ func MakePlan(msgs []Message, sel Selection, pol redrive.PolicySnapshot, in Chec
 		switch {
 		case !ok:
 			exclude(redrive.ReasonCheckFailed, "no x-death routing: the original exchange and routing key are unknown")
-		case in.Redriven[m.EventID]:
-			exclude(redrive.ReasonAlreadyRedriven, "the ledger has this event confirmed")
+		case redrivenBefore(in.Redriven, m.EventID):
+			exclude(redrive.ReasonAlreadyRedriven, "the ledger has event %s confirmed: %s", m.EventID, in.Redriven[m.EventID])
 		case pol.RequireIdempotencyKey && m.IdempotencyKey == "":
 			exclude(redrive.ReasonMissingKey, "policy requires %s", pol.IdempotencyKey)
+		case in.HasSOR && m.IdempotencyKey == "":
+			// The system of record cannot be asked without a key: never
+			// read as "not applied".
+			exclude(redrive.ReasonMissingKey, "no idempotency key (%s) to ask the system of record with", fieldName(pol.IdempotencyKey))
 		case in.HasSOR && in.SORErr != nil:
 			exclude(redrive.ReasonCheckFailed, "system of record: %v", in.SORErr)
-		case in.HasSOR && m.IdempotencyKey != "" && in.Committed[m.IdempotencyKey]:
-			exclude(redrive.ReasonEffectCommitted, "the system of record has %s", m.IdempotencyKey)
+		case in.HasSOR && !answered(in.Committed, m.IdempotencyKey):
+			exclude(redrive.ReasonCheckFailed, "system of record: no answer for %s", m.IdempotencyKey)
+		case in.HasSOR && in.Committed[m.IdempotencyKey]:
+			exclude(redrive.ReasonEffectCommitted, "the system of record has %s (its effect already committed)", m.IdempotencyKey)
 		case m.PriorRedrives >= max:
 			exclude(redrive.ReasonLoopLimit, "redriven %d times before (limit %d)", m.PriorRedrives, max)
 		case seen[m.EventID]:
@@ -179,9 +199,110 @@ func MakePlan(msgs []Message, sel Selection, pol redrive.PolicySnapshot, in Chec
 		if r.Included {
 			seen[m.EventID] = true
 		}
+		r.OrderingKey = m.OrderingKey
 		p.Records = append(p.Records, r)
 	}
+	p.AllowHazards = in.AllowHazards
+	CheckOrdering(msgs, p.Records, in.AllowHazards)
 	return p, nil
+}
+
+func redrivenBefore(m map[string]string, id string) bool { _, ok := m[id]; return ok }
+
+func answered(m map[string]bool, key string) bool { _, ok := m[key]; return ok }
+
+// CheckOrdering is the ordering check for queues, by the policy's business
+// key (ordering_key). Records are redriven in DLQ order, so within the
+// selection messages of one key keep their order. Two cases break it:
+//   - an older message of the same key stays behind in the DLQ (not
+//     selected, or excluded for a reason that leaves it undelivered): the
+//     redriven message would overtake it, and it would arrive later, behind
+//     a newer event;
+//   - within the plan, a message's publisher timestamp is older than that
+//     of a same-key message ahead of it in the DLQ (it died later): it
+//     would arrive behind the newer event.
+//
+// Such a record is an ordering_hazard: excluded, or included and still
+// reported when allow is set. Excluding it leaves it behind too, so later
+// messages of its key become hazards in turn (a plan never mixes a key's
+// messages out of order). Messages without the key are not checked.
+func CheckOrdering(msgs []Message, recs []PlanRecord, allow bool) {
+	inPlan := map[int]*PlanRecord{}
+	for i := range recs {
+		inPlan[recs[i].Position] = &recs[i]
+	}
+	ordered := append([]Message(nil), msgs...)
+	sort.SliceStable(ordered, func(i, j int) bool { return ordered[i].Position < ordered[j].Position })
+	// behind: per key, the first position of a message that stays in the
+	// DLQ undelivered; newest: per key, the sent message with the newest
+	// publisher timestamp so far.
+	behind := map[string]int{}
+	type stamp struct {
+		pos int
+		at  time.Time
+	}
+	newest := map[string]stamp{}
+	for _, m := range ordered {
+		k := m.OrderingKey
+		if k == "" {
+			continue
+		}
+		r := inPlan[m.Position]
+		if r == nil || !r.Included {
+			if r == nil || staysBehind(r.Reason) {
+				if _, ok := behind[k]; !ok {
+					behind[k] = m.Position
+				}
+			}
+			continue
+		}
+		hazard := func(pos int, why string) {
+			p := pos
+			r.HazardPosition = &p
+			r.Detail = why
+			if !allow {
+				r.Included, r.Reason = false, redrive.ReasonOrderingHazard
+				if _, ok := behind[k]; !ok {
+					behind[k] = m.Position
+				}
+			}
+		}
+		if pos, ok := behind[k]; ok {
+			hazard(pos, fmt.Sprintf("an older message with ordering key %s stays in the DLQ at position %d; this one would overtake it", k, pos))
+			continue
+		}
+		if m.Timestamp != nil {
+			if s, ok := newest[k]; ok && m.Timestamp.Before(s.at) {
+				hazard(s.pos, fmt.Sprintf("published before the same-key message at position %d (ahead of it in the DLQ): it would arrive behind a newer event", s.pos))
+				continue
+			}
+			if s, ok := newest[k]; !ok || m.Timestamp.After(s.at) {
+				newest[k] = stamp{m.Position, *m.Timestamp}
+			}
+		}
+	}
+}
+
+// staysBehind reports whether an excluded record remains in the DLQ
+// undelivered (as opposed to delivered already, or settled in the system
+// of record).
+func staysBehind(r redrive.Reason) bool {
+	switch r {
+	case redrive.ReasonAlreadyRedriven, redrive.ReasonDuplicate, redrive.ReasonEffectCommitted:
+		return false
+	}
+	return true
+}
+
+// Blocked reports whether a check could not run for some record: the plan
+// cannot execute until it is made again (as for Kafka plans).
+func (p Plan) Blocked() (bool, string) {
+	for _, r := range p.Records {
+		if r.Reason == redrive.ReasonCheckFailed {
+			return true, fmt.Sprintf("record at position %d (event %s): %s", r.Position, r.EventID, r.Detail)
+		}
+	}
+	return false, ""
 }
 
 // Canonical is the plan's canonical encoding (struct field order, UTC
@@ -224,15 +345,23 @@ func (p Plan) Included() map[string]PlanRecord {
 	return out
 }
 
-// Totals counts the plan's records by verdict.
-func (p Plan) Totals() map[string]int {
-	t := map[string]int{"selected": len(p.Records), "included": 0}
+// Totals counts the plan's records by verdict and class, as Kafka plans do.
+func (p Plan) Totals() redrive.Totals {
+	t := redrive.Totals{Selected: len(p.Records), ByReason: map[redrive.Reason]int{}, ByClass: map[string]redrive.ClassCount{}}
+	for _, r := range redrive.Reasons {
+		t.ByReason[r] = 0
+	}
 	for _, r := range p.Records {
+		c := t.ByClass[r.Class]
+		c.Selected++
 		if r.Included {
-			t["included"]++
+			t.Included++
+			c.Included++
 		} else {
-			t[string(r.Reason)]++
+			t.Excluded++
+			t.ByReason[r.Reason]++
 		}
+		t.ByClass[r.Class] = c
 	}
 	return t
 }

@@ -12,6 +12,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/berth-dev/berth/backends"
+	"github.com/berth-dev/berth/redrive"
 )
 
 // ExecOptions tune Execute.
@@ -28,6 +29,34 @@ type ExecOptions struct {
 	StopOnFailure bool
 	// Progress is called after each chunk is settled.
 	Progress func(Result)
+	// Skip holds included records that the checks, run again at execution,
+	// now exclude (by event id): they are left in the DLQ and reported.
+	Skip map[string]redrive.Verdict
+	// Verify checks, after the run, that the DLQ's depth fell by exactly
+	// the number of messages acked and that nothing was returned.
+	Verify bool
+}
+
+// Skip is an included record that was not sent: the checks run again at
+// execution excluded it.
+type Skip struct {
+	EventID  string         `json:"event_id"`
+	Position int            `json:"position"`
+	Reason   redrive.Reason `json:"reason"`
+	Detail   string         `json:"detail,omitempty"`
+}
+
+// Verification is what the DLQ says after a run: its ready count before
+// and after, against the messages acked (sent, or confirmed earlier), and
+// the messages the broker returned as unroutable.
+type Verification struct {
+	DepthBefore int64 `json:"dlq_depth_before"`
+	DepthAfter  int64 `json:"dlq_depth_after"`
+	Acked       int   `json:"acked"`
+	Returned    int   `json:"returned"`
+	// OK: depth after = depth before - acked, and nothing returned.
+	OK      bool   `json:"ok"`
+	Problem string `json:"problem,omitempty"`
 }
 
 // Failure is one message that could not be redriven: it stays in the DLQ.
@@ -58,6 +87,14 @@ type Result struct {
 	NotFound []string `json:"not_found"`
 	// Passed counts unselected messages left in place.
 	Passed int `json:"passed_over"`
+	// Skipped are included records the checks excluded at execution.
+	Skipped []Skip `json:"skipped"`
+	// Returned counts publishes the broker returned (unroutable); each is
+	// also a failure.
+	Returned int `json:"returned"`
+	// Verification is set when ExecOptions.Verify asked for it and the run
+	// was not interrupted.
+	Verification *Verification `json:"verification,omitempty"`
 	// Stopped says why execution ended early ("" when it finished).
 	Stopped string `json:"stopped,omitempty"`
 }
@@ -116,7 +153,7 @@ func (p *publisher) closeReason() string {
 // action layer refuses too: Execute itself refuses a read-only client).
 func (c *Client) Execute(ctx context.Context, p Plan, l *Ledger, o ExecOptions) (Result, error) {
 	hash := p.Hash()
-	res := Result{Plan: hash, Failed: []Failure{}, NotFound: []string{}}
+	res := Result{Plan: hash, Failed: []Failure{}, NotFound: []string{}, Skipped: []Skip{}}
 	if p.Kind != PlanKind {
 		return res, fmt.Errorf("plan %s is not a RabbitMQ plan (kind %q)", short(hash), p.Kind)
 	}
@@ -147,6 +184,13 @@ func (c *Client) Execute(ctx context.Context, p Plan, l *Ledger, o ExecOptions) 
 			res.Excluded++
 		}
 	}
+	for id, v := range o.Skip {
+		if r, ok := included[id]; ok && !v.Included {
+			res.Skipped = append(res.Skipped, Skip{EventID: id, Position: r.Position, Reason: v.Reason, Detail: v.Detail})
+			delete(included, id)
+		}
+	}
+	sort.Slice(res.Skipped, func(i, j int) bool { return res.Skipped[i].Position < res.Skipped[j].Position })
 	states, err := l.PlanStates(ctx, hash)
 	if err != nil {
 		return res, err
@@ -155,6 +199,8 @@ func (c *Client) Execute(ctx context.Context, p Plan, l *Ledger, o ExecOptions) 
 		return res, nil
 	}
 
+	// The DLQ's ready count before anything is consumed, for verification.
+	before, berr := c.passive(ctx, p.DLQ)
 	conn, err := c.dial(ctx)
 	if err != nil {
 		return res, err
@@ -377,7 +423,48 @@ read:
 	if loopErr != nil {
 		return res, loopErr
 	}
+	if o.Verify {
+		res.Verification = c.verifyDepth(ctx, p.DLQ, before, berr, res)
+	}
 	return res, nil
+}
+
+// verifyDepth compares the DLQ's ready count after the run (once held
+// messages are back) with the count before minus the messages acked.
+// Requeues land a moment after the channel closes (quorum queues go
+// through Raft): poll to a short deadline before calling it a mismatch.
+func (c *Client) verifyDepth(ctx context.Context, dlq string, before backends.Queue, berr error, res Result) *Verification {
+	v := &Verification{Acked: res.Sent + res.AlreadySent, Returned: res.Returned}
+	if berr != nil || before.Ready == nil {
+		v.Problem = "the DLQ's depth before the run is unknown"
+		return v
+	}
+	v.DepthBefore = *before.Ready
+	want := v.DepthBefore - int64(v.Acked)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		q, err := c.passive(ctx, dlq)
+		if err != nil {
+			v.Problem = "reading the DLQ's depth after the run: " + err.Error()
+			return v
+		}
+		if q.Ready != nil {
+			v.DepthAfter = *q.Ready
+		}
+		if v.DepthAfter == want || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	switch {
+	case v.DepthAfter != want:
+		v.Problem = fmt.Sprintf("the DLQ holds %d ready messages, expected %d (%d before - %d acked): another publisher or consumer on the DLQ, or messages not yet returned", v.DepthAfter, want, v.DepthBefore, v.Acked)
+	case v.Returned > 0:
+		v.Problem = fmt.Sprintf("%d publish(es) were returned unroutable (they stay in the DLQ)", v.Returned)
+	default:
+		v.OK = true
+	}
+	return v
 }
 
 // settleChunk waits for a chunk's confirms, collects returns, records the
@@ -418,7 +505,11 @@ drain:
 	}
 	var done []LedgerEntry
 	var failed []Failure
+	nReturned := 0
 	for i, it := range ch.items {
+		if _, bad := returned[it.rec.EventID]; bad {
+			nReturned++
+		}
 		if r, bad := returned[it.rec.EventID]; bad && ok[i] {
 			ok[i], why[i] = false, r+" (unroutable: no queue bound for this routing key)"
 		}
@@ -449,6 +540,7 @@ drain:
 	res.Sent += sent
 	res.Resent += resent
 	res.Failed = append(res.Failed, failed...)
+	res.Returned += nReturned
 	snapshot := *res
 	mu.Unlock()
 	if o.Progress != nil {
@@ -495,6 +587,11 @@ func (c *Client) execAllowed(ctx context.Context, p Plan) error {
 			return err
 		}
 		typ = q.Type
+	}
+	if q.AutoDelete {
+		// Execution consumes the DLQ; when that consumer goes, RabbitMQ
+		// deletes an auto-delete queue with every message left in it.
+		return &RefusedError{Why: fmt.Sprintf("DLQ %q is auto-delete: RabbitMQ deletes it, with the messages not redriven, when the redrive's consumer leaves; refusing (move the messages to a durable queue first)", p.DLQ)}
 	}
 	switch typ {
 	case backends.QueueClassic:

@@ -32,7 +32,7 @@ func planFor(t testing.TB, c *Client, dlq string, sel Selection, l *Ledger) Plan
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := l.Redriven(context.Background(), c.Vhost(), dlq)
+	done, err := l.RedrivenEvents(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestPlanChecksAndHash(t *testing.T) {
 		msgs[i].Position = i
 	}
 	pol := redrive.PolicySnapshot{RequireIdempotencyKey: true, IdempotencyKey: "json:k", MaxRedrives: 3}
-	p, err := MakePlan(msgs, Selection{All: true}, pol, CheckInput{Redriven: map[string]bool{"b": true}, HasSOR: true, Committed: map[string]bool{"ke": true}}, time.Unix(0, 0))
+	p, err := MakePlan(msgs, Selection{All: true}, pol, CheckInput{Redriven: map[string]string{"b": "by plan p"}, HasSOR: true, Committed: map[string]bool{"ka": false, "kc": false, "ke": true}}, time.Unix(0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

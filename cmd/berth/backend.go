@@ -52,7 +52,7 @@ func (a *app) kafkaOptions() (kafka.Options, error) {
 	default:
 		hint := ""
 		if a.ctx.Kind == "rabbitmq" {
-			hint = " (for RabbitMQ: berth queues, berth describe queue, berth queues dlq ..., berth queues redrive ...)"
+			hint = " (for RabbitMQ: berth queues, berth describe queue, berth dlq ..., berth redrive ...)"
 		}
 		return kafka.Options{}, fmt.Errorf("context %s is a %s context; this command needs Kafka%s", a.ctxName, a.ctx.Kind, hint)
 	}

@@ -42,8 +42,11 @@ func newDLQCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dlq",
 		Short: "Dead-letter queues: list, failure classes, records",
-		Long: `Inspect Kafka dead-letter topics: topics named *.DLT, *-dlt, *.dlq, *-dlq or
-*.DLQ, plus the pairs declared under redrive.dlqs in the config.
+		Long: `Inspect dead-letter queues. On Kafka: topics named *.DLT, *-dlt, *.dlq, *-dlq
+or *.DLQ, plus the pairs declared under redrive.dlqs in the config. On
+RabbitMQ: queues that receive dead letters (dead-letter exchange wiring),
+plus redrive.dlqs; messages are read by a browse that never loses,
+dead-letters or reorders one.
 
 Records are parsed in every known convention (Spring kafka_dlt-* with every
 hop, Spring retry topics, Spring Cloud Stream, Kafka Connect
@@ -102,9 +105,18 @@ first); when a DLQ holds more, classes and originals describe those read
 ("sampled").
 
 JSON fields: dlq, declared_original, records, depth, oldest_at,
-oldest_age_seconds, classes, original_topics, sampled.`,
+oldest_age_seconds, classes, original_topics, sampled.
+
+On a RabbitMQ context: the queues that receive dead letters (from
+dead-letter exchange wiring, plus redrive.dlqs), with depth, the head
+message's publisher-timestamp age and the original queues; nothing is read
+from the queues (--limit does not apply). JSON fields: dlq, vhost, type,
+found, original_queues, depth, depth_source, head_publisher_age_seconds.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if a.isRabbit() {
+				return a.rmqDLQList(cmd)
+			}
 			f, err := a.format(output.Table, output.JSON)
 			if err != nil {
 				return err
@@ -167,6 +179,7 @@ type classRow struct {
 
 func newDLQClassesCmd(a *app) *cobra.Command {
 	var limit int
+	var b browseFlags
 	cmd := &cobra.Command{
 		Use:   "classes DLQ",
 		Short: "Failure classes of a DLQ's pending records",
@@ -179,9 +192,21 @@ The class id (c-...) is what berth dlq show --class and berth redrive plan
 --class take.
 
 JSON fields: class, count, original_topic, exception, pattern, transient,
-verdict, first_seen, last_seen.`,
+verdict, first_seen, last_seen.
+
+On a RabbitMQ context classes are original queue, death reason and the
+policy's error_header text; --limit messages are browsed (default 1,000)
+without losing, dead-lettering or reordering any (quorum DLQs need
+--accept-requeue-side-effects). JSON fields: class, count, original_queue,
+reason, pattern, transient, verdict, first_seen, last_seen.`,
 		Args: exactArgs("DLQ"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if a.isRabbit() {
+				return a.rmqDLQClasses(cmd, args[0], limit, b)
+			}
+			if err := kafkaRejectsBrowse(cmd); err != nil {
+				return err
+			}
 			f, err := a.format(output.Table, output.JSON)
 			if err != nil {
 				return err
@@ -215,7 +240,8 @@ verdict, first_seen, last_seen.`,
 			return g.WriteTable(a.stdout)
 		},
 	}
-	cmd.Flags().IntVar(&limit, "limit", kafka.DefaultReadLimit, "records read, oldest first")
+	cmd.Flags().IntVar(&limit, "limit", kafka.DefaultReadLimit, "records read, oldest first (RabbitMQ: messages browsed, default 1000)")
+	b.add(cmd)
 	return cmd
 }
 
@@ -332,6 +358,7 @@ func newDLQShowCmd(a *app) *cobra.Command {
 		classes []string
 		limit   int
 		read    int
+		b       browseFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "show DLQ",
@@ -349,9 +376,21 @@ JSON: an array of records with fields partition, offset, timestamp, key (null
 for a null key) or key_hex, event_id, idempotency_key, class, conventions,
 first_origin, last_hop, hops, exception, cause, message, attempts,
 prior_redrives, redriven_or_settled, problems, headers [{key, value |
-value_hex, binary}], value or value_hex, value_binary, value_bytes.`,
+value_hex, binary}], value or value_hex, value_binary, value_bytes.
+
+On a RabbitMQ context messages are browsed (--read, default 1,000) and shown
+with their parsed x-death history. JSON: position, publisher_timestamp,
+message_id, event_id, event_id_source, idempotency_key, ordering_key, class,
+original_queue, reason, error, death, redelivered, prior_redrives,
+redriven_or_settled, headers, value or value_hex, value_binary, value_bytes.`,
 		Args: exactArgs("DLQ"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if a.isRabbit() {
+				return a.rmqDLQShow(cmd, args[0], classes, limit, read, b)
+			}
+			if err := kafkaRejectsBrowse(cmd); err != nil {
+				return err
+			}
 			f, err := a.format(output.Table, output.JSON)
 			if err != nil {
 				return err
@@ -410,7 +449,8 @@ value_hex, binary}], value or value_hex, value_binary, value_bytes.`,
 	}
 	cmd.Flags().StringArrayVar(&classes, "class", nil, "only records of this class id (repeatable)")
 	cmd.Flags().IntVar(&limit, "limit", 20, "records shown")
-	cmd.Flags().IntVar(&read, "read", kafka.DefaultReadLimit, "records read, oldest first")
+	cmd.Flags().IntVar(&read, "read", kafka.DefaultReadLimit, "records read, oldest first (RabbitMQ: messages browsed, default 1000)")
+	b.add(cmd)
 	return cmd
 }
 

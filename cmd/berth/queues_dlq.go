@@ -2,15 +2,18 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/crypto/ssh"
 
 	"github.com/berth-dev/berth/backends/rabbitmq"
 	"github.com/berth-dev/berth/internal/audit"
@@ -22,57 +25,116 @@ import (
 	"github.com/berth-dev/berth/redrive/sor"
 )
 
-// RabbitMQ dead letters and redrive: `berth queues dlq list|classes|show`
-// and `berth queues redrive plan|execute|status`. The Kafka `berth dlq` and
-// `berth redrive` commands cover Kafka contexts; these are their RabbitMQ
-// counterparts with the same JSON shapes where the meaning is the same.
+// RabbitMQ dead letters and redrive. `berth dlq list|classes|show` and
+// `berth redrive plan|show|approve|execute|status` dispatch here on a
+// rabbitmq context (dlq.go, redrive.go, redrive_exec.go), with the same
+// flags where they mean the same thing and the same JSON field names where
+// the meaning is the same. `berth queues dlq` and `berth queues redrive`
+// (their first home) remain as hidden pointers to the shared commands.
 
-// addQueueSubcommands hangs the dlq and redrive trees under `berth queues`.
-func addQueueSubcommands(a *app, queues *cobra.Command) {
-	dlq := &cobra.Command{Use: "dlq", Short: "RabbitMQ dead-letter queues: list, classes, messages", Args: noArgs}
-	dlq.AddCommand(a.newQDLQList(), a.newQDLQClasses(), a.newQDLQShow())
-	rd := &cobra.Command{Use: "redrive", Short: "Plan and execute RabbitMQ redrives (ledger, confirms, dry run first)", Args: noArgs}
-	rd.AddCommand(a.newQRedrivePlan(), a.newQRedriveApprove(), a.newQRedriveExecute(), a.newQRedriveStatus())
-	queues.AddCommand(dlq, rd)
+// isRabbit reports whether the current context is RabbitMQ.
+func (a *app) isRabbit() bool { return a.ctx.Kind == "rabbitmq" }
+
+// onlyFor refuses flags that have no meaning for the current backend,
+// naming the flag and what to use instead.
+func onlyFor(cmd *cobra.Command, backend string, why map[string]string) error {
+	names := make([]string, 0, len(why))
+	for n := range why {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if f := cmd.Flags().Lookup(n); f != nil && f.Changed {
+			return usageErr("--%s: %s only (%s)", n, backend, why[n])
+		}
+	}
+	return nil
 }
 
-// browseFlags are shared by the commands that read a DLQ.
+// addQueueSubcommands hangs hidden pointers under `berth queues`: the
+// dead-letter and redrive commands are `berth dlq` and `berth redrive` for
+// every backend.
+func addQueueSubcommands(a *app, queues *cobra.Command) {
+	for _, name := range []string{"dlq", "redrive"} {
+		name := name
+		queues.AddCommand(&cobra.Command{
+			Use: name, Hidden: true, DisableFlagParsing: true,
+			RunE: func(*cobra.Command, []string) error {
+				return usageErr("berth queues %s is now berth %s (same commands and flags for RabbitMQ and Kafka)", name, name)
+			},
+		})
+	}
+}
+
+// browseFlags are the RabbitMQ-only flags of the commands that read a DLQ.
 type browseFlags struct {
-	limit  int
 	typ    string
 	accept bool
 }
 
 func (b *browseFlags) add(c *cobra.Command) {
-	c.Flags().IntVar(&b.limit, "limit", 1000, "most messages to read")
-	c.Flags().StringVar(&b.typ, "queue-type", "", "the DLQ's type when there is no management API (classic|quorum|stream)")
-	c.Flags().BoolVar(&b.accept, "accept-requeue-side-effects", false, "quorum DLQs: accept that reading moves each message to the back and adds 1 to its delivery count")
+	c.Flags().StringVar(&b.typ, "queue-type", "", "RabbitMQ: the DLQ's type when there is no management API (classic|quorum|stream)")
+	c.Flags().BoolVar(&b.accept, "accept-requeue-side-effects", false, "RabbitMQ quorum DLQs: accept that reading moves each message to the back and adds 1 to its delivery count")
 }
+
+// kafkaRejectsBrowse refuses the RabbitMQ browse flags on a Kafka context.
+func kafkaRejectsBrowse(cmd *cobra.Command) error {
+	return onlyFor(cmd, "RabbitMQ", map[string]string{
+		"queue-type":                  "Kafka topics have no queue type",
+		"accept-requeue-side-effects": "reading a Kafka topic has no side effect",
+	})
+}
+
+// rabbitReadLimit is the browse bound: the flag when given, else 1,000
+// (Kafka's default of 10,000 would hold a classic queue up for seconds).
+func rabbitReadLimit(cmd *cobra.Command, flag string, v int) (int, error) {
+	if !cmd.Flags().Changed(flag) {
+		return rabbitDefaultRead, nil
+	}
+	if v < 1 {
+		return 0, usageErr("--%s: must be at least 1", flag)
+	}
+	return v, nil
+}
+
+const rabbitDefaultRead = 1000
 
 func (a *app) extractorsFor(dlq string) rabbitmq.Extractors {
 	pol, _ := a.cfg.RedrivePolicyFor(dlq)
-	return rabbitmq.Extractors{IdempotencyKey: pol.IdempotencyKey, ErrorHeader: pol.ErrorHeader}
+	return rabbitmq.Extractors{IdempotencyKey: pol.IdempotencyKey, ErrorHeader: pol.ErrorHeader, OrderingKey: pol.OrderingKey}
 }
 
-func (a *app) browse(ctx context.Context, cl *rabbitmq.Client, dlq string, b browseFlags) (rabbitmq.BrowseResult, error) {
-	if b.limit <= 0 {
-		return rabbitmq.BrowseResult{}, usageErr("--limit: must be positive")
-	}
+func (a *app) browse(ctx context.Context, cl *rabbitmq.Client, dlq string, limit int, b browseFlags) (rabbitmq.BrowseResult, error) {
 	switch b.typ {
 	case "", "classic", "quorum", "stream":
 	default:
 		return rabbitmq.BrowseResult{}, usageErr("--queue-type: %q is not classic, quorum or stream", b.typ)
 	}
-	return cl.Browse(ctx, dlq, rabbitmq.BrowseOptions{Limit: b.limit, QueueType: b.typ, AcceptQuorumSideEffects: b.accept, Extractors: a.extractorsFor(dlq)})
+	return cl.Browse(ctx, dlq, rabbitmq.BrowseOptions{Limit: limit, QueueType: b.typ, AcceptQuorumSideEffects: b.accept, Extractors: a.extractorsFor(dlq)})
 }
 
+func (a *app) browseNotes(res rabbitmq.BrowseResult) {
+	fmt.Fprintf(a.stderr, "read %d message(s) by %s", len(res.Messages), res.Method)
+	if !res.Complete {
+		fmt.Fprint(a.stderr, " (more remain: raise --read/--limit)")
+	}
+	fmt.Fprintln(a.stderr)
+	for _, s := range res.SideEffects {
+		fmt.Fprintln(a.stderr, "side effect: "+s)
+	}
+}
+
+// ---- berth dlq list ----
+
 type qdlqRow struct {
-	DLQ     string   `json:"dlq"`
-	Vhost   string   `json:"vhost"`
-	Type    string   `json:"type"`
-	Found   string   `json:"found"`
-	Sources []string `json:"sources"`
-	Depth   *int64   `json:"depth"`
+	DLQ   string `json:"dlq"`
+	Vhost string `json:"vhost"`
+	Type  string `json:"type"`
+	// Found is "wiring" (dead-letter exchange bindings) or "config".
+	Found string `json:"found"`
+	// OriginalQueues dead-letter into this DLQ (Kafka: original_topics).
+	OriginalQueues []string `json:"original_queues"`
+	Depth          *int64   `json:"depth"`
 	// DepthSource is "management" (ready + unacked) or "passive_declare"
 	// (ready only: the management API had no statistics yet, or is absent).
 	DepthSource string `json:"depth_source,omitempty"`
@@ -81,212 +143,272 @@ type qdlqRow struct {
 	HeadAgeSeconds *float64 `json:"head_publisher_age_seconds"`
 }
 
-func (a *app) newQDLQList() *cobra.Command {
-	return &cobra.Command{
-		Use:   "list",
-		Short: "Dead-letter queues found from dead-letter wiring, plus configured ones",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := a.format(output.Table, output.JSON)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := a.opCtx(cmd.Context())
-			defer cancel()
-			cl, err := a.rabbitClient(ctx)
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			dlqs, err := cl.DLQs(ctx, a.cfg.Redrive.DLQs)
-			if err != nil {
-				return err
-			}
-			rows := []qdlqRow{}
-			for _, d := range dlqs {
-				r := qdlqRow{DLQ: d.Name, Vhost: d.Vhost, Type: d.Type, Found: d.Found, Sources: d.Sources}
-				if r.Sources == nil {
-					r.Sources = []string{}
-				}
-				if d.Queue != nil {
-					if n, ok := d.Queue.Total(); ok {
-						r.Depth, r.DepthSource = &n, "management"
-					}
-					if ts := d.Queue.HeadPublisherTimestamp; ts != nil {
-						s := time.Since(*ts).Seconds()
-						r.HeadAgeSeconds = &s
-					}
-				}
-				if r.Depth == nil && d.Vhost == cl.Vhost() {
-					if n, err := cl.ReadyCount(ctx, d.Name); err == nil {
-						r.Depth, r.DepthSource = &n, "passive_declare"
-					}
-				}
-				rows = append(rows, r)
-			}
-			if f == output.JSON {
-				return output.WriteJSON(a.stdout, rows)
-			}
-			g := output.Grid{Header: []string{"VHOST", "DLQ", "TYPE", "DEPTH", "HEAD AGE (publisher ts)", "FOUND", "SOURCES"}, Right: map[int]bool{3: true, 4: true}}
-			for _, r := range rows {
-				age := "?"
-				if r.HeadAgeSeconds != nil {
-					age = fmtSeconds(*r.HeadAgeSeconds)
-				}
-				g.Add(r.Vhost, r.DLQ, orQ(r.Type), optInt(r.Depth), age, r.Found, strings.Join(r.Sources, ","))
-			}
-			return g.WriteTable(a.stdout)
-		},
+func (a *app) rmqDLQList(cmd *cobra.Command) error {
+	f, err := a.format(output.Table, output.JSON)
+	if err != nil {
+		return err
 	}
+	ctx, cancel := a.opCtx(cmd.Context())
+	defer cancel()
+	cl, err := a.rabbitClient(ctx)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	dlqs, err := cl.DLQs(ctx, a.cfg.Redrive.DLQs)
+	if err != nil {
+		return err
+	}
+	rows := []qdlqRow{}
+	for _, d := range dlqs {
+		r := qdlqRow{DLQ: d.Name, Vhost: d.Vhost, Type: d.Type, Found: d.Found, OriginalQueues: d.Sources}
+		if r.OriginalQueues == nil {
+			r.OriginalQueues = []string{}
+		}
+		if d.Queue != nil {
+			if n, ok := d.Queue.Total(); ok {
+				r.Depth, r.DepthSource = &n, "management"
+			}
+			if ts := d.Queue.HeadPublisherTimestamp; ts != nil {
+				s := time.Since(*ts).Seconds()
+				r.HeadAgeSeconds = &s
+			}
+		}
+		if r.Depth == nil && d.Vhost == cl.Vhost() {
+			if n, err := cl.ReadyCount(ctx, d.Name); err == nil {
+				r.Depth, r.DepthSource = &n, "passive_declare"
+			}
+		}
+		rows = append(rows, r)
+	}
+	if f == output.JSON {
+		return output.WriteJSON(a.stdout, rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(a.stdout, "no dead-letter queues (none is wired as a dead-letter target, and redrive.dlqs names none)")
+		return nil
+	}
+	g := output.Grid{Header: []string{"VHOST", "DLQ", "TYPE", "DEPTH", "HEAD AGE (publisher ts)", "FOUND", "ORIGINAL QUEUES"}, Right: map[int]bool{3: true, 4: true}}
+	for _, r := range rows {
+		age := "?"
+		if r.HeadAgeSeconds != nil {
+			age = fmtSeconds(*r.HeadAgeSeconds)
+		}
+		g.Add(r.Vhost, r.DLQ, orQ(r.Type), optInt(r.Depth), age, r.Found, strings.Join(r.OriginalQueues, ","))
+	}
+	return g.WriteTable(a.stdout)
 }
+
+// ---- berth dlq classes ----
 
 type qClassRow struct {
 	Class         string    `json:"class"`
 	Count         int       `json:"count"`
 	OriginalQueue string    `json:"original_queue"`
 	Reason        string    `json:"reason"`
-	Error         string    `json:"error_pattern"`
+	Pattern       string    `json:"pattern"`
 	Transient     bool      `json:"transient"`
 	Verdict       string    `json:"verdict"`
 	FirstSeen     time.Time `json:"first_seen"`
 	LastSeen      time.Time `json:"last_seen"`
 }
 
-type qClassesResult struct {
-	DLQ      string `json:"dlq"`
-	Method   string `json:"method"`
-	Complete bool   `json:"complete"`
-	Read     int    `json:"read"`
-	// OldestAgeSeconds is now minus the earliest death time read.
-	OldestAgeSeconds *float64    `json:"oldest_age_seconds"`
-	SideEffects      []string    `json:"side_effects,omitempty"`
-	Classes          []qClassRow `json:"classes"`
+func (a *app) rmqDLQClasses(cmd *cobra.Command, dlq string, limit int, b browseFlags) error {
+	f, err := a.format(output.Table, output.JSON)
+	if err != nil {
+		return err
+	}
+	if limit, err = rabbitReadLimit(cmd, "limit", limit); err != nil {
+		return err
+	}
+	ctx, cancel := a.opCtx(cmd.Context())
+	defer cancel()
+	cl, err := a.rabbitClient(ctx)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	res, err := a.browse(ctx, cl, dlq, limit, b)
+	if err != nil {
+		return err
+	}
+	rows := []qClassRow{}
+	for _, k := range rabbitmq.Classes(res.Messages, redrive.DefaultRules) {
+		rows = append(rows, qClassRow{Class: k.ID, Count: k.Count, OriginalQueue: sanitize.Text(k.OriginalTopic), Reason: sanitize.Text(k.Exception),
+			Pattern: sanitize.Text(k.Pattern), Transient: k.Transient, Verdict: k.Verdict, FirstSeen: k.FirstSeen, LastSeen: k.LastSeen})
+	}
+	a.browseNotes(res)
+	if t := rabbitmq.OldestDeath(res.Messages); t != nil {
+		fmt.Fprintf(a.stderr, "oldest death %s (%s ago)\n", t.UTC().Format(time.RFC3339), ageText(time.Since(*t)))
+	}
+	if f == output.JSON {
+		return output.WriteJSON(a.stdout, rows)
+	}
+	g := output.Grid{Header: []string{"CLASS", "COUNT", "VERDICT", "ORIGINAL QUEUE", "REASON", "FIRST SEEN", "LAST SEEN", "ERROR PATTERN"}, Right: map[int]bool{1: true}}
+	for _, r := range rows {
+		g.Add(r.Class, fmt.Sprint(r.Count), r.Verdict, r.OriginalQueue, r.Reason, r.FirstSeen.UTC().Format(time.DateTime), r.LastSeen.UTC().Format(time.DateTime), clip(r.Pattern, 80))
+	}
+	return g.WriteTable(a.stdout)
 }
 
-func (a *app) newQDLQClasses() *cobra.Command {
-	var b browseFlags
-	c := &cobra.Command{
-		Use:   "classes DLQ",
-		Short: "Failure classes of a DLQ: original queue, death reason, error pattern",
-		Args:  exactArgs("DLQ"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := a.format(output.Table, output.JSON)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := a.opCtx(cmd.Context())
-			defer cancel()
-			cl, err := a.rabbitClient(ctx)
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			res, err := a.browse(ctx, cl, args[0], b)
-			if err != nil {
-				return err
-			}
-			out := qClassesResult{DLQ: args[0], Method: res.Method, Complete: res.Complete, Read: len(res.Messages), SideEffects: res.SideEffects, Classes: []qClassRow{}}
-			if t := rabbitmq.OldestDeath(res.Messages); t != nil {
-				s := time.Since(*t).Seconds()
-				out.OldestAgeSeconds = &s
-			}
-			for _, k := range rabbitmq.Classes(res.Messages, redrive.DefaultRules) {
-				out.Classes = append(out.Classes, qClassRow{Class: k.ID, Count: k.Count, OriginalQueue: k.OriginalTopic, Reason: k.Exception, Error: k.Pattern, Transient: k.Transient, Verdict: k.Verdict, FirstSeen: k.FirstSeen, LastSeen: k.LastSeen})
-			}
-			if f == output.JSON {
-				return output.WriteJSON(a.stdout, out)
-			}
-			g := output.Grid{Header: []string{"CLASS", "COUNT", "ORIGINAL QUEUE", "REASON", "ERROR", "VERDICT", "LAST SEEN"}, Right: map[int]bool{1: true}}
-			for _, r := range out.Classes {
-				g.Add(r.Class, fmt.Sprint(r.Count), r.OriginalQueue, r.Reason, r.Error, r.Verdict, r.LastSeen.Format(time.RFC3339))
-			}
-			if err := g.WriteTable(a.stdout); err != nil {
-				return err
-			}
-			a.browseNotes(res)
-			return nil
-		},
-	}
-	b.add(c)
-	return c
+// ---- berth dlq show ----
+
+// qMessageView is a DLQ message fit to print, with Kafka's record field
+// names where they mean the same (event_id, class, headers, value...).
+type qMessageView struct {
+	Position           int                `json:"position"`
+	PublisherTimestamp *time.Time         `json:"publisher_timestamp"`
+	MessageID          string             `json:"message_id,omitempty"`
+	CorrelationID      string             `json:"correlation_id,omitempty"`
+	ContentType        string             `json:"content_type,omitempty"`
+	EventID            string             `json:"event_id"`
+	EventIDSource      string             `json:"event_id_source"`
+	IdempotencyKey     string             `json:"idempotency_key"`
+	OrderingKey        string             `json:"ordering_key,omitempty"`
+	Class              string             `json:"class"`
+	OriginalQueue      string             `json:"original_queue"`
+	Reason             string             `json:"reason"`
+	Error              string             `json:"error,omitempty"`
+	Death              rabbitmq.DeathInfo `json:"death"`
+	Redelivered        bool               `json:"redelivered"`
+	PriorRedrives      int                `json:"prior_redrives"`
+	Redriven           bool               `json:"redriven_or_settled"`
+	Headers            []headerView       `json:"headers"`
+	Value              string             `json:"value,omitempty"`
+	ValueHex           string             `json:"value_hex,omitempty"`
+	Binary             bool               `json:"value_binary"`
+	ValueBytes         int                `json:"value_bytes"`
 }
 
-func (a *app) browseNotes(res rabbitmq.BrowseResult) {
-	fmt.Fprintf(a.stderr, "read %d message(s) by %s", len(res.Messages), res.Method)
-	if !res.Complete {
-		fmt.Fprint(a.stderr, " (more remain: raise --limit)")
+func viewMessage(m rabbitmq.Message, done bool) qMessageView {
+	v := qMessageView{
+		Position: m.Position, PublisherTimestamp: m.Timestamp, MessageID: sanitize.Text(m.MessageID), CorrelationID: sanitize.Text(m.CorrelationID),
+		ContentType: sanitize.Text(m.ContentType), EventID: sanitize.Text(m.EventID), EventIDSource: m.EventIDSource,
+		IdempotencyKey: sanitize.Text(m.IdempotencyKey), OrderingKey: sanitize.Text(m.OrderingKey), Class: m.Class,
+		OriginalQueue: sanitize.Text(m.Death.OriginalQueue()), Reason: sanitize.Text(m.Death.Reason()), Error: clip(sanitize.Text(m.ErrorHeader), maxHeaderText),
+		Death: m.Death, Redelivered: m.Redelivered, PriorRedrives: m.PriorRedrives, Redriven: done,
+		Headers: []headerView{}, ValueBytes: len(m.Body),
 	}
-	fmt.Fprintln(a.stderr)
-	for _, s := range res.SideEffects {
-		fmt.Fprintln(a.stderr, "side effect: "+s)
+	for _, k := range sortedKeys(m.Headers) {
+		if strings.HasPrefix(k, "x-death") {
+			continue // shown parsed in death
+		}
+		val := []byte(m.Headers[k])
+		hv := headerView{Key: sanitize.Text(k)}
+		if sanitize.IsBinary(val) {
+			hv.Binary, hv.ValueHex = true, hex.EncodeToString(val)
+		} else {
+			hv.Value = clip(sanitize.Bytes(val), maxHeaderText)
+		}
+		v.Headers = append(v.Headers, hv)
 	}
+	if sanitize.IsBinary(m.Body) {
+		v.Binary, v.ValueHex = true, hex.EncodeToString(m.Body)
+	} else {
+		v.Value = sanitize.Bytes(m.Body)
+	}
+	return v
 }
 
-func (a *app) newQDLQShow() *cobra.Command {
-	var b browseFlags
-	var class string
-	c := &cobra.Command{
-		Use:   "show DLQ",
-		Short: "Messages of a DLQ with their x-death history (nothing is removed)",
-		Args:  exactArgs("DLQ"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := a.format(output.Table, output.JSON)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := a.opCtx(cmd.Context())
-			defer cancel()
-			cl, err := a.rabbitClient(ctx)
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			res, err := a.browse(ctx, cl, args[0], b)
-			if err != nil {
-				return err
-			}
-			if class != "" {
-				var keep []rabbitmq.Message
-				for _, m := range res.Messages {
-					if m.Class == class {
-						keep = append(keep, m)
-					}
-				}
-				res.Messages = keep
-			}
-			if res.Messages == nil {
-				res.Messages = []rabbitmq.Message{}
-			}
-			if f == output.JSON {
-				return output.WriteJSON(a.stdout, res)
-			}
-			for _, m := range res.Messages {
-				fmt.Fprintf(a.stdout, "#%d event %s (%s) class %s redelivered=%v\n", m.Position, sanitize.Text(m.EventID), m.EventIDSource, m.Class, m.Redelivered)
-				for i, d := range m.Death.Deaths {
-					at := "?"
-					if d.Time != nil {
-						at = d.Time.Format(time.RFC3339)
-					}
-					fmt.Fprintf(a.stdout, "  death[%d] %s x%d in %s via %q %v at %s\n", i, sanitize.Text(d.Reason), d.Count, sanitize.Text(d.Queue), sanitize.Text(d.Exchange), sanitize.Text(strings.Join(d.RoutingKeys, ",")), at)
-				}
-				if m.Death.DeliveryCount != nil {
-					fmt.Fprintf(a.stdout, "  x-delivery-count %d\n", *m.Death.DeliveryCount)
-				}
-				for _, k := range sortedKeys(m.Headers) {
-					if strings.HasPrefix(k, "x-death") {
-						continue
-					}
-					fmt.Fprintf(a.stdout, "  %s: %s\n", sanitize.Text(k), sanitize.Text(m.Headers[k]))
-				}
-				fmt.Fprintf(a.stdout, "  body: %s\n", sanitize.Payload(m.Body))
-			}
-			a.browseNotes(res)
-			return nil
-		},
+func (a *app) rmqDLQShow(cmd *cobra.Command, dlq string, classes []string, limit, read int, b browseFlags) error {
+	f, err := a.format(output.Table, output.JSON)
+	if err != nil {
+		return err
 	}
-	b.add(c)
-	c.Flags().StringVar(&class, "class", "", "only messages of this class")
-	return c
+	if limit < 1 {
+		return usageErr("--limit: must be at least 1")
+	}
+	if read, err = rabbitReadLimit(cmd, "read", read); err != nil {
+		return err
+	}
+	ctx, cancel := a.opCtx(cmd.Context())
+	defer cancel()
+	cl, err := a.rabbitClient(ctx)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	res, err := a.browse(ctx, cl, dlq, read, b)
+	if err != nil {
+		return err
+	}
+	l, err := a.ledger(ctx)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	done, err := l.RedrivenEvents(ctx)
+	if err != nil {
+		return err
+	}
+	want := map[string]bool{}
+	for _, c := range classes {
+		want[c] = true
+	}
+	known := map[string]bool{}
+	for _, m := range res.Messages {
+		known[m.Class] = true
+	}
+	for _, c := range classes {
+		if !known[c] {
+			return usageErr("--class %s: no such class among the %d messages read from %s (see berth dlq classes %s)", c, len(res.Messages), sanitize.Text(dlq), sanitize.Text(dlq))
+		}
+	}
+	views := []qMessageView{}
+	for _, m := range res.Messages {
+		if len(want) > 0 && !want[m.Class] {
+			continue
+		}
+		if len(views) >= limit {
+			break
+		}
+		_, d := done[m.EventID]
+		views = append(views, viewMessage(m, d))
+	}
+	a.browseNotes(res)
+	if f == output.JSON {
+		return output.WriteJSON(a.stdout, views)
+	}
+	for i, m := range views {
+		if i > 0 {
+			fmt.Fprintln(a.stdout)
+		}
+		state := "pending"
+		if m.Redriven {
+			state = "redriven"
+		}
+		fmt.Fprintf(a.stdout, "%s #%d  event %s (%s)  class %s  %s  redelivered=%v\n", sanitize.Text(dlq), m.Position, m.EventID, m.EventIDSource, m.Class, state, m.Redelivered)
+		for i, d := range m.Death.Deaths {
+			at := "?"
+			if d.Time != nil {
+				at = d.Time.UTC().Format(time.RFC3339)
+			}
+			fmt.Fprintf(a.stdout, "  death[%d] %s x%d in %s via %q %v at %s\n", i, sanitize.Text(d.Reason), d.Count, sanitize.Text(d.Queue), sanitize.Text(d.Exchange), sanitize.Text(strings.Join(d.RoutingKeys, ",")), at)
+		}
+		if m.Death.DeliveryCount != nil {
+			fmt.Fprintf(a.stdout, "  x-delivery-count %d\n", *m.Death.DeliveryCount)
+		}
+		fmt.Fprintf(a.stdout, "  idempotency key %s  prior redrives %d\n", dashIfEmpty(m.IdempotencyKey), m.PriorRedrives)
+		for _, h := range m.Headers {
+			if h.Binary {
+				fmt.Fprintf(a.stdout, "  %s = hex:%s\n", h.Key, h.ValueHex)
+			} else {
+				fmt.Fprintf(a.stdout, "  %s = %s\n", h.Key, clip(h.Value, 160))
+			}
+		}
+		fmt.Fprintf(a.stdout, "  payload (%d bytes):\n", m.ValueBytes)
+		body := m.Value
+		if m.Binary {
+			body = "hex:" + m.ValueHex
+		}
+		for _, line := range strings.Split(strings.TrimRight(body, "\n"), "\n") {
+			fmt.Fprintf(a.stdout, "    %s\n", line)
+		}
+	}
+	if len(views) == 0 {
+		fmt.Fprintln(a.stdout, "no messages")
+	}
+	return nil
 }
 
 func sortedKeys(m map[string]string) []string {
@@ -298,7 +420,9 @@ func sortedKeys(m map[string]string) []string {
 	return out
 }
 
-// ledger opens the RabbitMQ redrive ledger: redrive.store_dsn, else an
+// ---- the store: ledger, signatures and plans ----
+
+// ledger opens the RabbitMQ redrive store: redrive.store_dsn, else an
 // SQLite file in the data directory.
 func (a *app) ledger(ctx context.Context) (*rabbitmq.Ledger, error) {
 	dsn := a.cfg.Redrive.StoreDSN
@@ -309,6 +433,28 @@ func (a *app) ledger(ctx context.Context) (*rabbitmq.Ledger, error) {
 		}
 	}
 	return rabbitmq.OpenLedger(ctx, dsn)
+}
+
+// rmqLoadPlan reads a plan file (and stores it, so other operators find it
+// by hash) or finds one in the store by a hash prefix.
+func (a *app) rmqLoadPlan(ctx context.Context, l *rabbitmq.Ledger, ref string) (rabbitmq.Plan, string, error) {
+	if st, err := os.Stat(ref); err == nil && !st.IsDir() {
+		p, err := rabbitmq.ReadPlan(ref)
+		if err != nil {
+			return p, ref, err
+		}
+		if !a.readOnly {
+			if err := l.PutPlan(ctx, p); err != nil {
+				return p, ref, err
+			}
+		}
+		return p, ref, nil
+	}
+	if !isHexPrefix(ref) {
+		return rabbitmq.Plan{}, "", usageErr("PLAN: %s is neither a plan file nor a plan hash (8+ hex digits)", ref)
+	}
+	p, err := l.Plan(ctx, ref)
+	return p, "", err
 }
 
 func policySnapshot(p config.RedrivePolicy, matched bool) redrive.PolicySnapshot {
@@ -328,196 +474,319 @@ func policySnapshot(p config.RedrivePolicy, matched bool) redrive.PolicySnapshot
 	return s
 }
 
+// ---- berth redrive plan / show ----
+
+// qPlanSummary is a RabbitMQ plan as `redrive plan` and `redrive show`
+// print it: Kafka's field names where they mean the same.
 type qPlanSummary struct {
-	Plan    string                `json:"plan"`
-	File    string                `json:"file"`
-	DLQ     string                `json:"dlq"`
-	Records []rabbitmq.PlanRecord `json:"records"`
-	Totals  map[string]int        `json:"totals"`
+	Hash          string                 `json:"hash"`
+	File          string                 `json:"file,omitempty"`
+	DLQ           string                 `json:"dlq"`
+	Vhost         string                 `json:"vhost"`
+	QueueType     string                 `json:"queue_type"`
+	Target        string                 `json:"target"`
+	Author        string                 `json:"author"`
+	AuthorKey     string                 `json:"author_key,omitempty"`
+	Approvals     []string               `json:"approvals"`
+	Stored        bool                   `json:"stored"`
+	StoreNote     string                 `json:"store_note,omitempty"`
+	Blocked       bool                   `json:"blocked"`
+	BlockedReason string                 `json:"blocked_reason,omitempty"`
+	CreatedAt     time.Time              `json:"created_at"`
+	Policy        redrive.PolicySnapshot `json:"policy"`
+	Records       []qPlanRow             `json:"records"`
+	Totals        redrive.Totals         `json:"totals"`
 }
 
-func (a *app) newQRedrivePlan() *cobra.Command {
-	var b browseFlags
-	var sel rabbitmq.Selection
-	var out string
-	var rate, window int
-	var keyFile string
-	var toQueue bool
-	c := &cobra.Command{
-		Use:   "plan DLQ --out FILE",
-		Short: "Select dead letters and check them into a redrive plan (nothing is sent)",
-		Args:  exactArgs("DLQ"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := a.format(output.Table, output.JSON)
-			if err != nil {
-				return err
-			}
-			if out == "" {
-				return usageErr("--out: required (the plan file to write)")
-			}
-			if sel.Empty() {
-				return usageErr("selection: give --class, --event-id, --reason, --original-queue or --all")
-			}
-			if rate < 0 || window < 0 {
-				return usageErr("--rate and --window must not be negative")
-			}
-			dlq := args[0]
-			ctx, cancel := context.WithTimeout(cmd.Context(), 10*a.timeout)
-			defer cancel()
-			cl, err := a.rabbitClient(ctx)
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			res, err := a.browse(ctx, cl, dlq, b)
-			if err != nil {
-				return err
-			}
-			if !res.Complete {
-				fmt.Fprintf(a.stderr, "note: only the first %d messages were read (raise --limit to plan over more)\n", len(res.Messages))
-			}
-			l, err := a.ledger(ctx)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			in := rabbitmq.CheckInput{}
-			if in.Redriven, err = l.Redriven(ctx, cl.Vhost(), dlq); err != nil {
-				return err
-			}
-			pol, matched := a.cfg.RedrivePolicyFor(dlq)
-			if pol.SystemOfRecord != nil {
-				in.HasSOR = true
-				var keys []string
-				for _, m := range res.Messages {
-					if m.IdempotencyKey != "" && sel.Matches(m) {
-						keys = append(keys, m.IdempotencyKey)
-					}
-				}
-				look, err := sor.Open(ctx, *pol.SystemOfRecord)
-				if err == nil {
-					in.Committed, err = look.Committed(ctx, keys)
-					look.Close()
-				}
-				in.SORErr = err
-			}
-			p, err := rabbitmq.MakePlan(res.Messages, sel, policySnapshot(pol, matched), in, time.Now())
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			p.Server, p.Vhost, p.DLQ, p.QueueType = cl.AMQPAddr(), cl.Vhost(), dlq, res.Type
-			p.Rate, p.Window, p.AcceptQuorumSideEffects = rate, window, b.accept
-			if toQueue {
-				p.ToQueues()
-			}
-			p.Author = audit.CurrentUser()
-			var signer ssh.Signer
-			if keyFile != "" {
-				if signer, err = approval.LoadSigner(keyFile); err != nil {
-					return usageErr("--key: %v", err)
-				}
-			}
-			if err := rabbitmq.WritePlan(out, p); err != nil {
-				return fmt.Errorf("--out %s: %v", out, err)
-			}
-			if signer != nil {
-				sig, err := approval.Sign(p.Hash(), signer, approval.RoleAuthor, time.Now())
-				if err == nil {
-					err = l.AddSignature(ctx, sig)
-				}
-				if err != nil {
-					return fmt.Errorf("signing the plan: %v", err)
-				}
-			}
-			a.auditRMQ(ctx, "redrive.plan", p.Hash(), map[string]any{"dlq": dlq, "vhost": p.Vhost, "totals": p.Totals(), "file": out})
-			sum := qPlanSummary{Plan: p.Hash(), File: out, DLQ: dlq, Records: p.Records, Totals: p.Totals()}
-			if sum.Records == nil {
-				sum.Records = []rabbitmq.PlanRecord{}
-			}
-			if f == output.JSON {
-				return output.WriteJSON(a.stdout, sum)
-			}
-			g := output.Grid{Header: []string{"POS", "EVENT", "CLASS", "TARGET", "INCLUDED", "REASON"}}
-			for _, r := range p.Records {
-				g.Add(fmt.Sprint(r.Position), r.EventID, r.Class, fmt.Sprintf("%q %s", r.Exchange, r.RoutingKey), fmt.Sprint(r.Included), string(r.Verdict.Reason))
-			}
-			if err := g.WriteTable(a.stdout); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stdout, "plan %s written to %s: %v\n", p.Hash(), out, p.Totals())
-			return nil
-		},
-	}
-	b.add(c)
-	c.Flags().StringSliceVar(&sel.Classes, "class", nil, "select messages of these classes")
-	c.Flags().StringSliceVar(&sel.EventIDs, "event-id", nil, "select these event ids")
-	c.Flags().StringSliceVar(&sel.Reasons, "reason", nil, "select by death reason (rejected, expired, maxlen, delivery_limit)")
-	c.Flags().StringSliceVar(&sel.OriginalQueues, "original-queue", nil, "select by the queue they died in")
-	c.Flags().BoolVar(&sel.All, "all", false, "select every message read (must be said explicitly)")
-	c.Flags().StringVar(&out, "out", "", "plan file to write")
-	c.Flags().IntVar(&rate, "rate", 0, "messages per second when executing (0: unlimited)")
-	c.Flags().IntVar(&window, "window", 500, "publishes awaiting confirms at once")
-	c.Flags().StringVar(&keyFile, "key", "", "SSH private key to sign the plan as its author")
-	c.Flags().BoolVar(&toQueue, "to-queue", false, "send each message to the queue it died in (default exchange) instead of its original exchange and routing key")
-	return c
+type qPlanRow struct {
+	Position       int            `json:"position"`
+	EventID        string         `json:"event_id"`
+	Included       bool           `json:"included"`
+	Reason         redrive.Reason `json:"reason"`
+	Detail         string         `json:"detail,omitempty"`
+	Class          string         `json:"class"`
+	OriginalQueue  string         `json:"original_queue"`
+	DeathReason    string         `json:"death_reason"`
+	Exchange       string         `json:"exchange"`
+	RoutingKey     string         `json:"routing_key"`
+	OrderingKey    string         `json:"ordering_key,omitempty"`
+	HazardPosition *int           `json:"hazard_position,omitempty"`
 }
 
-func (a *app) newQRedriveApprove() *cobra.Command {
-	var keyFile string
-	c := &cobra.Command{
-		Use:   "approve PLAN --key FILE",
-		Short: "Approve a RabbitMQ plan with an SSH signature over its hash",
-		Args:  exactArgs("PLAN"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if keyFile == "" {
-				return usageErr("--key: required (the approver's SSH private key)")
+func (a *app) rmqPlanSummary(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan) qPlanSummary {
+	s := qPlanSummary{Hash: p.Hash(), DLQ: sanitize.Text(p.DLQ), Vhost: sanitize.Text(p.Vhost), QueueType: p.QueueType, Target: p.Target,
+		Author: sanitize.Text(p.Author), CreatedAt: p.CreatedAt, Policy: p.Policy, Totals: p.Totals(), Approvals: []string{}, Records: []qPlanRow{}}
+	if l != nil {
+		if au, aps, err := l.Signatures(ctx, s.Hash); err == nil {
+			if au != nil {
+				s.AuthorKey = au.Fingerprint
 			}
-			p, err := rabbitmq.ReadPlan(args[0])
-			if err != nil {
-				return err
+			for _, ap := range aps {
+				s.Approvals = append(s.Approvals, ap.Fingerprint)
 			}
-			signer, err := approval.LoadSigner(keyFile)
-			if err != nil {
-				return usageErr("--key: %v", err)
-			}
-			ctx, cancel := a.opCtx(cmd.Context())
-			defer cancel()
-			l, err := a.ledger(ctx)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			sig, err := approval.Sign(p.Hash(), signer, approval.RoleApproval, time.Now())
-			if err != nil {
-				return err
-			}
-			if err := l.AddSignature(ctx, sig); err != nil {
-				return err
-			}
-			a.auditRMQ(ctx, "redrive.approve", p.Hash(), map[string]any{"dlq": p.DLQ, "fingerprint": sig.Fingerprint})
-			fmt.Fprintf(a.stdout, "approved plan %s with %s\n", p.Hash(), sig.Fingerprint)
-			return nil
-		},
+		}
 	}
-	c.Flags().StringVar(&keyFile, "key", "", "the approver's SSH private key")
-	return c
+	s.Blocked, s.BlockedReason = p.Blocked()
+	s.BlockedReason = sanitize.Text(s.BlockedReason)
+	for _, r := range p.Records {
+		s.Records = append(s.Records, qPlanRow{Position: r.Position, EventID: sanitize.Text(r.EventID), Included: r.Included, Reason: r.Reason,
+			Detail: sanitize.Text(r.Detail), Class: r.Class, OriginalQueue: sanitize.Text(r.OriginalQueue), DeathReason: sanitize.Text(r.DeathReason),
+			Exchange: sanitize.Text(r.Exchange), RoutingKey: sanitize.Text(r.RoutingKey), OrderingKey: sanitize.Text(r.OrderingKey), HazardPosition: r.HazardPosition})
+	}
+	return s
 }
+
+func (a *app) writeQPlanText(s qPlanSummary) {
+	w := a.stdout
+	fmt.Fprintf(w, "plan %s\n", s.Hash)
+	if s.File != "" {
+		fmt.Fprintf(w, "file %s\n", sanitize.Text(s.File))
+	}
+	fmt.Fprintf(w, "dlq %s (vhost %s, %s) -> %s  author %s", s.DLQ, s.Vhost, orQ(s.QueueType), s.Target, s.Author)
+	if s.AuthorKey != "" {
+		fmt.Fprintf(w, " (signed %s)", s.AuthorKey)
+	}
+	fmt.Fprintln(w)
+	g := output.Grid{Header: []string{"POS", "EVENT", "CLASS", "TARGET", "VERDICT", "DETAIL"}, Right: map[int]bool{0: true}}
+	for _, r := range s.Records {
+		verdict := "include"
+		if !r.Included {
+			verdict = string(r.Reason)
+		}
+		g.Add(fmt.Sprint(r.Position), dashIfEmpty(r.EventID), r.Class, fmt.Sprintf("%q %s", r.Exchange, r.RoutingKey), verdict, clip(r.Detail, 90))
+	}
+	_ = g.WriteTable(w)
+	t := s.Totals
+	fmt.Fprintf(w, "selected %d, included %d, excluded %d", t.Selected, t.Included, t.Excluded)
+	var reasons []string
+	for _, r := range redrive.Reasons {
+		if n := t.ByReason[r]; n > 0 {
+			reasons = append(reasons, fmt.Sprintf("%s %d", r, n))
+		}
+	}
+	if len(reasons) > 0 {
+		fmt.Fprintf(w, " (%s)", strings.Join(reasons, ", "))
+	}
+	fmt.Fprintln(w)
+	switch {
+	case s.Stored:
+		fmt.Fprintln(w, "stored in the redrive store (redrive.store_dsn)")
+	case s.StoreNote != "":
+		fmt.Fprintln(w, sanitize.Text(s.StoreNote))
+	}
+	if s.Blocked {
+		fmt.Fprintf(w, "BLOCKED: %s\n", s.BlockedReason)
+	}
+}
+
+// rmqPlanOptions are the RabbitMQ-only selectors and settings of
+// `berth redrive plan` (the shared ones are in redrivePlanOptions).
+type rmqPlanOptions struct {
+	sel     rabbitmq.Selection
+	toQueue bool
+	browse  browseFlags
+}
+
+func (o *rmqPlanOptions) add(c *cobra.Command) {
+	f := c.Flags()
+	f.StringSliceVar(&o.sel.EventIDs, "event-id", nil, "RabbitMQ: select these event ids")
+	f.StringSliceVar(&o.sel.Reasons, "reason", nil, "RabbitMQ: select by death reason (rejected, expired, maxlen, delivery_limit)")
+	f.StringSliceVar(&o.sel.OriginalQueues, "original-queue", nil, "RabbitMQ: select by the queue they died in")
+	f.BoolVar(&o.sel.All, "all", false, "RabbitMQ: select every message read (must be said explicitly)")
+	f.BoolVar(&o.toQueue, "to-queue", false, "RabbitMQ: send each message to the queue it died in (default exchange) instead of its original exchange and routing key")
+	o.browse.add(c)
+}
+
+var rabbitOnlyPlanFlags = map[string]string{
+	"event-id": "select Kafka records by --offsets", "reason": "Kafka records have no death reason",
+	"original-queue": "Kafka: select by --class", "all": "Kafka: select by --class or --offsets", "to-queue": "Kafka: --target",
+	"queue-type": "Kafka topics have no queue type", "accept-requeue-side-effects": "reading a Kafka topic has no side effect",
+}
+
+var kafkaOnlyPlanFlags = map[string]string{
+	"offsets": "queues have no offsets: select by --event-id", "record-key": "RabbitMQ: select by --event-id or --class",
+	"header": "RabbitMQ: select by --event-id, --class, --reason or --original-queue", "since": "RabbitMQ: select by --event-id or --class",
+	"until": "RabbitMQ: select by --event-id or --class", "target": "RabbitMQ: --to-queue, or each message's original exchange",
+	"scan-limit": "RabbitMQ plans check ordering inside the DLQ, by the policy's ordering_key",
+}
+
+func (a *app) rmqRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOptions, ro rmqPlanOptions) error {
+	f, err := a.format(output.Table, output.JSON)
+	if err != nil {
+		return err
+	}
+	if err := onlyFor(cmd, "Kafka", kafkaOnlyPlanFlags); err != nil {
+		return err
+	}
+	if o.out == "" {
+		return usageErr("--out: a plan file is required")
+	}
+	sel := ro.sel
+	sel.Classes = o.classes
+	if sel.Empty() {
+		return usageErr("selection: give --class, --event-id, --reason, --original-queue or --all (a plan never means everything implicitly)")
+	}
+	if o.rate < 1 {
+		return usageErr("--rate: must be at least 1 message per second")
+	}
+	window := 500 // pipelined confirms: the batch is the publish window
+	if cmd.Flags().Changed("batch-size") {
+		if o.batch < 1 {
+			return usageErr("--batch-size: must be at least 1")
+		}
+		window = o.batch
+	}
+	read, err := rabbitReadLimit(cmd, "read", o.readLimit)
+	if err != nil {
+		return err
+	}
+	var signer func(hash string) (approval.Signature, error)
+	if o.sshKey != "" {
+		s, err := approval.LoadSigner(o.sshKey)
+		if err != nil {
+			return usageErr("--key: %v", err)
+		}
+		signer = func(hash string) (approval.Signature, error) {
+			return approval.Sign(hash, s, approval.RoleAuthor, time.Now())
+		}
+	}
+	if dir := filepath.Dir(o.out); dir != "" {
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return usageErr("--out: directory %s does not exist", dir)
+		}
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 10*a.timeout)
+	defer cancel()
+	cl, err := a.rabbitClient(ctx)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	res, err := a.browse(ctx, cl, dlq, read, ro.browse)
+	if err != nil {
+		return err
+	}
+	a.browseNotes(res)
+	l, err := a.ledger(ctx)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	in := rabbitmq.CheckInput{AllowHazards: o.allowHazards}
+	if in.Redriven, err = l.RedrivenEvents(ctx); err != nil {
+		return err
+	}
+	pol, matched := a.cfg.RedrivePolicyFor(dlq)
+	if pol.SystemOfRecord != nil {
+		in.HasSOR = true
+		var keys []string
+		for _, m := range res.Messages {
+			if m.IdempotencyKey != "" && sel.Matches(m) {
+				keys = append(keys, m.IdempotencyKey)
+			}
+		}
+		in.Committed, in.SORErr = sorLookup(ctx, *pol.SystemOfRecord, keys)
+	}
+	p, err := rabbitmq.MakePlan(res.Messages, sel, policySnapshot(pol, matched), in, time.Now())
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if !res.Complete && p.Policy.SystemOfRecord == "" && pol.OrderingKey != "" {
+		fmt.Fprintln(a.stderr, "note: ordering was checked among the messages read only; later messages are newer and cannot be overtaken")
+	}
+	p.Server, p.Vhost, p.DLQ, p.QueueType = cl.AMQPAddr(), cl.Vhost(), dlq, res.Type
+	p.Rate, p.Window, p.AcceptQuorumSideEffects = o.rate, window, ro.browse.accept
+	if ro.toQueue {
+		p.ToQueues()
+	}
+	p.Author = audit.CurrentUser()
+	if err := rabbitmq.WritePlan(o.out, p); err != nil {
+		return fmt.Errorf("--out %s: %v", o.out, err)
+	}
+	sum := a.rmqPlanSummary(ctx, nil, p)
+	sum.File = o.out
+	if signer != nil {
+		sig, err := signer(sum.Hash)
+		if err == nil {
+			err = l.AddSignature(ctx, sig)
+		}
+		if err != nil {
+			return fmt.Errorf("signing the plan: %v", err)
+		}
+		sum.AuthorKey = sig.Fingerprint
+	}
+	if a.readOnly {
+		sum.StoreNote = "read-only context: the plan was written to the file only"
+	} else if err := l.PutPlan(ctx, p); err != nil {
+		sum.StoreNote = "not stored: " + err.Error()
+	} else {
+		sum.Stored = true
+	}
+	a.auditRMQ(ctx, o.auditFile, "redrive.plan", sum.Hash, map[string]any{"dlq": dlq, "vhost": p.Vhost, "author": p.Author, "author_key": sum.AuthorKey,
+		"totals": sum.Totals, "blocked": sum.Blocked, "stored": sum.Stored, "file": o.out})
+	if f == output.JSON {
+		if err := output.WriteJSON(a.stdout, sum); err != nil {
+			return err
+		}
+	} else {
+		a.writeQPlanText(sum)
+	}
+	if sum.Blocked {
+		return &exitError{code: 1, err: fmt.Errorf("plan %s is blocked: %s", shortHash(sum.Hash), sum.BlockedReason)}
+	}
+	return nil
+}
+
+// sorLookup asks the system of record about keys; an error is kept, never
+// read as "not applied".
+func sorLookup(ctx context.Context, s config.SystemOfRecord, keys []string) (map[string]bool, error) {
+	look, err := sor.Open(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	defer look.Close()
+	return look.Committed(ctx, keys)
+}
+
+func (a *app) rmqRedriveShow(cmd *cobra.Command, ref string) error {
+	f, err := a.format(output.Table, output.JSON)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := a.opCtx(cmd.Context())
+	defer cancel()
+	l, err := a.ledger(ctx)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	p, where, err := a.rmqLoadPlan(ctx, l, ref)
+	if err != nil {
+		return err
+	}
+	sum := a.rmqPlanSummary(ctx, l, p)
+	sum.File = where
+	if _, err := l.Plan(ctx, sum.Hash); err == nil {
+		sum.Stored = true
+	}
+	if f == output.JSON {
+		return output.WriteJSON(a.stdout, sum)
+	}
+	a.writeQPlanText(sum)
+	return nil
+}
+
+// ---- berth redrive approve ----
 
 // approvalDecision applies the two-person rule to a plan whose policy (as
 // planned, or as configured now: the stricter) requires review.
 func (a *app) approvalDecision(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan) (approval.Decision, bool, error) {
-	pol, _ := a.cfg.RedrivePolicyFor(p.DLQ)
-	required := p.Policy.Review == "required" || pol.Review == "required"
-	if !required {
-		return approval.Decision{Approved: true}, false, nil
+	n, signers, required, err := a.rmqReview(p)
+	if err != nil || !required {
+		return approval.Decision{Approved: !required, Approvers: []string{}}, required, err
 	}
-	n := max(p.Policy.Approvals, pol.Approvals, 1)
-	if pol.AllowedSigners == "" {
-		return approval.Decision{Required: n, Reason: "the policy requires review but names no allowed_signers"}, true, nil
-	}
-	signers, err := approval.LoadAllowedSigners(pol.AllowedSigners)
-	if err != nil {
-		return approval.Decision{}, true, err
+	if signers == nil {
+		return approval.Decision{Required: n, Approvers: []string{}, Reason: "the policy requires review but names no allowed_signers"}, true, nil
 	}
 	author, approvals, err := l.Signatures(ctx, p.Hash())
 	if err != nil {
@@ -526,106 +795,331 @@ func (a *app) approvalDecision(ctx context.Context, l *rabbitmq.Ledger, p rabbit
 	return approval.Evaluate(p.Hash(), author, approvals, signers, n, time.Now()), true, nil
 }
 
-func (a *app) newQRedriveExecute() *cobra.Command {
-	var yes bool
-	c := &cobra.Command{
-		Use:   "execute PLAN",
-		Short: "Redrive a plan: dry run unless --yes; refused in read-only contexts",
-		Args:  exactArgs("PLAN"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := a.format(output.Table, output.JSON)
-			if err != nil {
-				return err
-			}
-			p, err := rabbitmq.ReadPlan(args[0])
-			if err != nil {
-				return err
-			}
-			if a.readOnly {
-				a.auditRMQ(cmd.Context(), "redrive.refused", p.Hash(), map[string]any{"reason": "read-only"})
-				return errReadOnly
-			}
-			if age := time.Since(p.CreatedAt); age > a.cfg.Redrive.PlanMaxAge {
-				return fmt.Errorf("refused: plan %s is %s old (redrive.plan_max_age %s): make a new one", p.Hash()[:12], age.Round(time.Minute), a.cfg.Redrive.PlanMaxAge)
-			}
-			{
-				ctx, cancel := a.opCtx(cmd.Context())
-				l, err := a.ledger(ctx)
-				if err != nil {
-					cancel()
-					return err
-				}
-				d, required, err := a.approvalDecision(ctx, l, p)
-				l.Close()
-				cancel()
-				if err != nil {
-					return err
-				}
-				if required && !d.Approved {
-					why := d.Reason
-					if len(d.Refused) > 0 {
-						why += " (" + strings.Join(d.Refused, "; ") + ")"
-					}
-					a.auditRMQ(cmd.Context(), "redrive.refused", p.Hash(), map[string]any{"reason": "not approved", "decision": d})
-					return fmt.Errorf("refused: plan %s is not approved: %s", p.Hash()[:12], why)
-				}
-			}
-			totals := p.Totals()
-			if !yes {
-				if f == output.JSON {
-					return output.WriteJSON(a.stdout, map[string]any{"dry_run": true, "plan": p.Hash(), "dlq": p.DLQ, "totals": totals})
-				}
-				fmt.Fprintf(a.stdout, "dry run: plan %s would redrive %d message(s) from %s (%v); run again with --yes to send\n", p.Hash(), totals["included"], p.DLQ, totals)
-				return nil
-			}
-			ctx, cancel := context.WithCancel(cmd.Context())
-			defer cancel()
-			dctx, dcancel := a.opCtx(ctx)
-			cl, err := a.rabbitClient(dctx)
-			dcancel()
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			if cl.AMQPAddr() != p.Server {
-				return fmt.Errorf("refused: plan %s was made on %s, this context is %s", p.Hash()[:12], p.Server, cl.AMQPAddr())
-			}
-			l, err := a.ledger(ctx)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			pol, _ := a.cfg.RedrivePolicyFor(p.DLQ)
-			a.auditRMQ(ctx, "redrive.execute", p.Hash(), map[string]any{"dlq": p.DLQ, "totals": totals, "phase": "start"})
-			start := time.Now()
-			res, err := cl.Execute(ctx, p, l, rabbitmq.ExecOptions{StopOnFailure: pol.StopOnFailure, Progress: func(r rabbitmq.Result) {
-				fmt.Fprintf(a.stderr, "progress: sent %d, already sent %d, failed %d of %d (%.0f msg/s)\n", r.Sent, r.AlreadySent, len(r.Failed), totals["included"], float64(r.Sent)/time.Since(start).Seconds())
-			}})
-			a.auditRMQ(ctx, "redrive.execute", p.Hash(), map[string]any{"dlq": p.DLQ, "phase": "end", "sent": res.Sent, "already_sent": res.AlreadySent, "failed": len(res.Failed), "not_found": len(res.NotFound), "error": errString(err)})
-			if f == output.JSON {
-				if werr := output.WriteJSON(a.stdout, res); werr != nil {
-					return werr
-				}
-			} else {
-				fmt.Fprintf(a.stdout, "plan %s: sent %d (resent %d), already sent %d, excluded %d, failed %d, not found %d, passed over %d\n", p.Hash()[:12], res.Sent, res.Resent, res.AlreadySent, res.Excluded, len(res.Failed), len(res.NotFound), res.Passed)
-				for _, fl := range res.Failed {
-					fmt.Fprintf(a.stdout, "  failed %s -> %q %s: %s\n", sanitize.Text(fl.EventID), sanitize.Text(fl.Exchange), sanitize.Text(fl.RoutingKey), sanitize.Text(fl.Error))
-				}
-				if res.Stopped != "" {
-					fmt.Fprintln(a.stdout, "stopped: "+res.Stopped)
-				}
-			}
-			if err != nil {
-				return err
-			}
-			if len(res.Failed) > 0 {
-				return &exitError{code: 1, err: fmt.Errorf("%d message(s) failed and stay in %s", len(res.Failed), p.DLQ), silent: false}
-			}
-			return nil
-		},
+// rmqReview is the review a plan needs today: required approvals and the
+// allowed signers (nil when none are configured).
+func (a *app) rmqReview(p rabbitmq.Plan) (int, approval.AllowedSigners, bool, error) {
+	pol, _ := a.cfg.RedrivePolicyFor(p.DLQ)
+	required := p.Policy.Review == "required" || pol.Review == "required"
+	if !required {
+		return 0, nil, false, nil
 	}
-	c.Flags().BoolVar(&yes, "yes", false, "send (without it, a dry run)")
-	return c
+	n := max(p.Policy.Approvals, pol.Approvals, 1)
+	if pol.AllowedSigners == "" {
+		return n, nil, true, nil
+	}
+	s, err := approval.LoadAllowedSigners(pol.AllowedSigners)
+	return n, s, true, err
+}
+
+func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, auditFile string) error {
+	f, err := a.format(output.Table, output.JSON)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := a.opCtx(cmd.Context())
+	defer cancel()
+	l, err := a.ledger(ctx)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	p, _, err := a.rmqLoadPlan(ctx, l, ref)
+	if err != nil {
+		return err
+	}
+	hash := p.Hash()
+	now := time.Now()
+	var sig approval.Signature
+	if keyFile != "" {
+		signer, err := approval.LoadSigner(keyFile)
+		if err != nil {
+			return usageErr("--key: %v", err)
+		}
+		if sig, err = approval.Sign(hash, signer, approval.RoleApproval, now); err != nil {
+			return err
+		}
+	} else {
+		raw, err := os.ReadFile(sigFile)
+		if err != nil {
+			return fmt.Errorf("--signature: %v", errors.Unwrap(err))
+		}
+		if sig, err = approval.FromArmored(hash, raw, approval.RoleApproval, now); err != nil {
+			return err
+		}
+	}
+	// Refuse what cannot count, before storing anything (as for Kafka).
+	author, _, err := l.Signatures(ctx, hash)
+	if err != nil {
+		return err
+	}
+	if author != nil && author.Fingerprint == sig.Fingerprint {
+		return errors.New("refused: the plan's author cannot approve it (two-person rule)")
+	}
+	n, signers, _, err := a.rmqReview(p)
+	if err != nil {
+		return err
+	}
+	principal := ""
+	if signers != nil {
+		v, err := approval.Verify(hash, sig, signers, now)
+		if err != nil {
+			return fmt.Errorf("refused: %v", err)
+		}
+		principal = v.Principal
+		if author != nil {
+			if av, err := approval.Verify(hash, *author, signers, now); err == nil && av.Principal == principal {
+				return errors.New("refused: the plan's author cannot approve it (two-person rule: same principal)")
+			}
+		}
+	}
+	if err := l.AddSignature(ctx, sig); err != nil {
+		return err
+	}
+	dec, _, err := a.approvalDecision(ctx, l, p)
+	if err != nil {
+		return err
+	}
+	a.auditRMQ(ctx, auditFile, "redrive.approved", hash, map[string]any{"dlq": p.DLQ, "signer": principal, "fingerprint": sig.Fingerprint, "approved": dec.Approved})
+	if f == output.JSON {
+		return output.WriteJSON(a.stdout, map[string]any{"plan": hash, "dlq": p.DLQ, "signer": principal, "fingerprint": sig.Fingerprint, "decision": dec,
+			"summary": map[string]any{"totals": p.Totals(), "policy": p.Policy, "author": p.Author, "created_at": p.CreatedAt, "required": n}})
+	}
+	state := "not yet approved: " + dec.Reason
+	if dec.Approved {
+		state = "approved by " + strings.Join(dec.Approvers, ", ")
+	}
+	fmt.Fprintf(a.stdout, "signed plan %s as %s (%s); the plan is %s\n", shortHash(hash), orUnknown(principal), sig.Fingerprint, state)
+	return nil
+}
+
+// ---- berth redrive execute ----
+
+type qExecuteOutput struct {
+	Plan         string                 `json:"plan"`
+	DLQ          string                 `json:"dlq"`
+	Sent         int                    `json:"sent"`
+	Resent       int                    `json:"resent"`
+	AlreadySent  int                    `json:"already_sent"`
+	Excluded     int                    `json:"excluded"`
+	Skipped      []rabbitmq.Skip        `json:"skipped"`
+	Failed       []rabbitmq.Failure     `json:"failed"`
+	Returned     int                    `json:"returned"`
+	NotFound     []string               `json:"not_found"`
+	Passed       int                    `json:"passed_over"`
+	Stopped      string                 `json:"stopped,omitempty"`
+	Cancelled    bool                   `json:"cancelled"`
+	Approvers    []string               `json:"approvers"`
+	Verification *rabbitmq.Verification `json:"verification,omitempty"`
+}
+
+func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bool, keyFile, auditFile string) error {
+	f, err := a.format(output.Table, output.JSON)
+	if err != nil {
+		return err
+	}
+	if err := onlyFor(cmd, "Kafka", map[string]string{"watch": "RabbitMQ re-failures show up in the DLQ carrying berth-redrive-plan"}); err != nil {
+		return err
+	}
+	actor := audit.CurrentUser()
+	if keyFile != "" {
+		signer, err := approval.LoadSigner(keyFile)
+		if err != nil {
+			return usageErr("--key: %v", err)
+		}
+		actor += " (" + fingerprint(signer) + ")"
+	}
+	sigCtx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	setup, cancel := a.opCtx(sigCtx)
+	defer cancel()
+	l, err := a.ledger(setup)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	p, _, err := a.rmqLoadPlan(setup, l, ref)
+	if err != nil {
+		if strings.Contains(err.Error(), "does not match its hash") {
+			a.auditRMQ(setup, auditFile, "redrive.refused", ref, map[string]any{"plan": ref, "reason": err.Error()})
+		}
+		return err
+	}
+	hash := p.Hash()
+	refuse := func(why error) error {
+		a.auditRMQ(setup, auditFile, "redrive.refused", hash, map[string]any{"dlq": p.DLQ, "reason": why.Error(), "actor": actor})
+		return why
+	}
+	if a.readOnly {
+		return refuse(errReadOnly)
+	}
+	if age := time.Since(p.CreatedAt); a.cfg.Redrive.PlanMaxAge > 0 && age > a.cfg.Redrive.PlanMaxAge {
+		return refuse(fmt.Errorf("refused: plan %s is %s old (redrive.plan_max_age %s): make a new one", shortHash(hash), age.Round(time.Minute), a.cfg.Redrive.PlanMaxAge))
+	}
+	if blocked, why := p.Blocked(); blocked {
+		return refuse(fmt.Errorf("refused: plan %s is blocked (a check could not run): %s; make the plan again", shortHash(hash), why))
+	}
+	dec, required, err := a.approvalDecision(setup, l, p)
+	if err != nil {
+		return err
+	}
+	if required && !dec.Approved {
+		why := dec.Reason
+		if len(dec.Refused) > 0 {
+			why += " (" + strings.Join(dec.Refused, "; ") + ")"
+		}
+		return refuse(fmt.Errorf("refused: plan %s is not approved: %s", shortHash(hash), why))
+	}
+	// The checks run again with today's data: the ledger (an event another
+	// plan redrove meanwhile) and the system of record (an effect committed
+	// meanwhile). An unreachable system of record refuses the run.
+	skip, err := a.rmqRecheck(setup, l, p)
+	if err != nil {
+		return refuse(fmt.Errorf("refused: %v", err))
+	}
+	totals := p.Totals()
+	if !yes {
+		out := map[string]any{"dry_run": true, "plan": hash, "dlq": p.DLQ, "totals": totals, "would_send": totals.Included - len(skip), "approvers": dec.Approvers, "skipped": skipList(p, skip)}
+		if f == output.JSON {
+			return output.WriteJSON(a.stdout, out)
+		}
+		fmt.Fprintf(a.stdout, "dry run: plan %s would redrive %d message(s) from %s (selected %d, excluded %d, skipped now %d); run again with --yes to send\n",
+			shortHash(hash), totals.Included-len(skip), sanitize.Text(p.DLQ), totals.Selected, totals.Excluded, len(skip))
+		return nil
+	}
+	dctx, dcancel := a.opCtx(sigCtx)
+	cl, err := a.rabbitClient(dctx)
+	dcancel()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if cl.AMQPAddr() != p.Server {
+		return refuse(fmt.Errorf("refused: plan %s was made on %s, this context is %s", shortHash(hash), p.Server, cl.AMQPAddr()))
+	}
+	pol, _ := a.cfg.RedrivePolicyFor(p.DLQ)
+	a.auditRMQ(sigCtx, auditFile, "redrive.execute", hash, map[string]any{"dlq": p.DLQ, "totals": totals, "phase": "start", "actor": actor, "approvers": dec.Approvers})
+	start := time.Now()
+	res, err := cl.Execute(sigCtx, p, l, rabbitmq.ExecOptions{
+		StopOnFailure: pol.StopOnFailure || pol.RequireIdempotencyKey, Skip: skip, Verify: !noVerify,
+		Progress: func(r rabbitmq.Result) {
+			done := r.Sent + r.AlreadySent + len(r.Failed)
+			fmt.Fprintf(a.stderr, "progress %s: %d/%d sent %d already sent %d failed %d (%.0f msg/s)\n", shortHash(hash), done, totals.Included, r.Sent, r.AlreadySent, len(r.Failed), float64(r.Sent)/time.Since(start).Seconds())
+		},
+	})
+	cancelled := sigCtx.Err() != nil
+	a.auditRMQ(context.WithoutCancel(sigCtx), auditFile, "redrive.execute", hash, map[string]any{"dlq": p.DLQ, "phase": "end", "sent": res.Sent, "resent": res.Resent,
+		"already_sent": res.AlreadySent, "failed": len(res.Failed), "returned": res.Returned, "not_found": len(res.NotFound), "skipped": len(res.Skipped),
+		"cancelled": cancelled, "error": errString(err), "actor": actor})
+	if v := res.Verification; v != nil {
+		a.auditRMQ(context.WithoutCancel(sigCtx), auditFile, "redrive.verified", hash, map[string]any{"dlq": p.DLQ, "ok": v.OK, "depth_before": v.DepthBefore,
+			"depth_after": v.DepthAfter, "acked": v.Acked, "returned": v.Returned, "problem": v.Problem})
+	}
+	out := qExecuteOutput{Plan: hash, DLQ: p.DLQ, Sent: res.Sent, Resent: res.Resent, AlreadySent: res.AlreadySent, Excluded: res.Excluded, Skipped: res.Skipped,
+		Failed: res.Failed, Returned: res.Returned, NotFound: res.NotFound, Passed: res.Passed, Stopped: res.Stopped, Cancelled: cancelled,
+		Approvers: dec.Approvers, Verification: res.Verification}
+	if out.Approvers == nil {
+		out.Approvers = []string{}
+	}
+	fmt.Fprintf(a.stderr, "redrive %s: sent %d, skipped %d, failed %d in %s\n", shortHash(hash), res.Sent, len(res.Skipped), len(res.Failed), time.Since(start).Round(time.Millisecond))
+	if f == output.JSON {
+		if werr := output.WriteJSON(a.stdout, out); werr != nil {
+			return werr
+		}
+	} else {
+		a.writeQExecuteText(out)
+	}
+	if err != nil && !cancelled {
+		return err
+	}
+	if len(res.Failed) > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("%d message(s) failed and stay in %s", len(res.Failed), sanitize.Text(p.DLQ))}
+	}
+	if v := res.Verification; v != nil && !v.OK {
+		return &exitError{code: 1, err: fmt.Errorf("verification: %s", v.Problem)}
+	}
+	return nil
+}
+
+// rmqRecheck runs the ledger and system-of-record checks again for the
+// plan's included records; what they now exclude is skipped.
+func (a *app) rmqRecheck(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan) (map[string]redrive.Verdict, error) {
+	hash := p.Hash()
+	skip := map[string]redrive.Verdict{}
+	entries, err := l.Entries(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	byOthers := map[string]rabbitmq.LedgerEntry{}
+	for _, e := range entries {
+		if e.State == rabbitmq.StateConfirmed && e.Plan != hash {
+			byOthers[e.EventID] = e
+		}
+	}
+	var keys []string
+	for _, r := range p.Records {
+		if !r.Included {
+			continue
+		}
+		if e, ok := byOthers[r.EventID]; ok {
+			skip[r.EventID] = redrive.Verdict{Reason: redrive.ReasonAlreadyRedriven, Detail: fmt.Sprintf("redriven meanwhile from %s by plan %s", e.DLQ, shortHash(e.Plan))}
+			continue
+		}
+		if r.IdempotencyKey != "" {
+			keys = append(keys, r.IdempotencyKey)
+		}
+	}
+	pol, _ := a.cfg.RedrivePolicyFor(p.DLQ)
+	if pol.SystemOfRecord == nil || len(keys) == 0 {
+		return skip, nil
+	}
+	committed, err := sorLookup(ctx, *pol.SystemOfRecord, keys)
+	if err != nil {
+		return nil, fmt.Errorf("system of record: %v (never read as not applied)", err)
+	}
+	for _, r := range p.Records {
+		if r.Included && committed[r.IdempotencyKey] {
+			if _, done := skip[r.EventID]; !done {
+				skip[r.EventID] = redrive.Verdict{Reason: redrive.ReasonEffectCommitted, Detail: fmt.Sprintf("the system of record has %s now (committed after the plan was made)", r.IdempotencyKey)}
+			}
+		}
+	}
+	return skip, nil
+}
+
+func skipList(p rabbitmq.Plan, skip map[string]redrive.Verdict) []rabbitmq.Skip {
+	out := []rabbitmq.Skip{}
+	for _, r := range p.Records {
+		if v, ok := skip[r.EventID]; ok && r.Included {
+			out = append(out, rabbitmq.Skip{EventID: r.EventID, Position: r.Position, Reason: v.Reason, Detail: v.Detail})
+		}
+	}
+	return out
+}
+
+func (a *app) writeQExecuteText(o qExecuteOutput) {
+	w := a.stdout
+	fmt.Fprintf(w, "plan %s  dlq %s\nsent %d (resent %d), already sent %d, excluded %d, skipped %d, failed %d, not found %d, passed over %d",
+		shortHash(o.Plan), sanitize.Text(o.DLQ), o.Sent, o.Resent, o.AlreadySent, o.Excluded, len(o.Skipped), len(o.Failed), len(o.NotFound), o.Passed)
+	if o.Cancelled {
+		fmt.Fprint(w, "  (cancelled: run the same command to resume)")
+	}
+	fmt.Fprintln(w)
+	for _, s := range o.Skipped {
+		fmt.Fprintf(w, "  skipped #%d %s: %s %s\n", s.Position, sanitize.Text(s.EventID), s.Reason, sanitize.Text(s.Detail))
+	}
+	for _, fl := range o.Failed {
+		fmt.Fprintf(w, "  failed %s -> %q %s: %s\n", sanitize.Text(fl.EventID), sanitize.Text(fl.Exchange), sanitize.Text(fl.RoutingKey), sanitize.Text(fl.Error))
+	}
+	if o.Stopped != "" {
+		fmt.Fprintln(w, "stopped: "+sanitize.Text(o.Stopped))
+	}
+	if v := o.Verification; v != nil {
+		state := "ok"
+		if !v.OK {
+			state = "PROBLEM: " + v.Problem
+		}
+		fmt.Fprintf(w, "verified: DLQ depth %d -> %d with %d acked, %d returned: %s\n", v.DepthBefore, v.DepthAfter, v.Acked, v.Returned, state)
+	}
 }
 
 func errString(err error) string {
@@ -635,79 +1129,110 @@ func errString(err error) string {
 	return err.Error()
 }
 
-func (a *app) newQRedriveStatus() *cobra.Command {
-	return &cobra.Command{
-		Use:   "status [PLAN]",
-		Short: "Ledger of RabbitMQ redrives: counts by state per plan",
-		Args:  cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := a.format(output.Table, output.JSON)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := a.opCtx(cmd.Context())
-			defer cancel()
-			plan := ""
-			if len(args) == 1 {
-				plan = args[0]
-				if p, err := rabbitmq.ReadPlan(args[0]); err == nil {
-					plan = p.Hash()
-				}
-			}
-			l, err := a.ledger(ctx)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			es, err := l.Entries(ctx, plan)
-			if err != nil {
-				return err
-			}
-			type row struct {
-				Plan      string `json:"plan"`
-				DLQ       string `json:"dlq"`
-				Vhost     string `json:"vhost"`
-				Intent    int    `json:"intent"`
-				Confirmed int    `json:"confirmed"`
-				Failed    int    `json:"failed"`
-			}
-			by := map[string]*row{}
-			var order []string
-			for _, e := range es {
-				r, ok := by[e.Plan]
-				if !ok {
-					r = &row{Plan: e.Plan, DLQ: e.DLQ, Vhost: e.Vhost}
-					by[e.Plan] = r
-					order = append(order, e.Plan)
-				}
-				switch e.State {
-				case rabbitmq.StateIntent:
-					r.Intent++
-				case rabbitmq.StateConfirmed:
-					r.Confirmed++
-				case rabbitmq.StateFailed:
-					r.Failed++
-				}
-			}
-			rows := []row{}
-			for _, p := range order {
-				rows = append(rows, *by[p])
-			}
-			if f == output.JSON {
-				return output.WriteJSON(a.stdout, rows)
-			}
-			g := output.Grid{Header: []string{"PLAN", "VHOST", "DLQ", "CONFIRMED", "INTENT (may need resend)", "FAILED"}, Right: map[int]bool{3: true, 4: true, 5: true}}
-			for _, r := range rows {
-				g.Add(r.Plan[:min(12, len(r.Plan))], r.Vhost, r.DLQ, fmt.Sprint(r.Confirmed), fmt.Sprint(r.Intent), fmt.Sprint(r.Failed))
-			}
-			return g.WriteTable(a.stdout)
-		},
-	}
+// ---- berth redrive status ----
+
+type qStatusRow struct {
+	statusRow
+	Vhost  string `json:"vhost"`
+	Intent int    `json:"intent"`
+	Failed int    `json:"failed"`
 }
 
-// auditRMQ appends to the audit log; a failure to audit is reported, not hidden.
-func (a *app) auditRMQ(ctx context.Context, action, target string, details map[string]any) {
-	log, err := audit.Open(a.auditPath(""))
+func (a *app) rmqRedriveStatus(cmd *cobra.Command, args []string) error {
+	f, err := a.format(output.Table, output.JSON)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := a.opCtx(cmd.Context())
+	defer cancel()
+	l, err := a.ledger(ctx)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	var plans []rabbitmq.Plan
+	if len(args) == 1 {
+		p, _, err := a.rmqLoadPlan(ctx, l, args[0])
+		if err != nil {
+			return err
+		}
+		plans = []rabbitmq.Plan{p}
+	} else if plans, err = l.Plans(ctx); err != nil {
+		return err
+	}
+	rows := []qStatusRow{}
+	for _, p := range plans {
+		rows = append(rows, a.rmqPlanStatus(ctx, l, p))
+	}
+	if f == output.JSON {
+		if len(args) == 1 {
+			p := plans[0]
+			return output.WriteJSON(a.stdout, struct {
+				qStatusRow
+				Summary qPlanSummary `json:"summary"`
+			}{rows[0], a.rmqPlanSummary(ctx, l, p)})
+		}
+		return output.WriteJSON(a.stdout, rows)
+	}
+	g := output.Grid{Header: []string{"PLAN", "VHOST", "DLQ", "AUTHOR", "AGE", "RECORDS", "REDRIVEN", "INTENT", "FAILED", "APPROVALS", "STATE"}, Right: map[int]bool{5: true, 6: true, 7: true, 8: true}}
+	for _, r := range rows {
+		g.Add(shortHash(r.Plan), r.Vhost, sanitize.Text(r.DLQ), r.Author, ageString(time.Since(r.Created)), fmt.Sprint(r.Included), fmt.Sprint(r.Redriven),
+			fmt.Sprint(r.Intent), fmt.Sprint(r.Failed), fmt.Sprintf("%d/%d", r.Approvals, r.Required), r.State)
+	}
+	return g.WriteTable(a.stdout)
+}
+
+func (a *app) rmqPlanStatus(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan) qStatusRow {
+	hash := p.Hash()
+	t := p.Totals()
+	row := qStatusRow{statusRow: statusRow{Plan: hash, DLQ: p.DLQ, Author: p.Author, Created: p.CreatedAt, Included: t.Included, Excluded: t.Excluded}, Vhost: p.Vhost}
+	states, err := l.PlanStates(ctx, hash)
+	if err != nil {
+		row.State, row.Reason = "error", err.Error()
+		return row
+	}
+	for _, st := range states {
+		switch st {
+		case rabbitmq.StateConfirmed:
+			row.Redriven++
+		case rabbitmq.StateIntent:
+			row.Intent++
+		case rabbitmq.StateFailed:
+			row.Failed++
+		}
+	}
+	dec, required, err := a.approvalDecision(ctx, l, p)
+	if err != nil {
+		row.State, row.Reason = "error", err.Error()
+		return row
+	}
+	row.Approved, row.Reason = dec.Approved, dec.Reason
+	if required {
+		row.Required, row.Approvals = dec.Required, len(dec.Approvers)
+	}
+	expired := a.cfg.Redrive.PlanMaxAge > 0 && time.Since(p.CreatedAt) > a.cfg.Redrive.PlanMaxAge
+	blocked, why := p.Blocked()
+	switch {
+	case row.Redriven >= t.Included && t.Included > 0:
+		row.State = "done"
+	case row.Redriven > 0 || row.Intent > 0 || row.Failed > 0:
+		row.State = fmt.Sprintf("partial (%d left)", t.Included-row.Redriven)
+	case blocked:
+		row.State, row.Reason = "blocked", why
+	case expired:
+		row.State = "expired"
+	case !row.Approved:
+		row.State = "pending approval"
+	default:
+		row.State = "ready"
+	}
+	return row
+}
+
+// auditRMQ appends to the audit log; a failure to audit is reported, not
+// hidden.
+func (a *app) auditRMQ(ctx context.Context, file, action, target string, details map[string]any) {
+	log, err := a.openAudit(file)
 	if err == nil {
 		_, err = log.Append(ctx, audit.Entry{Action: action, Context: a.ctxName, Target: target, Details: details})
 	}

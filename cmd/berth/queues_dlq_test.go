@@ -27,48 +27,59 @@ func TestQueuesDLQRedriveCommands(t *testing.T) {
 	r := []string{"--amqp", testAMQPURL(), "--management", testManagementURL()}
 	run := func(args ...string) (string, string, int) { return runBerth(t, append(args, r...)...) }
 
-	out, errOut, code := run("queues", "dlq", "classes", dlq, "-o", "json")
+	out, errOut, code := run("dlq", "classes", dlq, "-o", "json")
 	if code != 0 {
 		t.Fatalf("classes: %d %s", code, errOut)
 	}
-	var cls struct {
-		Read    int `json:"read"`
-		Classes []struct {
-			Count         int    `json:"count"`
-			OriginalQueue string `json:"original_queue"`
-			Reason        string `json:"reason"`
-		} `json:"classes"`
+	var cls []struct {
+		Count         int    `json:"count"`
+		OriginalQueue string `json:"original_queue"`
+		Reason        string `json:"reason"`
 	}
 	must(json.Unmarshal([]byte(out), &cls))
-	if cls.Read != 4 || len(cls.Classes) != 1 || cls.Classes[0].Count != 4 || cls.Classes[0].OriginalQueue != work || cls.Classes[0].Reason != "rejected" {
+	if len(cls) != 1 || cls[0].Count != 4 || cls[0].OriginalQueue != work || cls[0].Reason != "rejected" {
 		t.Fatalf("classes %s", out)
+	}
+	// Kafka-only selectors are refused by name on a RabbitMQ context.
+	if _, errOut, code := run("redrive", "plan", dlq, "--offsets", "0:1", "--out", filepath.Join(t.TempDir(), "p.json")); code != 2 || !strings.Contains(errOut, "--offsets") {
+		t.Errorf("--offsets on RabbitMQ: exit %d %s", code, errOut)
 	}
 
 	plan := filepath.Join(t.TempDir(), "plan.json")
-	if _, errOut, code := run("queues", "redrive", "plan", dlq, "--out", plan); code != 2 || !strings.Contains(errOut, "selection") {
+	if _, errOut, code := run("redrive", "plan", dlq, "--out", plan); code != 2 || !strings.Contains(errOut, "selection") {
 		t.Errorf("a plan without a selection: exit %d %s", code, errOut)
 	}
-	if _, errOut, code := run("queues", "redrive", "plan", dlq, "--event-id", "job-1,job-2", "--out", plan); code != 0 {
+	if _, errOut, code := run("redrive", "plan", dlq, "--event-id", "job-1,job-2", "--out", plan); code != 0 {
 		t.Fatalf("plan: %d %s", code, errOut)
 	}
-	out, _, code = run("queues", "redrive", "execute", plan, "-o", "json")
+	out, _, code = run("redrive", "execute", plan, "-o", "json")
 	if code != 0 || !strings.Contains(out, `"dry_run": true`) {
 		t.Fatalf("execute without --yes must be a dry run: %d %s", code, out)
 	}
-	if _, errOut, code := run("queues", "redrive", "execute", plan, "--yes", "--read-only"); code == 0 || !strings.Contains(errOut, "read-only") {
+	if _, errOut, code := run("redrive", "execute", plan, "--yes", "--read-only"); code == 0 || !strings.Contains(errOut, "read-only") {
 		t.Fatalf("read-only: %d %s", code, errOut)
 	}
-	out, errOut, code = run("queues", "redrive", "execute", plan, "--yes", "-o", "json")
+	out, errOut, code = run("redrive", "execute", plan, "--yes", "-o", "json")
 	if code != 0 {
 		t.Fatalf("execute: %d %s", code, errOut)
 	}
 	var res struct {
-		Sent   int   `json:"sent"`
-		Failed []any `json:"failed"`
+		Sent         int   `json:"sent"`
+		Failed       []any `json:"failed"`
+		Verification struct {
+			Before   int64 `json:"dlq_depth_before"`
+			After    int64 `json:"dlq_depth_after"`
+			Acked    int   `json:"acked"`
+			Returned int   `json:"returned"`
+			OK       bool  `json:"ok"`
+		} `json:"verification"`
 	}
 	must(json.Unmarshal([]byte(out), &res))
 	if res.Sent != 2 || len(res.Failed) != 0 {
 		t.Fatalf("execute result %s", out)
+	}
+	if v := res.Verification; !v.OK || v.Before != 4 || v.After != 2 || v.Acked != 2 || v.Returned != 0 {
+		t.Errorf("verification: %+v", v)
 	}
 	var got []string
 	for {
@@ -82,14 +93,19 @@ func TestQueuesDLQRedriveCommands(t *testing.T) {
 	if fmt.Sprint(got) != "[job-1 job-2]" {
 		t.Errorf("work queue got %v", got)
 	}
-	out, _, _ = run("queues", "redrive", "status", plan, "-o", "json")
-	if !strings.Contains(out, `"confirmed": 2`) {
+	out, _, _ = run("redrive", "status", plan, "-o", "json")
+	var st struct {
+		Redriven int    `json:"redriven"`
+		State    string `json:"state"`
+	}
+	must(json.Unmarshal([]byte(out), &st))
+	if st.Redriven != 2 || st.State != "done" {
 		t.Errorf("status %s", out)
 	}
 	// Editing the plan voids it.
 	b, _ := qdlqReadFile(plan)
 	must(qdlqWriteFile(plan, strings.Replace(b, `"job-1"`, `"job-9"`, 1)))
-	if _, errOut, code := run("queues", "redrive", "execute", plan, "--yes"); code == 0 || !strings.Contains(errOut, "hash") {
+	if _, errOut, code := run("redrive", "execute", plan, "--yes"); code == 0 || !strings.Contains(errOut, "hash") {
 		t.Errorf("edited plan: %d %s", code, errOut)
 	}
 }
@@ -123,7 +139,9 @@ func rmqDLQ(t *testing.T, n int) (*amqp.Connection, *amqp.Channel, string, strin
 	must(ch.ExchangeDeclare(dlx, "direct", false, true, false, false, nil))
 	_, err = ch.QueueDeclare(work, false, true, false, false, amqp.Table{"x-dead-letter-exchange": dlx, "x-dead-letter-routing-key": "dead"})
 	must(err)
-	_, err = ch.QueueDeclare(dlq, false, true, false, false, nil)
+	// Not auto-delete: execution refuses an auto-delete DLQ (its consumer
+	// leaving would delete it with the messages not redriven).
+	_, err = ch.QueueDeclare(dlq, false, false, false, false, nil)
 	must(err)
 	must(ch.QueueBind(dlq, "dead", dlx, false, nil))
 	t.Cleanup(func() {
@@ -189,28 +207,39 @@ redrive:
 `, testAMQPURL(), testManagementURL(), filepath.Join(dir, "ledger.db"), signers))
 	run := func(args ...string) (string, string, int) { return runBerth(t, append(args, "--config", cfg)...) }
 	plan := filepath.Join(dir, "plan.json")
-	if _, errOut, code := run("queues", "redrive", "plan", dlq, "--all", "--key", alice, "--out", plan); code != 0 {
+	if _, errOut, code := run("redrive", "plan", dlq, "--all", "--key", alice, "--out", plan); code != 0 {
 		t.Fatalf("plan: %d %s", code, errOut)
 	}
 	refused := func(why string) {
 		t.Helper()
-		_, errOut, code := run("queues", "redrive", "execute", plan, "--yes")
+		_, errOut, code := run("redrive", "execute", plan, "--yes")
 		if code == 0 || !strings.Contains(errOut, "not approved") || !strings.Contains(errOut, why) {
 			t.Fatalf("execute: exit %d %q; want refused: %s", code, errOut, why)
 		}
 	}
 	refused("approvals")
-	for _, k := range []string{alice, mallory} {
-		if _, errOut, code := run("queues", "redrive", "approve", plan, "--key", k); code != 0 {
-			t.Fatalf("approve: %d %s", code, errOut)
+	// The author's key and a key outside allowed_signers are refused at
+	// approval, storing nothing (as for Kafka plans).
+	for k, why := range map[string]string{alice: "author cannot approve", mallory: "allowed_signers"} {
+		if _, errOut, code := run("redrive", "approve", plan, "--key", k); code == 0 || !strings.Contains(errOut, why) {
+			t.Fatalf("approve with %s: exit %d %q; want refused: %s", filepath.Base(k), code, errOut, why)
 		}
 	}
-	refused("author cannot approve")
-	refused("not in allowed_signers")
-	if _, errOut, code := run("queues", "redrive", "approve", plan, "--key", bob); code != 0 {
+	refused("approvals")
+	// Approvers at another terminal name the plan by its hash prefix.
+	out, _, _ := run("redrive", "show", plan, "-o", "json")
+	var shown struct {
+		Hash      string `json:"hash"`
+		AuthorKey string `json:"author_key"`
+		Stored    bool   `json:"stored"`
+	}
+	if err := json.Unmarshal([]byte(out), &shown); err != nil || !shown.Stored || shown.AuthorKey == "" {
+		t.Fatalf("show: %v %s", err, out)
+	}
+	if _, errOut, code := run("redrive", "approve", shown.Hash[:12], "--key", bob); code != 0 {
 		t.Fatalf("approve: %d %s", code, errOut)
 	}
-	if out, errOut, code := run("queues", "redrive", "execute", plan, "--yes"); code != 0 || !strings.Contains(out, "sent 2") {
+	if out, errOut, code := run("redrive", "execute", shown.Hash[:12], "--yes"); code != 0 || !strings.Contains(out, "sent 2") {
 		t.Fatalf("approved execute: %d %s %s", code, out, errOut)
 	}
 	if n, _ := ch.QueueDeclarePassive(work, false, true, false, false, amqp.Table{"x-dead-letter-exchange": "x"}); n.Messages != 2 {

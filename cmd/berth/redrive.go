@@ -32,8 +32,10 @@ func newRedriveCmd(a *app) *cobra.Command {
 		Long: `Redrive plans select DLQ records explicitly, run the redrive checks (ledger,
 system of record, ordering hazard, duplicates, loop guard) and record each
 record's verdict. A plan is a JSON file whose SHA-256 over a canonical
-encoding is its identity; it is also kept in the cluster's plan store
-(` + kafka.PlanTopic + `) so every operator sees it.`,
+encoding is its identity; it is also kept in the plan store so every
+operator sees it: the cluster's ` + kafka.PlanTopic + ` topic for Kafka,
+the redrive store (redrive.store_dsn) for RabbitMQ. The same commands work
+on both; flags that only mean something for one backend say so.`,
 		Args: noArgs,
 	}
 	cmd.AddCommand(newRedrivePlanCmd(a), newRedriveShowCmd(a))
@@ -59,6 +61,7 @@ type redrivePlanOptions struct {
 
 func newRedrivePlanCmd(a *app) *cobra.Command {
 	var o redrivePlanOptions
+	var ro rmqPlanOptions
 	cmd := &cobra.Command{
 		Use:   "plan DLQ --out FILE",
 		Short: "Select DLQ records, run the checks, write a plan",
@@ -88,9 +91,25 @@ A blocked plan is still written, for review, and the command exits 1.
 JSON: hash, file, dlq, target, author, author_key, stored, blocked,
 blocked_reason, records [{partition, offset, event_id, included, reason,
 detail, class, target, newer_offset}], totals {selected, included, excluded,
-by_reason, by_class}.`,
+by_reason, by_class}.
+
+RabbitMQ: select with --class, --event-id, --reason, --original-queue or
+--all (offsets, keys and times are Kafka's); --read messages are browsed
+(default 1,000); --batch-size is the publish window awaiting confirms
+(default 500); ordering hazards are checked inside the DLQ by the policy's
+ordering_key; --to-queue sends each message to the queue it died in. Records
+carry position, original_queue, death_reason, exchange, routing_key,
+ordering_key and hazard_position instead of partition/offset/target.`,
 		Args: exactArgs("DLQ"),
-		RunE: func(cmd *cobra.Command, args []string) error { return a.runRedrivePlan(cmd, args[0], o) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if a.isRabbit() {
+				return a.rmqRedrivePlan(cmd, args[0], o, ro)
+			}
+			if err := onlyFor(cmd, "RabbitMQ", rabbitOnlyPlanFlags); err != nil {
+				return err
+			}
+			return a.runRedrivePlan(cmd, args[0], o)
+		},
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&o.classes, "class", nil, "select the records of a failure class id (repeatable)")
@@ -106,8 +125,9 @@ by_reason, by_class}.`,
 	f.StringVar(&o.sshKey, "key", "", "SSH private key to sign the plan as its author")
 	f.StringVar(&o.out, "out", "", "plan file to write (required)")
 	f.Int64Var(&o.scanLimit, "scan-limit", kafka.DefaultScanLimit, "records the ordering scan reads per original partition")
-	f.IntVar(&o.readLimit, "read", kafka.DefaultReadLimit, "DLQ records read, oldest first")
+	f.IntVar(&o.readLimit, "read", kafka.DefaultReadLimit, "DLQ records read, oldest first (RabbitMQ: messages browsed, default 1000)")
 	addAuditFlag(cmd, &o.auditFile)
+	ro.add(cmd)
 	return cmd
 }
 
@@ -433,6 +453,9 @@ match its hash is refused.
 JSON: as berth redrive plan, plus approvals (signers' key fingerprints).`,
 		Args: exactArgs("PLAN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if a.isRabbit() {
+				return a.rmqRedriveShow(cmd, args[0])
+			}
 			f, err := a.format(output.Table, output.JSON)
 			if err != nil {
 				return err

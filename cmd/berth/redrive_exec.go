@@ -198,6 +198,9 @@ and given with --signature. The author's own key never counts.`,
 			if (keyFile == "") == (sigFile == "") {
 				return usageErr("redrive approve: give exactly one of --key or --signature")
 			}
+			if a.isRabbit() {
+				return a.rmqRedriveApprove(cmd, args[0], keyFile, sigFile, auditFile)
+			}
 			ctx, cancel := a.opCtx(cmd.Context())
 			defer cancel()
 			s, err := a.redriveSession(ctx)
@@ -216,6 +219,11 @@ and given with --signature. The author's own key never counts.`,
 			signers, err := signersFor(pol)
 			if err != nil {
 				return err
+			}
+			if signers == nil && pol.Review == "required" {
+				// Nothing to verify an approval against: storing it would
+				// show an approval that execute refuses to count.
+				return errors.New("refused: the plan's policy requires review but no allowed_signers are configured; nothing stored")
 			}
 			now := time.Now()
 			var sig approval.Signature
@@ -297,7 +305,7 @@ type verification struct {
 func newRedriveExecuteCmd(a *app) *cobra.Command {
 	var keyFile, auditFile string
 	var watch time.Duration
-	var noVerify bool
+	var noVerify, yes bool
 	cmd := &cobra.Command{
 		Use:   "execute PLAN",
 		Short: "Execute an approved redrive plan (transactional, resumable)",
@@ -306,15 +314,25 @@ entries written in one Kafka transaction: interrupt it at any point (ctrl+c
 finishes the batch in flight, kill -9 aborts it) and run the same command
 again to resume. SIGUSR1 pauses and SIGUSR2 resumes between batches.
 After sending, the copies are read back and compared, then the DLQ is
-watched for records that fail again (--watch).`,
+watched for records that fail again (--watch).
+
+RabbitMQ: a dry run unless --yes (Kafka ignores --yes: its plan is the dry
+run). Messages are published with mandatory and publisher confirms,
+pipelined; the ledger records intent before and completion after, and a DLQ
+message is acked only after its confirm: at-least-once, resumable (run the
+same command again). Afterwards the DLQ's depth is checked to have fallen by
+exactly the messages acked, with none returned (--no-verify skips it).`,
 		Args: exactArgs("PLAN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if watch < 0 {
+				return usageErr("--watch: %s is negative (0 skips the re-failure watch)", watch)
+			}
+			if a.isRabbit() {
+				return a.rmqRedriveExecute(cmd, args[0], yes, noVerify, keyFile, auditFile)
+			}
 			f, err := a.format(output.Table, output.JSON)
 			if err != nil {
 				return err
-			}
-			if watch < 0 {
-				return usageErr("--watch: %s is negative (0 skips the re-failure watch)", watch)
 			}
 			if a.readOnly {
 				// Refused before the cluster is touched (loading a plan file
@@ -425,7 +443,8 @@ watched for records that fail again (--watch).`,
 	}
 	cmd.Flags().StringVar(&keyFile, "key", "", "your SSH key: records its fingerprint as the executor in the audit log")
 	cmd.Flags().DurationVar(&watch, "watch", 0, "after sending, watch the DLQ this long for re-failures (default redrive.verify_watch)")
-	cmd.Flags().BoolVar(&noVerify, "no-verify", false, "skip the read-back and the re-failure watch")
+	cmd.Flags().BoolVar(&noVerify, "no-verify", false, "skip the read-back and the re-failure watch (RabbitMQ: the DLQ depth check)")
+	cmd.Flags().BoolVar(&yes, "yes", false, "RabbitMQ: send (without it, a dry run); Kafka executes without it")
 	addAuditFlag(cmd, &auditFile)
 	return cmd
 }
@@ -498,6 +517,9 @@ func newRedriveStatusCmd(a *app) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if a.isRabbit() {
+				return a.rmqRedriveStatus(cmd, args)
+			}
 			f, err := a.format(output.Table, output.JSON)
 			if err != nil {
 				return err
