@@ -132,16 +132,9 @@ func queueLagRow(v rabbitmq.QueueStatus) monitor.QueueLag {
 		Queue: q.Name, Vhost: q.Vhost, Type: q.Type,
 		AgeSeconds: l.AgeSeconds(), AgeSource: l.AgeSource,
 		Status: l.Status.String(), SLOSeconds: l.SLO.Seconds(), Breach: l.Breach,
+		// nil until RabbitMQ has produced the statistic: unknown, not 0
+		Ready: q.Ready, Unacked: q.Unacked, Consumers: q.Consumers,
 		Extra: map[string]any{"stats_known": q.Ready != nil && q.Unacked != nil && q.Consumers != nil},
-	}
-	if q.Ready != nil {
-		r.Ready = *q.Ready
-	}
-	if q.Unacked != nil {
-		r.Unacked = *q.Unacked
-	}
-	if q.Consumers != nil {
-		r.Consumers = *q.Consumers
 	}
 	return r
 }

@@ -234,7 +234,7 @@ func (a *app) runQueueHealth(ctx context.Context, f output.Format) error {
 			if r.AgeSeconds != nil {
 				age = fmtAge(time.Duration(*r.AgeSeconds * float64(time.Second)))
 			}
-			g.Add(r.Vhost, r.Queue, r.Status, fmt.Sprint(r.Ready), fmt.Sprint(r.Consumers), age, strings.TrimSpace(map[bool]string{true: "BREACH"}[r.Breach]))
+			g.Add(r.Vhost, r.Queue, r.Status, optInt(r.Ready), optIntp(r.Consumers), age, strings.TrimSpace(map[bool]string{true: "BREACH"}[r.Breach]))
 		}
 		if err := g.WriteTable(a.stdout); err != nil {
 			return err

@@ -569,7 +569,7 @@ func (a *app) runQueueLag(ctx context.Context, o lagOptions, f output.Format) er
 			if r.Breach {
 				breach = "BREACH"
 			}
-			g.Add(r.Vhost, r.Queue, r.Type, fmt.Sprint(r.Ready), fmt.Sprint(r.Unacked), fmt.Sprint(r.Consumers), age, r.AgeSource, r.Status, fmtAge(time.Duration(r.SLOSeconds*float64(time.Second))), breach)
+			g.Add(r.Vhost, r.Queue, r.Type, optInt(r.Ready), optInt(r.Unacked), optIntp(r.Consumers), age, r.AgeSource, r.Status, fmtAge(time.Duration(r.SLOSeconds*float64(time.Second))), breach)
 		}
 		if err := g.WriteTable(a.stdout); err != nil {
 			return err

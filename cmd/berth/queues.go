@@ -139,11 +139,11 @@ func (a *app) QueueLagRows(ctx context.Context) ([]monitor.QueueLag, []string, e
 		q, l := v.Queue, v.Lag
 		r := monitor.QueueLag{
 			Queue: q.Name, Vhost: q.Vhost, Type: q.Type,
+			// nil until RabbitMQ has produced the statistic: unknown, not 0
+			Ready: q.Ready, Unacked: q.Unacked, Consumers: q.Consumers,
 			AgeSeconds: l.AgeSeconds(), AgeSource: l.AgeSource,
 			Status: l.Status.String(), SLOSeconds: l.SLO.Seconds(), Breach: l.Breach,
 			Extra: map[string]any{
-				// ready/unacked/consumers above read 0 when RabbitMQ has not
-				// produced them yet (the row's fields are not pointers).
 				"stats_known":            q.Ready != nil && q.Unacked != nil && q.Consumers != nil,
 				"consumer_utilisation":   q.ConsumerUtilisation,
 				"publish_rate":           q.PublishRate,
@@ -152,15 +152,6 @@ func (a *app) QueueLagRows(ctx context.Context) ([]monitor.QueueLag, []string, e
 				"estimated_wait_seconds": l.EstimatedWaitSeconds(),
 				"reason":                 l.Reason,
 			},
-		}
-		if q.Ready != nil {
-			r.Ready = *q.Ready
-		}
-		if q.Unacked != nil {
-			r.Unacked = *q.Unacked
-		}
-		if q.Consumers != nil {
-			r.Consumers = *q.Consumers
 		}
 		rows[i] = r
 	}

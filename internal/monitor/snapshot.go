@@ -128,13 +128,15 @@ type Breach struct {
 // QueueLag is one RabbitMQ queue's row, the queue-shaped counterpart of a
 // group's lag: same age and status meanings where they apply. AgeSeconds is
 // nil when the age is unknown (no publisher timestamp and no drain rate).
+// Ready, Unacked and Consumers are nil until RabbitMQ has produced the
+// statistic (a new queue has none for up to 5 s): unknown, never 0.
 type QueueLag struct {
 	Queue      string   `json:"queue"`
 	Vhost      string   `json:"vhost"`
 	Type       string   `json:"type"` // classic, quorum, stream
-	Ready      int64    `json:"ready"`
-	Unacked    int64    `json:"unacked"`
-	Consumers  int      `json:"consumers"`
+	Ready      *int64   `json:"ready"`
+	Unacked    *int64   `json:"unacked"`
+	Consumers  *int     `json:"consumers"`
 	AgeSeconds *float64 `json:"age_seconds"`
 	// AgeSource is "publisher_timestamp" (head message's timestamp
 	// property) or "estimate" (ready / drain rate); "" when unknown.
