@@ -77,3 +77,28 @@ func TestRedriveStatusShowsBlockedPlans(t *testing.T) {
 		t.Fatalf("blocked plan shown as %+v", rows[0])
 	}
 }
+
+// A plan made under a review policy that no configured policy matches any
+// more keeps its review (see policyFor); approving it then has no
+// allowed_signers to verify against, so it is refused and nothing stored.
+func TestRedriveApproveWithoutAllowedSignersIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	alice, alicePub := sshKey(t, dir, "alice")
+	bob, bobPub := sshKey(t, dir, "bob")
+	signers := filepath.Join(dir, "allowed_signers")
+	if err := os.WriteFile(signers, []byte("alice@hc "+alicePub+"\nbob@hc "+bobPub+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := newRedriveFixture(t, 2, fmt.Sprintf("    - match: \"ledger-events.DLT\"\n      review: required\n      approvals: 1\n      allowed_signers: %s\n", signers))
+	plan := f.plan(t, "--key", alice)
+	noPolicy := writeConfig(t, fmt.Sprintf("current_context: test\ncontexts:\n  test:\n    kind: kafka\n    bootstrap: [%s]\naudit:\n  file: %s\n", f.kc.Addrs[0], f.audit))
+	_, errOut, code := runBerth(t, "--config", noPolicy, "redrive", "approve", plan[:12], "--key", bob)
+	if code != 1 || !strings.Contains(errOut, "no allowed_signers") {
+		t.Fatalf("approve: exit %d %q", code, errOut)
+	}
+	out, errOut, code := runBerth(t, "--config", f.config, "redrive", "status", "-o", "json")
+	var rows []statusRow
+	if code != 0 || json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 1 || rows[0].Approvals != 0 || rows[0].Approved {
+		t.Fatalf("status after a refused approval: exit %d %s %s", code, errOut, out)
+	}
+}
