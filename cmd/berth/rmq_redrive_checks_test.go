@@ -172,7 +172,7 @@ redrive:
 	dir := t.TempDir()
 	plan := func(name string, extra ...string) rmqPlanOut {
 		t.Helper()
-		args := append([]string{"redrive", "plan", dlq, "--event-id", u+"job-1,"+u+"job-2,"+u+"job-3,"+u+"job-4,"+u+"job-5", "--out", filepath.Join(dir, name), "-o", "json"}, extra...)
+		args := append([]string{"redrive", "plan", dlq, "--event-id", u + "job-1," + u + "job-2," + u + "job-3," + u + "job-4," + u + "job-5", "--out", filepath.Join(dir, name), "-o", "json"}, extra...)
 		out, errOut, code := run(args...)
 		if code != 0 {
 			t.Fatalf("plan: exit %d %s", code, errOut)
