@@ -27,15 +27,17 @@ import (
 
 const consoleW, consoleH = 160, 40
 
-// consoleDriver feeds a page the messages its commands produce, one
-// command at a time, as the console's event loop would. Commands that
-// wait for an execution's progress block until the execution moves on, so
-// the tests synchronise on progress, never on a clock.
+// consoleDriver feeds a page the messages its commands produce, as the
+// console's event loop does: every command runs in its own goroutine and
+// its message is delivered in arrival order. Commands that wait for an
+// execution's progress return when the execution moves on, so the tests
+// synchronise on progress, never on a clock.
 type consoleDriver struct {
 	t       *testing.T
 	env     tui.PageEnv
 	page    tui.Page
-	queue   []tea.Cmd
+	msgs    chan tea.Msg
+	pending int
 	pushed  []tui.Page
 	flashes []string
 	back    bool
@@ -71,29 +73,35 @@ func consoleEnv(t *testing.T, f *redriveFixture, readOnly bool, watch time.Durat
 
 func drive(t *testing.T, env tui.PageEnv, page tui.Page) *consoleDriver {
 	t.Helper()
-	d := &consoleDriver{t: t, env: env, page: page}
+	// Buffered: a command whose page was left behind can still finish.
+	d := &consoleDriver{t: t, env: env, page: page, msgs: make(chan tea.Msg, 1024)}
 	d.page, _ = d.page.Update(tea.WindowSizeMsg{Width: consoleW, Height: consoleH})
-	d.queue = append(d.queue, page.Init())
+	d.start(page.Init())
 	d.settle(func() bool { return false })
 	return d
 }
 
-// step runs the next command and delivers its message.
-func (d *consoleDriver) step() {
-	c := d.queue[0]
-	d.queue = d.queue[1:]
+func (d *consoleDriver) start(c tea.Cmd) {
 	if c == nil {
 		return
 	}
-	switch msg := c().(type) {
+	d.pending++
+	go func() { d.msgs <- c() }()
+}
+
+// deliver handles one message as the app would.
+func (d *consoleDriver) deliver(m tea.Msg) {
+	switch msg := m.(type) {
 	case tea.BatchMsg:
-		d.queue = append(d.queue, msg...)
+		for _, c := range msg {
+			d.start(c)
+		}
 	case tui.PushMsg:
 		next := msg.Factory(d.env)
 		d.page = next // the pushed page is the one the operator sees now
 		d.pushed = append(d.pushed, next)
 		d.page, _ = d.page.Update(tea.WindowSizeMsg{Width: consoleW, Height: consoleH})
-		d.queue = append(d.queue, next.Init())
+		d.start(next.Init())
 	case tui.FlashMsg:
 		d.flashes = append(d.flashes, msg.Text)
 	case tui.BackMsg:
@@ -102,15 +110,23 @@ func (d *consoleDriver) step() {
 	default:
 		var more tea.Cmd
 		d.page, more = d.page.Update(msg)
-		d.queue = append(d.queue, more)
+		d.start(more)
 	}
 }
 
-// settle runs commands until none is left or until stop holds.
+// settle delivers messages until no command is left or stop holds; a
+// deadline turns a console that stops answering into a failure, not a hang.
 func (d *consoleDriver) settle(stop func() bool) {
 	d.t.Helper()
-	for len(d.queue) > 0 && !stop() {
-		d.step()
+	deadline := time.After(60 * time.Second)
+	for d.pending > 0 && !stop() {
+		select {
+		case m := <-d.msgs:
+			d.pending--
+			d.deliver(m)
+		case <-deadline:
+			d.t.Fatalf("the console stopped answering; view:\n%s", d.page.View())
+		}
 	}
 }
 
@@ -139,7 +155,7 @@ func (d *consoleDriver) press(k tea.KeyMsg, stop func() bool) {
 	}
 	var cmd tea.Cmd
 	d.page, cmd = d.page.Update(k)
-	d.queue = append(d.queue, cmd)
+	d.start(cmd)
 	d.settle(stop)
 }
 
@@ -382,6 +398,18 @@ func TestConsolePauseThenCancelLeavesWholeBatches(t *testing.T) {
 	if v := d.view(); !strings.Contains(v, "keeps running if you leave") || d.back {
 		t.Fatalf("esc during the execution:\n%s", v)
 	}
+	// esc again leaves it running in the background, and says so.
+	d.press(keyEscMsg, func() bool { return d.back && len(d.flashes) > 0 })
+	if !d.back || !strings.Contains(strings.Join(d.flashes, " "), "continues in the background") {
+		t.Fatalf("leaving the execution: back %v, flashes %v", d.back, d.flashes)
+	}
+	// The plans list shows it paused; opening the plan again attaches to
+	// the same execution, and c there cancels it.
+	d = drive(t, env, tuidlq.NewPlansPage(env))
+	if v := d.view(); !strings.Contains(v, "paused ") {
+		t.Fatalf("plans list while the execution is paused:\n%s", v)
+	}
+	d.press(keyEnterMsg, func() bool { return strings.Contains(d.view(), "PAUSED") })
 	d.press(keyRunes("c"), func() bool { return strings.Contains(d.view(), "result:") })
 	v = d.until("verified:")
 	if !strings.Contains(v, "CANCELLED") {
@@ -399,5 +427,53 @@ func TestConsolePauseThenCancelLeavesWholeBatches(t *testing.T) {
 	}
 	if !strings.Contains(v, fmt.Sprintf("verified: %d copies read back, 0 mismatch(es)", sent)) {
 		t.Fatalf("read-back after the cancel:\n%s", v)
+	}
+}
+
+// TestConsoleSignsItsOwnPlanAsAuthor makes a plan from a DLQ's classes in
+// the console, signs it as its author there (review needs the author's
+// signature), and has another key approve it.
+func TestConsoleSignsItsOwnPlanAsAuthor(t *testing.T) {
+	dir := t.TempDir()
+	alice, alicePub := sshKey(t, dir, "alice")
+	bob, bobPub := sshKey(t, dir, "bob")
+	signers := filepath.Join(dir, "allowed_signers")
+	if err := os.WriteFile(signers, []byte("alice@hc "+alicePub+"\nbob@hc "+bobPub+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := newRedriveFixture(t, 5, fmt.Sprintf("    - match: \"ledger-events.DLT\"\n      review: required\n      approvals: 1\n      allowed_signers: %s\n", signers))
+	env := consoleEnv(t, f, false, 0)
+	d := drive(t, env, tuidlq.NewClassesPage(env, "ledger-events.DLT"))
+	d.press(keyRunes("x"), never)
+	d.press(keyRunes("p"), never) // checks the selection, stores the plan
+	v := d.view()
+	for _, want := range []string{"stored in the cluster's plan store", "(unsigned)", "not approved: the plan carries no author signature", "S sign as its author"} {
+		if !strings.Contains(v, want) {
+			t.Fatalf("new plan lacks %q:\n%s", want, v)
+		}
+	}
+	d.press(keyRunes("S"), never)
+	d.press(keyEraseMsg, never)
+	d.typeText(alice)
+	d.press(keyEnterMsg, never)
+	v = d.view()
+	for _, want := range []string{"signed as the plan's author", "author   alice@hc", "not approved: 0 of 1 required approvals"} {
+		if !strings.Contains(v, want) {
+			t.Fatalf("after signing as author the view lacks %q:\n%s", want, v)
+		}
+	}
+	// Signing again is refused: the author's signature stays.
+	d.press(keyRunes("S"), never)
+	if v := d.view(); !strings.Contains(v, "sign as author disabled: the plan already carries its author's signature") {
+		t.Fatalf("second author signature:\n%s", v)
+	}
+	if v := approveWith(d, alice); !strings.Contains(v, "author cannot approve") {
+		t.Fatalf("self-approval of a console plan:\n%s", v)
+	}
+	if v := approveWith(d, bob); !strings.Contains(v, "approvals 1/1: approved by bob@hc") || !strings.Contains(v, "a approve · X execute\n") {
+		t.Fatalf("bob's approval:\n%s", v)
+	}
+	if got := auditActions(t, f.audit); !strings.Contains(got, "redrive.plan.signed") || !strings.Contains(got, "redrive.approved") {
+		t.Fatalf("audit log: %s", got)
 	}
 }

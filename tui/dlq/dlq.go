@@ -60,6 +60,9 @@ type PlanActions interface {
 	// it (redrive.approved). It refuses, storing nothing, in a read-only
 	// context, when the key is the author's or is not in allowed_signers.
 	Approve(ctx context.Context, hash string, sig approval.Signature, contextName string, readOnly bool) (Approved, error)
+	// SignAsAuthor stores the author's signature over a plan that has none
+	// (a plan just made in the console, as `redrive plan --key` signs it).
+	SignAsAuthor(ctx context.Context, hash string, sig approval.Signature, contextName string, readOnly bool) error
 	// Execute runs a stored plan to its end (or until cancelled through
 	// req.Control); it blocks, so the console calls it in a goroutine.
 	Execute(ctx context.Context, hash string, req ExecRequest) (execute.Result, error)

@@ -71,6 +71,7 @@ const (
 	promptNone promptMode = iota
 	promptKey
 	promptConfirm
+	promptAuthorKey
 )
 
 // scanProgress is written by the check running off the UI goroutine and
@@ -108,6 +109,7 @@ var (
 	keyPause   = binding("p", "pause/resume")
 	keyCancel  = binding("c", "cancel after the batch in flight")
 	keyStatus  = binding("u", "reload approvals")
+	keySign    = binding("S", "sign as the plan's author")
 )
 
 // NewPlanPage checks req and shows the resulting plan.
@@ -223,7 +225,7 @@ func (p *PlanPage) Title() string {
 }
 
 func (p *PlanPage) KeyBindings() []key.Binding {
-	return append([]key.Binding{keyApprove, keyExecute, keyPause, keyCancel, keyStatus}, p.tbl.KeyBindings()...)
+	return append([]key.Binding{keyApprove, keyExecute, keySign, keyPause, keyCancel, keyStatus}, p.tbl.KeyBindings()...)
 }
 
 // running reports whether an execution of this plan is under way.
@@ -376,6 +378,9 @@ func (p *PlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 			who = "(no allowed_signers configured)"
 		}
 		p.note, p.noteBad = fmt.Sprintf("approval stored: signed as %s (%s)", sanitize.Text(who), msg.ok.Fingerprint), false
+		if msg.ok.author {
+			p.note = "signed as the plan's author with " + msg.ok.Fingerprint + " (your key never counts as an approval)"
+		}
 		if msg.st != nil {
 			p.setStatus(*msg.st)
 		} else if msg.stErr != nil {
@@ -425,6 +430,8 @@ func (p *PlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 			return p.action("a")
 		case key.Matches(msg, keyExecute):
 			return p.action("X")
+		case key.Matches(msg, keySign):
+			return p.action("S")
 		case key.Matches(msg, keyStatus):
 			if p.file != nil && p.status != nil {
 				return p, p.loadStatus()
@@ -462,8 +469,13 @@ func (p *PlanPage) disabled(action string) string {
 	case p.running():
 		return "the plan is executing"
 	}
-	if action == "X" && p.status.Refusal != "" {
+	switch {
+	case action == "X" && p.status.Refusal != "":
 		return p.status.Refusal
+	case action == "S" && p.req == nil:
+		return "only a plan made on this page (sign at creation: berth redrive plan --key)"
+	case action == "S" && p.file.Author() != nil:
+		return "the plan already carries its author's signature"
 	}
 	return ""
 }
@@ -471,14 +483,17 @@ func (p *PlanPage) disabled(action string) string {
 // action opens the prompt of a (approve) or X (execute), or says in place
 // why it is disabled.
 func (p *PlanPage) action(a string) (tui.Page, tea.Cmd) {
-	name := map[string]string{"a": "approve", "X": "execute"}[a]
+	name := map[string]string{"a": "approve", "X": "execute", "S": "sign as author"}[a]
 	if why := p.disabled(a); why != "" {
 		p.note, p.noteBad = name+" disabled: "+why, true
 		return p, nil
 	}
 	p.note, p.leaving = "", false
-	if a == "a" {
+	if a == "a" || a == "S" {
 		p.mode = promptKey
+		if a == "S" {
+			p.mode = promptAuthorKey
+		}
 		p.input.Placeholder = ""
 		p.input.SetValue(defaultKeyPath())
 	} else {
@@ -506,10 +521,14 @@ func (p *PlanPage) promptKey(msg tea.KeyMsg) (tui.Page, tea.Cmd) {
 		mode, value := p.mode, strings.TrimSpace(p.input.Value())
 		p.mode = promptNone
 		p.input.Blur()
-		if mode == promptKey {
+		if mode == promptKey || mode == promptAuthorKey {
 			if value == "" {
-				p.note, p.noteBad = "approve: no key file given; nothing signed", true
+				p.note, p.noteBad = "no key file given; nothing signed", true
 				return p, nil
+			}
+			if mode == promptAuthorKey {
+				p.busy = "signing the plan as its author…"
+				return p, p.signCmd(value)
 			}
 			p.busy = "signing and storing the approval…"
 			return p, p.approveCmd(value)
@@ -576,6 +595,29 @@ func (p *PlanPage) approveCmd(path string) tea.Cmd {
 		if err != nil {
 			return approveMsg{err: err}
 		}
+		st, err := s.PlanStatus(ctx, hash, ro)
+		if err != nil {
+			return approveMsg{ok: &a, stErr: err}
+		}
+		return approveMsg{ok: &a, st: &st}
+	})
+}
+
+func (p *PlanPage) signCmd(path string) tea.Cmd {
+	hash, ctxName, ro := p.file.Hash, p.env.Context, p.env.ReadOnly
+	return doActions(p.env, func(err error) tea.Msg { return approveMsg{err: err} }, func(ctx context.Context, s PlanActions) tea.Msg {
+		signer, err := approval.LoadSigner(expandHome(path))
+		if err != nil {
+			return approveMsg{err: errors.New("sign: " + strings.TrimPrefix(err.Error(), "--key: "))}
+		}
+		sig, err := approval.Sign(hash, signer, approval.RoleAuthor, time.Now())
+		if err != nil {
+			return approveMsg{err: err}
+		}
+		if err := s.SignAsAuthor(ctx, hash, sig, ctxName, ro); err != nil {
+			return approveMsg{err: err}
+		}
+		a := Approved{Fingerprint: sig.Fingerprint, author: true}
 		st, err := s.PlanStatus(ctx, hash, ro)
 		if err != nil {
 			return approveMsg{ok: &a, stErr: err}
@@ -745,12 +787,18 @@ func (p *PlanPage) actionLine() string {
 	} else {
 		parts = append(parts, "X execute: disabled ("+sanitize.Text(why)+")")
 	}
+	if p.req != nil && p.disabled("S") == "" {
+		parts = append(parts, "S sign as its author (review needs the author's signature)")
+	}
 	return strings.Join(parts, " · ")
 }
 
 func (p *PlanPage) promptLine() string {
-	if p.mode == promptKey {
+	switch p.mode {
+	case promptKey:
 		return "approve with SSH private key (unencrypted OpenSSH): " + p.input.View() + "  enter sign · esc cancel"
+	case promptAuthorKey:
+		return "sign as the plan's author with SSH private key: " + p.input.View() + "  enter sign · esc cancel"
 	}
 	return "type the first 8 digits of the plan hash to execute: " + p.input.View() + "  enter run · esc cancel"
 }
