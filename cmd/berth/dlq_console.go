@@ -189,6 +189,19 @@ func (s consoleRedrive) Approve(ctx context.Context, hash string, sig approval.S
 	return tuidlq.Approved{Principal: principal, Fingerprint: sig.Fingerprint, Decision: dec}, nil
 }
 
+// RecordPlan audits a plan made in the console as `berth redrive plan`
+// audits its plans.
+func (s consoleRedrive) RecordPlan(ctx context.Context, f redrive.File, contextName string, stored bool) error {
+	key := ""
+	if a := f.Author(); a != nil {
+		key = a.Fingerprint
+	}
+	b, _ := f.Plan.Blocked()
+	return s.audit(ctx, contextName, "redrive.plan", f, map[string]any{
+		"author": f.Plan.Author, "author_key": key, "totals": f.Plan.Totals(), "blocked": b, "stored": stored, "file": "(console)",
+	})
+}
+
 // SignAsAuthor adds the author's signature to a plan that carries none:
 // the console makes a plan first and signs it when its maker gives a key,
 // which `berth redrive plan --key` does in one step. A plan that already

@@ -473,7 +473,7 @@ func TestConsoleSignsItsOwnPlanAsAuthor(t *testing.T) {
 	if v := approveWith(d, bob); !strings.Contains(v, "approvals 1/1: approved by bob@hc") || !strings.Contains(v, "a approve · X execute\n") {
 		t.Fatalf("bob's approval:\n%s", v)
 	}
-	if got := auditActions(t, f.audit); !strings.Contains(got, "redrive.plan.signed") || !strings.Contains(got, "redrive.approved") {
+	if got := auditActions(t, f.audit); !strings.Contains(got, "redrive.plan redrive.plan.signed") || !strings.Contains(got, "redrive.approved") {
 		t.Fatalf("audit log: %s", got)
 	}
 }

@@ -177,17 +177,24 @@ func (p *PlanPage) Init() tea.Cmd {
 	req := *p.req
 	prog := p.progress
 	req.Progress = func(read, total int64) { prog.read.Store(read); prog.total.Store(total) }
-	readOnly, reason := p.env.ReadOnly, p.env.ReadOnlyReason
+	readOnly, reason, ctxName := p.env.ReadOnly, p.env.ReadOnlyReason, p.env.Context
 	return tea.Batch(p.tick(), do(p.env, func(ctx context.Context, s Service) tea.Msg {
 		f, err := s.Plan(ctx, req)
 		if err != nil {
 			return errMsg{err}
 		}
-		stored := "stored in the cluster's plan store"
+		stored, ok := "stored in the cluster's plan store", false
 		if readOnly {
 			stored = "not stored: read-only (" + reason + ")"
 		} else if err := s.Store(ctx, f); err != nil {
 			stored = "not stored: " + err.Error()
+		} else {
+			ok = true
+		}
+		if a, can := s.(PlanActions); can {
+			if err := a.RecordPlan(ctx, f, ctxName, ok); err != nil {
+				stored += " (audit log: " + err.Error() + ")"
+			}
 		}
 		return planMsg{file: f, stored: stored}
 	}))
