@@ -17,6 +17,7 @@ import (
 	"github.com/berth-dev/berth/backends/kafka"
 	"github.com/berth-dev/berth/internal/audit"
 	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/redrive/approval"
 	"github.com/berth-dev/berth/tui"
 	tuidlq "github.com/berth-dev/berth/tui/dlq"
 	"github.com/berth-dev/berth/tui/styles"
@@ -320,6 +321,19 @@ func TestConsoleExecuteIsDisabledInReadOnly(t *testing.T) {
 	}
 	if strings.Contains(v, "type the first 8 digits") {
 		t.Fatalf("X opened the confirmation in a read-only context:\n%s", v)
+	}
+	// The action layer refuses too, whatever a page does.
+	c, err := kafka.Dial(context.Background(), kafka.Options{Bootstrap: f.kc.Addrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	svc := newConsoleRedrive(kafka.NewCluster(c), env.Config)
+	if _, err := svc.Execute(context.Background(), plan, tuidlq.ExecRequest{Context: "test", ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("read-only execute through the service: %v", err)
+	}
+	if _, err := svc.Approve(context.Background(), plan, approval.Signature{PlanHash: plan, Role: approval.RoleApproval}, "test", true); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("read-only approve through the service: %v", err)
 	}
 	if got := f.state(t, plan); got != 0 {
 		t.Fatalf("read-only sent %d records", got)
