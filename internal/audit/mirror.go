@@ -35,9 +35,10 @@ type MirrorReport struct {
 }
 
 // VerifyMirror checks a mirrored sequence of one log's entries (in the
-// order mirrored): each entry's content matches its hash, and each follows
-// the one before. The first mirrored entry may start mid-chain (mirroring
-// began after the log did). When local is given (that same log's entries
+// order mirrored): each entry's content matches its hash, sequence numbers
+// only go up, and consecutive entries chain. The first mirrored entry may
+// start mid-chain (mirroring began after the log did) and the sequence may
+// skip entries mirrored to another cluster. When local is given (that same log's entries
 // from its file), every mirrored entry must be in the file with the same
 // hash, which catches entries removed from the end of the file — something
 // the file's own chain cannot show.
@@ -58,8 +59,12 @@ func VerifyMirror(source string, mirrored [][]byte, local []Entry) MirrorReport 
 		if err != nil {
 			return fail("%v", err)
 		}
-		if i > 0 && (e.Prev != prev || e.Seq != prevSeq+1) {
-			return fail("entry %d does not follow entry %d in the mirror (an entry is missing or was reordered)", e.Seq, prevSeq)
+		// A jump in the sequence is entries this log mirrored to another
+		// cluster (one log serves every context) or whose mirroring failed
+		// (a warning when they were written); the file holds them. Adjacent
+		// entries must chain, and the order must never go back.
+		if i > 0 && (e.Seq <= prevSeq || (e.Seq == prevSeq+1 && e.Prev != prev)) {
+			return fail("entry %d does not follow entry %d in the mirror (reordered, repeated or altered)", e.Seq, prevSeq)
 		}
 		if local != nil {
 			h, ok := bySeq[e.Seq]
