@@ -691,7 +691,7 @@ func (a *app) rmqRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	if !res.Complete && p.Policy.SystemOfRecord == "" && pol.OrderingKey != "" {
+	if !res.Complete && pol.OrderingKey != "" {
 		fmt.Fprintln(a.stderr, "note: ordering was checked among the messages read only; later messages are newer and cannot be overtaken")
 	}
 	p.Server, p.Vhost, p.DLQ, p.QueueType = cl.AMQPAddr(), cl.Vhost(), dlq, res.Type
