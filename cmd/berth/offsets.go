@@ -41,7 +41,9 @@ func init() {
 			Context:  env.Context,
 			ReadOnly: env.ReadOnly,
 			Effects: func(g string) bool {
-				p, _ := env.Config.GroupPolicyFor(g)
+				// The demo's payments-* effects policy applies on its broker,
+				// as in the CLI.
+				p, _ := demoAwareConfig(env.Config, env.Config.Contexts[env.Context]).GroupPolicyFor(g)
 				return p.Effects
 			},
 		}, nil

@@ -1,12 +1,18 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/berth-dev/berth/backends/kafka"
+	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/demo"
+	"github.com/berth-dev/berth/tui"
+	tuioffsets "github.com/berth-dev/berth/tui/offsets"
 )
 
 // On the demo's broker (a bundled context whose data dir holds the demo's
@@ -41,5 +47,32 @@ func TestOffsetsResetJSONWarningsIsAList(t *testing.T) {
 	out, errOut, code := runBerth(t, append(bootstrap(kc), "-o", "json", "offsets", "reset", "g", "--to-offset", "6", "--topic", "orders:0")...)
 	if code != 0 || !strings.Contains(out, `"warnings": []`) {
 		t.Fatalf("exit %d %s\n%s", code, errOut, out)
+	}
+}
+
+// The console's reset dialog on the demo's broker guards payments groups as
+// the CLI does.
+func TestConsoleResetterOnTheDemoBrokerGuardsPaymentsGroups(t *testing.T) {
+	kc, _ := resetCluster(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(demo.PaymentsDB(dir), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl, err := kafka.Dial(ctx, kafka.Options{Bootstrap: kc.Addrs, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := kafka.NewCluster(cl)
+	defer cluster.Close()
+	cfg := config.Default()
+	cfg.Contexts = map[string]config.Context{"demo": {Kind: "bundled", Bootstrap: kc.Addrs, DataDir: dir}}
+	r, err := tuioffsets.NewResetter(cluster, tui.PageEnv{Config: cfg, Context: "demo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Effects("payments-capture") || r.Effects("g") {
+		t.Fatalf("effects: payments-capture %v, g %v", r.Effects("payments-capture"), r.Effects("g"))
 	}
 }

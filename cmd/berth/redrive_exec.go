@@ -62,10 +62,14 @@ func (s *redriveSession) Close() { s.cl.Close() }
 // policy (review: required) and its payments-* effects group policy.
 // Otherwise a demo payments plan would be approved and executed under no
 // policy at all, and payments-capture reset with no replay guard.
-func (a *app) redriveConfig() *config.Config {
-	cfg := a.cfg
-	if a.ctx.Kind == "bundled" {
-		dir := a.ctx.DataDir
+func (a *app) redriveConfig() *config.Config { return demoAwareConfig(a.cfg, a.ctx) }
+
+// demoAwareConfig is cfg with the demo's policies added (see redriveConfig)
+// when ctx is a bundled context whose data dir holds the demo's payments
+// system of record; cfg itself otherwise.
+func demoAwareConfig(cfg *config.Config, ctx config.Context) *config.Config {
+	if ctx.Kind == "bundled" {
+		dir := ctx.DataDir
 		if dir == "" {
 			dir = bundled.DefaultDataDir()
 		}
@@ -73,7 +77,7 @@ func (a *app) redriveConfig() *config.Config {
 			c := *cfg
 			c.Groups = slices.Clone(cfg.Groups)
 			if demo.ApplyConfig(&c, dir) {
-				cfg = &c
+				return &c
 			}
 		}
 	}
