@@ -29,12 +29,13 @@ func init() {
 	register(newDLQCmd)
 	// The console's DLQ and plan pages use the same planner as the CLI, and
 	// approve and execute plans as `berth redrive approve/execute` do.
-	tuidlq.Open = func(c backends.Cluster, cfg *config.Config) (tuidlq.Service, error) {
+	tuidlq.Open = func(c backends.Cluster, cfg *config.Config, contextName string) (tuidlq.Service, error) {
 		k, ok := c.(*kafka.Cluster)
 		if !ok {
 			return nil, errors.New("dead-letter queues need a Kafka context")
 		}
-		return newConsoleRedrive(k, cfg), nil
+		// The demo's policies on its bundled broker, as the CLI resolves them.
+		return newConsoleRedrive(k, demoAwareConfig(cfg, cfg.Contexts[contextName])), nil
 	}
 }
 

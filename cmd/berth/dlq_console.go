@@ -27,6 +27,10 @@ type consoleRedrive struct {
 	cfg *config.Config
 }
 
+// session gives the CLI's policy resolution (policyFor: a plan whose policy
+// was deleted keeps the review it was made under).
+func (s consoleRedrive) session() *redriveSession { return &redriveSession{planner: s.P} }
+
 var _ tuidlq.PlanActions = consoleRedrive{}
 
 func newConsoleRedrive(k *kafka.Cluster, cfg *config.Config) consoleRedrive {
@@ -83,10 +87,10 @@ func (s consoleRedrive) redriven(ctx context.Context) (map[string]int, error) {
 }
 
 func (s consoleRedrive) statusOf(f redrive.File, redriven int, readOnly bool) tuidlq.PlanStatus {
-	row := s.cli().planStatus(&redriveSession{planner: s.P}, f, redriven)
+	row := s.cli().planStatus(s.session(), f, redriven)
 	st := tuidlq.PlanStatus{File: f, Redriven: row.Redriven, Approvals: row.Approvals, Required: row.Required,
 		Approved: row.Approved, Reason: row.Reason, State: row.State}
-	pol, err := s.P.PolicyFor(f.Plan.DLQ)
+	pol, err := s.session().policyFor(f)
 	if err != nil {
 		st.Refusal = err.Error()
 		return st
@@ -158,13 +162,18 @@ func (s consoleRedrive) Approve(ctx context.Context, hash string, sig approval.S
 	if sig.PlanHash != pf.Hash {
 		return tuidlq.Approved{}, fmt.Errorf("refused: the signature is over plan %s, not %s", shortHash(sig.PlanHash), shortHash(pf.Hash))
 	}
-	pol, err := s.P.PolicyFor(pf.Plan.DLQ)
+	pol, err := s.session().policyFor(pf)
 	if err != nil {
 		return tuidlq.Approved{}, err
 	}
 	signers, err := signersFor(pol)
 	if err != nil {
 		return tuidlq.Approved{}, err
+	}
+	if signers == nil && pol.Review == "required" {
+		// Nothing to verify an approval against: storing it would show an
+		// approval that execute refuses to count.
+		return tuidlq.Approved{}, errors.New("refused: the plan's policy requires review but no allowed_signers are configured; nothing stored")
 	}
 	now := time.Now()
 	if author := pf.Author(); author != nil && author.Fingerprint == sig.Fingerprint {
@@ -254,7 +263,17 @@ func (s consoleRedrive) dial(ctx context.Context) (*kafka.Client, *kafka.Cluster
 // batch with its ledger entries, every step audited.
 func (s consoleRedrive) Execute(ctx context.Context, hash string, req tuidlq.ExecRequest) (execute.Result, error) {
 	if req.ReadOnly {
-		return execute.Result{Plan: hash, Skipped: []execute.Skip{}, Failed: []execute.Failure{}}, &execute.Refusal{Reason: "the context is read-only"}
+		// Refused before the cluster is touched, audited in the local log
+		// only (the audit topic is in the cluster), as the CLI does.
+		ref := &execute.Refusal{Reason: "the context is read-only"}
+		res := execute.Result{Plan: hash, Skipped: []execute.Skip{}, Failed: []execute.Failure{}}
+		if log, err := audit.Open(auditPathFor("", s.cfg)); err == nil {
+			_, err = log.Append(ctx, audit.Entry{Action: "redrive.refused", Context: req.Context, Target: hash, Details: map[string]any{"plan": hash, "reason": ref.Error()}})
+			if err != nil {
+				return res, fmt.Errorf("%w (and the audit log: %v)", ref, err)
+			}
+		}
+		return res, ref
 	}
 	c, k, store, err := s.dial(ctx)
 	if err != nil {
@@ -268,7 +287,7 @@ func (s consoleRedrive) Execute(ctx context.Context, hash string, req tuidlq.Exe
 	if err != nil {
 		return execute.Result{}, err
 	}
-	pol, err := p.PolicyFor(pf.Plan.DLQ)
+	pol, err := (&redriveSession{planner: p}).policyFor(pf)
 	if err != nil {
 		return execute.Result{}, err
 	}

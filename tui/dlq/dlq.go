@@ -77,7 +77,9 @@ type PlanActions interface {
 
 // Open builds a Service on the attached cluster; cmd/berth sets it. It
 // returns an error when the cluster cannot hold DLQs (not Kafka).
-var Open func(c backends.Cluster, cfg *config.Config) (Service, error)
+// contextName is the console's context (its kind and data dir decide
+// which policies apply on the bundled broker).
+var Open func(c backends.Cluster, cfg *config.Config, contextName string) (Service, error)
 
 var errNoService = errors.New("dead-letter queues need a Kafka context")
 
@@ -106,7 +108,7 @@ func doOr(env tui.PageEnv, onErr func(error) tea.Msg, fn func(ctx context.Contex
 		if Open == nil {
 			return onErr(errNoService)
 		}
-		s, err := Open(c, env.Config)
+		s, err := Open(c, env.Config, env.Context)
 		if err != nil {
 			return onErr(err)
 		}

@@ -87,7 +87,7 @@ func world(t *testing.T, readOnly bool) tui.PageEnv {
 	cfg := config.Default()
 	cfg.Redrive.Policies = []config.RedrivePolicy{{Match: "payments*.DLT", IdempotencyKey: "json:idempotencyKey", RequireIdempotencyKey: true,
 		SystemOfRecord: &config.SystemOfRecord{Driver: "sqlite", DSN: db, Query: "select 1 from payments where idempotency_key = ? and status = 'captured'"}}}
-	Open = func(c backends.Cluster, cfg *config.Config) (Service, error) {
+	Open = func(c backends.Cluster, cfg *config.Config, _ string) (Service, error) {
 		k, ok := c.(*kafka.Cluster)
 		if !ok {
 			return nil, errNoService
