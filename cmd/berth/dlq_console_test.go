@@ -270,6 +270,18 @@ func TestConsoleApproveRefusesAuthorAndStrangerThenCounts(t *testing.T) {
 			t.Fatalf("plan view lacks %q:\n%s", want, v)
 		}
 	}
+	// On a small terminal the prompt and the decision stay on screen.
+	d.page, _ = d.page.Update(tea.WindowSizeMsg{Width: 80, Height: 8})
+	small := d.page.View()
+	if lines := strings.Split(small, "\n"); len(lines) != 8 || !strings.Contains(small, "approve with SSH private key") || !strings.Contains(small, "approvals 0/1") {
+		t.Fatalf("80x8 plan page (%d lines):\n%s", len(lines), small)
+	}
+	for _, l := range strings.Split(small, "\n") {
+		if lipgloss.Width(l) > 80 {
+			t.Fatalf("line wider than 80: %q", l)
+		}
+	}
+	d.page, _ = d.page.Update(tea.WindowSizeMsg{Width: consoleW, Height: consoleH})
 	d.press(keyEscMsg, never)
 
 	// The author's own key: refused in place, nothing stored.

@@ -698,11 +698,24 @@ func Summary(f redrive.File) []string {
 const maxSignatureLines = 4
 
 // head is everything above the table.
+// On a short terminal the details go first (class counts, the policy when
+// made, one line per signature), so the decision, the actions, the run and
+// any prompt stay on screen.
 func (p *PlanPage) head() []string {
+	if h := p.fullHead(false); len(h) <= p.h-4 || p.h == 0 {
+		return h
+	}
+	return p.fullHead(true)
+}
+
+func (p *PlanPage) fullHead(compact bool) []string {
 	if p.file == nil {
 		return nil
 	}
 	head := Summary(*p.file)
+	if compact {
+		head = head[:2]
+	}
 	head = append(head, "hash "+p.file.Hash+"  · "+sanitize.Text(p.stored))
 	switch {
 	case p.statusErr != "":
@@ -720,6 +733,10 @@ func (p *PlanPage) head() []string {
 		head = append(head, fmt.Sprintf("approvals %d/%d: %s · state %s · redriven %d of %d · today: %s",
 			st.Approvals, st.Required, dec, st.State, st.Redriven, p.file.Plan.Totals().Included, sanitize.Text(st.Policy)))
 		for i, s := range st.Signatures {
+			if compact {
+				head = append(head, fmt.Sprintf("  %d signature(s) (a taller terminal lists them)", len(st.Signatures)))
+				break
+			}
 			if i == maxSignatureLines {
 				head = append(head, fmt.Sprintf("  … and %d more signature(s)", len(st.Signatures)-i))
 				break
