@@ -81,6 +81,11 @@ func ensureAuditTopic(ctx context.Context, c *Client) error {
 	}
 	rf := int16(min(3, len(md.Brokers)))
 	cfg := map[string]*string{"cleanup.policy": ptr("delete"), "retention.ms": ptr(fmt.Sprint(int64(365 * 24 * time.Hour / time.Millisecond)))}
+	if rf > 1 {
+		// Like the plan store and ledger: an acknowledged audit entry is on
+		// two brokers.
+		cfg["min.insync.replicas"] = ptr("2")
+	}
 	resp, err := c.admin.CreateTopic(ctx, 1, rf, cfg, AuditTopic)
 	if err == nil {
 		err = resp.Err

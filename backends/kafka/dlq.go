@@ -368,6 +368,10 @@ func (c *Client) readRanges(ctx context.Context, ranges []readRange, limit int64
 	var n int64
 	skipped := false // a record in range was left out by the limit
 	done := map[rangeKey]bool{}
+	// Idle is measured from the last record in range, not per poll: on a
+	// live topic a finished partition keeps returning new records past its
+	// end, and a poll holding only those must not read as "nothing more".
+	lastInRange := time.Now()
 	for pending > 0 {
 		pctx, cancel := context.WithTimeout(ctx, idle)
 		fs := cl.PollFetches(pctx)
@@ -410,8 +414,12 @@ func (c *Client) readRanges(ctx context.Context, ranges []readRange, limit int64
 			if r.Offset+1 >= ends[k] {
 				done[k] = true
 				pending--
+				cl.PauseFetchPartitions(map[string][]int32{k.topic: {k.partition}})
 			}
 		})
+		if got > 0 {
+			lastInRange = time.Now()
+		}
 		if progress != nil && got > 0 {
 			var sum int64
 			for _, r := range ranges {
@@ -423,7 +431,7 @@ func (c *Client) readRanges(ctx context.Context, ranges []readRange, limit int64
 			stats.limited = skipped || pending > 0
 			return stats, nil
 		}
-		if got == 0 {
+		if got == 0 && time.Since(lastInRange) >= idle {
 			return stats, nil // idle: stop short; callers see the gap in stats
 		}
 	}
