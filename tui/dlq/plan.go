@@ -137,13 +137,7 @@ func newStoredPlanPageWith(env tui.PageEnv, f redrive.File, action string) *Plan
 
 func newPlanPage(env tui.PageEnv) *PlanPage {
 	p := &PlanPage{env: env}
-	p.tbl = table.New([]table.Column{
-		{Title: "P:OFFSET", Width: 8},
-		{Title: "VERDICT", Width: 16},
-		{Title: "EVENT", Width: 16, Flex: 1, Drop: 2},
-		{Title: "CLASS", Width: 12, Drop: 3},
-		{Title: "DETAIL", Width: 30, Flex: 3, Drop: 1},
-	}, env.Styles)
+	p.tbl = verdictTable(env)
 	p.input = textinput.New()
 	p.input.Cursor.SetMode(cursor.CursorStatic) // no blink timer
 	p.input.CharLimit = 4096
@@ -152,6 +146,16 @@ func newPlanPage(env tui.PageEnv) *PlanPage {
 		p.setSize(env.Size())
 	}
 	return p
+}
+
+func verdictTable(env tui.PageEnv) table.Model {
+	return table.New([]table.Column{
+		{Title: "P:OFFSET", Width: 8},
+		{Title: "VERDICT", Width: 16},
+		{Title: "EVENT", Width: 16, Flex: 1, Drop: 2},
+		{Title: "CLASS", Width: 12, Drop: 3},
+		{Title: "DETAIL", Width: 30, Flex: 3, Drop: 1},
+	}, env.Styles)
 }
 
 func (p *PlanPage) setSize(w, h int) {
@@ -396,6 +400,11 @@ func (p *PlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 		return p, nil
 	case runStartedMsg:
 		p.busy = ""
+		if msg.fresh && p.results {
+			// A new run: back to the verdicts until it has outcomes.
+			p.tbl, p.results = verdictTable(p.env), false
+			p.rows()
+		}
 		p.attach(msg.run)
 		if !msg.fresh {
 			p.note, p.noteBad = "this plan is already executing in this console", false
@@ -1040,7 +1049,9 @@ func (p *PlansPage) rows() {
 			switch {
 			case st.State == "done":
 				level = styles.Good
-			case st.State == "expired" || st.State == "error":
+			case st.State == "blocked" || st.State == "error":
+				level = styles.Bad
+			case st.State == "expired":
 				level = styles.Dim
 			case st.State == "pending approval" || strings.HasPrefix(st.State, "partial"):
 				level = styles.Warn
