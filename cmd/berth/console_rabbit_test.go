@@ -1,0 +1,101 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/teatest"
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/tui"
+)
+
+// The console on the real local RabbitMQ: a queue holding three messages
+// published with a timestamp ten minutes ago shows on the queues page with
+// ready 3 and an age from the publisher timestamp, and its page shows its
+// dead-letter wiring. The real bubbletea program runs (timers, renderer,
+// the rabbitmq dialer registered in consoleDialers); the test waits on
+// screen content with a deadline.
+func TestConsoleRabbitMQQueuesPageShowsRealQueue(t *testing.T) {
+	isolateConfig(t)
+	conn, err := amqp.DialConfig(testAMQPURL(), amqp.Config{Dial: amqp.DefaultDial(3 * time.Second)})
+	if err != nil {
+		if os.Getenv("BERTH_TEST_REQUIRE_SERVICES") != "" {
+			t.Fatalf("RabbitMQ unreachable: %v", err)
+		}
+		t.Skipf("RabbitMQ unreachable: %v", err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Short and unique: the row must show the whole name.
+	name := fmt.Sprintf("berth.con.%06x", time.Now().UnixNano()&0xffffff)
+	if _, err := ch.QueueDeclare(name, false, false, false, false, amqp.Table{"x-dead-letter-exchange": "dlx.console", "x-message-ttl": int32(3600000)}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if ch, err := conn.Channel(); err == nil {
+			_, _ = ch.QueueDelete(name, false, false, false)
+		}
+	})
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	ts := time.Now().Add(-10 * time.Minute).Truncate(time.Second)
+	for i := 0; i < 3; i++ {
+		dc, err := ch.PublishWithDeferredConfirm("", name, false, false, amqp.Publishing{Timestamp: ts, Body: []byte{byte('a' + i)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dc.Wait()
+	}
+
+	cfg := config.Default()
+	cfg.Contexts = map[string]config.Context{"rabbit": {Kind: "rabbitmq", AMQPURL: testAMQPURL(), ManagementURL: testManagementURL()}}
+	cfg.CurrentContext = "rabbit"
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	a := newApp(io.Discard, io.Discard)
+	a.cfg, a.ctxName, a.ctx, a.timeout = cfg, "rabbit", cfg.Contexts["rabbit"], 5*time.Second
+
+	m := tui.New(tui.Options{Config: cfg, Context: "rabbit", Dial: a.dialConsole, Timeout: 5 * time.Second, Refresh: 300 * time.Millisecond})
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(200, 50))
+	waitScreen := func(what string, re *regexp.Regexp) {
+		t.Helper()
+		t.Logf("waiting for %s", what)
+		// RabbitMQ emits queue statistics every 5s: allow a few rounds.
+		teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return re.MatchString(ansi.Strip(string(b))) },
+			teatest.WithDuration(30*time.Second), teatest.WithCheckInterval(50*time.Millisecond))
+	}
+	waitScreen("the queue overview", regexp.MustCompile(`nodes running`))
+	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("c")})
+	// QUEUE VHOST TYPE STATUS AGE AGE-FROM READY: stalled (no consumers),
+	// ~10 minutes from the publisher timestamp, 3 ready.
+	row := regexp.MustCompile(regexp.QuoteMeta(name) + `\s+/\s+classic\s+STALLED!\s+1[01]m\d\ds\s+publisher ts\s+3\s`)
+	waitScreen("the queue's row with ready 3 and a publisher-timestamp age", row)
+
+	tm.Type("/" + name)
+	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
+	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
+	waitScreen("the queue page", regexp.MustCompile(`dead-letter exchange\s+dlx\.console\s+\(argument\)`))
+	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q")})
+	fm := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*tui.Model)
+	v := ansi.Strip(fm.View())
+	for _, want := range []string{"berth › queues › " + name, "ready 3 · unacked 0 · total 3", "publisher ts " + ts.UTC().Format("2006-01-02 15:04:05Z"), "message ttl             1h00m (3600000 ms)  (argument)"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("queue page lacks %q:\n%s", want, v)
+		}
+	}
+}
