@@ -347,6 +347,9 @@ func TestConsoleExecuteIsDisabledInReadOnly(t *testing.T) {
 	if _, err := svc.Approve(context.Background(), plan, approval.Signature{PlanHash: plan, Role: approval.RoleApproval}, "test", true); err == nil || !strings.Contains(err.Error(), "read-only") {
 		t.Fatalf("read-only approve through the service: %v", err)
 	}
+	if got := auditActions(t, f.audit); !strings.Contains(got, "redrive.refused") {
+		t.Fatalf("the read-only refusal is not in the audit log: %s", got)
+	}
 	if got := f.state(t, plan); got != 0 {
 		t.Fatalf("read-only sent %d records", got)
 	}
@@ -417,6 +420,8 @@ func TestConsolePauseThenCancelLeavesWholeBatches(t *testing.T) {
 	if !strings.Contains(v, "PAUSED") {
 		t.Fatalf("pause not shown:\n%s", v)
 	}
+	// q does not quit under a running execution: it says how to stop it.
+	d.press(keyRunes("q"), func() bool { return strings.Contains(d.view(), "c cancels after the batch in flight") })
 	// esc asks before leaving the execution behind.
 	// (The run is paused: nothing moves until a key says so, so the driver
 	// stops as soon as the page answers.)
