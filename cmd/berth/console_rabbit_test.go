@@ -33,7 +33,9 @@ func TestConsoleRabbitMQQueuesPageShowsRealQueue(t *testing.T) {
 		}
 		t.Skipf("RabbitMQ unreachable: %v", err)
 	}
-	defer conn.Close()
+	// Cleanups run last-registered first: the queue is deleted before the
+	// connection closes.
+	t.Cleanup(func() { conn.Close() })
 	ch, err := conn.Channel()
 	if err != nil {
 		t.Fatal(err)
