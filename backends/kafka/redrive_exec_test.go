@@ -245,3 +245,49 @@ func TestWatchRefailuresFindsThePlansRecords(t *testing.T) {
 		t.Fatalf("re-failures = %+v, want the one record of plan p1 after the watch began", got)
 	}
 }
+
+// TestRedriveETARespectsTheRate: early batches go out at once and the rate
+// limiter paces the rest, so the reported ETA is never shorter than the
+// plan's rate allows (a fake clock drives the limiter; the broker is real).
+func TestRedriveETARespectsTheRate(t *testing.T) {
+	kc := kafkatest.Start(t, 1)
+	seedDLQ(t, kc, 20)
+	ctx := context.Background()
+	c, err := Dial(ctx, Options{Bootstrap: kc.Addrs, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	k := NewCluster(c)
+	f := planFor(t, k, "orig.DLT", 20)
+	f.Plan.Rate, f.Plan.BatchSize = 10, 5
+	f = redrive.NewFile(f.Plan)
+	tr, err := k.NewRedriveTransport(ctx, f.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	clock := time.Unix(1_800_000_000, 0)
+	var progress []execute.Progress
+	res, err := execute.Execute(ctx, f, execute.Options{
+		Policy: f.Plan.Policy, HasPolicy: true, Transport: tr,
+		Now:   func() time.Time { return clock },
+		Sleep: func(_ context.Context, d time.Duration) error { clock = clock.Add(d); return nil },
+		Recheck: func(ctx context.Context, p redrive.Plan) ([]redrive.Verdict, error) {
+			return redrive.Run(ctx, p.Candidates(), redrive.CheckOptions{DLQ: p.DLQ}, redrive.Sources{
+				Ledger: NewPlanStore(c).Ledger,
+				Scan:   func(ctx context.Context, s *redrive.OrderingScan) error { return k.ScanOrdering(ctx, s, 0, nil) },
+			})
+		},
+		Progress: func(p execute.Progress) { progress = append(progress, p) },
+	})
+	if err != nil || res.Sent != 20 {
+		t.Fatalf("sent %d: %v", res.Sent, err)
+	}
+	if progress[0].ETA < 2*time.Second {
+		t.Fatalf("first ETA %v for 20 records at 10/s, want at least 2s", progress[0].ETA)
+	}
+	if got := clock.Sub(time.Unix(1_800_000_000, 0)); got < 1500*time.Millisecond {
+		t.Fatalf("the limiter waited %v for 4 batches of 5 at 10/s", got)
+	}
+}

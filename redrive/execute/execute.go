@@ -275,9 +275,16 @@ func (o Options) sendAll(ctx context.Context, f redrive.File, out []Outgoing, re
 			return
 		}
 		p := Progress{Plan: f.Hash, Total: total, Sent: res.Sent, Skipped: len(res.Skipped), Failed: failedCount(res), Paused: paused, Elapsed: o.now().Sub(start)}
+		left := len(out) - res.Sent - failedCount(res)
 		if res.Sent > 0 {
-			left := len(out) - res.Sent - failedCount(res)
 			p.ETA = time.Duration(float64(p.Elapsed) / float64(res.Sent) * float64(left))
+		}
+		// The first batches go out at once; the rate limit paces the rest,
+		// so the ETA is never shorter than the rate allows.
+		if f.Plan.Rate > 0 {
+			if paced := time.Duration(float64(left) / float64(f.Plan.Rate) * float64(time.Second)); paced > p.ETA {
+				p.ETA = paced
+			}
 		}
 		o.Progress(p)
 	}
