@@ -361,3 +361,21 @@ func TestRabbitDLQListAndShow(t *testing.T) {
 		t.Errorf("berth queues dlq: exit %d %s", code, errOut)
 	}
 }
+
+// On a Kafka context the RabbitMQ-only flags are refused by name (exit 2),
+// before any connection: the shared commands never silently ignore them.
+func TestKafkaRefusesRabbitOnlyFlags(t *testing.T) {
+	isolateConfig(t)
+	out := filepath.Join(t.TempDir(), "p.json")
+	for flag, args := range map[string][]string{
+		"--queue-type":                  {"dlq", "classes", "x.DLT", "--queue-type", "classic"},
+		"--accept-requeue-side-effects": {"dlq", "show", "x.DLT", "--accept-requeue-side-effects"},
+		"--event-id":                    {"redrive", "plan", "x.DLT", "--event-id", "e1", "--out", out},
+		"--to-queue":                    {"redrive", "plan", "x.DLT", "--class", "c-1", "--to-queue", "--out", out},
+	} {
+		_, errOut, code := runBerth(t, append(args, "--bootstrap", "127.0.0.1:1")...)
+		if code != 2 || !strings.Contains(errOut, flag+": RabbitMQ only") {
+			t.Errorf("%v: exit %d %q; want a usage error naming %s as RabbitMQ only", args, code, errOut, flag)
+		}
+	}
+}
