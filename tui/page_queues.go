@@ -112,7 +112,7 @@ func queueRow(st monitor.QueueState, cells []string, nums []float64) table.Row {
 		cells[colQConsumers] = "?"
 	}
 	if u := q.ConsumerUtilisation; u != nil {
-		cells[colQUtil], nums[colQUtil] = fmt.Sprintf("%.0f%%", *u*100), *u
+		cells[colQUtil], nums[colQUtil] = strconv.FormatFloat(*u*100, 'f', 0, 64)+"%", *u
 	} else {
 		cells[colQUtil] = "?"
 	}
@@ -212,11 +212,11 @@ func optRate(p *float64) (string, float64) {
 	r := *p
 	switch {
 	case r >= 10000:
-		return fmt.Sprintf("%.0fk", r/1000), r
+		return strconv.FormatFloat(r/1000, 'f', 0, 64) + "k", r
 	case r >= 100:
-		return fmt.Sprintf("%.0f", r), r
+		return strconv.FormatFloat(r, 'f', 0, 64), r
 	}
-	return fmt.Sprintf("%.1f", r), r
+	return strconv.FormatFloat(r, 'f', 1, 64), r
 }
 
 func orUnknown(s string) string {
