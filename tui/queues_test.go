@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/berth-dev/berth/backends"
+	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/lag"
 )
@@ -375,5 +376,38 @@ func TestRabbitGoldenViews(t *testing.T) {
 			assertFits(t, v, c.w, c.h, c.name)
 			requireGolden(t, c.name, v)
 		})
+	}
+}
+
+// :ctx from a Kafka context to a RabbitMQ one (and back) swaps the
+// overview's form; nothing of the old context stays on screen.
+func TestRabbitContextSwitchFromKafkaAndBack(t *testing.T) {
+	m, _ := newTestModel(t, 120, 40, func(o *Options) {
+		o.Config.Contexts["rabbit"] = config.Context{Kind: "rabbitmq", AMQPURL: "amqp://127.0.0.1:5672/"}
+		o.Dial = func(_ context.Context, name string) (Source, error) {
+			if name == "rabbit" {
+				return &fakeSource{snap: rabbitSnapshot}, nil
+			}
+			return &fakeSource{}, nil
+		}
+	})
+	send(m, m.switchContext("rabbit")())
+	// The dial's result arrives through Update, as under bubbletea.
+	v := ansi.Strip(m.View())
+	if !strings.Contains(v, "shipment-jobs") || strings.Contains(v, "fraud-monitor") || !strings.Contains(v, "1 node · 7 queues") {
+		t.Fatalf("after :ctx rabbit:\n%s", v)
+	}
+	press(m, "c")
+	if got := crumbs(m); got != "queues" {
+		t.Fatalf("c on rabbit: %q", got)
+	}
+	send(m, m.switchContext("bundled")())
+	v = ansi.Strip(m.View())
+	if !strings.Contains(v, "fraud-monitor") || strings.Contains(v, "7 queues") || strings.Contains(v, "Queues, worst age first") {
+		t.Fatalf("after :ctx bundled:\n%s", v)
+	}
+	press(m, "c")
+	if got := crumbs(m); got != "groups" {
+		t.Fatalf("c on Kafka again: %q", got)
 	}
 }

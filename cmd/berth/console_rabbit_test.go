@@ -95,6 +95,9 @@ func TestConsoleRabbitMQQueuesPageShowsRealQueue(t *testing.T) {
 	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q")})
 	fm := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*tui.Model)
 	v := ansi.Strip(fm.View())
+	if strings.Contains(v, "guest:guest") || strings.Contains(v, ":guest@") {
+		t.Errorf("the screen shows credentials:\n%s", v)
+	}
 	for _, want := range []string{"berth › queues › " + name, "ready 3 · unacked 0 · total 3", "publisher ts " + ts.UTC().Format("2006-01-02 15:04:05Z"), "message ttl             1h00m (3600000 ms)  (argument)"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("queue page lacks %q:\n%s", want, v)
