@@ -57,6 +57,10 @@ type Verification struct {
 	// OK: depth after = depth before - acked, and nothing returned.
 	OK      bool   `json:"ok"`
 	Problem string `json:"problem,omitempty"`
+	// Watched is how long the DLQ was watched for re-failures afterwards
+	// ("" when not); Refailed are the plan's messages found back in it.
+	Watched  string      `json:"watched,omitempty"`
+	Refailed []Refailure `json:"refailed,omitempty"`
 }
 
 // Failure is one message that could not be redriven: it stays in the DLQ.
@@ -615,4 +619,34 @@ func short(h string) string {
 		return h[:12]
 	}
 	return h
+}
+
+// Refailure is a redriven message that failed again: it is back in the DLQ
+// carrying the plan's berth-redrive-plan header.
+type Refailure struct {
+	EventID       string `json:"event_id"`
+	Position      int    `json:"position"`
+	OriginalQueue string `json:"original_queue"`
+	Reason        string `json:"reason"`
+	Error         string `json:"error,omitempty"`
+}
+
+// Refailures browses the DLQ (as `dlq show` does: nothing lost, dead-
+// lettered or reordered) for messages that carry this plan's hash: the
+// redriven copies that failed again. complete is false when the DLQ holds
+// more than limit messages (later ones were not looked at).
+func (c *Client) Refailures(ctx context.Context, p Plan, limit int, x Extractors) (out []Refailure, complete bool, err error) {
+	res, err := c.Browse(ctx, p.DLQ, BrowseOptions{Limit: limit, QueueType: p.QueueType, AcceptQuorumSideEffects: p.AcceptQuorumSideEffects, Extractors: x})
+	if err != nil {
+		return nil, false, err
+	}
+	hash := p.Hash()
+	out = []Refailure{}
+	for _, m := range res.Messages {
+		if m.Headers[HeaderPlan] != hash {
+			continue
+		}
+		out = append(out, Refailure{EventID: m.EventID, Position: m.Position, OriginalQueue: m.Death.OriginalQueue(), Reason: m.Death.Reason(), Error: m.ErrorHeader})
+	}
+	return out, res.Complete, nil
 }

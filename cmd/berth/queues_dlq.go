@@ -912,12 +912,9 @@ type qExecuteOutput struct {
 	Verification *rabbitmq.Verification `json:"verification,omitempty"`
 }
 
-func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bool, keyFile, auditFile string) error {
+func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bool, watch time.Duration, keyFile, auditFile string) error {
 	f, err := a.format(output.Table, output.JSON)
 	if err != nil {
-		return err
-	}
-	if err := onlyFor(cmd, "Kafka", map[string]string{"watch": "RabbitMQ re-failures show up in the DLQ carrying berth-redrive-plan"}); err != nil {
 		return err
 	}
 	actor := audit.CurrentUser()
@@ -1013,6 +1010,27 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 	if v := res.Verification; v != nil {
 		a.auditRMQ(context.WithoutCancel(sigCtx), auditFile, "redrive.verified", hash, map[string]any{"dlq": p.DLQ, "ok": v.OK, "depth_before": v.DepthBefore,
 			"depth_after": v.DepthAfter, "acked": v.Acked, "returned": v.Returned, "problem": v.Problem})
+	}
+	// The re-failure watch: only when --watch is given (RabbitMQ has no
+	// default watch: finding re-failures browses the DLQ once, at its end).
+	if v := res.Verification; v != nil && err == nil && !cancelled && cmd.Flags().Changed("watch") && watch > 0 {
+		v.Watched = watch.String()
+		fmt.Fprintf(a.stderr, "watching %s for re-failures for %s (ctrl+c to stop)\n", sanitize.Text(p.DLQ), watch)
+		select {
+		case <-sigCtx.Done():
+		case <-time.After(watch):
+		}
+		wctx, wcancel := a.opCtx(context.WithoutCancel(sigCtx))
+		back, complete, werr := cl.Refailures(wctx, p, rabbitDefaultRead, a.extractorsFor(p.DLQ))
+		wcancel()
+		switch {
+		case werr != nil:
+			fmt.Fprintf(a.stderr, "warning: re-failure watch: %v\n", werr)
+		case !complete:
+			fmt.Fprintf(a.stderr, "note: the re-failure watch read the first %d messages of %s only\n", rabbitDefaultRead, sanitize.Text(p.DLQ))
+		}
+		v.Refailed = back
+		a.auditRMQ(context.WithoutCancel(sigCtx), auditFile, "redrive.refailures", hash, map[string]any{"dlq": p.DLQ, "watched": v.Watched, "refailed": len(back), "error": errString(werr)})
 	}
 	out := qExecuteOutput{Plan: hash, DLQ: p.DLQ, Sent: res.Sent, Resent: res.Resent, AlreadySent: res.AlreadySent, Excluded: res.Excluded, Skipped: res.Skipped,
 		Failed: res.Failed, Returned: res.Returned, NotFound: res.NotFound, Passed: res.Passed, Stopped: res.Stopped, Cancelled: cancelled,
@@ -1119,6 +1137,12 @@ func (a *app) writeQExecuteText(o qExecuteOutput) {
 			state = "PROBLEM: " + v.Problem
 		}
 		fmt.Fprintf(w, "verified: DLQ depth %d -> %d with %d acked, %d returned: %s\n", v.DepthBefore, v.DepthAfter, v.Acked, v.Returned, state)
+		if v.Watched != "" {
+			fmt.Fprintf(w, "%d re-failed within %s\n", len(v.Refailed), v.Watched)
+		}
+		for _, r := range v.Refailed {
+			fmt.Fprintf(w, "  re-failed: %s (#%d) %s in %s %s\n", sanitize.Text(r.EventID), r.Position, sanitize.Text(r.Reason), sanitize.Text(r.OriginalQueue), sanitize.Text(r.Error))
+		}
 	}
 }
 

@@ -332,7 +332,7 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 				return usageErr("--watch: %s is negative (0 skips the re-failure watch)", watch)
 			}
 			if a.isRabbit() {
-				return a.rmqRedriveExecute(cmd, args[0], yes, noVerify, keyFile, auditFile)
+				return a.rmqRedriveExecute(cmd, args[0], yes, noVerify, watch, keyFile, auditFile)
 			}
 			f, err := a.format(output.Table, output.JSON)
 			if err != nil {
@@ -446,7 +446,7 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 		},
 	}
 	cmd.Flags().StringVar(&keyFile, "key", "", "your SSH key: records its fingerprint as the executor in the audit log")
-	cmd.Flags().DurationVar(&watch, "watch", 0, "after sending, watch the DLQ this long for re-failures (default redrive.verify_watch)")
+	cmd.Flags().DurationVar(&watch, "watch", 0, "after sending, watch the DLQ this long for re-failures (default redrive.verify_watch; RabbitMQ: none unless given)")
 	cmd.Flags().BoolVar(&noVerify, "no-verify", false, "skip the read-back and the re-failure watch (RabbitMQ: the DLQ depth check)")
 	cmd.Flags().BoolVar(&yes, "yes", false, "RabbitMQ: send (without it, a dry run); Kafka executes without it")
 	addAuditFlag(cmd, &auditFile)

@@ -379,3 +379,81 @@ func TestKafkaRefusesRabbitOnlyFlags(t *testing.T) {
 		}
 	}
 }
+
+// With --watch, execution looks for the plan's messages back in the DLQ
+// after the watch: here the work queue's consumer rejects the redriven
+// copies (after the run was verified, as the audit log says), and they are
+// reported as re-failed with their death reason.
+func TestRabbitRedriveWatchReportsRefailures(t *testing.T) {
+	isolateConfig(t)
+	ch, work, dlq, u := rmqDLQWith(t, []rmqTestMsg{{"job-0", "A", "k0", time.Now()}, {"job-1", "A", "k1", time.Now()}})
+	dir := t.TempDir()
+	auditFile := filepath.Join(dir, "audit.log")
+	r := []string{"--amqp", testAMQPURL(), "--management", testManagementURL(), "--audit-file", auditFile}
+	plan := filepath.Join(dir, "p.json")
+	if _, errOut, code := runBerth(t, append([]string{"redrive", "plan", dlq, "--all", "--out", plan}, r...)...); code != 0 {
+		t.Fatalf("plan: %d %s", code, errOut)
+	}
+	type result struct {
+		out, errOut string
+		code        int
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, errOut, code := runBerth(t, append([]string{"redrive", "execute", plan, "--yes", "--watch", "3s", "-o", "json"}, r...)...)
+		done <- result{out, errOut, code}
+	}()
+	// Once the run is verified, fail the copies again.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, _ := os.ReadFile(auditFile)
+		if strings.Contains(string(b), "redrive.verified") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no redrive.verified entry in the audit log: %s", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for n := 0; n < 2; {
+		d, ok, err := ch.Get(work, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			if err := d.Reject(false); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the redriven copies never reached %s", work)
+		}
+	}
+	res := <-done
+	if res.code != 0 {
+		t.Fatalf("execute: exit %d %s %s", res.code, res.out, res.errOut)
+	}
+	var out struct {
+		Verification struct {
+			OK       bool   `json:"ok"`
+			Watched  string `json:"watched"`
+			Refailed []struct {
+				EventID       string `json:"event_id"`
+				Reason        string `json:"reason"`
+				OriginalQueue string `json:"original_queue"`
+			} `json:"refailed"`
+		} `json:"verification"`
+	}
+	if err := json.Unmarshal([]byte(res.out), &out); err != nil {
+		t.Fatalf("%v: %s", err, res.out)
+	}
+	v := out.Verification
+	if !v.OK || v.Watched != "3s" || len(v.Refailed) != 2 {
+		t.Fatalf("verification %+v", v)
+	}
+	for i, r := range v.Refailed {
+		if r.EventID != fmt.Sprintf("%sjob-%d", u, i) || r.Reason != "rejected" || r.OriginalQueue != work {
+			t.Errorf("refailed[%d] = %+v", i, r)
+		}
+	}
+}
