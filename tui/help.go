@@ -26,7 +26,7 @@ func (m *Model) helpView(w, h int) string {
 			items = append(items, item{k: hp.Key, d: hp.Desc})
 		}
 	}
-	section("global", m.keys.Bindings())
+	section("global", globalKeysFor(m.snap, m.keys.Bindings())) // RabbitMQ: page_queues.go
 	section(strings.ToLower(m.top().page.Title()), m.top().page.KeyBindings())
 	section("command line (:)", []key.Binding{m.palette.keys.Complete, m.palette.keys.Next, m.palette.keys.Run, m.palette.keys.Cancel})
 

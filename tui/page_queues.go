@@ -571,3 +571,24 @@ func fmtTime(t *time.Time) string {
 	}
 	return t.UTC().Format("2006-01-02 15:04:05Z")
 }
+
+// globalKeysFor describes the global page keys as they act on a RabbitMQ
+// context (c opens the queues; t and b are Kafka pages), so help says
+// what the keys do here. Kafka snapshots keep the bindings as they are.
+func globalKeysFor(s *Snapshot, bs []key.Binding) []key.Binding {
+	if s == nil || s.RabbitMQ == nil {
+		return bs
+	}
+	out := make([]key.Binding, len(bs))
+	for i, b := range bs {
+		h := b.Help()
+		switch h.Key {
+		case "c":
+			b.SetHelp(h.Key, "queues")
+		case "t", "b":
+			b.SetHelp(h.Key, h.Desc+" (Kafka only)")
+		}
+		out[i] = b
+	}
+	return out
+}

@@ -309,6 +309,14 @@ func TestRabbitHostileNamesAreEscaped(t *testing.T) {
 
 func TestRabbitKafkaPagesSaySoAndKafkaUnchanged(t *testing.T) {
 	m, _ := newRabbitModel(t, 80, 24, rabbitSnapshot)
+	press(m, "?")
+	help := ansi.Strip(m.View())
+	for _, want := range []string{"c            queues", "t            topics (Kafka only)", "b            brokers (Kafka only)"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("help on a RabbitMQ context lacks %q:\n%s", want, help)
+		}
+	}
+	press(m, "x") // closes help
 	for _, k := range []string{"t", "b"} {
 		press(m, k)
 		if got := crumbs(m); got != "overview" {
