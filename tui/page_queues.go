@@ -192,7 +192,10 @@ func queueETA(q backends.Queue, l lag.QueueLag) (string, float64) {
 		return fmtDur(*l.ETA), l.ETA.Seconds()
 	case l.Status == lag.QueueGrowing || l.Status == lag.QueueStalled:
 		return "behind", 1e18
-	case known && l.Status == lag.QueueOK && l.Reason == "balanced":
+	}
+	// OK with messages waiting and a drain rate that matches publishing:
+	// the backlog neither grows nor shrinks.
+	if drain, ok := q.DrainRate(); ok && known && drain > 0 && q.PublishRate != nil && l.Status == lag.QueueOK {
 		return "steady", 1e17
 	}
 	return "?", unknown

@@ -196,6 +196,11 @@ func TestRabbitUnknownStatsAreNeverZero(t *testing.T) {
 	if sj[colQAge] != "7m12s" || sj[colQAgeSrc] != "publisher ts" || sj[colQStatus] != "STALLED!" || sj[colQETA] != "behind" {
 		t.Errorf("shipment-jobs = %q", sj)
 	}
+	// Balanced with messages waiting: steady, as on a group page.
+	bal := backends.Queue{Name: "bal", Type: "classic", Ready: i64(5), Unacked: i64(1), Consumers: intp(1), PublishRate: f64(3), AckRate: f64(3)}
+	if eta, _ := queueETA(bal, lag.EvaluateQueue(bal, fixtureNow, time.Minute)); eta != "steady" {
+		t.Errorf("balanced queue ETA = %q, want steady", eta)
+	}
 	// A stream has no age and no ETA.
 	ev := rowOf(t, p, "events")
 	if ev[colQAge] != "—" || ev[colQAgeSrc] != "stream: n/a" || ev[colQType] != "stream" {
