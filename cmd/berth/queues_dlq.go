@@ -435,15 +435,16 @@ func (a *app) ledger(ctx context.Context) (*rabbitmq.Ledger, error) {
 	return rabbitmq.OpenLedger(ctx, dsn)
 }
 
-// rmqLoadPlan reads a plan file (and stores it, so other operators find it
-// by hash) or finds one in the store by a hash prefix.
-func (a *app) rmqLoadPlan(ctx context.Context, l *rabbitmq.Ledger, ref string) (rabbitmq.Plan, string, error) {
+// rmqLoadPlan reads a plan file (and, with store, stores it so other
+// operators find it by hash, as approve and execute do for Kafka) or finds
+// one in the store by a hash prefix.
+func (a *app) rmqLoadPlan(ctx context.Context, l *rabbitmq.Ledger, ref string, store bool) (rabbitmq.Plan, string, error) {
 	if st, err := os.Stat(ref); err == nil && !st.IsDir() {
 		p, err := rabbitmq.ReadPlan(ref)
 		if err != nil {
 			return p, ref, err
 		}
-		if !a.readOnly {
+		if store && !a.readOnly {
 			if err := l.PutPlan(ctx, p); err != nil {
 				return p, ref, err
 			}
@@ -760,7 +761,7 @@ func (a *app) rmqRedriveShow(cmd *cobra.Command, ref string) error {
 		return err
 	}
 	defer l.Close()
-	p, where, err := a.rmqLoadPlan(ctx, l, ref)
+	p, where, err := a.rmqLoadPlan(ctx, l, ref, false)
 	if err != nil {
 		return err
 	}
@@ -823,7 +824,7 @@ func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, audit
 		return err
 	}
 	defer l.Close()
-	p, _, err := a.rmqLoadPlan(ctx, l, ref)
+	p, _, err := a.rmqLoadPlan(ctx, l, ref, true)
 	if err != nil {
 		return err
 	}
@@ -934,7 +935,7 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 		return err
 	}
 	defer l.Close()
-	p, _, err := a.rmqLoadPlan(setup, l, ref)
+	p, _, err := a.rmqLoadPlan(setup, l, ref, true)
 	if err != nil {
 		if strings.Contains(err.Error(), "does not match its hash") {
 			a.auditRMQ(setup, auditFile, "redrive.refused", ref, map[string]any{"plan": ref, "reason": err.Error()})
@@ -1176,7 +1177,7 @@ func (a *app) rmqRedriveStatus(cmd *cobra.Command, args []string) error {
 	defer l.Close()
 	var plans []rabbitmq.Plan
 	if len(args) == 1 {
-		p, _, err := a.rmqLoadPlan(ctx, l, args[0])
+		p, _, err := a.rmqLoadPlan(ctx, l, args[0], false)
 		if err != nil {
 			return err
 		}
