@@ -48,7 +48,10 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 	defer cancel()
 	if err := cl.Ping(pctx); err != nil {
 		cl.Close()
-		if pctx.Err() != nil {
+		// A silent broker trips either our deadline or the client's own
+		// read deadline (set to the same timeout) first: both mean the same.
+		var ne net.Error
+		if pctx.Err() != nil || (errors.As(err, &ne) && ne.Timeout()) {
 			return nil, fmt.Errorf("kafka %s: unreachable within %s", strings.Join(o.Bootstrap, ","), o.timeout())
 		}
 		// A refused or unroutable connection fails at once; say so plainly
