@@ -404,7 +404,7 @@ func (p *queuePage) lines() []string {
 
 	section("Offset resets")
 	out = append(out, st.Muted.Render("do not apply: a queue has no offsets (acknowledged messages are gone); stream"),
-		st.Muted.Render("consumers choose x-stream-offset themselves. Redrive: berth queues redrive."))
+		st.Muted.Render("consumers choose x-stream-offset themselves. Redrive: berth redrive plan."))
 	return out
 }
 

@@ -525,7 +525,7 @@ var (
 	kafkaOnly         = map[string]string{
 		"topics": "topics", "topic": "topics", "configs": "topic configs",
 		"brokers": "brokers (the overview lists RabbitMQ's nodes)", "members": "group members",
-		"dlq": "the Kafka DLQ pages (RabbitMQ DLQs: overview, or berth queues dlq)", "plans": "Kafka redrive plans (berth queues redrive status)",
+		"dlq": "the Kafka DLQ pages (RabbitMQ DLQs: overview, or berth dlq list)", "plans": "Kafka redrive plans (RabbitMQ: berth redrive status)",
 	}
 )
 
