@@ -202,6 +202,11 @@ and given with --signature. The author's own key never counts.`,
 			if (keyFile == "") == (sigFile == "") {
 				return usageErr("redrive approve: give exactly one of --key or --signature")
 			}
+			// An approval is written to the cluster's plan store: a
+			// read-only context refuses it, as the console does.
+			if a.readOnly {
+				return fmt.Errorf("%w: an approval is written to the plan store", errReadOnly)
+			}
 			if a.isRabbit() {
 				return a.rmqRedriveApprove(cmd, args[0], keyFile, sigFile, auditFile)
 			}

@@ -335,6 +335,10 @@ func TestRedriveApprovalWorkflow(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "does not verify") {
 		t.Fatalf("signature over another plan: exit %d %q", code, errOut)
 	}
+	// A read-only context refuses an approval (it writes to the plan store).
+	if _, errOut, code := runBerth(t, "--config", f.config, "--read-only", "redrive", "approve", plan[:12], "--key", bob); code != 1 || !strings.Contains(errOut, "read-only") {
+		t.Fatalf("read-only approval: exit %d %q", code, errOut)
+	}
 	// Read-only refuses even an approved plan.
 	if errOut, code := approve(bob); code != 0 {
 		t.Fatalf("bob's approval: exit %d %q", code, errOut)
