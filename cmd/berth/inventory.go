@@ -18,7 +18,7 @@ import (
 // The headless inventory commands: brokers, topics, describe topic, groups,
 // describe group. Each prints a table by default and stable JSON with -o
 // json (field names are part of the interface; see
-// docs/sections/01-config-and-inventory.md). All of them read only.
+// README.md, "Configuration"). All of them read only.
 
 func init() {
 	register(func(a *app) *cobra.Command {

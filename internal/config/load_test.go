@@ -10,10 +10,15 @@ import (
 
 // The example in the documentation must be a valid configuration.
 func TestDocumentedExampleIsValid(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/sections/01-config-and-inventory.md")
+	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
-		t.Skip("documentation not present:", err)
+		t.Fatal(err)
 	}
+	i := strings.Index(string(readme), "\n## Configuration\n")
+	if i < 0 {
+		t.Fatal("README.md has no Configuration section")
+	}
+	doc := readme[i:]
 	m := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindSubmatch(doc)
 	if m == nil {
 		t.Fatal("no ```yaml block in the documentation")
