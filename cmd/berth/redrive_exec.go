@@ -433,7 +433,11 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 					"checked": v.Checked, "mismatches": len(v.Mismatches), "refailed": len(v.Refailed),
 				})
 			}
-			fmt.Fprintf(a.stderr, "redrive %s: sent %d, skipped %d, failed %d in %s\n", shortHash(pf.Hash), res.Sent, len(res.Skipped), len(res.Failed), time.Since(start).Round(time.Millisecond))
+			stopped := ""
+			if res.Cancelled {
+				stopped = " (cancelled: run the same command to resume)"
+			}
+			fmt.Fprintf(a.stderr, "redrive %s: sent %d, skipped %d, failed %d in %s%s\n", shortHash(pf.Hash), res.Sent, len(res.Skipped), len(res.Failed), time.Since(start).Round(time.Millisecond), stopped)
 			if f == output.JSON {
 				if werr := output.WriteJSON(a.stdout, out); werr != nil {
 					return werr

@@ -405,13 +405,19 @@ func TestRedriveCancelFinishesTheBatchThenStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := bufio.NewScanner(stderr)
-	progress := 0
+	progress, summary := 0, ""
 	for lines.Scan() {
 		if strings.HasPrefix(lines.Text(), "progress ") {
 			if progress++; progress == 3 {
 				_ = cmd.Process.Signal(os.Interrupt)
 			}
 		}
+		if strings.HasPrefix(lines.Text(), "redrive ") {
+			summary = lines.Text()
+		}
+	}
+	if !strings.Contains(summary, "cancelled") {
+		t.Fatalf("the summary line does not say the run was cancelled: %q", summary)
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("cancelled run exited with %v", err)
