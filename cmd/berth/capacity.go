@@ -153,6 +153,13 @@ func (a *app) runCapacity(cmd *cobra.Command, f capacityFlags) error {
 	if f.sample < 1 {
 		return usageErr("--sample: must be at least 1")
 	}
+	if f.fromTopic == "" && !f.allTopics {
+		for _, name := range []string{"measure", "sample"} {
+			if cmd.Flags().Changed(name) {
+				return usageErr("--%s: only with --from-topic or --from-all-topics (nothing is measured otherwise)", name)
+			}
+		}
+	}
 	form := capacity.DefaultForm()
 	source := [capacity.NumFields]string{}
 	for _, fd := range capacity.Fields() {

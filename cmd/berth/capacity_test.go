@@ -142,6 +142,8 @@ func TestCapacityCLI_BadFlags(t *testing.T) {
 		{[]string{"-o", "yaml"}, `--output: "yaml" is not one of table, json, markdown`},
 		{[]string{"--from-topic", "x", "--from-all-topics"}, "choose one"},
 		{[]string{"--measure", "-1s"}, "--measure: must not be negative"},
+		{[]string{"--measure", "5s"}, "--measure: only with --from-topic"},
+		{[]string{"--sample", "50"}, "--sample: only with --from-topic"},
 		{[]string{"--nope"}, "unknown flag: --nope"},
 	} {
 		out, errOut, code := runBerth(t, append([]string{"capacity"}, tc.args...)...)

@@ -197,6 +197,9 @@ func (fl resetFlags) request(cmd *cobra.Command, group string) (offsets.Request,
 		if strings.TrimSpace(fl.fromGroup) == "" {
 			return req, usageErr("--from-group: empty group name")
 		}
+		if fl.fromGroup == group {
+			return req, usageErr("--from-group %s: that is the group being reset", group)
+		}
 		spec.Group = fl.fromGroup
 	case offsets.FromFile:
 		fh, err := os.Open(fl.fromFile)

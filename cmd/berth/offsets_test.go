@@ -266,6 +266,7 @@ func TestOffsetsResetUsageErrors(t *testing.T) {
 		{[]string{"g", "--by-duration", "soon", "--all-topics"}, "--by-duration"},
 		{[]string{"g", "--to-offset", "-1", "--all-topics"}, "--to-offset"},
 		{[]string{"g", "--from-file", csv}, "line 2: partition \"one\""},
+		{[]string{"g", "--from-group", "g"}, "--from-group g: that is the group being reset"},
 		{[]string{"g", "--to-earliest", "--topic", "orders:x"}, "--topic"},
 		{[]string{"g", "--plan", "p.json"}, "add --execute"},
 		{[]string{"g", "--to-earliest", "--all-topics", "--execute", "--dry-run-out", "p.json"}, "--dry-run-out"},
