@@ -165,6 +165,63 @@ type Cluster interface {
 	Close()
 }
 
+// TopicCommits is one group's committed offsets on one topic, indexed by
+// partition number (Kafka numbers a topic's partitions 0..n-1), so a caller
+// walking a topic's partitions finds each commit without a map lookup or a
+// sort. At answers -1 for a partition without a commit.
+type TopicCommits struct {
+	dense  []int64
+	sparse map[int32]int64 // partition numbers too far apart to index densely
+}
+
+// NewTopicCommits sizes a table for count commits whose partition numbers
+// go up to maxPartition.
+func NewTopicCommits(count int, maxPartition int32) TopicCommits {
+	n := int(maxPartition) + 1
+	if n <= 0 || n > 2*count+1024 {
+		// A sparse numbering (not something Kafka produces) must not make
+		// us allocate a slice per partition number.
+		n = min(max(n, 0), 2*count+1024)
+	}
+	t := TopicCommits{dense: make([]int64, n)}
+	for i := range t.dense {
+		t.dense[i] = -1
+	}
+	return t
+}
+
+// Set records the commit on partition p.
+func (t *TopicCommits) Set(p int32, offset int64) {
+	if p >= 0 && int(p) < len(t.dense) {
+		t.dense[p] = offset
+		return
+	}
+	if t.sparse == nil {
+		t.sparse = map[int32]int64{}
+	}
+	t.sparse[p] = offset
+}
+
+// At is the commit on partition p, -1 when none.
+func (t TopicCommits) At(p int32) int64 {
+	if p >= 0 && int(p) < len(t.dense) {
+		return t.dense[p]
+	}
+	if o, ok := t.sparse[p]; ok {
+		return o
+	}
+	return -1
+}
+
+// CommitTableReader is implemented by backends that can hand the lag monitor
+// commits already indexed by topic and partition (map: group -> topic ->
+// commits), with the same errors as Cluster.CommittedOffsets: refreshing
+// 10,000 partitions x 50 groups then builds no per-commit records and sorts
+// nothing.
+type CommitTableReader interface {
+	CommitTables(ctx context.Context, groups ...string) (map[string]map[string]TopicCommits, error)
+}
+
 // TimestampReader is implemented by backends that can read record timestamps
 // from the log (the source of age-based lag). Implementations batch queries
 // per leader broker and cache answers: the timestamp of an offset never changes.

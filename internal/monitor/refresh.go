@@ -134,7 +134,7 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 		info            backends.ClusterInfo
 		topics          []backends.Topic
 		groups          []backends.Group
-		commits         map[string][]backends.Committed
+		commits         map[string]map[string]backends.TopicCommits
 		infoErr, topErr error
 		grpErr, cerr    error
 	)
@@ -153,7 +153,7 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 			cwg.Add(1)
 			go func() {
 				defer cwg.Done()
-				commits, cerr = m.cluster.CommittedOffsets(ctx, m.cfg.Groups...)
+				commits, cerr = m.commitTables(ctx, m.cfg.Groups...)
 			}()
 		}
 		groups, grpErr = m.cluster.Groups(ctx)
@@ -165,7 +165,7 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 		for i, g := range groups {
 			names[i] = g.Name
 		}
-		commits, cerr = m.cluster.CommittedOffsets(ctx, names...)
+		commits, cerr = m.commitTables(ctx, names...)
 	}()
 	wg.Wait()
 	for _, err := range []error{infoErr, topErr, grpErr} {
@@ -250,29 +250,17 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 		if !ok && cerr != nil {
 			w.err = strings.TrimSpace(w.err + " committed offsets unavailable")
 		}
-		// Commits come sorted by topic and partition; walk them alongside
-		// each topic's sorted partitions (no per-partition maps: a group
-		// can have commits on tens of thousands of partitions).
-		if !sort.SliceIsSorted(cs, func(i, j int) bool { return lessCommit(cs[i], cs[j]) }) {
-			cs = append([]backends.Committed(nil), cs...)
-			sort.Slice(cs, func(i, j int) bool { return lessCommit(cs[i], cs[j]) })
-		}
-		runs := map[string][2]int{}
-		for i := 0; i < len(cs); {
-			j := i
-			for j < len(cs) && cs[j].Topic == cs[i].Topic {
-				j++
-			}
-			runs[cs[i].Topic] = [2]int{i, j}
-			i = j
+		// The topics the group covers: those it committed on and those
+		// assigned to its members.
+		covered := make(map[string]bool, len(cs))
+		for t := range cs {
+			covered[t] = true
 		}
 		for tp := range w.owners {
-			if _, ok := runs[tp.Topic]; !ok {
-				runs[tp.Topic] = [2]int{0, 0}
-			}
+			covered[tp.Topic] = true
 		}
-		tnames := make([]string, 0, len(runs))
-		for t := range runs {
+		tnames := make([]string, 0, len(covered))
+		for t := range covered {
 			if views[t] != nil {
 				tnames = append(tnames, t)
 			}
@@ -290,20 +278,14 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 				gt = newGT(len(v.t.Partitions), len(st.times))
 				gs.topics[tn] = gt
 			}
-			k, hi := runs[tn][0], runs[tn][1]
+			tc := cs[tn]
 			for i, p := range v.t.Partitions {
-				for k < hi && cs[k].Partition < p.Partition {
-					k++
-				}
-				c := lag.NoCommit
-				if k < hi && cs[k].Partition == p.Partition {
-					c = cs[k].Offset
-				}
+				c := tc.At(p.Partition) // -1 (lag.NoCommit) when none
 				w.rows = append(w.rows, row{gt: gt, topic: v, p: i, committed: c, pos: lag.Position(c, p.LogStart), end: p.HighWatermark})
 			}
 		}
 		for tn := range gs.topics {
-			if _, ok := runs[tn]; !ok || views[tn] == nil {
+			if !covered[tn] || views[tn] == nil {
 				delete(gs.topics, tn)
 			}
 		}
@@ -643,11 +625,37 @@ func (m *Monitor) probe(ctx context.Context, groups [][]row, warnings *[]string)
 	}
 }
 
-func lessCommit(a, b backends.Committed) bool {
-	if a.Topic != b.Topic {
-		return a.Topic < b.Topic
+// commitTables reads the groups' commits indexed by topic and partition:
+// from the backend directly when it can (no per-commit records, no sort),
+// else from CommittedOffsets.
+func (m *Monitor) commitTables(ctx context.Context, groups ...string) (map[string]map[string]backends.TopicCommits, error) {
+	if r, ok := m.cluster.(backends.CommitTableReader); ok {
+		return r.CommitTables(ctx, groups...)
 	}
-	return a.Partition < b.Partition
+	commits, err := m.cluster.CommittedOffsets(ctx, groups...)
+	out := make(map[string]map[string]backends.TopicCommits, len(commits))
+	for g, cs := range commits {
+		type span struct {
+			n    int
+			maxP int32
+		}
+		spans := map[string]span{}
+		for _, c := range cs {
+			sp := spans[c.Topic]
+			spans[c.Topic] = span{sp.n + 1, max(sp.maxP, c.Partition)}
+		}
+		tables := make(map[string]backends.TopicCommits, len(spans))
+		for t, sp := range spans {
+			tables[t] = backends.NewTopicCommits(sp.n, sp.maxP)
+		}
+		for _, c := range cs {
+			tc := tables[c.Topic]
+			tc.Set(c.Partition, c.Offset)
+			tables[c.Topic] = tc
+		}
+		out[g] = tables
+	}
+	return out, err
 }
 
 func firstInWindow(times []time.Time, now time.Time, window time.Duration) int {
