@@ -214,6 +214,8 @@ func liveHeapMiB() float64 {
 //     log) / offsets-only;
 //   - ratio-warm: a refresh after one with no new commits (ages cached, no
 //     Fetch) / offsets-only;
+//   - cold-read-ms, cold-ages-ms, cold-compute-ms: the cold refresh's
+//     phases (reading the cluster, reading timestamps, the rest);
 //   - noages-ms: the same monitor refresh with ages switched off (what
 //     topics, ISR, configs, groups and commits cost without the log reads);
 //   - fetches-warm: Fetch requests the brokers saw during warm refreshes (0);
@@ -228,7 +230,7 @@ func BenchmarkRefresh(b *testing.B) {
 			cl, _, adm := bc.dial(b)
 			offsetsOnly(b, adm, bc) // warm connections
 			before := liveHeapMiB()
-			var offT, seqT, coldT, warmT, noAgesT, readT, computeT time.Duration
+			var offT, seqT, coldT, warmT, noAgesT, readT, computeT, coldReadT, coldAgesT, coldComputeT time.Duration
 			var warmFetches int64
 			var heap, peak float64
 			b.ResetTimer()
@@ -243,6 +245,9 @@ func BenchmarkRefresh(b *testing.B) {
 				t1 := time.Now()
 				s := refreshOnce(b, m)
 				t2 := time.Now()
+				coldReadT += s.Phases.Read
+				coldAgesT += s.Phases.Ages
+				coldComputeT += s.Phases.Compute
 				f0 := bc.fetches.Load()
 				var stopPeak func() float64
 				if i == 0 {
@@ -290,6 +295,9 @@ func BenchmarkRefresh(b *testing.B) {
 			b.ReportMetric(float64(noAgesT.Milliseconds())/float64(b.N), "noages-ms")
 			b.ReportMetric(float64(readT.Milliseconds())/float64(b.N), "warm-read-ms")
 			b.ReportMetric(float64(computeT.Milliseconds())/float64(b.N), "warm-compute-ms")
+			b.ReportMetric(float64(coldReadT.Milliseconds())/float64(b.N), "cold-read-ms")
+			b.ReportMetric(float64(coldAgesT.Milliseconds())/float64(b.N), "cold-ages-ms")
+			b.ReportMetric(float64(coldComputeT.Milliseconds())/float64(b.N), "cold-compute-ms")
 			b.ReportMetric(float64(seqT.Milliseconds())/float64(b.N), "offsets-pergroup-ms")
 			b.ReportMetric(float64(coldT)/float64(seqT), "ratio-cold-pergroup")
 			b.ReportMetric(float64(warmT)/float64(seqT), "ratio-warm-pergroup")
