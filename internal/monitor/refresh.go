@@ -570,9 +570,15 @@ type probeRef struct {
 // answer; a "no data" answer is kept only while the end did not move
 // either). Queries are deduplicated across groups and sent in chunks.
 func (m *Monitor) probe(ctx context.Context, groups [][]row, warnings *[]string) {
-	var queries []backends.OffsetQuery
-	var heads []int32
-	var refs []probeRef
+	// First the distinct positions per partition ("slots"), each with the
+	// chain of group x partitions waiting for its answer.
+	nrows := 0
+	for _, rows := range groups {
+		nrows += len(rows)
+	}
+	var heads []int32 // per slot: the first ref, -1 when none
+	refs := make([]probeRef, 0, nrows)
+	var touched []*topicView
 	for _, rows := range groups {
 		for _, r := range rows {
 			if r.end <= r.pos || r.end < 0 {
@@ -588,23 +594,37 @@ func (m *Monitor) probe(ctx context.Context, groups [][]row, warnings *[]string)
 			v := r.topic
 			if v.probes == nil {
 				v.probes = make([][]posQuery, len(v.t.Partitions))
+				touched = append(touched, v)
 			}
-			qi := int32(-1)
+			slot := int32(-1)
 			for _, pq := range v.probes[r.p] {
 				if pq.pos == r.pos {
-					qi = pq.q
+					slot = pq.q
 					break
 				}
 			}
-			if qi < 0 {
-				qi = int32(len(queries))
-				part := v.t.Partitions[r.p]
-				queries = append(queries, backends.OffsetQuery{TopicPartition: backends.TopicPartition{Topic: part.Topic, Partition: part.Partition}, Offset: r.pos})
+			if slot < 0 {
+				slot = int32(len(heads))
 				heads = append(heads, -1)
-				v.probes[r.p] = append(v.probes[r.p], posQuery{pos: r.pos, q: qi})
+				v.probes[r.p] = append(v.probes[r.p], posQuery{pos: r.pos, q: slot})
 			}
-			refs = append(refs, probeRef{gt: gt, p: r.p, next: heads[qi]})
-			heads[qi] = int32(len(refs) - 1)
+			refs = append(refs, probeRef{gt: gt, p: r.p, next: heads[slot]})
+			heads[slot] = int32(len(refs) - 1)
+		}
+	}
+	// Then the queries, partition by partition: a partition's positions
+	// go in the same chunk, so the reader answers them from one fetch
+	// rather than re-answering later chunks from its cache.
+	sort.Slice(touched, func(i, j int) bool { return touched[i].t.Name < touched[j].t.Name })
+	queries := make([]backends.OffsetQuery, 0, len(heads))
+	qslot := make([]int32, 0, len(heads)) // query index -> slot
+	for _, v := range touched {
+		for p, pqs := range v.probes {
+			part := &v.t.Partitions[p]
+			for _, pq := range pqs {
+				queries = append(queries, backends.OffsetQuery{TopicPartition: backends.TopicPartition{Topic: part.Topic, Partition: part.Partition}, Offset: pq.pos})
+				qslot = append(qslot, pq.q)
+			}
 		}
 	}
 	var probeErrs []error
@@ -638,7 +658,7 @@ func (m *Monitor) probe(ctx context.Context, groups [][]row, warnings *[]string)
 				fl |= pfUnknownType
 			}
 			ms := rt.Timestamp.UnixMilli()
-			for ri := heads[start+i]; ri >= 0; ri = refs[ri].next {
+			for ri := heads[qslot[start+i]]; ri >= 0; ri = refs[ri].next {
 				refs[ri].gt.probeFl[refs[ri].p] = fl
 				refs[ri].gt.probeMs[refs[ri].p] = ms
 			}
