@@ -59,6 +59,10 @@ type gtState struct {
 	n         int
 	committed [][]int64
 	ages      [][]int32 // seconds; -1 unknown
+	// cur is this refresh's committed offset per partition (NoCommit when
+	// none), kept here rather than in per-refresh rows so a refresh over
+	// 500,000 group x partitions allocates no working rows.
+	cur []int64
 	// The last timestamp read for each partition, reused while the
 	// position (and, for "no data" answers, the end) has not moved.
 	probePos []int64
@@ -76,7 +80,7 @@ const (
 )
 
 func newGT(n, nslots int) *gtState {
-	g := &gtState{n: n, probePos: make([]int64, n), probeEnd: make([]int64, n), probeMs: make([]int64, n), probeFl: make([]uint8, n)}
+	g := &gtState{n: n, cur: filled64(n, lag.NoCommit), probePos: make([]int64, n), probeEnd: make([]int64, n), probeMs: make([]int64, n), probeFl: make([]uint8, n)}
 	for i := range g.probePos {
 		g.probePos[i] = -2
 	}
@@ -103,14 +107,30 @@ func filled32(n int, v int32) []int32 {
 	return s
 }
 
-// row is the per-refresh working data for one group x partition.
-type row struct {
-	gt        *gtState
-	topic     *topicView
-	p         int
-	committed int64
-	pos       int64
-	end       int64
+// gwork is one group's part of a refresh: its rows are every partition of
+// each span's topic, in span order (topics sorted by name, partitions in
+// metadata order), which is the order of its snapshot rows.
+type gwork struct {
+	g      backends.Group
+	gs     *groupState
+	spans  []rowSpan
+	n      int // rows
+	owners map[backends.TopicPartition]string
+	err    string
+}
+
+// rowSpan is one topic of a group: row i is partition v.t.Partitions[i],
+// committed at gt.cur[i].
+type rowSpan struct {
+	gt *gtState
+	v  *topicView
+}
+
+// at returns row i's committed offset, position and end.
+func (s rowSpan) at(i int) (committed, pos, end int64) {
+	p := &s.v.t.Partitions[i]
+	c := s.gt.cur[i]
+	return c, lag.Position(c, p.LogStart), p.HighWatermark
 }
 
 type topicView struct {
@@ -235,13 +255,6 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 
 	// Groups: which topics each covers (commits and assignments), all of
 	// each topic's partitions.
-	type gwork struct {
-		g      backends.Group
-		gs     *groupState
-		rows   []row
-		owners map[backends.TopicPartition]string
-		err    string
-	}
 	work := make([]*gwork, 0, len(groups))
 	seenGroups := map[string]bool{}
 	for _, g := range groups {
@@ -272,11 +285,7 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 			}
 		}
 		sort.Strings(tnames)
-		n := 0
-		for _, tn := range tnames {
-			n += len(views[tn].t.Partitions)
-		}
-		w.rows = make([]row, 0, n)
+		w.spans = make([]rowSpan, 0, len(tnames))
 		for _, tn := range tnames {
 			v := views[tn]
 			gt := gs.topics[tn]
@@ -286,9 +295,10 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 			}
 			tc := cs[tn]
 			for i, p := range v.t.Partitions {
-				c := tc.At(p.Partition) // -1 (lag.NoCommit) when none
-				w.rows = append(w.rows, row{gt: gt, topic: v, p: i, committed: c, pos: lag.Position(c, p.LogStart), end: p.HighWatermark})
+				gt.cur[i] = tc.At(p.Partition) // -1 (lag.NoCommit) when none
 			}
+			w.spans = append(w.spans, rowSpan{gt: gt, v: v})
+			w.n += len(v.t.Partitions)
 		}
 		for tn := range gs.topics {
 			if !covered[tn] || views[tn] == nil {
@@ -306,7 +316,7 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 	// Timestamps: only positions with lag whose answer is not already known.
 	if m.ts != nil && !m.cfg.SkipAges {
 		t := time.Now()
-		m.probe(ctx, work2rows(work, func(w *gwork) []row { return w.rows }), &warnings)
+		m.probe(ctx, work, &warnings)
 		phases.Ages = time.Since(t)
 	}
 
@@ -324,39 +334,43 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 	snapGroups := make([]Group, len(work))
 	evalGroup := func(gi int, hist []lag.Sample) []lag.Sample {
 		w, slo := work[gi], slos[gi]
-		rows := make([]lag.PartitionLag, 0, len(w.rows))
-		for _, r := range w.rows {
-			part := &r.topic.t.Partitions[r.p]
-			hist = hist[:0]
-			for s, at := range st.times {
-				hist = append(hist, lag.Sample{
-					At: at, Committed: r.gt.committed[s][r.p],
-					LogStart: r.topic.st.starts[s][r.p], End: r.topic.st.ends[s][r.p],
-					Age: time.Duration(r.gt.ages[s][r.p]) * time.Second, AgeKnown: r.gt.ages[s][r.p] >= 0,
-				})
-			}
-			in := lag.PartitionInput{
-				Topic: part.Topic, Partition: part.Partition,
-				Committed: r.committed, LogStart: part.LogStart, End: part.HighWatermark,
-				History:   hist,
-				Compacted: r.topic.compacted, Deletes: r.topic.deletes, Retention: r.topic.retention, SLO: slo,
-				Err: part.Err,
-			}
-			if len(w.owners) > 0 {
-				in.Owner = w.owners[backends.TopicPartition{Topic: part.Topic, Partition: part.Partition}]
-			}
-			if fl := r.gt.probeFl[r.p]; fl&pfKnown != 0 && r.gt.probePos[r.p] == r.pos {
-				in.Probe = lag.Probe{Known: true, Found: fl&pfFound != 0, Approx: fl&pfApprox != 0, Type: backends.CreateTime}
-				if fl&pfLogAppend != 0 {
-					in.Probe.Type = backends.LogAppendTime
-				} else if fl&pfUnknownType != 0 {
-					in.Probe.Type = backends.UnknownTimeTyp
+		rows := make([]lag.PartitionLag, 0, w.n)
+		for _, sp := range w.spans {
+			gt, v := sp.gt, sp.v
+			for i := range v.t.Partitions {
+				part := &v.t.Partitions[i]
+				committed, pos, _ := sp.at(i)
+				hist = hist[:0]
+				for s, at := range st.times {
+					hist = append(hist, lag.Sample{
+						At: at, Committed: gt.committed[s][i],
+						LogStart: v.st.starts[s][i], End: v.st.ends[s][i],
+						Age: time.Duration(gt.ages[s][i]) * time.Second, AgeKnown: gt.ages[s][i] >= 0,
+					})
 				}
-				if in.Probe.Found {
-					in.Probe.Timestamp = time.UnixMilli(r.gt.probeMs[r.p])
+				in := lag.PartitionInput{
+					Topic: part.Topic, Partition: part.Partition,
+					Committed: committed, LogStart: part.LogStart, End: part.HighWatermark,
+					History:   hist,
+					Compacted: v.compacted, Deletes: v.deletes, Retention: v.retention, SLO: slo,
+					Err: part.Err,
 				}
+				if len(w.owners) > 0 {
+					in.Owner = w.owners[backends.TopicPartition{Topic: part.Topic, Partition: part.Partition}]
+				}
+				if fl := gt.probeFl[i]; fl&pfKnown != 0 && gt.probePos[i] == pos {
+					in.Probe = lag.Probe{Known: true, Found: fl&pfFound != 0, Approx: fl&pfApprox != 0, Type: backends.CreateTime}
+					if fl&pfLogAppend != 0 {
+						in.Probe.Type = backends.LogAppendTime
+					} else if fl&pfUnknownType != 0 {
+						in.Probe.Type = backends.UnknownTimeTyp
+					}
+					if in.Probe.Found {
+						in.Probe.Timestamp = time.UnixMilli(gt.probeMs[i])
+					}
+				}
+				rows = append(rows, ev.Evaluate(in, now))
 			}
-			rows = append(rows, ev.Evaluate(in, now))
 		}
 		gl := lag.RollUp(lag.GroupInfo{Name: w.g.Name, State: w.g.State, Members: w.g.Members, SLO: slo}, rows, lcfg)
 		w.gs.history = appendHistory(w.gs.history, Point{At: now, MaxAge: gl.MaxAge, MaxAgeKnown: gl.MaxAgeKnown, TotalLag: gl.TotalLag, Status: gl.Status}, m.cfg.History)
@@ -452,7 +466,7 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 	}
 
 	// Store this refresh as the newest slot.
-	m.store(now, topics, views, work2rows(work, func(w *gwork) []row { return w.rows }), snapGroups)
+	m.store(now, topics, views, work, snapGroups)
 
 	st.seq++
 	took := time.Since(began)
@@ -464,17 +478,9 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 	}, nil
 }
 
-func work2rows[W any](ws []W, f func(W) []row) [][]row {
-	out := make([][]row, len(ws))
-	for i, w := range ws {
-		out[i] = f(w)
-	}
-	return out
-}
-
 // store appends (or, when the previous two slots are closer than the
 // spacing, overwrites) the newest slot with this refresh's values.
-func (m *Monitor) store(now time.Time, topics []backends.Topic, views map[string]*topicView, rows [][]row, groups []Group) {
+func (m *Monitor) store(now time.Time, topics []backends.Topic, views map[string]*topicView, work []*gwork, groups []Group) {
 	st := m.st
 	gap := m.cfg.Lag.Window / (slots - 2)
 	n := len(st.times)
@@ -538,16 +544,20 @@ func (m *Monitor) store(now time.Time, topics []backends.Topic, views map[string
 			}
 		}
 	}
-	for gi, rs := range rows {
-		g := groups[gi]
-		for ri, r := range rs {
-			last := len(r.gt.committed) - 1
-			r.gt.committed[last][r.p] = r.committed
-			pl := g.Partitions[ri]
-			// Partitions are sorted by topic then partition in the roll-up,
-			// the same order rows were built in.
-			if pl.AgeKnown {
-				r.gt.ages[last][r.p] = int32(pl.Age / time.Second)
+	for gi, w := range work {
+		// Partitions are sorted by topic then partition in the roll-up,
+		// the same order the spans hold them in.
+		pls := groups[gi].Partitions
+		ri := 0
+		for _, sp := range w.spans {
+			gt := sp.gt
+			last := len(gt.committed) - 1
+			for i := range gt.n {
+				gt.committed[last][i] = gt.cur[i]
+				if pl := &pls[ri]; pl.AgeKnown {
+					gt.ages[last][i] = int32(pl.Age / time.Second)
+				}
+				ri++
 			}
 		}
 	}
@@ -569,47 +579,49 @@ type probeRef struct {
 // answer is not already known (a position that did not move keeps its
 // answer; a "no data" answer is kept only while the end did not move
 // either). Queries are deduplicated across groups and sent in chunks.
-func (m *Monitor) probe(ctx context.Context, groups [][]row, warnings *[]string) {
+func (m *Monitor) probe(ctx context.Context, work []*gwork, warnings *[]string) {
 	// First the distinct positions per partition ("slots"), each with the
 	// chain of group x partitions waiting for its answer.
 	nrows := 0
-	for _, rows := range groups {
-		nrows += len(rows)
+	for _, w := range work {
+		nrows += w.n
 	}
 	var heads []int32 // per slot: the first ref, -1 when none
 	refs := make([]probeRef, 0, nrows)
 	var touched []*topicView
-	for _, rows := range groups {
-		for _, r := range rows {
-			if r.end <= r.pos || r.end < 0 {
-				continue
-			}
-			gt := r.gt
-			fl := gt.probeFl[r.p]
-			if gt.probePos[r.p] == r.pos && fl&pfKnown != 0 && (fl&pfFound != 0 || gt.probeEnd[r.p] == r.end) {
-				continue
-			}
-			gt.probeFl[r.p] = 0 // unknown until answered
-			gt.probePos[r.p], gt.probeEnd[r.p] = r.pos, r.end
-			v := r.topic
-			if v.probes == nil {
-				v.probes = make([][]posQuery, len(v.t.Partitions))
-				touched = append(touched, v)
-			}
-			slot := int32(-1)
-			for _, pq := range v.probes[r.p] {
-				if pq.pos == r.pos {
-					slot = pq.q
-					break
+	for _, w := range work {
+		for _, sp := range w.spans {
+			gt, v := sp.gt, sp.v
+			for i := range gt.n {
+				_, pos, end := sp.at(i)
+				if end <= pos || end < 0 {
+					continue
 				}
+				fl := gt.probeFl[i]
+				if gt.probePos[i] == pos && fl&pfKnown != 0 && (fl&pfFound != 0 || gt.probeEnd[i] == end) {
+					continue
+				}
+				gt.probeFl[i] = 0 // unknown until answered
+				gt.probePos[i], gt.probeEnd[i] = pos, end
+				if v.probes == nil {
+					v.probes = make([][]posQuery, len(v.t.Partitions))
+					touched = append(touched, v)
+				}
+				slot := int32(-1)
+				for _, pq := range v.probes[i] {
+					if pq.pos == pos {
+						slot = pq.q
+						break
+					}
+				}
+				if slot < 0 {
+					slot = int32(len(heads))
+					heads = append(heads, -1)
+					v.probes[i] = append(v.probes[i], posQuery{pos: pos, q: slot})
+				}
+				refs = append(refs, probeRef{gt: gt, p: i, next: heads[slot]})
+				heads[slot] = int32(len(refs) - 1)
 			}
-			if slot < 0 {
-				slot = int32(len(heads))
-				heads = append(heads, -1)
-				v.probes[r.p] = append(v.probes[r.p], posQuery{pos: r.pos, q: slot})
-			}
-			refs = append(refs, probeRef{gt: gt, p: r.p, next: heads[slot]})
-			heads[slot] = int32(len(refs) - 1)
 		}
 	}
 	// Then the queries, partition by partition: a partition's positions
