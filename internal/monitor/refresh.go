@@ -29,6 +29,10 @@ const probeChunk = 50000
 // when there are fewer CPUs or groups).
 const maxEvalWorkers = 4
 
+// probeWorkers is how many probe chunks are with the timestamp reader at
+// once (each bounded by its own per-broker limits).
+const probeWorkers = 2
+
 // state is the history the monitor keeps between refreshes.
 type state struct {
 	seq    int
@@ -639,49 +643,69 @@ func (m *Monitor) probe(ctx context.Context, work []*gwork, warnings *[]string) 
 			}
 		}
 	}
+	// Chunks go to the reader probeWorkers at a time: one chunk's fetches
+	// overlap the next one's, and the answers of different chunks land on
+	// different group x partitions (each ref belongs to one query).
+	nchunks := (len(queries) + probeChunk - 1) / probeChunk
+	chunkErrs := make([]error, nchunks)
+	var next atomic.Int64
+	var pwg sync.WaitGroup
+	for range min(probeWorkers, nchunks) {
+		pwg.Add(1)
+		go func() {
+			defer pwg.Done()
+			for c := int(next.Add(1) - 1); c < nchunks && ctx.Err() == nil; c = int(next.Add(1) - 1) {
+				start := c * probeChunk
+				chunk := queries[start:min(start+probeChunk, len(queries))]
+				rts, err := m.ts.FirstTimestamps(ctx, chunk)
+				chunkErrs[c] = err
+				m.applyAnswers(chunk, rts, qslot[start:], heads, refs)
+			}
+		}()
+	}
+	pwg.Wait()
 	var probeErrs []error
-	for start := 0; start < len(queries); start += probeChunk {
-		chunk := queries[start:min(start+probeChunk, len(queries))]
-		rts, err := m.ts.FirstTimestamps(ctx, chunk)
+	for _, err := range chunkErrs {
 		if err != nil {
 			probeErrs = append(probeErrs, err)
-		}
-		// Answers come in query order, unresolved ones left out.
-		i := 0
-		for _, rt := range rts {
-			for i < len(chunk) && chunk[i] != rt.OffsetQuery {
-				i++
-			}
-			if i == len(chunk) {
-				break
-			}
-			fl := pfKnown
-			if rt.Found {
-				fl |= pfFound
-			}
-			if rt.Approximate {
-				fl |= pfApprox
-			}
-			switch rt.Type {
-			case backends.LogAppendTime:
-				fl |= pfLogAppend
-			case backends.CreateTime:
-			default:
-				fl |= pfUnknownType
-			}
-			ms := rt.Timestamp.UnixMilli()
-			for ri := heads[qslot[start+i]]; ri >= 0; ri = refs[ri].next {
-				refs[ri].gt.probeFl[refs[ri].p] = fl
-				refs[ri].gt.probeMs[refs[ri].p] = ms
-			}
-			i++
-		}
-		if ctx.Err() != nil {
-			break
 		}
 	}
 	if len(probeErrs) > 0 {
 		*warnings = append(*warnings, "timestamps: "+oneLine(errors.Join(probeErrs...)))
+	}
+}
+
+// applyAnswers records the reader's answers to chunk (in query order,
+// unresolved ones left out) on every group x partition waiting for them.
+func (m *Monitor) applyAnswers(chunk []backends.OffsetQuery, rts []backends.RecordTime, qslot, heads []int32, refs []probeRef) {
+	i := 0
+	for _, rt := range rts {
+		for i < len(chunk) && chunk[i] != rt.OffsetQuery {
+			i++
+		}
+		if i == len(chunk) {
+			break
+		}
+		fl := pfKnown
+		if rt.Found {
+			fl |= pfFound
+		}
+		if rt.Approximate {
+			fl |= pfApprox
+		}
+		switch rt.Type {
+		case backends.LogAppendTime:
+			fl |= pfLogAppend
+		case backends.CreateTime:
+		default:
+			fl |= pfUnknownType
+		}
+		ms := rt.Timestamp.UnixMilli()
+		for ri := heads[qslot[i]]; ri >= 0; ri = refs[ri].next {
+			refs[ri].gt.probeFl[refs[ri].p] = fl
+			refs[ri].gt.probeMs[refs[ri].p] = ms
+		}
+		i++
 	}
 }
 
