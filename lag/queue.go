@@ -144,6 +144,10 @@ func EvaluateQueue(q backends.Queue, now time.Time, slo time.Duration) QueueLag 
 		// Reduced mode (passive declare): ready and consumers are known,
 		// unacked is not; messages nobody will take are stalled anyway.
 		out.Status, out.Reason = QueueStalled, fmt.Sprintf("%d messages ready and no consumers", *q.Ready)
+	case !depthKnown && out.AgeSource == AgePublisherTimestamp && consumers == 0:
+		// The head message's timestamp is known, so a message is there,
+		// and nobody consumes: stalled, whatever the counts say later.
+		out.Status, out.Reason = QueueStalled, "messages waiting and no consumers (depth not produced yet)"
 	case !depthKnown:
 		out.Status, out.Reason = QueueOK, "depth unknown (statistics not produced yet)"
 	case depth == 0:

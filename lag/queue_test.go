@@ -76,6 +76,11 @@ func TestEvaluateQueue(t *testing.T) {
 			status: QueueOK,
 		},
 		{
+			name:   "head timestamp known before the counts, no consumers: stalled",
+			q:      backends.Queue{Type: "classic", Consumers: intp(0), HeadPublisherTimestamp: tp(now.Add(-10 * time.Minute))},
+			status: QueueStalled, age: f64(600), source: AgePublisherTimestamp, breach: true,
+		},
+		{
 			name:   "no statistics yet: unknown age, not zero",
 			q:      backends.Queue{Type: "classic"},
 			status: QueueOK,
