@@ -139,13 +139,29 @@ func (p Plan) Canonical() ([]byte, error) {
 		t := q.Selection.Until.UTC()
 		q.Selection.Until = &t
 	}
+	return CanonicalJSON(q)
+}
+
+// CanonicalJSON is the encoding plans are hashed in: Go's encoding/json
+// (struct fields in declaration order, no maps), no HTML escaping, no
+// trailing newline. Every backend's plan uses it.
+func CanonicalJSON(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(q); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
 	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+// DomainHash is hex SHA-256 over a domain prefix followed by b, so a plan
+// hash can never be confused with the hash of another kind of document.
+func DomainHash(domain string, b []byte) string {
+	h := sha256.New()
+	h.Write([]byte(domain))
+	h.Write(b)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Hash is the plan's identity: hex SHA-256 over "berth-redrive-plan/v1\n"
@@ -156,10 +172,7 @@ func (p Plan) Hash() string {
 		// Only unencodable values (none exist in Plan) can fail.
 		panic(fmt.Sprintf("redrive: plan does not encode: %v", err))
 	}
-	h := sha256.New()
-	h.Write([]byte(hashDomain))
-	h.Write(c)
-	return hex.EncodeToString(h.Sum(nil))
+	return DomainHash(hashDomain, c)
 }
 
 // Totals counts a plan's records.

@@ -1,7 +1,6 @@
 package rabbitmq
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -312,13 +311,7 @@ func (p Plan) Canonical() ([]byte, error) {
 	q.CreatedAt = q.CreatedAt.UTC()
 	q.Records = append([]PlanRecord(nil), p.Records...)
 	sort.SliceStable(q.Records, func(i, j int) bool { return q.Records[i].Position < q.Records[j].Position })
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(q); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(b.Bytes(), "\n"), nil
+	return redrive.CanonicalJSON(q)
 }
 
 // Hash is the plan's identity: hex SHA-256 of a domain prefix and the
@@ -328,10 +321,7 @@ func (p Plan) Hash() string {
 	if err != nil {
 		panic(fmt.Sprintf("rabbitmq: plan does not encode: %v", err))
 	}
-	h := sha256.New()
-	h.Write([]byte(planHashDomain))
-	h.Write(c)
-	return hex.EncodeToString(h.Sum(nil))
+	return redrive.DomainHash(planHashDomain, c)
 }
 
 // Included returns the included records by event id.
