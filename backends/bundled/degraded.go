@@ -468,18 +468,7 @@ func (b *Broker) degradeMetadata(resp *kmsg.MetadataResponse, down map[int32]boo
 			if p.ErrorCode != 0 {
 				continue
 			}
-			replicas := b.deg.replicasFor(*t.Topic, p.Partition, p.Replicas)
-			nl, isr, offline := degradePartition(replicas, p.Leader, down)
-			p.Replicas, p.ISR, p.OfflineReplicas = replicas, isr, offline
-			switch {
-			case nl == -1:
-				p.Leader = -1
-				p.ErrorCode = kerr.LeaderNotAvailable.Code
-			case nl != p.Leader:
-				p.Leader = nl
-				p.LeaderEpoch++ // MoveTopicPartition bumps kfake's epoch the same way
-				moves = append(moves, leaderMove{*t.Topic, p.Partition, nl})
-			}
+			moves = b.degrade(*t.Topic, p.Partition, down, moves, &p.Replicas, &p.ISR, &p.OfflineReplicas, &p.Leader, &p.LeaderEpoch, &p.ErrorCode)
 		}
 	}
 	return moves
@@ -520,18 +509,7 @@ func (b *Broker) controlDescribeTopicPartitions(kreq kmsg.Request) (kmsg.Respons
 			if p.ErrorCode != 0 {
 				continue
 			}
-			replicas := b.deg.replicasFor(*t.Topic, p.Partition, p.Replicas)
-			nl, isr, offline := degradePartition(replicas, p.LeaderID, down)
-			p.Replicas, p.ISR, p.OfflineReplicas = replicas, isr, offline
-			switch {
-			case nl == -1:
-				p.LeaderID = -1
-				p.ErrorCode = kerr.LeaderNotAvailable.Code
-			case nl != p.LeaderID:
-				p.LeaderID = nl
-				p.LeaderEpoch++
-				moves = append(moves, leaderMove{*t.Topic, p.Partition, nl})
-			}
+			moves = b.degrade(*t.Topic, p.Partition, down, moves, &p.Replicas, &p.ISR, &p.OfflineReplicas, &p.LeaderID, &p.LeaderEpoch, &p.ErrorCode)
 		}
 	}
 	b.applyMoves(moves)
@@ -588,4 +566,24 @@ func (b *Broker) controlFindCoordinator(kreq kmsg.Request) (kmsg.Response, error
 	}
 	resp.Version = req.Version
 	return resp, nil, true
+}
+
+// degrade rewrites one partition of a Metadata or DescribeTopicPartitions
+// answer (their partition types differ, their fields do not) for the down
+// brokers, and appends the leader move it implies.
+func (b *Broker) degrade(topic string, partition int32, down map[int32]bool, moves []leaderMove,
+	replicas, isr, offline *[]int32, leader, epoch *int32, code *int16) []leaderMove {
+	*replicas = b.deg.replicasFor(topic, partition, *replicas)
+	nl, in, off := degradePartition(*replicas, *leader, down)
+	*isr, *offline = in, off
+	switch {
+	case nl == -1:
+		*leader = -1
+		*code = kerr.LeaderNotAvailable.Code
+	case nl != *leader:
+		*leader = nl
+		*epoch++ // MoveTopicPartition bumps kfake's epoch the same way
+		moves = append(moves, leaderMove{topic, partition, nl})
+	}
+	return moves
 }
