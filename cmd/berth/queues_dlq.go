@@ -480,23 +480,14 @@ func policySnapshot(p config.RedrivePolicy, matched bool) redrive.PolicySnapshot
 // qPlanSummary is a RabbitMQ plan as `redrive plan` and `redrive show`
 // print it: Kafka's field names where they mean the same.
 type qPlanSummary struct {
-	Hash          string                 `json:"hash"`
-	File          string                 `json:"file,omitempty"`
-	DLQ           string                 `json:"dlq"`
-	Vhost         string                 `json:"vhost"`
-	QueueType     string                 `json:"queue_type"`
-	Target        string                 `json:"target"`
-	Author        string                 `json:"author"`
-	AuthorKey     string                 `json:"author_key,omitempty"`
-	Approvals     []string               `json:"approvals"`
-	Stored        bool                   `json:"stored"`
-	StoreNote     string                 `json:"store_note,omitempty"`
-	Blocked       bool                   `json:"blocked"`
-	BlockedReason string                 `json:"blocked_reason,omitempty"`
-	CreatedAt     time.Time              `json:"created_at"`
-	Policy        redrive.PolicySnapshot `json:"policy"`
-	Records       []qPlanRow             `json:"records"`
-	Totals        redrive.Totals         `json:"totals"`
+	Hash      string `json:"hash"`
+	File      string `json:"file,omitempty"`
+	DLQ       string `json:"dlq"`
+	Vhost     string `json:"vhost"`
+	QueueType string `json:"queue_type"`
+	planFacts
+	Records []qPlanRow     `json:"records"`
+	Totals  redrive.Totals `json:"totals"`
 }
 
 type qPlanRow struct {
@@ -515,8 +506,9 @@ type qPlanRow struct {
 }
 
 func (a *app) rmqPlanSummary(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan) qPlanSummary {
-	s := qPlanSummary{Hash: p.Hash(), DLQ: sanitize.Text(p.DLQ), Vhost: sanitize.Text(p.Vhost), QueueType: p.QueueType, Target: p.Target,
-		Author: sanitize.Text(p.Author), CreatedAt: p.CreatedAt, Policy: p.Policy, Totals: p.Totals(), Approvals: []string{}, Records: []qPlanRow{}}
+	s := qPlanSummary{Hash: p.Hash(), DLQ: sanitize.Text(p.DLQ), Vhost: sanitize.Text(p.Vhost), QueueType: p.QueueType,
+		Totals: p.Totals(), Records: []qPlanRow{},
+		planFacts: planFacts{Target: p.Target, Author: sanitize.Text(p.Author), CreatedAt: p.CreatedAt, Policy: p.Policy, Approvals: []string{}}}
 	if l != nil {
 		if au, aps, err := l.Signatures(ctx, s.Hash); err == nil {
 			if au != nil {

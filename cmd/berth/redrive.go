@@ -171,9 +171,17 @@ func parseTimeFlag(name, v string) (*time.Time, error) {
 
 // redrivePlanSummary is the headless result of making (or showing) a plan.
 type redrivePlanSummary struct {
-	Hash          string                 `json:"hash"`
-	File          string                 `json:"file,omitempty"`
-	DLQ           string                 `json:"dlq"`
+	Hash string `json:"hash"`
+	File string `json:"file,omitempty"`
+	DLQ  string `json:"dlq"`
+	planFacts
+	Records []redrivePlanRow `json:"records"`
+	Totals  redrive.Totals   `json:"totals"`
+}
+
+// planFacts are the fields every backend's plan summary shares, under the
+// same JSON names.
+type planFacts struct {
 	Target        string                 `json:"target"`
 	Author        string                 `json:"author"`
 	AuthorKey     string                 `json:"author_key,omitempty"`
@@ -184,8 +192,6 @@ type redrivePlanSummary struct {
 	BlockedReason string                 `json:"blocked_reason,omitempty"`
 	CreatedAt     time.Time              `json:"created_at"`
 	Policy        redrive.PolicySnapshot `json:"policy"`
-	Records       []redrivePlanRow       `json:"records"`
-	Totals        redrive.Totals         `json:"totals"`
 }
 
 type redrivePlanRow struct {
@@ -202,8 +208,9 @@ type redrivePlanRow struct {
 
 func planSummaryOf(f redrive.File) redrivePlanSummary {
 	s := redrivePlanSummary{
-		Hash: f.Hash, DLQ: sanitize.Text(f.Plan.DLQ), Target: sanitize.Text(f.Plan.Target), Author: sanitize.Text(f.Plan.Author),
-		CreatedAt: f.Plan.CreatedAt, Policy: f.Plan.Policy, Totals: f.Plan.Totals(), Approvals: []string{}, Records: []redrivePlanRow{},
+		Hash: f.Hash, DLQ: sanitize.Text(f.Plan.DLQ), Totals: f.Plan.Totals(), Records: []redrivePlanRow{},
+		planFacts: planFacts{Target: sanitize.Text(f.Plan.Target), Author: sanitize.Text(f.Plan.Author),
+			CreatedAt: f.Plan.CreatedAt, Policy: f.Plan.Policy, Approvals: []string{}},
 	}
 	if s.Target == "" {
 		s.Target = "(original topics)"
