@@ -100,12 +100,24 @@ func (k *Cluster) Topics(ctx context.Context, names ...string) ([]backends.Topic
 		configs                   kadm.ResourceConfigs
 		cfgErr                    error
 	)
-	wg.Add(4)
-	go func() { defer wg.Done(); start, startErr = k.c.admin.ListStartOffsets(ctx, list...) }()
-	go func() { defer wg.Done(); end, endErr = k.c.admin.ListEndOffsets(ctx, list...) }()
-	go func() { defer wg.Done(); stable, stabErr = k.c.admin.ListCommittedOffsets(ctx, list...) }()
+	listOffsets := func() {
+		wg.Add(3)
+		go func() { defer wg.Done(); start, startErr = k.c.admin.ListStartOffsets(ctx, list...) }()
+		go func() { defer wg.Done(); end, endErr = k.c.admin.ListEndOffsets(ctx, list...) }()
+		go func() { defer wg.Done(); stable, stabErr = k.c.admin.ListCommittedOffsets(ctx, list...) }()
+	}
+	listOffsets()
+	wg.Add(1)
 	go func() { defer wg.Done(); configs, cfgErr = k.c.admin.DescribeTopicConfigs(ctx, list...) }()
 	wg.Wait()
+	// Just after a broker is lost the client's metadata can still route a
+	// listing to a leader it no longer knows ("unknown broker"): refresh the
+	// client's metadata and list once more rather than fail the refresh.
+	if staleRoute(startErr) || staleRoute(endErr) || staleRoute(stabErr) {
+		k.c.cl.ForceMetadataRefresh()
+		listOffsets()
+		wg.Wait()
+	}
 	for _, e := range []struct {
 		what string
 		err  error
@@ -515,4 +527,10 @@ func (k *Cluster) CommittedOffsets(ctx context.Context, groups ...string) (map[s
 		return out, fmt.Errorf("committed offsets: %w", ctx.Err())
 	}
 	return out, errors.Join(errs...)
+}
+
+// staleRoute reports franz-go's "unknown broker": a request routed with
+// metadata older than the cluster's current shape.
+func staleRoute(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "unknown broker")
 }
