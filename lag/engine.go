@@ -34,7 +34,7 @@ type Probe struct {
 
 // PartitionInput is everything the engine needs for one group x partition.
 type PartitionInput struct {
-	Topic     string
+	Topic     Name
 	Partition int32
 	// Current observation (taken at now).
 	Committed int64 // NoCommit when none
@@ -44,15 +44,15 @@ type PartitionInput struct {
 	// History holds earlier samples, oldest first; only those within the
 	// window are used (or the newest one, if all are older).
 	History []Sample
-	// Owner is the member that owns the partition ("" when none).
-	Owner string
+	// Owner is the member that owns the partition (0: none).
+	Owner Name
 	// Topic properties.
 	Compacted bool
 	Deletes   bool
 	Retention time.Duration // 0: infinite or unknown
 	SLO       time.Duration // 0: no breach judgement
 	// Err is the partition's error when its offsets are unknown (End < 0).
-	Err string
+	Err Name
 }
 
 // Position is where a group would read next: max(committed, logStart), the
@@ -88,6 +88,8 @@ func (e Evaluator) Evaluate(in PartitionInput, now time.Time) PartitionLag {
 	return evaluate(in, now, e.cfg)
 }
 
+var offsetsUnknown = Intern("offsets unknown")
+
 func evaluate(in PartitionInput, now time.Time, cfg Config) PartitionLag {
 	r := PartitionLag{
 		Topic:     in.Topic,
@@ -102,8 +104,8 @@ func evaluate(in PartitionInput, now time.Time, cfg Config) PartitionLag {
 		// Offsets unknown (no leader, an error): nothing can be judged, and
 		// zero would read as "caught up".
 		r.Err = in.Err
-		if r.Err == "" {
-			r.Err = "offsets unknown"
+		if r.Err == 0 {
+			r.Err = offsetsUnknown
 		}
 		return r
 	}
@@ -230,7 +232,7 @@ func status(in PartitionInput, r PartitionLag, win []Sample, expired bool, cfg C
 			moved = true
 		}
 	}
-	if in.Owner == "" && !moved {
+	if in.Owner == 0 && !moved {
 		return STOPPED
 	}
 	if len(win) == 0 {
@@ -272,11 +274,12 @@ type GroupInfo struct {
 }
 
 // Owners maps each assigned partition to the member that owns it.
-func Owners(members []backends.Member) map[backends.TopicPartition]string {
-	m := make(map[backends.TopicPartition]string)
+func Owners(members []backends.Member) map[backends.TopicPartition]Name {
+	m := make(map[backends.TopicPartition]Name)
 	for _, mem := range members {
+		id := Intern(mem.ID)
 		for _, tp := range mem.Assigned {
-			m[tp] = mem.ID
+			m[tp] = id
 		}
 	}
 	return m
@@ -300,12 +303,7 @@ func IdleMembers(members []backends.Member) []string {
 // seconds) and SLO breach. rows are sorted by topic and partition in place.
 func RollUp(info GroupInfo, rows []PartitionLag, cfg Config) GroupLag {
 	cfg = cfg.WithDefaults()
-	sort.Slice(rows, func(i, j int) bool {
-		if rows[i].Topic != rows[j].Topic {
-			return rows[i].Topic < rows[j].Topic
-		}
-		return rows[i].Partition < rows[j].Partition
-	})
+	sortRows(rows)
 	g := GroupLag{
 		Group:       info.Name,
 		State:       info.State,
@@ -335,7 +333,7 @@ func RollUp(info GroupInfo, rows []PartitionLag, cfg Config) GroupLag {
 		}
 		ages = append(ages, r.Age)
 		if first || r.Age > g.MaxAge {
-			g.MaxAge, g.MaxAgeTopic, g.MaxAgePartition = r.Age, r.Topic, r.Partition
+			g.MaxAge, g.MaxAgeTopic, g.MaxAgePartition = r.Age, r.Topic.String(), r.Partition
 			first = false
 		}
 		g.MaxAgeKnown = true
@@ -360,10 +358,10 @@ func RollUp(info GroupInfo, rows []PartitionLag, cfg Config) GroupLag {
 // otherwise read as STALLED on every partition it has not reached yet.
 func refineStalled(rows []PartitionLag, cfg Config) {
 	type ownerState struct{ moved, behind int }
-	owners := map[string]*ownerState{}
+	owners := map[Name]*ownerState{}
 	for i := range rows {
 		r := &rows[i]
-		if r.Owner == "" {
+		if r.Owner == 0 {
 			continue
 		}
 		o := owners[r.Owner]
@@ -380,7 +378,7 @@ func refineStalled(rows []PartitionLag, cfg Config) {
 	}
 	for i := range rows {
 		r := &rows[i]
-		if r.Status != STALLED || r.Owner == "" {
+		if r.Status != STALLED || r.Owner == 0 {
 			continue
 		}
 		o := owners[r.Owner]
@@ -409,4 +407,23 @@ func median(d []time.Duration) time.Duration {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// sortRows sorts rows by topic name then partition. The monitor already
+// produces them in that order, so the common case is one pass that finds
+// them sorted (string comparisons only where the topic changes).
+func sortRows(rows []PartitionLag) {
+	less := func(a, b *PartitionLag) bool {
+		if a.Topic != b.Topic {
+			return a.Topic.Less(b.Topic)
+		}
+		return a.Partition < b.Partition
+	}
+	sorted := true
+	for i := 1; i < len(rows) && sorted; i++ {
+		sorted = !less(&rows[i], &rows[i-1])
+	}
+	if !sorted {
+		sort.Slice(rows, func(i, j int) bool { return less(&rows[i], &rows[j]) })
+	}
 }

@@ -28,7 +28,7 @@ func run(t *testing.T, steps []step, owner string, logStart int64) PartitionLag 
 	var last PartitionLag
 	for _, s := range steps {
 		now := t0.Add(time.Duration(s.sec) * time.Second)
-		in := PartitionInput{Topic: "orders", Partition: 0, Committed: s.committed, LogStart: logStart, End: s.end, History: hist, Owner: owner, SLO: time.Minute}
+		in := PartitionInput{Topic: Intern("orders"), Partition: 0, Committed: s.committed, LogStart: logStart, End: s.end, History: hist, Owner: Intern(owner), SLO: time.Minute}
 		if s.age >= 0 {
 			in.Probe = Probe{Known: true, Found: true, Timestamp: now.Add(-time.Duration(s.age) * time.Second), Type: backends.CreateTime}
 		}
@@ -77,7 +77,7 @@ func TestStatusScripts(t *testing.T) {
 
 func TestAgeAndLagDefinitions(t *testing.T) {
 	now := t0
-	in := PartitionInput{Topic: "t", Committed: 40, LogStart: 10, End: 100, Owner: "m",
+	in := PartitionInput{Topic: Intern("t"), Committed: 40, LogStart: 10, End: 100, Owner: Intern("m"),
 		Probe: Probe{Known: true, Found: true, Timestamp: now.Add(-90 * time.Second), Type: backends.LogAppendTime}}
 	r := Evaluate(in, now, Config{})
 	if r.Lag != 60 || r.Age != 90*time.Second || !r.AgeKnown || r.TimestampType != backends.LogAppendTime || r.Lost != 0 {
@@ -117,7 +117,7 @@ func TestAgeAndLagDefinitions(t *testing.T) {
 }
 
 func TestClockSkew(t *testing.T) {
-	in := PartitionInput{Committed: 0, End: 10, Owner: "m",
+	in := PartitionInput{Committed: 0, End: 10, Owner: Intern("m"),
 		Probe: Probe{Known: true, Found: true, Timestamp: t0.Add(time.Minute), Type: backends.CreateTime}}
 	r := Evaluate(in, t0, Config{})
 	if r.Age != 0 || !r.ClockSkew {
@@ -133,7 +133,7 @@ func TestClockSkew(t *testing.T) {
 func TestRatesETAAndTimeToLoss(t *testing.T) {
 	hist := []Sample{{At: t0, Committed: 1000, End: 2000}}
 	now := t0.Add(10 * time.Second)
-	in := PartitionInput{Committed: 1500, End: 2200, History: hist, Owner: "m", Deletes: true, Retention: time.Hour,
+	in := PartitionInput{Committed: 1500, End: 2200, History: hist, Owner: Intern("m"), Deletes: true, Retention: time.Hour,
 		Probe: Probe{Known: true, Found: true, Timestamp: now.Add(-50 * time.Minute)}}
 	r := Evaluate(in, now, Config{RetentionMargin: 15 * time.Minute})
 	if r.ProduceRate != 20 || r.ConsumeRate != 50 {
@@ -161,10 +161,10 @@ func TestRatesETAAndTimeToLoss(t *testing.T) {
 
 func TestRollUpUsesMaxAgeAndSumLag(t *testing.T) {
 	rows := []PartitionLag{
-		{Topic: "b", Partition: 0, Lag: 10, Age: 2 * time.Second, AgeKnown: true, Status: OK},
-		{Topic: "a", Partition: 1, Lag: 5, Age: 600 * time.Second, AgeKnown: true, Status: STALLED},
-		{Topic: "a", Partition: 0, Lag: 0, AgeKnown: true, Status: OK},
-		{Topic: "a", Partition: 2, Lag: 7, Status: LAGGING},
+		{Topic: Intern("b"), Partition: 0, Lag: 10, Age: 2 * time.Second, AgeKnown: true, Status: OK},
+		{Topic: Intern("a"), Partition: 1, Lag: 5, Age: 600 * time.Second, AgeKnown: true, Status: STALLED},
+		{Topic: Intern("a"), Partition: 0, Lag: 0, AgeKnown: true, Status: OK},
+		{Topic: Intern("a"), Partition: 2, Lag: 7, Status: LAGGING},
 	}
 	members := []backends.Member{{ID: "m1", Assigned: []backends.TopicPartition{{Topic: "a", Partition: 0}}}, {ID: "m2"}}
 	g := RollUp(GroupInfo{Name: "g", State: "Stable", Members: members, SLO: 5 * time.Minute}, rows, Config{})
@@ -181,7 +181,7 @@ func TestRollUpUsesMaxAgeAndSumLag(t *testing.T) {
 	if len(g.IdleMembers) != 1 || g.IdleMembers[0] != "m2" {
 		t.Fatalf("idle %v", g.IdleMembers)
 	}
-	if g.Partitions[0].Topic != "a" || g.Partitions[0].Partition != 0 || g.Partitions[3].Topic != "b" {
+	if g.Partitions[0].Topic.String() != "a" || g.Partitions[0].Partition != 0 || g.Partitions[3].Topic.String() != "b" {
 		t.Fatalf("rows not sorted: %+v", g.Partitions)
 	}
 }
@@ -285,7 +285,7 @@ func TestStatusText(t *testing.T) {
 // member that moves nothing: all its lagging partitions are STALLED.
 func TestStuckVersusBusy(t *testing.T) {
 	row := func(p int32, owner string, lag int64, age time.Duration, moved bool, st Status) PartitionLag {
-		return PartitionLag{Topic: "orders", Partition: p, Owner: owner, Lag: lag, Age: age, AgeKnown: true, CommitMoved: moved, Status: st}
+		return PartitionLag{Topic: Intern("orders"), Partition: p, Owner: Intern(owner), Lag: lag, Age: age, AgeKnown: true, CommitMoved: moved, Status: st}
 	}
 	stuck := []PartitionLag{
 		row(0, "m1", 2, time.Second, true, OK),
@@ -312,11 +312,11 @@ func TestStuckVersusBusy(t *testing.T) {
 }
 
 func TestUnknownOffsetsAreNotCaughtUp(t *testing.T) {
-	r := Evaluate(PartitionInput{Topic: "t", Committed: 5, LogStart: -1, End: -1, Owner: "m", Err: "LEADER_NOT_AVAILABLE"}, t0, Config{})
-	if r.AgeKnown || r.Err != "LEADER_NOT_AVAILABLE" {
+	r := Evaluate(PartitionInput{Topic: Intern("t"), Committed: 5, LogStart: -1, End: -1, Owner: Intern("m"), Err: Intern("LEADER_NOT_AVAILABLE")}, t0, Config{})
+	if r.AgeKnown || r.Err.String() != "LEADER_NOT_AVAILABLE" {
 		t.Fatalf("%+v", r)
 	}
-	g := RollUp(GroupInfo{Name: "g"}, []PartitionLag{r, {Topic: "t", Partition: 1, AgeKnown: true}}, Config{})
+	g := RollUp(GroupInfo{Name: "g"}, []PartitionLag{r, {Topic: Intern("t"), Partition: 1, AgeKnown: true}}, Config{})
 	if g.AgesUnknown != 1 {
 		t.Fatalf("ages unknown %d", g.AgesUnknown)
 	}

@@ -87,14 +87,16 @@ func (s *Status) UnmarshalText(b []byte) error {
 // PartitionLag is one group's lag in one partition at one moment. It is a
 // value: snapshots hold slices of them and never change them afterwards.
 // Group is not repeated here: a PartitionLag always lives in its GroupLag.
-// Fields are ordered to keep the struct small (a snapshot of 10,000
-// partitions x 50 groups holds 500,000 of them).
+// Fields are ordered to keep the struct small, and it holds no pointers
+// (strings are interned Names): a snapshot of 10,000 partitions x 50 groups
+// holds 500,000 of them, which the garbage collector then never scans.
 type PartitionLag struct {
-	Topic string
-	// TimestampType says whose clock the age's timestamp came from.
-	TimestampType backends.TimestampType
+	Topic Name
 	// Owner is the member id that owns the partition ("" when none).
-	Owner string
+	Owner Name
+	// Err is set when the partition's offsets could not be read (e.g. it has
+	// no leader): lag and age are then unknown, not zero.
+	Err Name
 
 	// Committed is the group's committed offset, NoCommit when none.
 	Committed int64
@@ -149,9 +151,8 @@ type PartitionLag struct {
 	Compacted bool
 	// CommitMoved is set when the committed offset changed within the window.
 	CommitMoved bool
-	// Err is set when the partition's offsets could not be read (e.g. it has
-	// no leader): lag and age are then unknown, not zero.
-	Err string
+	// TimestampType says whose clock the age's timestamp came from.
+	TimestampType backends.TimestampType
 }
 
 // GroupLag is a consumer group's roll-up: maximum age (never an average),

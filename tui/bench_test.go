@@ -27,8 +27,8 @@ func bigSnapshot(n int) *monitor.Snapshot {
 		t.Health = append(t.Health, lag.PartitionHealth{Topic: "big", Partition: p, Replicas: 3, ISR: 3, MinISR: 2})
 		t.Rates = append(t.Rates, lag.PartitionRate{Topic: "big", Partition: p, Rate: 1, Known: true})
 		l := int64(p % 900)
-		g.Partitions = append(g.Partitions, lag.PartitionLag{Topic: "big", Partition: p, Committed: 100000 + int64(p) - l, End: 100000 + int64(p), Lag: l,
-			Age: time.Duration(l) * time.Second, AgeKnown: true, Status: lag.Status(p % 4), Owner: "m1", ETA: time.Minute, ETAKnown: true,
+		g.Partitions = append(g.Partitions, lag.PartitionLag{Topic: lag.Intern("big"), Partition: p, Committed: 100000 + int64(p) - l, End: 100000 + int64(p), Lag: l,
+			Age: time.Duration(l) * time.Second, AgeKnown: true, Status: lag.Status(p % 4), Owner: lag.Intern("m1"), ETA: time.Minute, ETAKnown: true,
 			TimeToLoss: 70 * time.Hour, TimeToLossKnown: true})
 		g.TotalLag += l
 	}

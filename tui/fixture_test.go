@@ -117,8 +117,8 @@ func fixtureSnapshot(seq int) *monitor.Snapshot {
 		for _, p := range all() {
 			l, age, st := lagOf(p)
 			end := orders.Partitions[p].HighWatermark
-			pl := lag.PartitionLag{Topic: "orders", Partition: p, Committed: end - l, End: end, Lag: l, Age: age, AgeKnown: true,
-				Status: st, Owner: members[0].ID, ProduceRate: 8.3, ConsumeRate: 8.3, RatesKnown: true,
+			pl := lag.PartitionLag{Topic: lag.Intern("orders"), Partition: p, Committed: end - l, End: end, Lag: l, Age: age, AgeKnown: true,
+				Status: st, Owner: lag.Intern(members[0].ID), ProduceRate: 8.3, ConsumeRate: 8.3, RatesKnown: true,
 				TimeToLoss: 72*time.Hour - age, TimeToLossKnown: true}
 			if l > 0 && st == lag.STALLED {
 				pl.FallingBehind = true

@@ -170,20 +170,53 @@ func (p *groupPage) partitionRows(s *Snapshot) []table.Row {
 	n := len(g.Partitions)
 	cells := make([]string, n*numPCols)
 	nums := make([]float64, n*numPCols)
-	owners := map[string]string{}
+	names := rowNames{clients: clients, owners: map[lag.Name]string{}, topics: map[lag.Name]string{}}
 	rows := make([]table.Row, 0, n)
 	for i, pl := range g.Partitions {
 		c, k := cells[i*numPCols:(i+1)*numPCols:(i+1)*numPCols], nums[i*numPCols:(i+1)*numPCols:(i+1)*numPCols]
-		rows = append(rows, partitionLagRow(pl, clients, owners, c, k))
+		rows = append(rows, partitionLagRow(pl, names, c, k))
 	}
 	return rows
 }
 
+// rowNames caches the sanitised text of the topics and members a group's
+// rows name: thousands of rows share a few of each.
+type rowNames struct {
+	clients map[string]string // member id -> client id@host
+	owners  map[lag.Name]string
+	topics  map[lag.Name]string
+}
+
+func (n rowNames) topic(t lag.Name) string {
+	s, ok := n.topics[t]
+	if !ok {
+		s = sanitize.Text(t.String())
+		n.topics[t] = s
+	}
+	return s
+}
+
+func (n rowNames) owner(o lag.Name) string {
+	if o == 0 {
+		return "(unassigned)"
+	}
+	s, ok := n.owners[o]
+	if !ok {
+		id := o.String()
+		c, known := n.clients[id]
+		if !known {
+			c = id
+		}
+		s = sanitize.Text(c)
+		n.owners[o] = s
+	}
+	return s
+}
+
 // partitionLagRow renders one partition of a group.
-// cells and nums are the row's storage (numPCols each); owners caches the
-// sanitised member text per member id.
-func partitionLagRow(pl lag.PartitionLag, clients, owners map[string]string, cells []string, nums []float64) table.Row {
-	cells[colPTopic] = sanitize.Text(pl.Topic)
+// cells and nums are the row's storage (numPCols each).
+func partitionLagRow(pl lag.PartitionLag, names rowNames, cells []string, nums []float64) table.Row {
+	cells[colPTopic] = names.topic(pl.Topic)
 	cells[colPPart] = strconv.Itoa(int(pl.Partition))
 	nums[colPPart] = num(pl.Partition)
 	cells[colPCommitted] = fmtOffset(pl.Committed)
@@ -231,19 +264,7 @@ func partitionLagRow(pl lag.PartitionLag, clients, owners map[string]string, cel
 	} else {
 		cells[colPLoss], nums[colPLoss] = "-", unknown
 	}
-	switch o, ok := owners[pl.Owner]; {
-	case ok:
-		cells[colPMember] = o
-	case pl.Owner == "":
-		cells[colPMember] = "(unassigned)"
-	default:
-		c, ok := clients[pl.Owner]
-		if !ok {
-			c = pl.Owner
-		}
-		cells[colPMember] = sanitize.Text(c)
-		owners[pl.Owner] = cells[colPMember]
-	}
+	cells[colPMember] = names.owner(pl.Owner)
 	lv := statusLevel(pl.Status)
 	if pl.Breach && lv < styles.Bad {
 		lv = styles.Bad
@@ -257,7 +278,7 @@ func partitionLagRow(pl lag.PartitionLag, clients, owners map[string]string, cel
 		cellLv[colPLoss] = styles.Bad
 	}
 	return table.Row{
-		ID:         pl.Topic + "\x00" + cells[colPPart],
+		ID:         cells[colPTopic] + "\x00" + cells[colPPart],
 		Cells:      cells,
 		Nums:       nums,
 		Level:      lv,

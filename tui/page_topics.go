@@ -267,11 +267,12 @@ func (p *topicPage) readers(s *Snapshot) string {
 	}
 	var rs []reader
 	topic := p.topicNameIn(s)
+	tn := lag.Intern(topic)
 	for _, g := range s.Groups {
 		r := reader{name: g.Group}
 		found := false
 		for _, pl := range g.Partitions {
-			if pl.Topic != topic {
+			if pl.Topic != tn {
 				continue
 			}
 			found = true

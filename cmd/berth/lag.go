@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/backends/kafka"
 	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/output"
@@ -281,11 +282,11 @@ func roundTo(v float64, places int) float64 {
 
 func partJSON(group string, r lag.PartitionLag) partLagJSON {
 	j := partLagJSON{
-		Group: group, Topic: r.Topic, Partition: r.Partition, LogStart: r.LogStart, End: r.End,
-		Lag: r.Lag, Lost: r.Lost, TimestampType: string(r.TimestampType), AgeApprox: r.AgeApprox,
+		Group: group, Topic: r.Topic.String(), Partition: r.Partition, LogStart: r.LogStart, End: r.End,
+		Lag: r.Lag, Lost: r.Lost, TimestampType: r.TimestampType.String(), AgeApprox: r.AgeApprox,
 		ClockSkew: r.ClockSkew, Status: r.Status.String(), FallingBehind: r.FallingBehind,
-		RetentionRisk: r.RetentionRisk, Owner: r.Owner, Breach: r.Breach, Compacted: r.Compacted,
-		Error: r.Err,
+		RetentionRisk: r.RetentionRisk, Owner: r.Owner.String(), Breach: r.Breach, Compacted: r.Compacted,
+		Error: r.Err.String(),
 	}
 	if r.Committed != lag.NoCommit {
 		c := r.Committed
@@ -408,7 +409,7 @@ func writeLagTables(w io.Writer, s monitor.Snapshot) error {
 		for _, r := range grp.Partitions {
 			// The table is for problems: OK rows are counted, not listed
 			// (a group can have thousands); -o json lists every row.
-			if r.Status == lag.OK && !r.Breach && !r.RetentionRisk && !r.ClockSkew && r.Err == "" {
+			if r.Status == lag.OK && !r.Breach && !r.RetentionRisk && !r.ClockSkew && r.Err == 0 {
 				hidden++
 				continue
 			}
@@ -434,7 +435,7 @@ func writeLagTables(w io.Writer, s monitor.Snapshot) error {
 			case r.ETAKnown && r.Lag > 0:
 				eta = fmtAge(r.ETA)
 			}
-			p.Add(grp.Group, r.Topic, fmt.Sprint(r.Partition), committed, fmt.Sprint(r.End), fmt.Sprint(r.Lag), age, r.Status.String(), prod, cons, eta, partNote(r))
+			p.Add(grp.Group, r.Topic.String(), fmt.Sprint(r.Partition), committed, fmt.Sprint(r.End), fmt.Sprint(r.Lag), age, r.Status.String(), prod, cons, eta, partNote(r))
 		}
 	}
 	if len(p.Rows) > 0 {
@@ -465,8 +466,8 @@ func statusCounts(g lag.GroupLag) string {
 
 func partNote(r lag.PartitionLag) string {
 	var notes []string
-	if r.Err != "" {
-		notes = append(notes, "offsets unknown: "+r.Err)
+	if r.Err != 0 {
+		notes = append(notes, "offsets unknown: "+r.Err.String())
 	}
 	if r.Lost > 0 {
 		notes = append(notes, fmt.Sprintf("%d lost to retention", r.Lost))
@@ -477,13 +478,13 @@ func partNote(r lag.PartitionLag) string {
 	if r.RetentionRisk && r.TimeToLossKnown {
 		notes = append(notes, "data loss in "+fmtAge(r.TimeToLoss))
 	}
-	if r.Owner == "" && r.Lag > 0 {
+	if r.Owner == 0 && r.Lag > 0 {
 		notes = append(notes, "no owner")
 	}
 	if r.Compacted {
 		notes = append(notes, "compacted: lag is an upper bound")
 	}
-	if r.TimestampType == "LogAppendTime" {
+	if r.TimestampType == backends.LogAppendTime {
 		notes = append(notes, "broker time")
 	}
 	return strings.Join(notes, "; ")

@@ -90,7 +90,7 @@ func partRow(t *testing.T, s Snapshot, group, topic string, p int32) lag.Partiti
 		t.Fatalf("group %s not in snapshot", group)
 	}
 	for _, r := range g.Partitions {
-		if r.Topic == topic && r.Partition == p {
+		if r.Topic.String() == topic && r.Partition == p {
 			return r
 		}
 	}

@@ -119,7 +119,7 @@ type gwork struct {
 	gs     *groupState
 	spans  []rowSpan
 	n      int // rows
-	owners map[backends.TopicPartition]string
+	owners map[backends.TopicPartition]lag.Name
 	err    string
 }
 
@@ -138,7 +138,8 @@ func (s rowSpan) at(i int) (committed, pos, end int64) {
 }
 
 type topicView struct {
-	t backends.Topic
+	t    backends.Topic
+	name lag.Name // t.Name, interned once per refresh (rows hold Names)
 	// probes holds, per partition, the positions queried this refresh
 	// (few per partition: groups cluster near the head), for dedupe.
 	probes    [][]posQuery
@@ -239,7 +240,7 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 			}
 			st.topics[t.Name] = ts
 		}
-		v := &topicView{t: t, st: ts, index: make(map[int32]int, len(t.Partitions))}
+		v := &topicView{t: t, name: lag.Intern(t.Name), st: ts, index: make(map[int32]int, len(t.Partitions))}
 		for i, p := range t.Partitions {
 			v.index[p.Partition] = i
 		}
@@ -353,11 +354,13 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 					})
 				}
 				in := lag.PartitionInput{
-					Topic: part.Topic, Partition: part.Partition,
+					Topic: v.name, Partition: part.Partition,
 					Committed: committed, LogStart: part.LogStart, End: part.HighWatermark,
 					History:   hist,
 					Compacted: v.compacted, Deletes: v.deletes, Retention: v.retention, SLO: slo,
-					Err: part.Err,
+				}
+				if part.Err != "" {
+					in.Err = lag.Intern(part.Err)
 				}
 				if len(w.owners) > 0 {
 					in.Owner = w.owners[backends.TopicPartition{Topic: part.Topic, Partition: part.Partition}]
