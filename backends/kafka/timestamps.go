@@ -421,26 +421,19 @@ func (r *TimestampReader) handle(w *pending, rp *kmsg.FetchResponseTopicPartitio
 	if bound < 0 || (rp.HighWatermark >= 0 && bound > rp.HighWatermark) {
 		bound = rp.HighWatermark
 	}
-	fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
-		Offset:         w.cur,
-		IsolationLevel: kgo.ReadCommitted(),
-		Topic:          w.key.topic,
-		Partition:      rp.Partition,
-	}, rp, r.dec, nil)
-	if fp.Err != nil {
-		return false, fmt.Errorf("%s[%d]: %w", w.key.topic, w.key.partition, fp.Err)
+	recs, err := batchTimestamps(rp, w.cur, r.dec, nil)
+	if errors.Is(err, errOldFormat) {
+		recs, err = r.oldFormatTimestamps(w, rp)
+	}
+	if err != nil {
+		return false, fmt.Errorf("%s[%d]: %w", w.key.topic, w.key.partition, err)
 	}
 	lastEnd, partial := walkBatches(rp.RecordBatches)
 
 	var sp span
 	switch {
-	case lastEnd > w.cur || len(fp.Records) > 0:
-		sp = span{from: w.cur, to: max(lastEnd, w.cur)}
-		for _, rec := range fp.Records {
-			if rec.Offset >= w.cur {
-				sp.recs = append(sp.recs, recTS{off: rec.Offset, ms: rec.Timestamp.UnixMilli(), typ: tsType(rec.Attrs.TimestampType())})
-			}
-		}
+	case lastEnd > w.cur || len(recs) > 0:
+		sp = span{from: w.cur, to: max(lastEnd, w.cur), recs: recs}
 		if n := len(sp.recs); n > 0 && sp.recs[n-1].off >= sp.to {
 			sp.to = sp.recs[n-1].off + 1
 		}
@@ -499,6 +492,27 @@ func (r *TimestampReader) handle(w *pending, rp *kmsg.FetchResponseTopicPartitio
 	w.idx = rest
 	w.cur = max(sp.to, queries[rest[0]].Offset)
 	return true, nil
+}
+
+// oldFormatTimestamps decodes pre-v2 message sets (written by brokers or
+// producers older than Kafka 0.11) with kgo, which knows their layouts.
+func (r *TimestampReader) oldFormatTimestamps(w *pending, rp *kmsg.FetchResponseTopicPartition) ([]recTS, error) {
+	fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
+		Offset:         w.cur,
+		IsolationLevel: kgo.ReadCommitted(),
+		Topic:          w.key.topic,
+		Partition:      rp.Partition,
+	}, rp, r.dec, nil)
+	if fp.Err != nil {
+		return nil, fp.Err
+	}
+	var recs []recTS
+	for _, rec := range fp.Records {
+		if rec.Offset >= w.cur {
+			recs = append(recs, recTS{off: rec.Offset, ms: rec.Timestamp.UnixMilli(), typ: tsType(rec.Attrs.TimestampType())})
+		}
+	}
+	return recs, nil
 }
 
 // answerRest answers every remaining position of w as "no data record".
