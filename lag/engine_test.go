@@ -2,6 +2,8 @@ package lag
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -319,5 +321,37 @@ func TestUnknownOffsetsAreNotCaughtUp(t *testing.T) {
 	g := RollUp(GroupInfo{Name: "g"}, []PartitionLag{r, {Topic: Intern("t"), Partition: 1, AgeKnown: true}}, Config{})
 	if g.AgesUnknown != 1 {
 		t.Fatalf("ages unknown %d", g.AgesUnknown)
+	}
+}
+
+// The selection median equals the sorted median, for odd and even lengths,
+// duplicates and sorted or reversed input.
+func TestMedianMatchesSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := 1; n < 200; n++ {
+		for _, shape := range []string{"random", "dups", "sorted", "reversed"} {
+			d := make([]time.Duration, n)
+			for i := range d {
+				switch shape {
+				case "random":
+					d[i] = time.Duration(rng.IntN(1000))
+				case "dups":
+					d[i] = time.Duration(rng.IntN(3))
+				case "sorted":
+					d[i] = time.Duration(i)
+				case "reversed":
+					d[i] = time.Duration(n - i)
+				}
+			}
+			s := slices.Clone(d)
+			slices.Sort(s)
+			want := s[n/2]
+			if n%2 == 0 {
+				want = (s[n/2-1] + s[n/2]) / 2
+			}
+			if got := median(d); got != want {
+				t.Fatalf("n=%d %s: median %d, want %d", n, shape, got, want)
+			}
+		}
 	}
 }

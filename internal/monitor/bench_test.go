@@ -7,6 +7,7 @@ import (
 	"runtime/metrics"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -196,6 +197,18 @@ func peakHeap() (stop func() float64) {
 	return func() float64 { close(done); return <-res }
 }
 
+// processCPU is the CPU time this process has used (user + system, every
+// thread: the client, the in-process broker, the garbage collector). On a
+// shared machine it is steadier than wall time: another process's load
+// stretches wall time but not this process's CPU.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 func liveHeapMiB() float64 {
 	runtime.GC()
 	runtime.GC()
@@ -214,6 +227,9 @@ func liveHeapMiB() float64 {
 //     log) / offsets-only;
 //   - ratio-warm: a refresh after one with no new commits (ages cached, no
 //     Fetch) / offsets-only;
+//   - cpu-ratio-cold, cpu-ratio-warm: the same ratios in process CPU time
+//     (client, in-process broker and garbage collector together), which
+//     other load on the machine does not stretch;
 //   - cold-read-ms, cold-ages-ms, cold-compute-ms: the cold refresh's
 //     phases (reading the cluster, reading timestamps, the rest);
 //   - noages-ms: the same monitor refresh with ages switched off (what
@@ -231,6 +247,7 @@ func BenchmarkRefresh(b *testing.B) {
 			offsetsOnly(b, adm, bc) // warm connections
 			before := liveHeapMiB()
 			var offT, seqT, coldT, warmT, noAgesT, readT, computeT, coldReadT, coldAgesT, coldComputeT time.Duration
+			var offCPU, coldCPU, warmCPU time.Duration
 			var warmFetches int64
 			var heap, peak float64
 			b.ResetTimer()
@@ -241,10 +258,11 @@ func BenchmarkRefresh(b *testing.B) {
 				offsetsPerGroup(b, adm, bc)
 				t0 := time.Now()
 				seqT += t0.Sub(ts)
+				c0 := processCPU()
 				offsetsOnly(b, adm, bc)
-				t1 := time.Now()
+				t1, c1 := time.Now(), processCPU()
 				s := refreshOnce(b, m)
-				t2 := time.Now()
+				t2, c2 := time.Now(), processCPU()
 				coldReadT += s.Phases.Read
 				coldAgesT += s.Phases.Ages
 				coldComputeT += s.Phases.Compute
@@ -254,7 +272,10 @@ func BenchmarkRefresh(b *testing.B) {
 					stopPeak = peakHeap()
 				}
 				s = refreshOnce(b, m)
-				t3 := time.Now()
+				t3, c3 := time.Now(), processCPU()
+				offCPU += c1 - c0
+				coldCPU += c2 - c1
+				warmCPU += c3 - c2
 				if i == 0 {
 					peak = stopPeak() - before
 				}
@@ -303,6 +324,8 @@ func BenchmarkRefresh(b *testing.B) {
 			b.ReportMetric(float64(warmT)/float64(seqT), "ratio-warm-pergroup")
 			b.ReportMetric(float64(coldT)/float64(offT), "ratio-cold")
 			b.ReportMetric(float64(warmT)/float64(offT), "ratio-warm")
+			b.ReportMetric(float64(coldCPU)/float64(offCPU), "cpu-ratio-cold")
+			b.ReportMetric(float64(warmCPU)/float64(offCPU), "cpu-ratio-warm")
 			b.ReportMetric(float64(warmFetches)/float64(b.N), "fetches-warm")
 			b.ReportMetric(heap, "heap-MiB")
 			b.ReportMetric(peak, "peak-heap-MiB")

@@ -576,9 +576,12 @@ type posQuery struct {
 }
 
 // probeRef links a group x partition to the query that answers it.
+// It holds no pointers (the gtState is an index into a table): there is one
+// per lagging group x partition, 100,000s on a cold refresh, and the
+// collector need not scan them.
 type probeRef struct {
-	gt   *gtState
-	p    int
+	gt   int32 // index into the probe's gtState table
+	p    int32
 	next int32
 }
 
@@ -595,10 +598,13 @@ func (m *Monitor) probe(ctx context.Context, work []*gwork, warnings *[]string) 
 	}
 	var heads []int32 // per slot: the first ref, -1 when none
 	refs := make([]probeRef, 0, nrows)
+	var gts []*gtState
 	var touched []*topicView
 	for _, w := range work {
 		for _, sp := range w.spans {
 			gt, v := sp.gt, sp.v
+			gti := int32(len(gts))
+			gts = append(gts, gt)
 			for i := range gt.n {
 				_, pos, end := sp.at(i)
 				if end <= pos || end < 0 {
@@ -626,7 +632,7 @@ func (m *Monitor) probe(ctx context.Context, work []*gwork, warnings *[]string) 
 					heads = append(heads, -1)
 					v.probes[i] = append(v.probes[i], posQuery{pos: pos, q: slot})
 				}
-				refs = append(refs, probeRef{gt: gt, p: i, next: heads[slot]})
+				refs = append(refs, probeRef{gt: gti, p: int32(i), next: heads[slot]})
 				heads[slot] = int32(len(refs) - 1)
 			}
 		}
@@ -662,7 +668,7 @@ func (m *Monitor) probe(ctx context.Context, work []*gwork, warnings *[]string) 
 				chunk := queries[start:min(start+probeChunk, len(queries))]
 				rts, err := m.ts.FirstTimestamps(ctx, chunk)
 				chunkErrs[c] = err
-				m.applyAnswers(chunk, rts, qslot[start:], heads, refs)
+				m.applyAnswers(chunk, rts, qslot[start:], heads, refs, gts)
 			}
 		}()
 	}
@@ -680,7 +686,7 @@ func (m *Monitor) probe(ctx context.Context, work []*gwork, warnings *[]string) 
 
 // applyAnswers records the reader's answers to chunk (in query order,
 // unresolved ones left out) on every group x partition waiting for them.
-func (m *Monitor) applyAnswers(chunk []backends.OffsetQuery, rts []backends.RecordTime, qslot, heads []int32, refs []probeRef) {
+func (m *Monitor) applyAnswers(chunk []backends.OffsetQuery, rts []backends.RecordTime, qslot, heads []int32, refs []probeRef, gts []*gtState) {
 	i := 0
 	for _, rt := range rts {
 		for i < len(chunk) && chunk[i] != rt.OffsetQuery {
@@ -705,8 +711,9 @@ func (m *Monitor) applyAnswers(chunk []backends.OffsetQuery, rts []backends.Reco
 		}
 		ms := rt.Timestamp.UnixMilli()
 		for ri := heads[qslot[i]]; ri >= 0; ri = refs[ri].next {
-			refs[ri].gt.probeFl[refs[ri].p] = fl
-			refs[ri].gt.probeMs[refs[ri].p] = ms
+			gt := gts[refs[ri].gt]
+			gt.probeFl[refs[ri].p] = fl
+			gt.probeMs[refs[ri].p] = ms
 		}
 		i++
 	}
