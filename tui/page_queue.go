@@ -54,7 +54,7 @@ type queuePage struct {
 }
 
 type queuePageKeys struct {
-	Up, Down, PageUp, PageDown, Top, Bottom, Reset, DLQ key.Binding
+	Up, Down, PageUp, PageDown, Top, Bottom, Reset, DLQ, DeadLetters key.Binding
 }
 
 // queueDetailMsg is the answer to a detail load.
@@ -80,7 +80,9 @@ func newQueue(env PageEnv) Page {
 		Top:      key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("home/g", "top")),
 		Bottom:   key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("end/G", "bottom")),
 		DLQ:      key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "open its DLQ")),
-		Reset:    key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "reset offsets (does not apply)")),
+		// On a DLQ: its classes and messages, to select into a redrive plan.
+		DeadLetters: key.NewBinding(key.WithKeys("D"), key.WithHelp("D", "dead letters")),
+		Reset:       key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "reset offsets (does not apply)")),
 	}
 	p.snap = env.Snapshot()
 	return p
@@ -90,7 +92,7 @@ func (p *queuePage) Title() string { return sanitize.Text(p.name) }
 
 func (p *queuePage) KeyBindings() []key.Binding {
 	k := p.keys
-	return []key.Binding{k.DLQ, k.Reset, k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}
+	return []key.Binding{k.DLQ, k.DeadLetters, k.Reset, k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}
 }
 
 func (p *queuePage) Init() tea.Cmd { return p.maybeLoad() }
@@ -184,6 +186,8 @@ func (p *queuePage) Update(msg tea.Msg) (Page, tea.Cmd) {
 			return p, Flash(Info, resetNote)
 		case key.Matches(msg, k.DLQ):
 			return p, p.openDLQ()
+		case key.Matches(msg, k.DeadLetters):
+			return p, p.openDeadLetters()
 		}
 	}
 	return p, nil
@@ -206,6 +210,29 @@ func (p *queuePage) openDLQ() tea.Cmd {
 		}
 	}
 	return Flash(Info, "no DLQ found for "+sanitize.Text(q.Queue.Name)+" (no dead-letter exchange wired to a queue)")
+}
+
+// openDeadLetters opens the dead-letter pages on this queue when it is a
+// DLQ, or on the DLQ it dead-letters into.
+func (p *queuePage) openDeadLetters() tea.Cmd {
+	q, ok := p.lookup()
+	if !ok {
+		return nil
+	}
+	for _, d := range p.snap.RabbitMQ.DLQs {
+		if d.Vhost != q.Queue.Vhost {
+			continue
+		}
+		if d.Name == q.Queue.Name {
+			return Open("queue-dlq", d.Name)
+		}
+		for _, s := range d.Sources {
+			if s == q.Queue.Name {
+				return Open("queue-dlq", d.Name)
+			}
+		}
+	}
+	return Flash(Info, sanitize.Text(q.Queue.Name)+" is not a DLQ and dead-letters into none (:dlq lists the DLQs)")
 }
 
 func (p *queuePage) scroll(d int) {
@@ -367,7 +394,7 @@ func (p *queuePage) lines() []string {
 		if len(srcs) > 0 {
 			txt += ": dead letters from " + strings.Join(srcs, ", ")
 		}
-		add("receives dead letters", st.Levels[styles.Warn].Render(txt))
+		add("receives dead letters", st.Levels[styles.Warn].Render(txt)+st.Muted.Render("  (D: classes, messages, redrive)"))
 	}
 
 	if q.Type == backends.QueueStream {
@@ -404,7 +431,7 @@ func (p *queuePage) lines() []string {
 
 	section("Offset resets")
 	out = append(out, st.Muted.Render("do not apply: a queue has no offsets (acknowledged messages are gone); stream"),
-		st.Muted.Render("consumers choose x-stream-offset themselves. Redrive: berth redrive plan."))
+		st.Muted.Render("consumers choose x-stream-offset themselves. Redrive: D (or :dlq, :plans)."))
 	return out
 }
 
@@ -424,5 +451,5 @@ func (p *queuePage) deadLettersInto(q backends.Queue) string {
 	if len(out) == 0 {
 		return ""
 	}
-	return strings.Join(out, ", ") + p.env.Styles.Muted.Render("  (d opens it)")
+	return strings.Join(out, ", ") + p.env.Styles.Muted.Render("  (d opens it, D its dead letters)")
 }

@@ -519,13 +519,13 @@ func (p *overviewPage) CapturesKey(msg tea.KeyMsg) bool {
 }
 
 // queueCounterparts are the pages a RabbitMQ context opens instead of a
-// Kafka one; kafkaOnly pages have no counterpart and say so.
+// Kafka one (":dlq" and ":plans" open the RabbitMQ dead-letter pages that
+// tui/dlq registers); kafkaOnly pages have no counterpart and say so.
 var (
-	queueCounterparts = map[string]string{"groups": "queues", "group": "queue"}
+	queueCounterparts = map[string]string{"groups": "queues", "group": "queue", "dlq": "queue-dlq", "plans": "queue-plans"}
 	kafkaOnly         = map[string]string{
 		"topics": "topics", "topic": "topics", "configs": "topic configs",
 		"brokers": "brokers (the overview lists RabbitMQ's nodes)", "members": "group members",
-		"dlq": "the Kafka DLQ pages (RabbitMQ DLQs: overview, or berth dlq list)", "plans": "Kafka redrive plans (RabbitMQ: berth redrive status)",
 	}
 )
 

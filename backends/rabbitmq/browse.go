@@ -139,8 +139,13 @@ type BrowseResult struct {
 	SideEffects []string `json:"side_effects,omitempty"`
 }
 
-// RefusedError explains why a browse would not be safe.
-type RefusedError struct{ Why string }
+// RefusedError explains why a browse would not be safe. Acceptable is set
+// when browsing again with AcceptQuorumSideEffects would read the queue
+// (the caller may ask the operator).
+type RefusedError struct {
+	Why        string
+	Acceptable bool
+}
 
 func (e *RefusedError) Error() string { return e.Why }
 
@@ -265,7 +270,7 @@ func (c *Client) browseQuorum(ctx context.Context, res BrowseResult, q backends.
 		return res, &RefusedError{Why: fmt.Sprintf("queue %q is a quorum queue with delivery limit %d: every browse counts a delivery, and a message at its limit would be dropped or dead-lettered; refusing (RabbitMQ 3.10 offers no side-effect-free read of a quorum queue)", res.Queue, *q.Wiring.DeliveryLimit)}
 	}
 	if !o.AcceptQuorumSideEffects {
-		return res, &RefusedError{Why: fmt.Sprintf("queue %q is a quorum queue: returning a message moves it to the back and adds 1 to its x-delivery-count; browse again accepting that (--accept-requeue-side-effects) to read it", res.Queue)}
+		return res, &RefusedError{Why: fmt.Sprintf("queue %q is a quorum queue: returning a message moves it to the back and adds 1 to its x-delivery-count; browse again accepting that (--accept-requeue-side-effects) to read it", res.Queue), Acceptable: true}
 	}
 	total, known := q.Total()
 	if !known || total > int64(o.Limit) {

@@ -35,7 +35,21 @@ type ExecOptions struct {
 	// Verify checks, after the run, that the DLQ's depth fell by exactly
 	// the number of messages acked and that nothing was returned.
 	Verify bool
+	// Pause, when set, is called before each chunk's intents are recorded
+	// and published: it blocks while the operator has paused (nothing is
+	// published; the messages read stay unacked, in place) and returns
+	// false to stop the run instead (as Cancel does).
+	Pause func(ctx context.Context) bool
+	// Cancel, when closed, stops the run cleanly between chunks: the chunk
+	// in flight settles (ledger, acks), nothing more is published, and the
+	// messages read but not published return to the DLQ in place. A run of
+	// the same plan resumes from the ledger.
+	Cancel <-chan struct{}
 }
+
+// Cancelled is Result.Stopped for a run stopped through ExecOptions.Cancel
+// or Pause.
+const Cancelled = "cancelled by the operator between chunks (run the plan again to send the rest)"
 
 // Skip is an included record that was not sent: the checks run again at
 // execution excluded it.
@@ -268,6 +282,7 @@ func (c *Client) Execute(ctx context.Context, p Plan, l *Ledger, o ExecOptions) 
 	}()
 
 	var cur []item
+	cancelled := false
 	var pace *time.Ticker
 	if o.Rate > 0 {
 		pace = time.NewTicker(time.Second / time.Duration(o.Rate))
@@ -275,6 +290,10 @@ func (c *Client) Execute(ctx context.Context, p Plan, l *Ledger, o ExecOptions) 
 	}
 	flush := func() error {
 		if len(cur) == 0 {
+			return nil
+		}
+		if o.Pause != nil && !o.Pause(ctx) {
+			cancelled = true
 			return nil
 		}
 		intents := make([]LedgerEntry, len(cur))
@@ -328,6 +347,9 @@ read:
 		case <-ctx.Done():
 			loopErr = ctx.Err()
 			break read
+		case <-o.Cancel:
+			cancelled = true
+			break read
 		case d, ok := <-deliveries:
 			if !ok {
 				loopErr = fmt.Errorf("rabbitmq amqp %s: the DLQ consumer was closed", c.AMQPAddr())
@@ -372,6 +394,9 @@ read:
 					loopErr = err
 					break read
 				}
+				if cancelled {
+					break read
+				}
 			}
 			if !idle.Stop() {
 				select {
@@ -383,6 +408,9 @@ read:
 		case <-idle.C:
 			if err := flush(); err != nil {
 				loopErr = err
+				break read
+			}
+			if cancelled {
 				break read
 			}
 			// Nothing arriving: is the DLQ exhausted? Everything we hold is
@@ -406,8 +434,13 @@ read:
 			idle.Reset(250 * time.Millisecond)
 		}
 	}
-	if loopErr == nil {
+	if loopErr == nil && !cancelled {
 		loopErr = flush()
+	}
+	if cancelled {
+		mu.Lock()
+		res.Stopped = Cancelled
+		mu.Unlock()
 	}
 	close(inflight)
 	if err := <-settleErr; err != nil && loopErr == nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"sync"
 	"time"
 
@@ -30,7 +31,12 @@ func dialRabbitConsole(a *app, ctx context.Context) (tui.Source, error) {
 		return nil, err
 	}
 	cfg := a.cfg
+	// The dead-letter pages run the CLI's RabbitMQ redrive functions with a
+	// copy of this context's app (their notes are collected per call).
+	dead := *a
+	dead.stdout, dead.stderr, dead.closers = io.Discard, io.Discard, nil
 	return &rabbitSource{
+		app:      &dead,
 		client:   cl,
 		amqpAddr: cl.AMQPAddr(),
 		mgmtAddr: config.RedactURL(a.ctx.ManagementURL),
@@ -45,6 +51,7 @@ func dialRabbitConsole(a *app, ctx context.Context) (tui.Source, error) {
 // rabbitSource refreshes a RabbitMQ context. Refresh runs in a tea.Cmd;
 // the app never runs two at once, the mutex only guards the DLQ cache.
 type rabbitSource struct {
+	app                *app
 	client             *rabbitmq.Client
 	amqpAddr, mgmtAddr string
 	dlqPairs           []config.DLQPair
@@ -139,7 +146,7 @@ func queueLagRow(v rabbitmq.QueueStatus) monitor.QueueLag {
 	return r
 }
 
-func (s *rabbitSource) Cluster() backends.Cluster { return rabbitCluster{s.client} }
+func (s *rabbitSource) Cluster() backends.Cluster { return rabbitCluster{s.client, s.app} }
 
 func (s *rabbitSource) Close() { s.client.Close() }
 
@@ -151,7 +158,10 @@ var errNotKafka = errors.New("this is a RabbitMQ context: Kafka topics, groups a
 // rabbitCluster is the console's backend handle on a RabbitMQ context: it
 // refuses the Kafka calls and reads one queue in full for the queue page
 // (tui.QueueDescriber).
-type rabbitCluster struct{ c *rabbitmq.Client }
+type rabbitCluster struct {
+	c *rabbitmq.Client
+	a *app // the context's settings, for the dead-letter pages (dlq_console_rabbit.go)
+}
 
 func (rabbitCluster) Describe(context.Context) (backends.ClusterInfo, error) {
 	return backends.ClusterInfo{}, errNotKafka

@@ -155,9 +155,34 @@ func (a *app) rmqDLQList(cmd *cobra.Command) error {
 		return err
 	}
 	defer cl.Close()
-	dlqs, err := cl.DLQs(ctx, a.cfg.Redrive.DLQs)
+	rows, err := a.rmqDLQRows(ctx, cl)
 	if err != nil {
 		return err
+	}
+	if f == output.JSON {
+		return output.WriteJSON(a.stdout, rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(a.stdout, "no dead-letter queues (none is wired as a dead-letter target, and redrive.dlqs names none)")
+		return nil
+	}
+	g := output.Grid{Header: []string{"VHOST", "DLQ", "TYPE", "DEPTH", "HEAD AGE (publisher ts)", "FOUND", "ORIGINAL QUEUES"}, Right: map[int]bool{3: true, 4: true}}
+	for _, r := range rows {
+		age := "?"
+		if r.HeadAgeSeconds != nil {
+			age = fmtSeconds(*r.HeadAgeSeconds)
+		}
+		g.Add(r.Vhost, r.DLQ, orQ(r.Type), optInt(r.Depth), age, r.Found, strings.Join(r.OriginalQueues, ","))
+	}
+	return g.WriteTable(a.stdout)
+}
+
+// rmqDLQRows lists the DLQs with depth and head age (reading no message),
+// for `berth dlq list` and the console's :dlq.
+func (a *app) rmqDLQRows(ctx context.Context, cl *rabbitmq.Client) ([]qdlqRow, error) {
+	dlqs, err := cl.DLQs(ctx, a.cfg.Redrive.DLQs)
+	if err != nil {
+		return nil, err
 	}
 	rows := []qdlqRow{}
 	for _, d := range dlqs {
@@ -181,22 +206,7 @@ func (a *app) rmqDLQList(cmd *cobra.Command) error {
 		}
 		rows = append(rows, r)
 	}
-	if f == output.JSON {
-		return output.WriteJSON(a.stdout, rows)
-	}
-	if len(rows) == 0 {
-		fmt.Fprintln(a.stdout, "no dead-letter queues (none is wired as a dead-letter target, and redrive.dlqs names none)")
-		return nil
-	}
-	g := output.Grid{Header: []string{"VHOST", "DLQ", "TYPE", "DEPTH", "HEAD AGE (publisher ts)", "FOUND", "ORIGINAL QUEUES"}, Right: map[int]bool{3: true, 4: true}}
-	for _, r := range rows {
-		age := "?"
-		if r.HeadAgeSeconds != nil {
-			age = fmtSeconds(*r.HeadAgeSeconds)
-		}
-		g.Add(r.Vhost, r.DLQ, orQ(r.Type), optInt(r.Depth), age, r.Found, strings.Join(r.OriginalQueues, ","))
-	}
-	return g.WriteTable(a.stdout)
+	return rows, nil
 }
 
 // ---- berth dlq classes ----
@@ -655,68 +665,34 @@ func (a *app) rmqRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 		return err
 	}
 	defer cl.Close()
-	res, err := a.browse(ctx, cl, dlq, read, ro.browse)
-	if err != nil {
-		return err
-	}
-	a.browseNotes(res)
 	l, err := a.ledger(ctx)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	in := rabbitmq.CheckInput{AllowHazards: o.allowHazards}
-	if in.Redriven, err = l.RedrivenEvents(ctx); err != nil {
+	p, res, err := a.rmqMakePlan(ctx, cl, l, rmqPlanInput{DLQ: dlq, Sel: sel, Read: read, Browse: ro.browse, AllowHazards: o.allowHazards,
+		Rate: o.rate, Window: window, ToQueue: ro.toQueue})
+	if res.Method != "" {
+		a.browseNotes(res)
+	}
+	if err != nil {
 		return err
 	}
-	pol, matched := a.cfg.RedrivePolicyFor(dlq)
-	if pol.SystemOfRecord != nil {
-		in.HasSOR = true
-		var keys []string
-		for _, m := range res.Messages {
-			if m.IdempotencyKey != "" && sel.Matches(m) {
-				keys = append(keys, m.IdempotencyKey)
-			}
-		}
-		in.Committed, in.SORErr = sorLookup(ctx, *pol.SystemOfRecord, keys)
-	}
-	p, err := rabbitmq.MakePlan(res.Messages, sel, policySnapshot(pol, matched), in, time.Now())
-	if err != nil {
-		return usageErr("%v", err)
-	}
-	if !res.Complete && pol.OrderingKey != "" {
-		fmt.Fprintln(a.stderr, "note: ordering was checked among the messages read only; later messages are newer and cannot be overtaken")
-	}
-	p.Server, p.Vhost, p.DLQ, p.QueueType = cl.AMQPAddr(), cl.Vhost(), dlq, res.Type
-	p.Rate, p.Window, p.AcceptQuorumSideEffects = o.rate, window, ro.browse.accept
-	if ro.toQueue {
-		p.ToQueues()
-	}
-	p.Author = audit.CurrentUser()
 	if err := rabbitmq.WritePlan(o.out, p); err != nil {
 		return fmt.Errorf("--out %s: %v", o.out, err)
 	}
-	sum := a.rmqPlanSummary(ctx, nil, p)
-	sum.File = o.out
+	var sig *approval.Signature
 	if signer != nil {
-		sig, err := signer(sum.Hash)
-		if err == nil {
-			err = l.AddSignature(ctx, sig)
-		}
+		s, err := signer(p.Hash())
 		if err != nil {
 			return fmt.Errorf("signing the plan: %v", err)
 		}
-		sum.AuthorKey = sig.Fingerprint
+		sig = &s
 	}
-	if a.readOnly {
-		sum.StoreNote = "read-only context: the plan was written to the file only"
-	} else if err := l.PutPlan(ctx, p); err != nil {
-		sum.StoreNote = "not stored: " + err.Error()
-	} else {
-		sum.Stored = true
+	sum, err := a.rmqRecordPlan(ctx, l, p, sig, o.out, o.auditFile)
+	if err != nil {
+		return err
 	}
-	a.auditRMQ(ctx, o.auditFile, "redrive.plan", sum.Hash, map[string]any{"dlq": dlq, "vhost": p.Vhost, "author": p.Author, "author_key": sum.AuthorKey,
-		"totals": sum.Totals, "blocked": sum.Blocked, "stored": sum.Stored, "file": o.out})
 	if f == output.JSON {
 		if err := output.WriteJSON(a.stdout, sum); err != nil {
 			return err
@@ -729,6 +705,89 @@ func (a *app) rmqRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 	}
 	return nil
 }
+
+// rmqPlanInput is what a RabbitMQ plan is made from, on the command line
+// (`berth redrive plan`) or in the console (tui/dlq's queue pages).
+type rmqPlanInput struct {
+	DLQ          string
+	Sel          rabbitmq.Selection
+	Read         int // messages browsed
+	Browse       browseFlags
+	AllowHazards bool
+	Rate, Window int
+	ToQueue      bool
+}
+
+// rmqMakePlan browses the DLQ and makes a checked plan (ledger, system of
+// record, loop guard, duplicates, ordering by business key), written and
+// stored nowhere yet. The browse result is returned even on error (its
+// Method is empty when nothing was read).
+func (a *app) rmqMakePlan(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledger, in rmqPlanInput) (rabbitmq.Plan, rabbitmq.BrowseResult, error) {
+	res, err := a.browse(ctx, cl, in.DLQ, in.Read, in.Browse)
+	if err != nil {
+		return rabbitmq.Plan{}, res, err
+	}
+	ci := rabbitmq.CheckInput{AllowHazards: in.AllowHazards}
+	if ci.Redriven, err = l.RedrivenEvents(ctx); err != nil {
+		return rabbitmq.Plan{}, res, err
+	}
+	pol, matched := a.cfg.RedrivePolicyFor(in.DLQ)
+	if pol.SystemOfRecord != nil {
+		ci.HasSOR = true
+		var keys []string
+		for _, m := range res.Messages {
+			if m.IdempotencyKey != "" && in.Sel.Matches(m) {
+				keys = append(keys, m.IdempotencyKey)
+			}
+		}
+		ci.Committed, ci.SORErr = sorLookup(ctx, *pol.SystemOfRecord, keys)
+	}
+	p, err := rabbitmq.MakePlan(res.Messages, in.Sel, policySnapshot(pol, matched), ci, time.Now())
+	if err != nil {
+		return p, res, usageErr("%v", err)
+	}
+	if !res.Complete && pol.OrderingKey != "" {
+		fmt.Fprintln(a.stderr, "note: ordering was checked among the messages read only; later messages are newer and cannot be overtaken")
+	}
+	p.Server, p.Vhost, p.DLQ, p.QueueType = cl.AMQPAddr(), cl.Vhost(), in.DLQ, res.Type
+	p.Rate, p.Window, p.AcceptQuorumSideEffects = in.Rate, in.Window, in.Browse.accept
+	if in.ToQueue {
+		p.ToQueues()
+	}
+	p.Author = audit.CurrentUser()
+	return p, res, nil
+}
+
+// rmqRecordPlan stores a plan just made (with its author's signature when
+// given), unless the context is read-only, and audits it (redrive.plan).
+// file is where the plan was written ("(console)" for the console).
+func (a *app) rmqRecordPlan(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan, sig *approval.Signature, file, auditFile string) (qPlanSummary, error) {
+	sum := a.rmqPlanSummary(ctx, nil, p)
+	sum.File = file
+	if sig != nil {
+		if err := l.AddSignature(ctx, *sig); err != nil {
+			return sum, fmt.Errorf("signing the plan: %v", err)
+		}
+		sum.AuthorKey = sig.Fingerprint
+	}
+	if a.readOnly {
+		sum.StoreNote = "read-only context: the plan was written to the file only"
+		if file == consolePlanFile {
+			sum.StoreNote = "read-only context: the plan was not stored"
+		}
+	} else if err := l.PutPlan(ctx, p); err != nil {
+		sum.StoreNote = "not stored: " + err.Error()
+	} else {
+		sum.Stored = true
+	}
+	a.auditRMQ(ctx, auditFile, "redrive.plan", sum.Hash, map[string]any{"dlq": p.DLQ, "vhost": p.Vhost, "author": p.Author, "author_key": sum.AuthorKey,
+		"totals": sum.Totals, "blocked": sum.Blocked, "stored": sum.Stored, "file": file})
+	return sum, nil
+}
+
+// consolePlanFile is the audit entry's "file" for a plan made in the
+// console (as for Kafka plans made there).
+const consolePlanFile = "(console)"
 
 // sorLookup asks the system of record about keys; an error is kept, never
 // read as "not applied".
@@ -840,39 +899,10 @@ func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, audit
 			return err
 		}
 	}
-	// Refuse what cannot count, before storing anything (as for Kafka).
-	author, _, err := l.Signatures(ctx, hash)
+	principal, dec, n, err := a.rmqApprove(ctx, l, p, sig, auditFile)
 	if err != nil {
 		return err
 	}
-	if author != nil && author.Fingerprint == sig.Fingerprint {
-		return errors.New("refused: the plan's author cannot approve it (two-person rule)")
-	}
-	n, signers, _, err := a.rmqReview(p)
-	if err != nil {
-		return err
-	}
-	principal := ""
-	if signers != nil {
-		v, err := approval.Verify(hash, sig, signers, now)
-		if err != nil {
-			return fmt.Errorf("refused: %v", err)
-		}
-		principal = v.Principal
-		if author != nil {
-			if av, err := approval.Verify(hash, *author, signers, now); err == nil && av.Principal == principal {
-				return errors.New("refused: the plan's author cannot approve it (two-person rule: same principal)")
-			}
-		}
-	}
-	if err := l.AddSignature(ctx, sig); err != nil {
-		return err
-	}
-	dec, _, err := a.approvalDecision(ctx, l, p)
-	if err != nil {
-		return err
-	}
-	a.auditRMQ(ctx, auditFile, "redrive.approved", hash, map[string]any{"dlq": p.DLQ, "signer": principal, "fingerprint": sig.Fingerprint, "approved": dec.Approved})
 	if f == output.JSON {
 		return output.WriteJSON(a.stdout, map[string]any{"plan": hash, "dlq": p.DLQ, "signer": principal, "fingerprint": sig.Fingerprint, "decision": dec,
 			"summary": map[string]any{"totals": p.Totals(), "policy": p.Policy, "author": p.Author, "created_at": p.CreatedAt, "required": n}})
@@ -883,6 +913,51 @@ func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, audit
 	}
 	fmt.Fprintf(a.stdout, "signed plan %s as %s (%s); the plan is %s\n", shortHash(hash), orUnknown(principal), sig.Fingerprint, state)
 	return nil
+}
+
+// rmqApprove stores an approval over a plan as `berth redrive approve`
+// does, for the command line and the console: it refuses, storing nothing,
+// the author's key or principal and a key allowed_signers does not list,
+// then audits redrive.approved. Callers refuse read-only contexts first.
+func (a *app) rmqApprove(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan, sig approval.Signature, auditFile string) (string, approval.Decision, int, error) {
+	hash := p.Hash()
+	if sig.PlanHash != hash {
+		return "", approval.Decision{}, 0, fmt.Errorf("refused: the signature is over plan %s, not %s", shortHash(sig.PlanHash), shortHash(hash))
+	}
+	// Refuse what cannot count, before storing anything (as for Kafka).
+	author, _, err := l.Signatures(ctx, hash)
+	if err != nil {
+		return "", approval.Decision{}, 0, err
+	}
+	if author != nil && author.Fingerprint == sig.Fingerprint {
+		return "", approval.Decision{}, 0, errors.New("refused: the plan's author cannot approve it (two-person rule)")
+	}
+	n, signers, _, err := a.rmqReview(p)
+	if err != nil {
+		return "", approval.Decision{}, 0, err
+	}
+	principal := ""
+	if signers != nil {
+		v, err := approval.Verify(hash, sig, signers, sig.SignedAt)
+		if err != nil {
+			return "", approval.Decision{}, 0, fmt.Errorf("refused: %v", err)
+		}
+		principal = v.Principal
+		if author != nil {
+			if av, err := approval.Verify(hash, *author, signers, sig.SignedAt); err == nil && av.Principal == principal {
+				return "", approval.Decision{}, 0, errors.New("refused: the plan's author cannot approve it (two-person rule: same principal)")
+			}
+		}
+	}
+	if err := l.AddSignature(ctx, sig); err != nil {
+		return "", approval.Decision{}, 0, err
+	}
+	dec, _, err := a.approvalDecision(ctx, l, p)
+	if err != nil {
+		return "", approval.Decision{}, 0, err
+	}
+	a.auditRMQ(ctx, auditFile, "redrive.approved", hash, map[string]any{"dlq": p.DLQ, "signer": principal, "fingerprint": sig.Fingerprint, "approved": dec.Approved})
+	return principal, dec, n, nil
 }
 
 // ---- berth redrive execute ----
@@ -935,36 +1010,9 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 		return err
 	}
 	hash := p.Hash()
-	refuse := func(why error) error {
-		a.auditRMQ(setup, auditFile, "redrive.refused", hash, map[string]any{"dlq": p.DLQ, "reason": why.Error(), "actor": actor})
-		return why
-	}
-	if a.readOnly {
-		return refuse(errReadOnly)
-	}
-	if age := time.Since(p.CreatedAt); a.cfg.Redrive.PlanMaxAge > 0 && age > a.cfg.Redrive.PlanMaxAge {
-		return refuse(fmt.Errorf("refused: plan %s is %s old (redrive.plan_max_age %s): make a new one", shortHash(hash), age.Round(time.Minute), a.cfg.Redrive.PlanMaxAge))
-	}
-	if blocked, why := p.Blocked(); blocked {
-		return refuse(fmt.Errorf("refused: plan %s is blocked (a check could not run): %s; make the plan again", shortHash(hash), why))
-	}
-	dec, required, err := a.approvalDecision(setup, l, p)
+	dec, skip, err := a.rmqPreflight(setup, l, p, actor, auditFile, true)
 	if err != nil {
 		return err
-	}
-	if required && !dec.Approved {
-		why := dec.Reason
-		if len(dec.Refused) > 0 {
-			why += " (" + strings.Join(dec.Refused, "; ") + ")"
-		}
-		return refuse(fmt.Errorf("refused: plan %s is not approved: %s", shortHash(hash), why))
-	}
-	// The checks run again with today's data: the ledger (an event another
-	// plan redrove meanwhile) and the system of record (an effect committed
-	// meanwhile). An unreachable system of record refuses the run.
-	skip, err := a.rmqRecheck(setup, l, p)
-	if err != nil {
-		return refuse(fmt.Errorf("refused: %v", err))
 	}
 	totals := p.Totals()
 	if !yes {
@@ -983,27 +1031,19 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 		return err
 	}
 	defer cl.Close()
-	if cl.AMQPAddr() != p.Server {
-		return refuse(fmt.Errorf("refused: plan %s was made on %s, this context is %s", shortHash(hash), p.Server, cl.AMQPAddr()))
-	}
-	pol, _ := a.cfg.RedrivePolicyFor(p.DLQ)
-	a.auditRMQ(sigCtx, auditFile, "redrive.execute", hash, map[string]any{"dlq": p.DLQ, "totals": totals, "phase": "start", "actor": actor, "approvers": dec.Approvers})
 	start := time.Now()
-	res, err := cl.Execute(sigCtx, p, l, rabbitmq.ExecOptions{
-		StopOnFailure: pol.StopOnFailure || pol.RequireIdempotencyKey, Skip: skip, Verify: !noVerify,
+	res, err := a.rmqRun(sigCtx, cl, l, p, dec, skip, actor, auditFile, rabbitmq.ExecOptions{
+		Verify: !noVerify,
 		Progress: func(r rabbitmq.Result) {
 			done := r.Sent + r.AlreadySent + len(r.Failed)
 			fmt.Fprintf(a.stderr, "progress %s: %d/%d sent %d already sent %d failed %d (%.0f msg/s)\n", shortHash(hash), done, totals.Included, r.Sent, r.AlreadySent, len(r.Failed), float64(r.Sent)/time.Since(start).Seconds())
 		},
-	})
-	cancelled := sigCtx.Err() != nil
-	a.auditRMQ(context.WithoutCancel(sigCtx), auditFile, "redrive.execute", hash, map[string]any{"dlq": p.DLQ, "phase": "end", "sent": res.Sent, "resent": res.Resent,
-		"already_sent": res.AlreadySent, "failed": len(res.Failed), "returned": res.Returned, "not_found": len(res.NotFound), "skipped": len(res.Skipped),
-		"cancelled": cancelled, "error": errString(err), "actor": actor})
-	if v := res.Verification; v != nil {
-		a.auditRMQ(context.WithoutCancel(sigCtx), auditFile, "redrive.verified", hash, map[string]any{"dlq": p.DLQ, "ok": v.OK, "depth_before": v.DepthBefore,
-			"depth_after": v.DepthAfter, "acked": v.Acked, "returned": v.Returned, "problem": v.Problem})
+	}, func() bool { return sigCtx.Err() != nil })
+	var refused *rmqRefused
+	if errors.As(err, &refused) {
+		return err
 	}
+	cancelled := sigCtx.Err() != nil
 	// The re-failure watch: only when --watch is given (RabbitMQ has no
 	// default watch: finding re-failures browses the DLQ once, at its end).
 	if v := res.Verification; v != nil && err == nil && !cancelled && cmd.Flags().Changed("watch") && watch > 0 {
@@ -1049,6 +1089,88 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 		return &exitError{code: 1, err: fmt.Errorf("verification: %s", v.Problem)}
 	}
 	return nil
+}
+
+// rmqRefused is an execution refused before anything was sent (audited
+// as redrive.refused).
+type rmqRefused struct{ err error }
+
+func (r *rmqRefused) Error() string { return r.err.Error() }
+func (r *rmqRefused) Unwrap() error { return r.err }
+
+// rmqPreflight decides whether a plan may run now, for `berth redrive
+// execute` and the console alike: read-only context, age, blocked checks,
+// today's approvals, and the ledger and system-of-record checks again
+// (what they now exclude is returned as skip). Every refusal is audited
+// (redrive.refused) and returned as an *rmqRefused.
+//
+// With audited false nothing is written: the console asks it for the reason
+// an action is disabled, which is not an attempt to run.
+func (a *app) rmqPreflight(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan, actor, auditFile string, audited bool) (approval.Decision, map[string]redrive.Verdict, error) {
+	hash := p.Hash()
+	refuse := func(why error) error {
+		if audited {
+			a.auditRMQ(ctx, auditFile, "redrive.refused", hash, map[string]any{"dlq": p.DLQ, "reason": why.Error(), "actor": actor})
+		}
+		return &rmqRefused{why}
+	}
+	if a.readOnly {
+		return approval.Decision{}, nil, refuse(errReadOnly)
+	}
+	if age := time.Since(p.CreatedAt); a.cfg.Redrive.PlanMaxAge > 0 && age > a.cfg.Redrive.PlanMaxAge {
+		return approval.Decision{}, nil, refuse(fmt.Errorf("refused: plan %s is %s old (redrive.plan_max_age %s): make a new one", shortHash(hash), age.Round(time.Minute), a.cfg.Redrive.PlanMaxAge))
+	}
+	if blocked, why := p.Blocked(); blocked {
+		return approval.Decision{}, nil, refuse(fmt.Errorf("refused: plan %s is blocked (a check could not run): %s; make the plan again", shortHash(hash), why))
+	}
+	dec, required, err := a.approvalDecision(ctx, l, p)
+	if err != nil {
+		return dec, nil, err
+	}
+	if required && !dec.Approved {
+		why := dec.Reason
+		if len(dec.Refused) > 0 {
+			why += " (" + strings.Join(dec.Refused, "; ") + ")"
+		}
+		return dec, nil, refuse(fmt.Errorf("refused: plan %s is not approved: %s", shortHash(hash), why))
+	}
+	// The checks run again with today's data: the ledger (an event another
+	// plan redrove meanwhile) and the system of record (an effect committed
+	// meanwhile). An unreachable system of record refuses the run.
+	skip, err := a.rmqRecheck(ctx, l, p)
+	if err != nil {
+		return dec, nil, refuse(fmt.Errorf("refused: %v", err))
+	}
+	return dec, skip, nil
+}
+
+// rmqRun sends a plan that passed rmqPreflight, for the command line and
+// the console: it refuses a plan made against another server, audits the
+// start, executes (o.Skip and StopOnFailure come from the preflight and
+// today's policy), and audits the end and the depth verification.
+// cancelled reports, after the run, whether the operator stopped it.
+func (a *app) rmqRun(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledger, p rabbitmq.Plan, dec approval.Decision, skip map[string]redrive.Verdict,
+	actor, auditFile string, o rabbitmq.ExecOptions, cancelled func() bool) (rabbitmq.Result, error) {
+	hash := p.Hash()
+	if cl.AMQPAddr() != p.Server {
+		why := fmt.Errorf("refused: plan %s was made on %s, this context is %s", shortHash(hash), p.Server, cl.AMQPAddr())
+		a.auditRMQ(ctx, auditFile, "redrive.refused", hash, map[string]any{"dlq": p.DLQ, "reason": why.Error(), "actor": actor})
+		return rabbitmq.Result{Plan: hash}, &rmqRefused{why}
+	}
+	pol, _ := a.cfg.RedrivePolicyFor(p.DLQ)
+	o.StopOnFailure = pol.StopOnFailure || pol.RequireIdempotencyKey
+	o.Skip = skip
+	a.auditRMQ(ctx, auditFile, "redrive.execute", hash, map[string]any{"dlq": p.DLQ, "totals": p.Totals(), "phase": "start", "actor": actor, "approvers": dec.Approvers})
+	res, err := cl.Execute(ctx, p, l, o)
+	stopped := cancelled()
+	a.auditRMQ(context.WithoutCancel(ctx), auditFile, "redrive.execute", hash, map[string]any{"dlq": p.DLQ, "phase": "end", "sent": res.Sent, "resent": res.Resent,
+		"already_sent": res.AlreadySent, "failed": len(res.Failed), "returned": res.Returned, "not_found": len(res.NotFound), "skipped": len(res.Skipped),
+		"cancelled": stopped, "error": errString(err), "actor": actor})
+	if v := res.Verification; v != nil {
+		a.auditRMQ(context.WithoutCancel(ctx), auditFile, "redrive.verified", hash, map[string]any{"dlq": p.DLQ, "ok": v.OK, "depth_before": v.DepthBefore,
+			"depth_after": v.DepthAfter, "acked": v.Acked, "returned": v.Returned, "problem": v.Problem})
+	}
+	return res, err
 }
 
 // rmqRecheck runs the ledger and system-of-record checks again for the

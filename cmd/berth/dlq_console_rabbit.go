@@ -1,0 +1,447 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/berth-dev/berth/backends"
+	"github.com/berth-dev/berth/backends/rabbitmq"
+	"github.com/berth-dev/berth/internal/audit"
+	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/redrive"
+	"github.com/berth-dev/berth/redrive/approval"
+	"github.com/berth-dev/berth/redrive/planner"
+	tuidlq "github.com/berth-dev/berth/tui/dlq"
+)
+
+// The console's RabbitMQ dead-letter pages (tui/dlq's QueueService): the
+// same functions as `berth dlq` and `berth redrive` on a RabbitMQ context
+// (queues_dlq.go: rmqDLQRows, browse, rmqMakePlan, rmqRecordPlan,
+// rmqApprove, rmqPreflight, rmqRun, rmqPlanStatus), so the console and the
+// command line cannot disagree about a plan, store plans in the same
+// redrive store and audit the same entries. Nothing AMQP-shaped is handed
+// to tui/: the pages get plain view models.
+
+func init() {
+	tuidlq.OpenQueues = func(c backends.Cluster, _ *config.Config, _ string) (tuidlq.QueueService, error) {
+		r, ok := c.(rabbitCluster)
+		if !ok || r.a == nil {
+			return nil, errors.New("RabbitMQ dead-letter pages need a RabbitMQ context")
+		}
+		return &consoleQueues{base: r.a, cl: r.c}, nil
+	}
+}
+
+// consoleActor is who the audit log names for actions taken in the console.
+func consoleActor() string { return audit.CurrentUser() + " (console)" }
+
+type consoleQueues struct {
+	base *app
+	cl   *rabbitmq.Client
+}
+
+var _ tuidlq.QueueService = (*consoleQueues)(nil)
+
+// notes collects what the CLI functions write to stderr (browse notes,
+// audit-log warnings) for the page to show.
+type notes struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (n *notes) Write(b []byte) (int, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.buf.Write(b)
+}
+
+func (n *notes) lines() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []string
+	for _, l := range strings.Split(strings.TrimSpace(n.buf.String()), "\n") {
+		if l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// app is a copy of the context's app for one call: the page's read-only
+// state, notes collected.
+func (s *consoleQueues) app(readOnly bool) (*app, *notes) {
+	a := *s.base
+	n := &notes{}
+	a.readOnly, a.stderr = readOnly, n
+	return &a, n
+}
+
+func (s *consoleQueues) DLQs(ctx context.Context) ([]tuidlq.QueueDLQ, error) {
+	a, _ := s.app(false)
+	rows, err := a.rmqDLQRows(ctx, s.cl)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]tuidlq.QueueDLQ, len(rows))
+	for i, r := range rows {
+		d := tuidlq.QueueDLQ{Name: r.DLQ, Vhost: r.Vhost, Type: r.Type, Found: r.Found, Originals: r.OriginalQueues, Depth: r.Depth, OtherVhost: r.Vhost != s.cl.Vhost()}
+		if r.HeadAgeSeconds != nil {
+			age := time.Duration(*r.HeadAgeSeconds * float64(time.Second))
+			d.HeadAge = &age
+		}
+		out[i] = d
+	}
+	return out, nil
+}
+
+func (s *consoleQueues) Browse(ctx context.Context, dlq string, accept bool) (tuidlq.QueueBrowse, error) {
+	a, _ := s.app(false)
+	res, err := a.browse(ctx, s.cl, dlq, rabbitDefaultRead, browseFlags{accept: accept})
+	var ref *rabbitmq.RefusedError
+	if errors.As(err, &ref) {
+		return tuidlq.QueueBrowse{}, &tuidlq.BrowseRefusal{Why: ref.Why, CanAccept: ref.Acceptable && !accept}
+	}
+	if err != nil {
+		return tuidlq.QueueBrowse{}, err
+	}
+	l, err := a.ledger(ctx)
+	if err != nil {
+		return tuidlq.QueueBrowse{}, err
+	}
+	defer l.Close()
+	done, err := l.RedrivenEvents(ctx)
+	if err != nil {
+		return tuidlq.QueueBrowse{}, err
+	}
+	b := tuidlq.QueueBrowse{DLQ: dlq, Vhost: res.Vhost, Type: res.Type, Method: res.Method, Complete: res.Complete, Limit: rabbitDefaultRead,
+		SideEffects: res.SideEffects, Classes: rabbitmq.Classes(res.Messages, redrive.DefaultRules), OldestDeath: rabbitmq.OldestDeath(res.Messages)}
+	for _, m := range res.Messages {
+		_, redriven := done[m.EventID]
+		b.Messages = append(b.Messages, queueMessage(m, redriven))
+	}
+	return b, nil
+}
+
+// queueMessage is a message as the pages show it (raw: they sanitise).
+func queueMessage(m rabbitmq.Message, redriven bool) tuidlq.QueueMessage {
+	v := tuidlq.QueueMessage{Position: m.Position, MessageID: m.MessageID, CorrelationID: m.CorrelationID, ContentType: m.ContentType,
+		EventID: m.EventID, EventIDSource: m.EventIDSource, IdempotencyKey: m.IdempotencyKey, OrderingKey: m.OrderingKey, Class: m.Class,
+		OriginalQueue: m.Death.OriginalQueue(), Reason: m.Death.Reason(), Error: m.ErrorHeader, PublisherTimestamp: m.Timestamp,
+		FirstDeathQueue: m.Death.FirstDeathQueue, FirstDeathReason: m.Death.FirstDeathReason, FirstDeathExchange: m.Death.FirstDeathExchange,
+		DeliveryCount: m.Death.DeliveryCount, Malformed: m.Death.Malformed, Redelivered: m.Redelivered, PriorRedrives: m.PriorRedrives,
+		Redriven: redriven, Body: m.Body}
+	v.Exchange, v.RoutingKey, _ = m.Death.Target()
+	for _, d := range m.Death.Deaths {
+		v.Deaths = append(v.Deaths, tuidlq.QueueDeath{Reason: d.Reason, Queue: d.Queue, Exchange: d.Exchange, RoutingKeys: d.RoutingKeys, Count: d.Count, Time: d.Time})
+	}
+	for _, k := range sortedKeys(m.Headers) {
+		if strings.HasPrefix(k, "x-death") {
+			continue // shown parsed
+		}
+		v.Headers = append(v.Headers, tuidlq.QueueHeader{Key: k, Value: []byte(m.Headers[k])})
+	}
+	return v
+}
+
+func (s *consoleQueues) Plan(ctx context.Context, req tuidlq.QueuePlanRequest) (tuidlq.QueuePlan, error) {
+	a, n := s.app(req.ReadOnly)
+	l, err := a.ledger(ctx)
+	if err != nil {
+		return tuidlq.QueuePlan{}, err
+	}
+	defer l.Close()
+	sel := rabbitmq.Selection{Classes: req.Classes, EventIDs: req.EventIDs}
+	p, res, err := a.rmqMakePlan(ctx, s.cl, l, rmqPlanInput{DLQ: req.DLQ, Sel: sel, Read: rabbitDefaultRead, Browse: browseFlags{accept: req.Accept},
+		AllowHazards: req.AllowHazards, Rate: planner.DefaultRate, Window: 500})
+	var ref *rabbitmq.RefusedError
+	if errors.As(err, &ref) {
+		return tuidlq.QueuePlan{}, errors.New(ref.Why)
+	}
+	if err != nil {
+		return tuidlq.QueuePlan{}, err
+	}
+	sum, err := a.rmqRecordPlan(ctx, l, p, nil, consolePlanFile, "")
+	if err != nil {
+		return tuidlq.QueuePlan{}, err
+	}
+	out := queuePlanView(p, sum)
+	out.Notes = append([]string{fmt.Sprintf("read %d message(s) by %s", len(res.Messages), res.Method)}, n.lines()...)
+	for _, e := range res.SideEffects {
+		out.Notes = append(out.Notes, "side effect: "+e)
+	}
+	return out, nil
+}
+
+func queuePlanView(p rabbitmq.Plan, sum qPlanSummary) tuidlq.QueuePlan {
+	v := tuidlq.QueuePlan{Hash: sum.Hash, DLQ: p.DLQ, Vhost: p.Vhost, QueueType: p.QueueType, Target: p.Target, Author: p.Author, AuthorKey: sum.AuthorKey,
+		CreatedAt: p.CreatedAt, Stored: sum.Stored, StoreNote: sum.StoreNote, Policy: p.Policy, Rate: p.Rate, Window: p.Window, Accept: p.AcceptQuorumSideEffects,
+		Totals: p.Totals()}
+	v.Blocked, v.BlockedReason = p.Blocked()
+	for _, r := range p.Records {
+		v.Records = append(v.Records, tuidlq.QueuePlanRecord{Position: r.Position, EventID: r.EventID, Class: r.Class, OriginalQueue: r.OriginalQueue,
+			DeathReason: r.DeathReason, Exchange: r.Exchange, RoutingKey: r.RoutingKey, OrderingKey: r.OrderingKey, Included: r.Included,
+			Reason: r.Reason, Detail: r.Detail, HazardPosition: r.HazardPosition})
+	}
+	return v
+}
+
+func (s *consoleQueues) Status(ctx context.Context, readOnly bool) ([]tuidlq.QueuePlanStatus, error) {
+	a, _ := s.app(readOnly)
+	l, err := a.ledger(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	plans, err := l.Plans(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]tuidlq.QueuePlanStatus, len(plans))
+	for i, p := range plans {
+		out[i] = s.status(ctx, a, l, p, false)
+	}
+	return out, nil
+}
+
+func (s *consoleQueues) PlanStatus(ctx context.Context, hash string, readOnly bool) (tuidlq.QueuePlanStatus, error) {
+	a, _ := s.app(readOnly)
+	l, err := a.ledger(ctx)
+	if err != nil {
+		return tuidlq.QueuePlanStatus{}, err
+	}
+	defer l.Close()
+	p, err := l.Plan(ctx, hash)
+	if err != nil {
+		return tuidlq.QueuePlanStatus{}, err
+	}
+	return s.status(ctx, a, l, p, true), nil
+}
+
+// status is `berth redrive status`'s row for a plan, with its signatures
+// and, when full, the ledger's state per event and why executing it now
+// would be refused (the preflight, not audited: nothing is attempted).
+func (s *consoleQueues) status(ctx context.Context, a *app, l *rabbitmq.Ledger, p rabbitmq.Plan, full bool) tuidlq.QueuePlanStatus {
+	row := a.rmqPlanStatus(ctx, l, p)
+	sum := a.rmqPlanSummary(ctx, l, p)
+	st := tuidlq.QueuePlanStatus{Plan: queuePlanView(p, sum), Redriven: row.Redriven, Intent: row.Intent, Failed: row.Failed,
+		Approvals: row.Approvals, Required: row.Required, Approved: row.Approved, Reason: row.Reason, State: row.State}
+	st.Plan.Stored = true
+	n, signers, required, serr := a.rmqReview(p)
+	switch {
+	case serr != nil:
+		st.Policy = "allowed_signers: " + serr.Error()
+	case !required:
+		st.Policy = "review none"
+	default:
+		pol, _ := a.cfg.RedrivePolicyFor(p.DLQ)
+		file := pol.AllowedSigners
+		if file == "" {
+			file = "(none configured)"
+		}
+		st.Policy = fmt.Sprintf("review required, %d approval(s), allowed_signers %s", n, file)
+	}
+	if !full {
+		return st
+	}
+	author, approvals, err := l.Signatures(ctx, p.Hash())
+	if err == nil {
+		var all []approval.Signature
+		if author != nil {
+			all = append(all, *author)
+		}
+		for _, sig := range append(all, approvals...) {
+			info := tuidlq.SignatureInfo{Role: sig.Role, Fingerprint: sig.Fingerprint, SignedAt: sig.SignedAt}
+			switch {
+			case serr != nil:
+				info.Problem = serr.Error()
+			case signers == nil:
+				info.Problem = "no allowed_signers configured"
+			default:
+				if v, err := approval.Verify(p.Hash(), sig, signers, time.Now()); err != nil {
+					info.Problem = err.Error()
+				} else {
+					info.Principal = v.Principal
+				}
+			}
+			if sig.Role == approval.RoleApproval && author != nil && sig.Fingerprint == author.Fingerprint {
+				info.Problem = "the plan's author cannot approve it"
+			}
+			st.Signatures = append(st.Signatures, info)
+		}
+	}
+	if states, err := l.PlanStates(ctx, p.Hash()); err == nil {
+		st.States = states
+	}
+	_, skip, perr := a.rmqPreflight(ctx, l, p, consoleActor(), "", false)
+	switch {
+	case perr != nil:
+		st.Refusal = strings.TrimPrefix(perr.Error(), "refused: ")
+	case p.Totals().Included == 0:
+		st.Refusal = "the plan includes no messages"
+	case row.State == "done":
+		st.Refusal = "nothing left to send: the ledger has every included message confirmed"
+	case p.Totals().Included-len(skip) <= 0 && row.Redriven == 0:
+		st.Refusal = "every included message is skipped now (the checks run again exclude them)"
+	}
+	return st
+}
+
+func (s *consoleQueues) Approve(ctx context.Context, hash string, sig approval.Signature, readOnly bool) (tuidlq.Approved, error) {
+	if readOnly {
+		// As `berth redrive approve` refuses before touching the store.
+		return tuidlq.Approved{}, fmt.Errorf("%w: an approval is written to the plan store; nothing stored", errReadOnly)
+	}
+	a, _ := s.app(readOnly)
+	l, err := a.ledger(ctx)
+	if err != nil {
+		return tuidlq.Approved{}, err
+	}
+	defer l.Close()
+	p, err := l.Plan(ctx, hash)
+	if err != nil {
+		return tuidlq.Approved{}, err
+	}
+	principal, dec, _, err := a.rmqApprove(ctx, l, p, sig, "")
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "refused") {
+			err = fmt.Errorf("%v; nothing stored", err)
+		}
+		return tuidlq.Approved{}, err
+	}
+	return tuidlq.Approved{Principal: principal, Fingerprint: sig.Fingerprint, Decision: dec}, nil
+}
+
+// SignAsAuthor adds the author's signature to a plan made in the console,
+// which `berth redrive plan --key` does in one step. A plan that already
+// has one keeps it, and an approver cannot become the author.
+func (s *consoleQueues) SignAsAuthor(ctx context.Context, hash string, sig approval.Signature, readOnly bool) error {
+	if readOnly {
+		return fmt.Errorf("%w; nothing stored", errReadOnly)
+	}
+	a, _ := s.app(readOnly)
+	l, err := a.ledger(ctx)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	p, err := l.Plan(ctx, hash)
+	if err != nil {
+		return err
+	}
+	h := p.Hash()
+	if sig.PlanHash != h || sig.Role != approval.RoleAuthor {
+		return fmt.Errorf("refused: not an author's signature over plan %s", shortHash(h))
+	}
+	author, approvals, err := l.Signatures(ctx, h)
+	if err != nil {
+		return err
+	}
+	if author != nil {
+		return fmt.Errorf("refused: plan %s is already signed by its author (%s); nothing stored", shortHash(h), author.Fingerprint)
+	}
+	for _, ap := range approvals {
+		if ap.Fingerprint == sig.Fingerprint {
+			return errors.New("refused: this key already approved the plan; it cannot also be its author")
+		}
+	}
+	if err := l.AddSignature(ctx, sig); err != nil {
+		return err
+	}
+	a.auditRMQ(ctx, "", "redrive.plan.signed", h, map[string]any{"dlq": p.DLQ, "author": p.Author, "author_key": sig.Fingerprint})
+	return nil
+}
+
+func refusal(err error) error {
+	var ref *rmqRefused
+	if errors.As(err, &ref) {
+		return &tuidlq.ExecRefusal{Reason: strings.TrimPrefix(ref.Error(), "refused: ")}
+	}
+	return err
+}
+
+func (s *consoleQueues) DryRun(ctx context.Context, hash string, readOnly bool) (tuidlq.QueueDryRun, error) {
+	a, _ := s.app(readOnly)
+	l, err := a.ledger(ctx)
+	if err != nil {
+		return tuidlq.QueueDryRun{}, err
+	}
+	defer l.Close()
+	p, err := l.Plan(ctx, hash)
+	if err != nil {
+		return tuidlq.QueueDryRun{}, err
+	}
+	dec, skip, err := a.rmqPreflight(ctx, l, p, consoleActor(), "", true)
+	if err != nil {
+		return tuidlq.QueueDryRun{}, refusal(err)
+	}
+	t := p.Totals()
+	return tuidlq.QueueDryRun{WouldSend: t.Included - len(skip), Totals: t, Skipped: queueSkips(skipList(p, skip)), Approvers: dec.Approvers}, nil
+}
+
+func queueSkips(in []rabbitmq.Skip) []tuidlq.QueueSkip {
+	out := make([]tuidlq.QueueSkip, len(in))
+	for i, s := range in {
+		out[i] = tuidlq.QueueSkip{EventID: s.EventID, Position: s.Position, Reason: s.Reason, Detail: s.Detail}
+	}
+	return out
+}
+
+// Execute is `berth redrive execute PLAN --yes`: the preflight again
+// (audited), then the run on a connection of its own (so it outlives a
+// context switch), with the console's pause and cancel between chunks.
+func (s *consoleQueues) Execute(ctx context.Context, hash string, req tuidlq.QueueExecRequest) (tuidlq.QueueResult, error) {
+	a, n := s.app(req.ReadOnly)
+	setup, cancel := a.opCtx(ctx)
+	defer cancel()
+	l, err := a.ledger(setup)
+	if err != nil {
+		return tuidlq.QueueResult{}, err
+	}
+	defer l.Close()
+	p, err := l.Plan(setup, hash)
+	if err != nil {
+		return tuidlq.QueueResult{}, err
+	}
+	actor := consoleActor()
+	dec, skip, err := a.rmqPreflight(setup, l, p, actor, "", true)
+	if err != nil {
+		return tuidlq.QueueResult{}, refusal(err)
+	}
+	cl, err := a.rabbitClient(setup)
+	if err != nil {
+		return tuidlq.QueueResult{}, err
+	}
+	defer cl.Close()
+	total := p.Totals().Included - len(skip)
+	cancelled := func() bool {
+		select {
+		case <-req.Cancel:
+			return true
+		default:
+			return false
+		}
+	}
+	res, err := a.rmqRun(ctx, cl, l, p, dec, skip, actor, "", rabbitmq.ExecOptions{
+		Verify: true, Pause: req.Pause, Cancel: req.Cancel,
+		Progress: func(r rabbitmq.Result) {
+			if req.Progress != nil {
+				req.Progress(tuidlq.QueueProgress{Total: total, Sent: r.Sent, AlreadySent: r.AlreadySent, Failed: len(r.Failed), Skipped: len(r.Skipped)})
+			}
+		},
+	}, cancelled)
+	out := tuidlq.QueueResult{Sent: res.Sent, Resent: res.Resent, AlreadySent: res.AlreadySent, Excluded: res.Excluded, Returned: res.Returned,
+		Passed: res.Passed, Skipped: queueSkips(res.Skipped), NotFound: res.NotFound, Stopped: res.Stopped,
+		Cancelled: res.Stopped == rabbitmq.Cancelled || cancelled(), Approvers: dec.Approvers, Warnings: n.lines()}
+	for _, f := range res.Failed {
+		out.Failed = append(out.Failed, tuidlq.QueueFailure{EventID: f.EventID, Exchange: f.Exchange, RoutingKey: f.RoutingKey, Error: f.Error})
+	}
+	if v := res.Verification; v != nil {
+		out.Verification = &tuidlq.QueueVerification{Before: v.DepthBefore, After: v.DepthAfter, Acked: v.Acked, Returned: v.Returned, OK: v.OK, Problem: v.Problem}
+	}
+	return out, refusal(err)
+}

@@ -1,0 +1,390 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/berth-dev/berth/backends"
+	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/tui"
+	tuidlq "github.com/berth-dev/berth/tui/dlq"
+	"github.com/berth-dev/berth/tui/styles"
+)
+
+// The console's RabbitMQ dead-letter pages, driven through the pages'
+// Update with key presses against the real local RabbitMQ and the real
+// QueueService (the CLI's functions): the same consoleDriver as the Kafka
+// pages use.
+
+// rabbitConsole is a RabbitMQ context for the console: its config file
+// (for the CLI, which must see the same plans), audit log and page env.
+type rabbitConsole struct {
+	config, audit string
+	env           tui.PageEnv
+}
+
+func newRabbitConsole(t *testing.T, policy string, readOnly bool) *rabbitConsole {
+	t.Helper()
+	lipgloss.SetColorProfile(termenv.Ascii)
+	dir := t.TempDir()
+	rc := &rabbitConsole{audit: filepath.Join(dir, "audit.log")}
+	t.Setenv("BERTH_AUDIT_FILE", rc.audit)
+	rc.config = writeConfig(t, fmt.Sprintf(`current_context: rmq
+contexts:
+  rmq:
+    kind: rabbitmq
+    amqp_url: %s
+    management_url: %s
+redrive:
+  store_dsn: %s
+%s`, testAMQPURL(), testManagementURL(), filepath.Join(dir, "redrive.db"), policy))
+	cfg, err := config.Load(rc.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newApp(io.Discard, io.Discard)
+	a.cfg, a.ctxName, a.ctx, a.timeout = cfg, "rmq", cfg.Contexts["rmq"], 10*time.Second
+	src, err := dialRabbitConsole(a, context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(src.Close)
+	cl := src.Cluster()
+	rc.env = tui.PageEnv{
+		Config: cfg, Context: "rmq", Styles: styles.New(), ReadOnly: readOnly, ReadOnlyReason: "--read-only",
+		Size: func() (int, int) { return consoleW, consoleH },
+		Do: func(fn func(ctx context.Context, c backends.Cluster) tea.Msg) tea.Cmd {
+			return func() tea.Msg {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				return fn(ctx, cl)
+			}
+		},
+		Route: func(cmd tea.Cmd) tea.Cmd { return cmd },
+	}
+	return rc
+}
+
+func (rc *rabbitConsole) berth(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	return runBerth(t, append(args, "--config", rc.config)...)
+}
+
+var hashLine = regexp.MustCompile(`hash ([0-9a-f]{64})`)
+
+func mustContain(t *testing.T, v string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(v, w) {
+			t.Fatalf("the console lacks %q:\n%s", w, v)
+		}
+	}
+}
+
+// drainIDs gets every message of a queue (acking it) and returns their
+// message ids in order and whether each was marked redelivered.
+func drainIDs(t *testing.T, ch *amqp.Channel, q string) ([]string, []bool, []amqp.Delivery) {
+	t.Helper()
+	var ids []string
+	var redelivered []bool
+	var ds []amqp.Delivery
+	for {
+		d, ok, err := ch.Get(q, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return ids, redelivered, ds
+		}
+		ids, redelivered, ds = append(ids, d.MessageId), append(redelivered, d.Redelivered), append(ds, d)
+	}
+}
+
+// A classic DLQ with four rejected messages: its classes, a class selected
+// into a plan that `berth redrive status` sees, signed by its author in the
+// console, approved there by another signer (the author refused), executed
+// after the dry run: the messages are back in the original queue, the DLQ
+// is empty, the ledger has them and every step is in the audit log.
+func TestConsoleRabbitDLQClassToExecutedPlan(t *testing.T) {
+	isolateConfig(t)
+	_, ch, work, dlq := rmqDLQ(t, 4)
+	dir := t.TempDir()
+	alice, alicePub := rmqSSHKey(t, dir, "alice")
+	bob, bobPub := rmqSSHKey(t, dir, "bob")
+	signers := filepath.Join(dir, "allowed_signers")
+	if err := os.WriteFile(signers, []byte("alice@hc "+alicePub+"\nbob@hc "+bobPub+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rc := newRabbitConsole(t, fmt.Sprintf(`  policies:
+    - match: "berth.test.cmd.dlq.*"
+      review: required
+      approvals: 1
+      allowed_signers: %s
+`, signers), false)
+	env := rc.env
+
+	// :dlq lists the DLQ with the queue that dead-letters into it.
+	d := drive(t, env, tuidlq.NewQueueListPage(env))
+	v := d.until(dlq)
+	row := ""
+	for _, l := range strings.Split(v, "\n") {
+		if strings.Contains(l, dlq) {
+			row = l
+		}
+	}
+	if !strings.Contains(row, work[:28]) || !strings.Contains(row, "classic") {
+		t.Fatalf("the DLQ's row lacks its type or original queue:\n%s", v)
+	}
+
+	// Its classes: one class of 4, rejected in the work queue.
+	d = drive(t, env, tuidlq.NewQueueClassesPage(env, dlq))
+	v = d.until("1 class(es)")
+	mustContain(t, v, "4 message(s) read", "basic.get without ack", "rejected", work[:28])
+	d.press(keyRunes("x"), never)
+	mustContain(t, d.view(), "selected 4 message(s)")
+
+	// One message's x-death and headers.
+	d.press(keyRunes("a"), never)
+	mustContain(t, d.view(), "job-0", "job-3")
+	d.press(keyEnterMsg, never)
+	mustContain(t, d.view(), "event id        job-0 (message_id)", "x-death (1 entr(ies)", "rejected x1 in "+work, "body (2 bytes")
+
+	// p plans the selected class: checked, stored, audited.
+	d = drive(t, env, tuidlq.NewQueueClassesPage(env, dlq))
+	d.until("1 class(es)")
+	d.press(keyRunes("x"), never)
+	d.press(keyRunes("p"), never)
+	v = d.until("approvals 0/1")
+	mustContain(t, v, "include 4", "stored in the redrive store", "pending approval")
+	m := hashLine.FindStringSubmatch(v)
+	if m == nil {
+		t.Fatalf("no plan hash shown:\n%s", v)
+	}
+	hash := m[1]
+	// S signs it as its author.
+	d.press(keyRunes("S"), never)
+	d.press(keyEraseMsg, never)
+	d.typeText(alice)
+	d.press(keyEnterMsg, never)
+	mustContain(t, d.view(), "signed as the plan's author")
+
+	// The command line sees the console's plan.
+	out, errOut, code := rc.berth(t, "redrive", "status", "-o", "json")
+	if code != 0 || !strings.Contains(out, hash) || !strings.Contains(out, "pending approval") {
+		t.Fatalf("berth redrive status does not list the console's plan: %d %s %s", code, out, errOut)
+	}
+
+	// :plans, a on the plan: the author is refused, bob's approval counts.
+	d = drive(t, env, tuidlq.NewQueuePlansPage(env))
+	mustContain(t, d.until(hash[:12]), "0/1", "pending approval")
+	d.press(keyRunes("a"), never)
+	v = d.until("approve with SSH private key")
+	d.press(keyEraseMsg, never)
+	d.typeText(alice)
+	d.press(keyEnterMsg, never)
+	mustContain(t, d.view(), "author cannot approve", "nothing stored")
+	d.press(keyRunes("a"), never)
+	d.press(keyEraseMsg, never)
+	d.typeText(bob)
+	d.press(keyEnterMsg, never)
+	mustContain(t, d.view(), "approval stored: signed as bob@hc", "approvals 1/1")
+
+	// X: the dry run first, then the hash typed, then the run.
+	d.press(keyRunes("X"), never)
+	mustContain(t, d.view(), "DRY RUN: would redrive 4 message(s)", "type the first 8 digits")
+	d.typeText(hash[:8])
+	d.press(keyEnterMsg, never)
+	v = d.until("verified: DLQ depth")
+	mustContain(t, v, "result: sent 4", "failed 0", "DLQ depth 4 → 0 with 4 acked, 0 returned: ok")
+
+	ids, _, ds := drainIDs(t, ch, work)
+	if fmt.Sprint(ids) != "[job-0 job-1 job-2 job-3]" {
+		t.Errorf("the work queue got %v", ids)
+	}
+	for _, del := range ds {
+		if del.Headers["berth-redrive-plan"] != hash {
+			t.Errorf("%s lacks the plan header: %v", del.MessageId, del.Headers)
+		}
+	}
+	if q, err := ch.QueueDeclarePassive(dlq, false, false, false, false, nil); err != nil || q.Messages != 0 {
+		t.Errorf("the DLQ holds %d (%v), want 0", q.Messages, err)
+	}
+	out, _, _ = rc.berth(t, "redrive", "status", hash[:12], "-o", "json")
+	var st struct {
+		Redriven int    `json:"redriven"`
+		State    string `json:"state"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil || st.Redriven != 4 || st.State != "done" {
+		t.Errorf("ledger status: %v %s", err, out)
+	}
+	got := auditActions(t, rc.audit)
+	for _, want := range []string{"redrive.plan", "redrive.plan.signed", "redrive.approved", "redrive.execute", "redrive.verified"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("audit log lacks %s: %s", want, got)
+		}
+	}
+	if n := strings.Count(got, "redrive.approved"); n != 1 {
+		t.Errorf("%d approvals audited, want 1 (the refused one stores nothing): %s", n, got)
+	}
+	// Running it again has nothing left to send.
+	d = drive(t, env, tuidlq.NewQueuePlansPage(env))
+	mustContain(t, d.until(hash[:12]), "done")
+}
+
+// In a read-only context the console reads the DLQ (every message stays,
+// in order) but stores no plan and refuses approve and execute, saying why.
+func TestConsoleRabbitReadOnlyBrowsesAndRefuses(t *testing.T) {
+	isolateConfig(t)
+	_, ch, _, dlq := rmqDLQ(t, 3)
+	rc := newRabbitConsole(t, "", true)
+	env := rc.env
+	d := drive(t, env, tuidlq.NewQueueClassesPage(env, dlq))
+	d.until("3 message(s) read")
+	d.press(keyRunes("x"), never)
+	d.press(keyRunes("p"), never)
+	v := d.until("include 3")
+	mustContain(t, v, "read-only context: the plan was not stored")
+	d.press(keyRunes("a"), never)
+	mustContain(t, d.view(), "approve disabled: read-only: --read-only")
+	d.press(keyRunes("X"), never)
+	mustContain(t, d.view(), "execute disabled: read-only: --read-only")
+
+	// A plan stored from the command line, opened read-only.
+	file := filepath.Join(t.TempDir(), "plan.json")
+	if _, errOut, code := rc.berth(t, "redrive", "plan", dlq, "--all", "--out", file); code != 0 {
+		t.Fatalf("plan: %d %s", code, errOut)
+	}
+	d = drive(t, env, tuidlq.NewQueuePlansPage(env))
+	v = d.until("1 plan(s)")
+	mustContain(t, v, "ready")
+	d.press(keyRunes("X"), never)
+	v = d.until("execute disabled")
+	mustContain(t, v, "execute disabled: read-only: --read-only", "a approve: disabled (read-only")
+
+	// Browsing (twice: the list, the plan) left every message in place.
+	ids, redelivered, _ := drainIDs(t, ch, dlq)
+	if fmt.Sprint(ids) != "[job-0 job-1 job-2]" {
+		t.Errorf("the DLQ holds %v after browsing, want job-0..2 in order", ids)
+	}
+	for i, r := range redelivered {
+		if !r {
+			t.Errorf("message %d not marked redelivered: was it read at all?", i)
+		}
+	}
+	if got := auditActions(t, rc.audit); strings.Contains(got, "redrive.approved") || strings.Contains(got, "redrive.execute") {
+		t.Errorf("read-only console changed something: %s", got)
+	}
+}
+
+// A quorum DLQ cannot be read without side effects: the console says why
+// and asks; y reads it (each delivery count +1), and a plan made from that
+// read accepts the side effects, as --accept-requeue-side-effects does.
+func TestConsoleRabbitQuorumDLQAsksBeforeReading(t *testing.T) {
+	isolateConfig(t)
+	rabbitQueue(t)
+	conn, err := amqp.Dial(testAMQPURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ch, _ := conn.Channel()
+	sfx := fmt.Sprint(time.Now().UnixNano())
+	work, dlq := "berth.test.cmd.qwork."+sfx, "berth.test.cmd.qdlq."+sfx
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = ch.QueueDeclare(dlq, true, false, false, false, amqp.Table{"x-queue-type": "quorum"})
+	must(err)
+	_, err = ch.QueueDeclare(work, false, true, false, false, amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
+	must(err)
+	t.Cleanup(func() {
+		if c, err := conn.Channel(); err == nil {
+			c.QueueDelete(work, false, false, false)
+			c.QueueDelete(dlq, false, false, false)
+		}
+	})
+	for i := 0; i < 2; i++ {
+		must(ch.Publish("", work, false, false, amqp.Publishing{MessageId: fmt.Sprintf("q-%d", i), Body: []byte(`{}`)}))
+	}
+	for i := 0; i < 2; {
+		d, ok, err := ch.Get(work, false)
+		must(err)
+		if ok {
+			must(d.Reject(false))
+			i++
+		}
+	}
+	// A quorum queue is read whole or not at all: the browse needs the
+	// management API's count, which RabbitMQ emits every 5 s.
+	waitManagementCount(t, dlq, 2)
+	rc := newRabbitConsole(t, "", false)
+	env := rc.env
+	d := drive(t, env, tuidlq.NewQueueClassesPage(env, dlq))
+	v := d.until("without side effects")
+	mustContain(t, v, "quorum queue", "x-delivery-count", "y: read it anyway")
+	d.press(keyRunes("y"), never)
+	v = d.until("2 message(s) read")
+	mustContain(t, v, "quorum", "side effects: each message's x-delivery-count grew by 1")
+	d.press(keyRunes("x"), never)
+	d.press(keyRunes("p"), never)
+	v = d.until("include 2")
+	mustContain(t, v, "stored in the redrive store")
+	m := hashLine.FindStringSubmatch(v)
+	if m == nil {
+		t.Fatalf("no hash:\n%s", v)
+	}
+	out, _, code := rc.berth(t, "redrive", "show", m[1][:12], "-o", "json")
+	if code != 0 || !strings.Contains(out, `"queue_type": "quorum"`) {
+		t.Fatalf("show: %d %s", code, out)
+	}
+	if _, err := os.Stat(rc.audit); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitManagementCount polls the management API until it reports n messages
+// in queue (statistics are emitted every 5 s); the poll returns as soon as
+// they are.
+func waitManagementCount(t *testing.T, queue string, n int) {
+	t.Helper()
+	u := strings.TrimRight(testManagementURL(), "/") + "/api/queues/%2F/" + url.PathEscape(queue) + "?columns=messages"
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		req, _ := http.NewRequest(http.MethodGet, u, nil)
+		if req.URL.User == nil {
+			req.SetBasicAuth("guest", "guest")
+		}
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			var q struct {
+				Messages *int `json:"messages"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&q)
+			resp.Body.Close()
+			if err == nil && q.Messages != nil && *q.Messages == n {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the management API never reported %d messages in %s", n, queue)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

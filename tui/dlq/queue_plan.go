@@ -1,0 +1,1113 @@
+package dlq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/progress"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/berth-dev/berth/internal/sanitize"
+	"github.com/berth-dev/berth/redrive"
+	"github.com/berth-dev/berth/redrive/approval"
+	"github.com/berth-dev/berth/tui"
+	"github.com/berth-dev/berth/tui/components/table"
+	"github.com/berth-dev/berth/tui/styles"
+)
+
+// QueuePlanPage makes a RabbitMQ plan from a selection (or shows a stored
+// one): every message's verdict, counts by verdict and class, blocked or
+// not; then what an approver signs and the actions: a approve, S sign as
+// author, X execute (the dry run first, then the hash typed), with
+// progress, p pause/resume and c cancel between chunks.
+type QueuePlanPage struct {
+	env     tui.PageEnv
+	req     *QueuePlanRequest
+	plan    *QueuePlan
+	loading bool
+	err     string
+	tbl     table.Model
+	w, h    int
+
+	status    *QueuePlanStatus
+	statusErr string
+	mode      promptMode
+	input     textinput.Model
+	note      string
+	noteBad   bool
+	busy      string
+	pending   string
+	dry       *QueueDryRun
+
+	run     *qRun
+	view    qRunView
+	leaving bool
+	bar     progress.Model
+}
+
+type (
+	queuePlanMsg    struct{ plan QueuePlan }
+	queueStatusMsg  struct{ st QueuePlanStatus }
+	queueStatusErr  struct{ err error }
+	queueApproveMsg struct {
+		ok     *Approved
+		st     *QueuePlanStatus
+		err    error
+		stErr  error
+		author bool
+	}
+	queueDryMsg struct {
+		dry QueueDryRun
+		err error
+	}
+	queueRunMsg     struct{ run *qRun }
+	queueRunStarted struct {
+		run   *qRun
+		fresh bool
+	}
+)
+
+// NewQueuePlanPage checks req and shows the resulting plan.
+func NewQueuePlanPage(env tui.PageEnv, req QueuePlanRequest) *QueuePlanPage {
+	p := newQueuePlanPage(env)
+	p.req, p.loading = &req, true
+	return p
+}
+
+// NewStoredQueuePlanPage shows a plan from the redrive store; action ("a"
+// or "X", or "") starts once its status is read.
+func NewStoredQueuePlanPage(env tui.PageEnv, st QueuePlanStatus, action string) *QueuePlanPage {
+	p := newQueuePlanPage(env)
+	plan := st.Plan
+	p.plan, p.pending = &plan, action
+	p.rows()
+	return p
+}
+
+func newQueuePlanPage(env tui.PageEnv) *QueuePlanPage {
+	p := &QueuePlanPage{env: env}
+	p.tbl = queueVerdictTable(env)
+	p.input = textinput.New()
+	p.input.Cursor.SetMode(cursor.CursorStatic)
+	p.input.CharLimit = 4096
+	p.bar = progress.New(progress.WithDefaultGradient(), progress.WithoutPercentage())
+	if env.Size != nil {
+		p.setSize(env.Size())
+	}
+	return p
+}
+
+func queueVerdictTable(env tui.PageEnv) table.Model {
+	return table.New([]table.Column{
+		{Title: "POS", Width: 5, Right: true, Numeric: true},
+		{Title: "VERDICT", Width: 16},
+		{Title: "LEDGER", Width: 10},
+		{Title: "EVENT", Width: 16, Flex: 1, Drop: 2},
+		{Title: "CLASS", Width: 12, Drop: 3},
+		{Title: "TARGET", Width: 18, Flex: 1, Drop: 4},
+		{Title: "DETAIL", Width: 30, Flex: 3, Drop: 1},
+	}, env.Styles)
+}
+
+func (p *QueuePlanPage) setSize(w, h int) { p.w, p.h = w, h; p.layout() }
+
+func (p *QueuePlanPage) layout() {
+	p.tbl.SetSize(p.w, max(p.h-len(p.head()), 3))
+	p.bar.Width = max(min(p.w-24, 60), 10)
+	p.input.Width = max(min(p.w-60, 60), 12)
+}
+
+func (p *QueuePlanPage) Init() tea.Cmd {
+	if p.req == nil {
+		if r := qRunFor(p.plan.Hash); r != nil {
+			p.run, p.view = r, r.snapshot()
+			return tea.Batch(p.loadStatus(), p.listen())
+		}
+		return p.loadStatus()
+	}
+	req := *p.req
+	return doQueues(p.env, errOf, func(ctx context.Context, s QueueService) tea.Msg {
+		pl, err := s.Plan(ctx, req)
+		if err != nil {
+			return errMsg{err}
+		}
+		return queuePlanMsg{pl}
+	})
+}
+
+func (p *QueuePlanPage) loadStatus() tea.Cmd {
+	hash, ro := p.plan.Hash, p.env.ReadOnly
+	return doQueues(p.env, func(err error) tea.Msg { return queueStatusErr{err} }, func(ctx context.Context, s QueueService) tea.Msg {
+		st, err := s.PlanStatus(ctx, hash, ro)
+		if err != nil {
+			return queueStatusErr{err}
+		}
+		return queueStatusMsg{st}
+	})
+}
+
+func (p *QueuePlanPage) route(cmd tea.Cmd) tea.Cmd {
+	if p.env.Route != nil {
+		return p.env.Route(cmd)
+	}
+	return cmd
+}
+
+func (p *QueuePlanPage) listen() tea.Cmd { return p.route(p.run.wait(p.view.version)) }
+
+func (p *QueuePlanPage) Title() string {
+	if p.plan != nil {
+		return "plan " + p.plan.Hash[:12]
+	}
+	return "plan " + sanitize.Text(p.req.DLQ)
+}
+
+func (p *QueuePlanPage) KeyBindings() []key.Binding {
+	return append([]key.Binding{keyApprove, keyExecute, keySign, keyPause, keyCancel, keyStatus}, p.tbl.KeyBindings()...)
+}
+
+func (p *QueuePlanPage) running() bool { return p.run != nil && !p.view.done }
+
+func (p *QueuePlanPage) CapturesKey(msg tea.KeyMsg) bool {
+	if p.mode != promptNone {
+		return true
+	}
+	if p.running() {
+		switch msg.String() {
+		case "c", "p", "esc", "q":
+			return true
+		}
+	}
+	return p.tbl.CapturesKey(msg)
+}
+
+func target(r QueuePlanRecord) string {
+	if r.Exchange == "" {
+		return "queue " + r.RoutingKey
+	}
+	return fmt.Sprintf("%q %s", r.Exchange, r.RoutingKey)
+}
+
+// rows shows each record's verdict and, once the status is read, what the
+// ledger says of it (confirmed, intent: in doubt, failed).
+func (p *QueuePlanPage) rows() {
+	failed := map[string]string{}
+	skipped := map[string]QueueSkip{}
+	if p.run != nil && p.view.done {
+		for _, f := range p.view.result.Failed {
+			failed[f.EventID] = f.Error
+		}
+		for _, s := range p.view.result.Skipped {
+			skipped[s.EventID] = s
+		}
+	}
+	rows := make([]table.Row, 0, len(p.plan.Records))
+	for _, r := range p.plan.Records {
+		verdict := "include"
+		if !r.Included {
+			verdict = string(r.Reason)
+		}
+		ledger, detail := "-", r.Detail
+		if p.status != nil {
+			switch st := p.status.States[r.EventID]; st {
+			case "confirmed":
+				ledger = "sent"
+			case "intent":
+				ledger = "in doubt"
+				detail = "published by a run that stopped before its confirm: resent on resume (consumers deduplicate by message_id)"
+			case "":
+			default:
+				ledger = st
+			}
+		}
+		if e, ok := failed[r.EventID]; ok {
+			ledger, detail = "failed", e
+		}
+		if s, ok := skipped[r.EventID]; ok {
+			ledger, detail = string(s.Reason), s.Detail
+		}
+		row := table.Row{ID: r.EventID + "\x00" + fmt.Sprint(r.Position), Cells: []string{fmt.Sprint(r.Position), verdict, ledger, sanitize.Text(r.EventID), r.Class, sanitize.Text(target(r)), sanitize.Text(detail)},
+			Nums: []float64{float64(r.Position)}}
+		switch {
+		case ledger == "failed" || r.Reason == redrive.ReasonCheckFailed:
+			row.Level = styles.Bad
+		case ledger == "sent":
+			row.Level = styles.Good
+		case !r.Included:
+			row.Level = styles.Warn
+		}
+		rows = append(rows, row)
+	}
+	p.tbl.SetRows(rows)
+}
+
+func (p *QueuePlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
+	defer p.layout()
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		p.setSize(msg.Width, msg.Height)
+		return p, nil
+	case queuePlanMsg:
+		p.loading, p.err = false, ""
+		pl := msg.plan
+		p.plan = &pl
+		p.rows()
+		if !pl.Stored {
+			p.statusErr = "approve and execute need the plan in the redrive store"
+			return p, nil
+		}
+		return p, p.loadStatus()
+	case errMsg:
+		p.loading, p.err = false, msg.err.Error()
+		return p, nil
+	case queueStatusMsg:
+		st := msg.st
+		p.status, p.statusErr = &st, ""
+		p.rows()
+		if a := p.pending; a != "" {
+			p.pending = ""
+			return p.action(a)
+		}
+		return p, nil
+	case queueStatusErr:
+		p.statusErr, p.pending = msg.err.Error(), ""
+		return p, nil
+	case queueApproveMsg:
+		p.busy = ""
+		if msg.err != nil {
+			p.note, p.noteBad = msg.err.Error(), true
+			return p, nil
+		}
+		who := msg.ok.Principal
+		if who == "" {
+			who = "(no allowed_signers configured)"
+		}
+		p.note, p.noteBad = fmt.Sprintf("approval stored: signed as %s (%s)", sanitize.Text(who), msg.ok.Fingerprint), false
+		if msg.author {
+			p.note = "signed as the plan's author with " + msg.ok.Fingerprint + " (your key never counts as an approval)"
+		}
+		if msg.st != nil {
+			p.status = msg.st
+			p.rows()
+		} else if msg.stErr != nil {
+			p.statusErr = msg.stErr.Error()
+		}
+		return p, nil
+	case queueDryMsg:
+		p.busy = ""
+		if msg.err != nil {
+			p.note, p.noteBad = "execution refused, nothing sent: "+msg.err.Error(), true
+			return p, p.loadStatus()
+		}
+		d := msg.dry
+		p.dry = &d
+		p.mode = promptConfirm
+		p.input.Placeholder = "8 hex digits"
+		p.input.SetValue("")
+		p.input.CursorEnd()
+		return p, p.input.Focus()
+	case queueRunStarted:
+		p.busy = ""
+		p.run, p.view = msg.run, msg.run.snapshot()
+		if !msg.fresh {
+			p.note, p.noteBad = "this plan is already executing in this console", false
+		}
+		return p, p.listen()
+	case queueRunMsg:
+		if msg.run != p.run {
+			return p, nil
+		}
+		p.view = p.run.snapshot()
+		if p.view.done {
+			p.finish()
+			return p, p.loadStatus()
+		}
+		return p, p.listen()
+	case tea.KeyMsg:
+		if p.mode != promptNone {
+			return p.promptKey(msg)
+		}
+		if p.running() {
+			if cmd, done := p.runKey(msg); done {
+				return p, cmd
+			}
+		}
+		if p.tbl.Filtering() {
+			break
+		}
+		switch {
+		case key.Matches(msg, keyApprove):
+			return p.action("a")
+		case key.Matches(msg, keyExecute):
+			return p.action("X")
+		case key.Matches(msg, keySign):
+			return p.action("S")
+		case key.Matches(msg, keyStatus):
+			if p.plan != nil && p.plan.Stored || p.status != nil {
+				return p, p.loadStatus()
+			}
+			return p, nil
+		}
+	}
+	var cmd tea.Cmd
+	p.tbl, cmd = p.tbl.Update(msg)
+	return p, cmd
+}
+
+func (p *QueuePlanPage) finish() {
+	p.leaving = false
+	if p.note != "" && strings.HasPrefix(p.note, "the plan is executing") {
+		p.note = ""
+	}
+	v := p.view
+	var ref *ExecRefusal
+	switch {
+	case errors.As(v.err, &ref):
+		p.note, p.noteBad = "execution refused, nothing sent: "+ref.Reason, true
+	case v.err != nil:
+		p.note, p.noteBad = "execution stopped: "+v.err.Error(), true
+	}
+	p.rows()
+}
+
+// disabled says why an action cannot start now ("" when it can).
+func (p *QueuePlanPage) disabled(action string) string {
+	switch {
+	case p.plan == nil:
+		return "the plan is still being checked"
+	case p.env.ReadOnly:
+		return "read-only: " + p.env.ReadOnlyReason
+	case p.statusErr != "":
+		return p.statusErr
+	case p.status == nil:
+		return "reading the plan's approvals…"
+	case p.busy != "":
+		return p.busy
+	case p.running():
+		return "the plan is executing"
+	}
+	switch {
+	case action == "X" && p.status.Refusal != "":
+		return p.status.Refusal
+	case action == "S" && p.req == nil:
+		return "only a plan made on this page (sign at creation: berth redrive plan --key)"
+	case action == "S" && p.plan.AuthorKey != "":
+		return "the plan already carries its author's signature"
+	}
+	return ""
+}
+
+func (p *QueuePlanPage) action(a string) (tui.Page, tea.Cmd) {
+	name := map[string]string{"a": "approve", "X": "execute", "S": "sign as author"}[a]
+	if why := p.disabled(a); why != "" {
+		p.note, p.noteBad = name+" disabled: "+why, true
+		return p, nil
+	}
+	p.note, p.leaving, p.dry = "", false, nil
+	if a == "X" {
+		// The dry run first, as `berth redrive execute` without --yes:
+		// the preflight with today's data and what would be sent.
+		p.busy = "dry run: checking approvals, the ledger and the system of record again…"
+		hash, ro := p.plan.Hash, p.env.ReadOnly
+		return p, doQueues(p.env, func(err error) tea.Msg { return queueDryMsg{err: err} }, func(ctx context.Context, s QueueService) tea.Msg {
+			d, err := s.DryRun(ctx, hash, ro)
+			return queueDryMsg{dry: d, err: err}
+		})
+	}
+	p.mode = promptKey
+	if a == "S" {
+		p.mode = promptAuthorKey
+	}
+	p.input.Placeholder = ""
+	p.input.SetValue(defaultKeyPath())
+	p.input.CursorEnd()
+	return p, p.input.Focus()
+}
+
+func (p *QueuePlanPage) promptKey(msg tea.KeyMsg) (tui.Page, tea.Cmd) {
+	switch {
+	case key.Matches(msg, keyAbort):
+		p.mode, p.dry = promptNone, nil
+		p.input.Blur()
+		p.note, p.noteBad = "", false
+		return p, nil
+	case key.Matches(msg, keySubmit):
+		mode, value := p.mode, strings.TrimSpace(p.input.Value())
+		p.mode = promptNone
+		p.input.Blur()
+		if mode == promptKey || mode == promptAuthorKey {
+			if value == "" {
+				p.note, p.noteBad = "no key file given; nothing signed", true
+				return p, nil
+			}
+			p.busy = "signing and storing the approval…"
+			if mode == promptAuthorKey {
+				p.busy = "signing the plan as its author…"
+			}
+			return p, p.signCmd(value, mode == promptAuthorKey)
+		}
+		if !strings.EqualFold(value, p.plan.Hash[:8]) {
+			p.dry = nil
+			p.note, p.noteBad = fmt.Sprintf("execute: %q is not the plan's first 8 hash digits; nothing sent", sanitize.Text(value)), true
+			return p, nil
+		}
+		p.busy = "starting the execution…"
+		return p, p.executeCmd()
+	}
+	var cmd tea.Cmd
+	p.input, cmd = p.input.Update(msg)
+	return p, cmd
+}
+
+func (p *QueuePlanPage) runKey(msg tea.KeyMsg) (tea.Cmd, bool) {
+	leaving := p.leaving
+	p.leaving = false
+	switch msg.String() {
+	case "p":
+		if !p.view.cancelling {
+			p.run.setPaused(!p.view.paused)
+		}
+		return nil, true
+	case "c":
+		p.run.cancel()
+		return nil, true
+	case "q":
+		p.note, p.noteBad = "the plan is executing: c cancels between chunks, esc leaves it running (ctrl+c quits at once: messages not yet acked return to the DLQ, run the plan again to resume)", true
+		return nil, true
+	case "esc":
+		if !leaving {
+			p.leaving = true
+			p.note, p.noteBad = "the execution keeps running if you leave: esc again to leave it in the background (:plans shows it), c to cancel", false
+			return nil, true
+		}
+		p.note = ""
+		return tea.Batch(tui.Back(), tui.Flash(tui.Info, "redrive "+p.plan.Hash[:12]+" continues in the background; :plans shows its progress"), p.run.notifyWhenDone()), true
+	}
+	return nil, false
+}
+
+func (p *QueuePlanPage) signCmd(path string, author bool) tea.Cmd {
+	hash, ro := p.plan.Hash, p.env.ReadOnly
+	return doQueues(p.env, func(err error) tea.Msg { return queueApproveMsg{err: err} }, func(ctx context.Context, s QueueService) tea.Msg {
+		signer, err := approval.LoadSigner(expandHome(path))
+		if err != nil {
+			return queueApproveMsg{err: errors.New("sign: " + strings.TrimPrefix(err.Error(), "--key: "))}
+		}
+		role := approval.RoleApproval
+		if author {
+			role = approval.RoleAuthor
+		}
+		sig, err := approval.Sign(hash, signer, role, time.Now())
+		if err != nil {
+			return queueApproveMsg{err: err}
+		}
+		var a Approved
+		if author {
+			if err := s.SignAsAuthor(ctx, hash, sig, ro); err != nil {
+				return queueApproveMsg{err: err}
+			}
+			a = Approved{Fingerprint: sig.Fingerprint}
+		} else if a, err = s.Approve(ctx, hash, sig, ro); err != nil {
+			return queueApproveMsg{err: err}
+		}
+		st, err := s.PlanStatus(ctx, hash, ro)
+		if err != nil {
+			return queueApproveMsg{ok: &a, stErr: err, author: author}
+		}
+		return queueApproveMsg{ok: &a, st: &st, author: author}
+	})
+}
+
+// executeCmd starts the execution in its own goroutine (it outlives the
+// operation timeout and this page) and returns at once.
+func (p *QueuePlanPage) executeCmd() tea.Cmd {
+	hash, ro := p.plan.Hash, p.env.ReadOnly
+	return doQueues(p.env, func(err error) tea.Msg { return queueDryMsg{err: err} }, func(_ context.Context, s QueueService) tea.Msg {
+		r, fresh := startQRun(hash)
+		if fresh {
+			go r.execute(s, ro)
+		}
+		return queueRunStarted{run: r, fresh: fresh}
+	})
+}
+
+// QueuePlanSummary is a RabbitMQ plan's header lines.
+func QueuePlanSummary(pl QueuePlan) []string {
+	t := pl.Totals
+	signed := "unsigned"
+	if pl.AuthorKey != "" {
+		signed = "signed " + pl.AuthorKey
+	}
+	tgt := "each message's original exchange and routing key (x-death)"
+	if pl.Target == "original_queue" {
+		tgt = "the queue each message died in (default exchange)"
+	}
+	lines := []string{fmt.Sprintf("plan %s  %s (vhost %s, %s) → %s  by %s (%s)", pl.Hash[:16], sanitize.Text(pl.DLQ), sanitize.Text(pl.Vhost), dash(pl.QueueType), tgt, sanitize.Text(pl.Author), signed)}
+	var reasons []string
+	for _, r := range redrive.Reasons {
+		if n := t.ByReason[r]; n > 0 {
+			reasons = append(reasons, fmt.Sprintf("%s %d", r, n))
+		}
+	}
+	line := fmt.Sprintf("selected %d · include %d · exclude %d", t.Selected, t.Included, t.Excluded)
+	if len(reasons) > 0 {
+		line += " (" + strings.Join(reasons, ", ") + ")"
+	}
+	lines = append(lines, line)
+	var classes []string
+	for c := range t.ByClass {
+		classes = append(classes, c)
+	}
+	sort.Strings(classes)
+	var parts []string
+	for _, c := range classes {
+		cc := t.ByClass[c]
+		parts = append(parts, fmt.Sprintf("%s %d/%d", c, cc.Included, cc.Selected))
+	}
+	lines = append(lines, "by class (included/selected): "+strings.Join(parts, ", "))
+	if pl.Blocked {
+		lines = append(lines, "BLOCKED: "+sanitize.Text(pl.BlockedReason))
+	} else {
+		lines = append(lines, fmt.Sprintf("policy when made: review %s, %d approval(s) needed, rate %d/s, %d publishes per confirm window", pl.Policy.Review, pl.Policy.Approvals, pl.Rate, pl.Window))
+	}
+	return lines
+}
+
+func (p *QueuePlanPage) head() []string {
+	if h := p.fullHead(false); len(h) <= p.h-4 || p.h == 0 {
+		return h
+	}
+	return p.fullHead(true)
+}
+
+func (p *QueuePlanPage) fullHead(compact bool) []string {
+	if p.plan == nil {
+		return nil
+	}
+	head := QueuePlanSummary(*p.plan)
+	if compact {
+		head = head[:2]
+	}
+	where := "in the redrive store"
+	if p.req != nil {
+		where = "stored in the redrive store (berth redrive status lists it)"
+		if !p.plan.Stored {
+			where = p.plan.StoreNote
+		}
+	}
+	head = append(head, "hash "+p.plan.Hash+"  · "+sanitize.Text(where))
+	if !compact {
+		for _, n := range p.plan.Notes {
+			head = append(head, sanitize.Text(n))
+		}
+	}
+	switch {
+	case p.statusErr != "":
+		head = append(head, "approvals: "+sanitize.Text(p.statusErr))
+	case p.status == nil:
+		head = append(head, "approvals: reading…")
+	default:
+		st := p.status
+		dec := "approved"
+		switch {
+		case st.Required == 0:
+			dec = "no review required"
+		case !st.Approved:
+			dec = "not approved: " + sanitize.Text(st.Reason)
+		}
+		line := fmt.Sprintf("approvals %d/%d: %s · state %s · redriven %d of %d", st.Approvals, st.Required, dec, st.State, st.Redriven, p.plan.Totals.Included)
+		if st.Intent > 0 || st.Failed > 0 {
+			line += fmt.Sprintf(" (in doubt %d, failed %d)", st.Intent, st.Failed)
+		}
+		head = append(head, line+" · today: "+sanitize.Text(st.Policy))
+		for i, s := range st.Signatures {
+			if compact {
+				head = append(head, fmt.Sprintf("  %d signature(s) (a taller terminal lists them)", len(st.Signatures)))
+				break
+			}
+			if i == maxSignatureLines {
+				head = append(head, fmt.Sprintf("  … and %d more signature(s)", len(st.Signatures)-i))
+				break
+			}
+			head = append(head, signatureLine(s))
+		}
+		if len(st.Signatures) == 0 {
+			head = append(head, "  no signatures")
+		}
+	}
+	head = append(head, p.actionLine())
+	head = append(head, p.runLines()...)
+	if p.dry != nil && p.mode == promptConfirm {
+		head = append(head, p.dryLines()...)
+	}
+	if p.note != "" {
+		lvl := styles.Good
+		if p.noteBad {
+			lvl = styles.Bad
+		}
+		head = append(head, p.level(lvl).Render(sanitize.Text(p.note)))
+	}
+	if p.mode != promptNone {
+		head = append(head, p.promptLine())
+	}
+	return head
+}
+
+func (p *QueuePlanPage) level(l styles.Level) interface{ Render(...string) string } {
+	if p.env.Styles == nil {
+		return plain{}
+	}
+	return p.env.Styles.Levels[l]
+}
+
+func (p *QueuePlanPage) dryLines() []string {
+	d := p.dry
+	line := fmt.Sprintf("DRY RUN: would redrive %d message(s) from %s (selected %d, excluded %d, skipped now %d)", d.WouldSend, sanitize.Text(p.plan.DLQ), d.Totals.Selected, d.Totals.Excluded, len(d.Skipped))
+	if len(d.Approvers) > 0 {
+		line += " · approved by " + sanitize.Text(strings.Join(d.Approvers, ", "))
+	}
+	out := []string{line}
+	for i, s := range d.Skipped {
+		if i == 3 {
+			out = append(out, fmt.Sprintf("  … and %d more skipped", len(d.Skipped)-i))
+			break
+		}
+		out = append(out, fmt.Sprintf("  skipped #%d %s: %s %s", s.Position, sanitize.Text(s.EventID), s.Reason, sanitize.Text(s.Detail)))
+	}
+	return out
+}
+
+func (p *QueuePlanPage) actionLine() string {
+	if p.busy != "" {
+		return p.busy
+	}
+	if p.running() {
+		return "p pause/resume · c cancel (between chunks: the chunk in flight settles) · esc leave it running"
+	}
+	parts := []string{}
+	if why := p.disabled("a"); why == "" {
+		parts = append(parts, "a approve")
+	} else {
+		parts = append(parts, "a approve: disabled ("+sanitize.Text(why)+")")
+	}
+	if why := p.disabled("X"); why == "" {
+		parts = append(parts, "X execute (dry run first)")
+	} else {
+		parts = append(parts, "X execute: disabled ("+sanitize.Text(why)+")")
+	}
+	if p.req != nil && p.disabled("S") == "" {
+		parts = append(parts, "S sign as its author (review needs the author's signature)")
+	}
+	return strings.Join(parts, " · ")
+}
+
+func (p *QueuePlanPage) promptLine() string {
+	switch p.mode {
+	case promptKey:
+		return "approve with SSH private key (unencrypted OpenSSH): " + p.input.View() + "  enter sign · esc cancel"
+	case promptAuthorKey:
+		return "sign as the plan's author with SSH private key: " + p.input.View() + "  enter sign · esc cancel"
+	}
+	return "type the first 8 digits of the plan hash to send: " + p.input.View() + "  enter run · esc cancel"
+}
+
+func (p *QueuePlanPage) runLines() []string {
+	if p.run == nil {
+		return nil
+	}
+	v := p.view
+	pr := v.progress
+	done := pr.Sent + pr.AlreadySent + pr.Failed
+	pct := 0.0
+	if pr.Total > 0 {
+		pct = float64(done) / float64(pr.Total)
+	}
+	counts := fmt.Sprintf("sent %d · already sent %d · failed %d · skipped %d · %d/%d (%.0f%%)", pr.Sent, pr.AlreadySent, pr.Failed, pr.Skipped, done, pr.Total, pct*100)
+	if !v.done {
+		state := fmt.Sprintf("elapsed %s", round(time.Since(v.started)))
+		switch {
+		case v.cancelling:
+			state = "CANCELLING: the chunk in flight settles, then it stops…"
+		case v.paused:
+			state = "PAUSED before the next chunk (p resumes)"
+		}
+		return []string{"executing " + p.bar.ViewAs(pct) + fmt.Sprintf(" %3.0f%%", pct*100), counts + " · " + state}
+	}
+	var ref *ExecRefusal
+	if errors.As(v.err, &ref) {
+		return nil // the note says why
+	}
+	res := v.result
+	out := fmt.Sprintf("result: sent %d (resent %d) · already sent %d · skipped %d · failed %d · not found %d", res.Sent, res.Resent, res.AlreadySent, len(res.Skipped), len(res.Failed), len(res.NotFound))
+	lvl := styles.Good
+	switch {
+	case len(res.Failed) > 0 || v.err != nil:
+		lvl = styles.Bad
+	case res.Cancelled:
+		out += " · CANCELLED: X sends the rest (the ledger says what arrived)"
+		lvl = styles.Warn
+	}
+	lines := []string{p.level(lvl).Render(out)}
+	if res.Stopped != "" && !res.Cancelled {
+		lines = append(lines, p.level(styles.Bad).Render("stopped: "+sanitize.Text(res.Stopped)))
+	}
+	for i, f := range res.Failed {
+		if i == 3 {
+			lines = append(lines, fmt.Sprintf("  … and %d more failed", len(res.Failed)-i))
+			break
+		}
+		lines = append(lines, fmt.Sprintf("  failed %s → %q %s: %s", sanitize.Text(f.EventID), sanitize.Text(f.Exchange), sanitize.Text(f.RoutingKey), sanitize.Text(f.Error)))
+	}
+	if vr := res.Verification; vr != nil {
+		line := fmt.Sprintf("verified: DLQ depth %d → %d with %d acked, %d returned: ok", vr.Before, vr.After, vr.Acked, vr.Returned)
+		l := styles.Good
+		if !vr.OK {
+			line = fmt.Sprintf("verification PROBLEM: %s", vr.Problem)
+			l = styles.Bad
+		}
+		lines = append(lines, p.level(l).Render(sanitize.Text(line)))
+	}
+	for _, w := range res.Warnings {
+		lines = append(lines, p.level(styles.Bad).Render("warning: "+sanitize.Text(w)))
+	}
+	return lines
+}
+
+func (p *QueuePlanPage) View() string {
+	switch {
+	case p.loading:
+		return body([]string{"reading " + sanitize.Text(p.req.DLQ) + " and checking the selection: ledger, system of record, loop guard, duplicates, ordering by business key…"}, p.w, p.h)
+	case p.err != "":
+		return body([]string{"cannot plan: " + sanitize.Text(p.err)}, p.w, p.h)
+	case p.plan == nil:
+		return body(nil, p.w, p.h)
+	}
+	return body(append(p.head(), strings.Split(p.tbl.View(), "\n")...), p.w, p.h)
+}
+
+// ---------------------------------------------------------------- runs
+
+// qRun is one RabbitMQ execution started from the console; it outlives
+// the page that started it (leaving keeps it running, :plans shows it,
+// opening the plan again reattaches).
+type qRun struct {
+	hash     string
+	cancelCh chan struct{}
+	once     sync.Once
+
+	mu         sync.Mutex
+	version    uint64
+	changed    chan struct{}
+	done       bool
+	started    time.Time
+	progress   QueueProgress
+	paused     bool
+	cancelling bool
+	result     QueueResult
+	err        error
+	notifying  bool
+}
+
+type qRunView struct {
+	version    uint64
+	done       bool
+	started    time.Time
+	progress   QueueProgress
+	paused     bool
+	cancelling bool
+	result     QueueResult
+	err        error
+}
+
+var qruns = struct {
+	sync.Mutex
+	m map[string]*qRun
+}{m: map[string]*qRun{}}
+
+func qRunFor(hash string) *qRun {
+	qruns.Lock()
+	defer qruns.Unlock()
+	return qruns.m[hash]
+}
+
+func startQRun(hash string) (*qRun, bool) {
+	qruns.Lock()
+	defer qruns.Unlock()
+	if r := qruns.m[hash]; r != nil && !r.snapshot().done {
+		return r, false
+	}
+	r := &qRun{hash: hash, cancelCh: make(chan struct{}), changed: make(chan struct{}), started: time.Now()}
+	qruns.m[hash] = r
+	return r, true
+}
+
+func (r *qRun) snapshot() qRunView {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return qRunView{version: r.version, done: r.done, started: r.started, progress: r.progress, paused: r.paused, cancelling: r.cancelling, result: r.result, err: r.err}
+}
+
+func (r *qRun) update(fn func()) {
+	r.mu.Lock()
+	fn()
+	r.version++
+	close(r.changed)
+	r.changed = make(chan struct{})
+	r.mu.Unlock()
+}
+
+func (r *qRun) wait(seen uint64) tea.Cmd {
+	return func() tea.Msg {
+		r.mu.Lock()
+		for r.version == seen && !r.done {
+			ch := r.changed
+			r.mu.Unlock()
+			<-ch
+			r.mu.Lock()
+		}
+		r.mu.Unlock()
+		return queueRunMsg{run: r}
+	}
+}
+
+func (r *qRun) setPaused(on bool) { r.update(func() { r.paused = on; r.progress.Paused = on }) }
+
+func (r *qRun) cancel() {
+	r.update(func() { r.cancelling = true })
+	r.once.Do(func() { close(r.cancelCh) })
+}
+
+// pause blocks while the run is paused; false when it was cancelled.
+func (r *qRun) pause(ctx context.Context) bool {
+	for {
+		r.mu.Lock()
+		if r.cancelling {
+			r.mu.Unlock()
+			return false
+		}
+		if !r.paused {
+			r.mu.Unlock()
+			return true
+		}
+		ch := r.changed
+		r.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+func (r *qRun) execute(s QueueService, readOnly bool) {
+	res, err := s.Execute(context.Background(), r.hash, QueueExecRequest{
+		ReadOnly: readOnly,
+		Progress: func(p QueueProgress) {
+			r.update(func() { p.Paused = r.paused; r.progress = p })
+		},
+		Pause:  r.pause,
+		Cancel: r.cancelCh,
+	})
+	r.update(func() { r.result, r.err, r.done = res, err, true })
+}
+
+func (r *qRun) notifyWhenDone() tea.Cmd {
+	r.mu.Lock()
+	first := !r.notifying
+	r.notifying = true
+	r.mu.Unlock()
+	if !first {
+		return nil
+	}
+	return func() tea.Msg {
+		v := r.snapshot()
+		for !v.done {
+			_ = r.wait(v.version)()
+			v = r.snapshot()
+		}
+		short := r.hash[:12]
+		var ref *ExecRefusal
+		switch {
+		case errors.As(v.err, &ref):
+			return tui.FlashMsg{Level: tui.Error, Text: "redrive " + short + " refused: " + ref.Reason}
+		case v.err != nil || len(v.result.Failed) > 0:
+			text := fmt.Sprintf("redrive %s stopped: sent %d, failed %d", short, v.result.Sent, len(v.result.Failed))
+			if v.err != nil {
+				text += ": " + v.err.Error()
+			}
+			return tui.FlashMsg{Level: tui.Error, Text: text}
+		}
+		state := "finished"
+		if v.result.Cancelled {
+			state = "cancelled"
+		}
+		return tui.FlashMsg{Level: tui.Info, Text: fmt.Sprintf("redrive %s %s: sent %d, skipped %d, failed 0", short, state, v.result.Sent, len(v.result.Skipped))}
+	}
+}
+
+func (r *qRun) stateText() (string, bool) {
+	v := r.snapshot()
+	if v.done {
+		return "", false
+	}
+	pr := v.progress
+	pct := 0
+	if pr.Total > 0 {
+		pct = (pr.Sent + pr.AlreadySent + pr.Failed) * 100 / pr.Total
+	}
+	switch {
+	case v.cancelling:
+		return fmt.Sprintf("cancelling %d%%", pct), true
+	case v.paused:
+		return fmt.Sprintf("paused %d%%", pct), true
+	}
+	return fmt.Sprintf("executing %d%%", pct), true
+}
+
+// ---------------------------------------------------------------- plans
+
+// QueuePlansPage is ":plans" on a RabbitMQ context: the plans in the
+// redrive store as `berth redrive status` lists them.
+type QueuePlansPage struct {
+	env      tui.PageEnv
+	tbl      table.Model
+	statuses []QueuePlanStatus
+	loading  bool
+	err      string
+	w, h     int
+}
+
+type queueStatusesMsg struct{ sts []QueuePlanStatus }
+
+// NewQueuePlansPage builds ":plans" on RabbitMQ.
+func NewQueuePlansPage(env tui.PageEnv) tui.Page {
+	p := &QueuePlansPage{env: env, loading: true}
+	p.tbl = table.New([]table.Column{
+		{Title: "PLAN", Width: 12},
+		{Title: "VHOST", Width: 6, Drop: 4},
+		{Title: "DLQ", Width: 16, Flex: 1},
+		{Title: "CREATED", Width: 16, Drop: 2},
+		{Title: "AUTHOR", Width: 12, Flex: 1, Drop: 3},
+		{Title: "INCLUDE", Width: 7, Right: true, Numeric: true},
+		{Title: "REDRIVEN", Width: 8, Right: true, Numeric: true, Drop: 1},
+		{Title: "IN DOUBT", Width: 8, Right: true, Numeric: true, Drop: 5},
+		{Title: "APPROVALS", Width: 9, Right: true},
+		{Title: "STATE", Width: 16, Flex: 1},
+	}, env.Styles)
+	p.tbl.SetEmpty("no plans (make one from :dlq, or berth redrive plan)")
+	if env.Size != nil {
+		p.setSize(env.Size())
+	}
+	return p
+}
+
+func (p *QueuePlansPage) setSize(w, h int) { p.w, p.h = w, h; p.tbl.SetSize(w, max(h-1, 3)) }
+
+func (p *QueuePlansPage) load() tea.Cmd {
+	p.loading = true
+	ro := p.env.ReadOnly
+	return doQueues(p.env, errOf, func(ctx context.Context, s QueueService) tea.Msg {
+		sts, err := s.Status(ctx, ro)
+		if err != nil {
+			return errMsg{err}
+		}
+		return queueStatusesMsg{sts}
+	})
+}
+
+func (p *QueuePlansPage) Init() tea.Cmd { return p.load() }
+func (p *QueuePlansPage) Title() string { return "redrive plans" }
+func (p *QueuePlansPage) KeyBindings() []key.Binding {
+	return append([]key.Binding{keyOpen, keyApprove, keyExecute, keyReload}, p.tbl.KeyBindings()...)
+}
+func (p *QueuePlansPage) CapturesKey(msg tea.KeyMsg) bool { return p.tbl.CapturesKey(msg) }
+
+func (p *QueuePlansPage) rows() {
+	rows := make([]table.Row, 0, len(p.statuses))
+	for _, st := range p.statuses {
+		pl := st.Plan
+		state, level := st.State, styles.Normal
+		switch {
+		case st.State == "done":
+			level = styles.Good
+		case st.State == "blocked" || st.State == "error":
+			level = styles.Bad
+		case st.State == "expired":
+			level = styles.Dim
+		case st.State == "pending approval" || strings.HasPrefix(st.State, "partial"):
+			level = styles.Warn
+		}
+		if r := qRunFor(pl.Hash); r != nil {
+			if s, ok := r.stateText(); ok {
+				state, level = s, styles.Accent
+			}
+		}
+		rows = append(rows, table.Row{ID: pl.Hash, Level: level, Cells: []string{pl.Hash[:12], sanitize.Text(pl.Vhost), sanitize.Text(pl.DLQ), pl.CreatedAt.UTC().Format("2006-01-02 15:04"),
+			sanitize.Text(pl.Author), fmt.Sprint(pl.Totals.Included), fmt.Sprint(st.Redriven), fmt.Sprint(st.Intent), fmt.Sprintf("%d/%d", st.Approvals, st.Required), sanitize.Text(state)},
+			Nums: []float64{0, 0, 0, 0, 0, float64(pl.Totals.Included), float64(st.Redriven), float64(st.Intent)}})
+	}
+	p.tbl.SetRows(rows)
+}
+
+func (p *QueuePlansPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		p.setSize(msg.Width, msg.Height)
+	case queueStatusesMsg:
+		p.loading, p.err, p.statuses = false, "", msg.sts
+		p.rows()
+	case tui.SnapshotMsg:
+		p.rows()
+	case errMsg:
+		p.loading, p.err = false, msg.err.Error()
+	case tea.KeyMsg:
+		if p.tbl.Filtering() {
+			break
+		}
+		action := ""
+		switch {
+		case key.Matches(msg, keyOpen):
+		case key.Matches(msg, keyApprove):
+			action = "a"
+		case key.Matches(msg, keyExecute):
+			action = "X"
+		case key.Matches(msg, keyReload):
+			return p, p.load()
+		default:
+			var cmd tea.Cmd
+			p.tbl, cmd = p.tbl.Update(msg)
+			return p, cmd
+		}
+		if r, ok := p.tbl.Selected(); ok {
+			for _, st := range p.statuses {
+				if st.Plan.Hash == r.ID {
+					st := st
+					return p, tui.Push(func(env tui.PageEnv) tui.Page { return NewStoredQueuePlanPage(env, st, action) })
+				}
+			}
+		}
+		return p, nil
+	}
+	var cmd tea.Cmd
+	p.tbl, cmd = p.tbl.Update(msg)
+	return p, cmd
+}
+
+func (p *QueuePlansPage) View() string {
+	status := fmt.Sprintf("%d plan(s) in the redrive store (redrive.store_dsn) · enter: what an approver signs · a approve · X execute · u reload", len(p.statuses))
+	switch {
+	case p.loading:
+		status = "reading the redrive store…"
+	case p.err != "":
+		status = "error: " + sanitize.Text(p.err)
+	}
+	return body(append([]string{status}, strings.Split(p.tbl.View(), "\n")...), p.w, p.h)
+}
