@@ -97,26 +97,7 @@ func (s consoleRedrive) statusOf(f redrive.File, redriven int, readOnly bool) tu
 	}
 	st.Policy = policyLine(pol)
 	signers, serr := signersFor(pol)
-	author := f.Author()
-	for _, sig := range f.Signatures {
-		info := tuidlq.SignatureInfo{Role: sig.Role, Fingerprint: sig.Fingerprint, SignedAt: sig.SignedAt}
-		switch {
-		case serr != nil:
-			info.Problem = serr.Error()
-		case signers == nil:
-			info.Problem = "no allowed_signers configured"
-		default:
-			if v, err := approval.Verify(f.Hash, sig, signers, time.Now()); err != nil {
-				info.Problem = err.Error()
-			} else {
-				info.Principal, info.Fingerprint = v.Principal, v.Fingerprint
-			}
-		}
-		if sig.Role == approval.RoleApproval && author != nil && sig.Fingerprint == author.Fingerprint {
-			info.Problem = "the plan's author cannot approve it"
-		}
-		st.Signatures = append(st.Signatures, info)
-	}
+	st.Signatures = signatureInfos(f.Hash, f.Author(), f.Signatures, signers, serr)
 	_, perr := execute.Preflight(f, execute.Options{ReadOnly: readOnly, MaxAge: s.cfg.Redrive.PlanMaxAge,
 		Policy: pol.Snapshot(), HasPolicy: true, Signers: signers})
 	var ref *execute.Refusal
@@ -134,6 +115,32 @@ func (s consoleRedrive) statusOf(f redrive.File, redriven int, readOnly bool) tu
 		st.Refusal = "nothing left to send: the ledger has every included record"
 	}
 	return st
+}
+
+// signatureInfos says, for each signature over a plan (Kafka or RabbitMQ),
+// the principal allowed_signers gives it today or why it does not count.
+func signatureInfos(hash string, author *approval.Signature, sigs []approval.Signature, signers approval.AllowedSigners, serr error) []tuidlq.SignatureInfo {
+	var out []tuidlq.SignatureInfo
+	for _, sig := range sigs {
+		info := tuidlq.SignatureInfo{Role: sig.Role, Fingerprint: sig.Fingerprint, SignedAt: sig.SignedAt}
+		switch {
+		case serr != nil:
+			info.Problem = serr.Error()
+		case signers == nil:
+			info.Problem = "no allowed_signers configured"
+		default:
+			if v, err := approval.Verify(hash, sig, signers, time.Now()); err != nil {
+				info.Problem = err.Error()
+			} else {
+				info.Principal, info.Fingerprint = v.Principal, v.Fingerprint
+			}
+		}
+		if sig.Role == approval.RoleApproval && author != nil && sig.Fingerprint == author.Fingerprint {
+			info.Problem = "the plan's author cannot approve it"
+		}
+		out = append(out, info)
+	}
+	return out
 }
 
 func policyLine(pol planner.Policy) string {

@@ -248,31 +248,12 @@ func (s *consoleQueues) status(ctx context.Context, a *app, l *rabbitmq.Ledger, 
 	if !full {
 		return st
 	}
-	author, approvals, err := l.Signatures(ctx, p.Hash())
-	if err == nil {
-		var all []approval.Signature
+	if author, approvals, err := l.Signatures(ctx, p.Hash()); err == nil {
+		all := approvals
 		if author != nil {
-			all = append(all, *author)
+			all = append([]approval.Signature{*author}, approvals...)
 		}
-		for _, sig := range append(all, approvals...) {
-			info := tuidlq.SignatureInfo{Role: sig.Role, Fingerprint: sig.Fingerprint, SignedAt: sig.SignedAt}
-			switch {
-			case serr != nil:
-				info.Problem = serr.Error()
-			case signers == nil:
-				info.Problem = "no allowed_signers configured"
-			default:
-				if v, err := approval.Verify(p.Hash(), sig, signers, time.Now()); err != nil {
-					info.Problem = err.Error()
-				} else {
-					info.Principal = v.Principal
-				}
-			}
-			if sig.Role == approval.RoleApproval && author != nil && sig.Fingerprint == author.Fingerprint {
-				info.Problem = "the plan's author cannot approve it"
-			}
-			st.Signatures = append(st.Signatures, info)
-		}
+		st.Signatures = signatureInfos(p.Hash(), author, all, signers, serr)
 	}
 	if states, err := l.PlanStates(ctx, p.Hash()); err == nil {
 		st.States = states

@@ -287,14 +287,7 @@ func (p *ListPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 }
 
 func (p *ListPage) View() string {
-	status := fmt.Sprintf("%d dead-letter queue(s) · enter: classes · u: reload", len(p.dlqs))
-	switch {
-	case p.loading:
-		status = "reading dead-letter queues…"
-	case p.err != "":
-		status = "error: " + sanitize.Text(p.err)
-	}
-	return body(append([]string{status}, strings.Split(p.tbl.View(), "\n")...), p.w, p.h)
+	return listView(p.loading, p.err, "reading dead-letter queues…", fmt.Sprintf("%d dead-letter queue(s) · enter: classes · u: reload", len(p.dlqs)), p.tbl, p.w, p.h)
 }
 
 // ---------------------------------------------------------------- session

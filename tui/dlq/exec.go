@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -99,9 +98,7 @@ type execRun struct {
 	hash    string
 	control chan execute.Control
 
-	mu          sync.Mutex
-	version     uint64
-	changed     chan struct{}
+	changes
 	phase       phase
 	started     time.Time
 	progress    execute.Progress
@@ -112,7 +109,6 @@ type execRun struct {
 	verifyErr   error
 	stopWatch   context.CancelFunc
 	watchCancel bool
-	notifying   bool
 }
 
 // runView is a consistent copy of a run's state.
@@ -131,45 +127,26 @@ type runView struct {
 // runs are the executions started in this console, by plan hash; a
 // finished run stays until the same plan is run again, so reopening the
 // plan shows its result.
-var runs = struct {
-	sync.Mutex
-	m map[string]*execRun
-}{m: map[string]*execRun{}}
+var runs = newRegistry[*execRun]()
 
-func runFor(hash string) *execRun {
-	runs.Lock()
-	defer runs.Unlock()
-	return runs.m[hash]
-}
+func runFor(hash string) *execRun { return runs.get(hash) }
 
 // startRun registers a new run for hash unless one is still going.
 func startRun(hash string) (*execRun, bool) {
-	runs.Lock()
-	defer runs.Unlock()
-	if r := runs.m[hash]; r != nil && r.snapshot().phase != phaseDone {
-		return r, false
-	}
-	r := &execRun{hash: hash, control: make(chan execute.Control, 8), changed: make(chan struct{}), phase: phaseSending, started: time.Now()}
-	r.progress.Plan = hash
-	runs.m[hash] = r
-	return r, true
+	return runs.start(hash, func() *execRun {
+		r := &execRun{hash: hash, control: make(chan execute.Control, 8), changes: newChanges(), phase: phaseSending, started: time.Now()}
+		r.progress.Plan = hash
+		return r
+	})
 }
+
+func (r *execRun) finished() bool { return r.snapshot().phase == phaseDone }
 
 func (r *execRun) snapshot() runView {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return runView{version: r.version, phase: r.phase, started: r.started, progress: r.progress, cancelling: r.cancelling,
 		result: r.result, err: r.err, verify: r.verify, verifyErr: r.verifyErr}
-}
-
-// update changes the state under the lock and wakes every listener.
-func (r *execRun) update(fn func()) {
-	r.mu.Lock()
-	fn()
-	r.version++
-	close(r.changed)
-	r.changed = make(chan struct{})
-	r.mu.Unlock()
 }
 
 // runMsg tells a page that the run changed.
@@ -179,14 +156,7 @@ type runMsg struct{ run *execRun }
 // since version seen (at once when it already has, or has finished).
 func (r *execRun) wait(seen uint64) tea.Cmd {
 	return func() tea.Msg {
-		r.mu.Lock()
-		for r.version == seen && r.phase != phaseDone {
-			ch := r.changed
-			r.mu.Unlock()
-			<-ch
-			r.mu.Lock()
-		}
-		r.mu.Unlock()
+		r.waitChange(seen, func() bool { return r.phase == phaseDone })
 		return runMsg{run: r}
 	}
 }
@@ -251,19 +221,12 @@ func (r *execRun) execute(s PlanActions, req ExecRequest, watch time.Duration) {
 // flash is handled by the app, not routed to a page). Only the first
 // caller gets one: leaving the plan page twice does not flash twice.
 func (r *execRun) notifyWhenDone() tea.Cmd {
-	r.mu.Lock()
-	first := !r.notifying
-	r.notifying = true
-	r.mu.Unlock()
-	if !first {
+	if !r.firstNotifier() {
 		return nil
 	}
 	return func() tea.Msg {
+		r.waitDone(func() bool { return r.phase == phaseDone })
 		v := r.snapshot()
-		for v.phase != phaseDone {
-			_ = r.wait(v.version)()
-			v = r.snapshot()
-		}
 		short := r.hash[:12]
 		var ref *execute.Refusal
 		switch {

@@ -9,10 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
-	"github.com/charmbracelet/bubbles/progress"
-	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/berth-dev/berth/internal/sanitize"
@@ -47,21 +44,10 @@ type PlanPage struct {
 	// status is today's view of the stored plan (nil until loaded).
 	status    *PlanStatus
 	statusErr string
-	// mode is the prompt open, if any; input is its text field.
-	mode  promptMode
-	input textinput.Model
-	// note is the outcome of the last action (a refusal, a disabled
-	// action's reason), shown in place.
-	note    string
-	noteBad bool
-	busy    string // an action in flight ("signing…")
-	// after loading the status, start this action (a or X from :plans).
-	pending string
+	planUI
 
 	run     *execRun
 	view    runView
-	leaving bool // esc pressed once while the plan executes
-	bar     progress.Model
 	results bool // the table shows the run's outcome per record
 }
 
@@ -136,12 +122,8 @@ func newStoredPlanPageWith(env tui.PageEnv, f redrive.File, action string) *Plan
 }
 
 func newPlanPage(env tui.PageEnv) *PlanPage {
-	p := &PlanPage{env: env}
+	p := &PlanPage{env: env, planUI: newPlanUI(env)}
 	p.tbl = verdictTable(env)
-	p.input = textinput.New()
-	p.input.Cursor.SetMode(cursor.CursorStatic) // no blink timer
-	p.input.CharLimit = 4096
-	p.bar = progress.New(progress.WithDefaultGradient(), progress.WithoutPercentage())
 	if env.Size != nil {
 		p.setSize(env.Size())
 	}
@@ -166,8 +148,7 @@ func (p *PlanPage) setSize(w, h int) {
 // layout gives the table the lines the header leaves.
 func (p *PlanPage) layout() {
 	p.tbl.SetSize(p.w, max(p.h-len(p.head()), 3))
-	p.bar.Width = max(min(p.w-24, 60), 10)
-	p.input.Width = max(min(p.w-60, 60), 12)
+	p.layoutUI(p.w)
 }
 
 func (p *PlanPage) Init() tea.Cmd {
@@ -431,7 +412,7 @@ func (p *PlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 		return p, nil
 	case tea.KeyMsg:
 		if p.mode != promptNone {
-			return p.promptKey(msg)
+			return p, p.planUI.promptKey(msg, p.file.Hash, p.signWith, p.executeCmd)
 		}
 		if p.running() {
 			if cmd, done := p.runKey(msg); done {
@@ -471,19 +452,8 @@ func (p *PlanPage) setStatus(st PlanStatus) {
 
 // disabled says why an action cannot start now ("" when it can).
 func (p *PlanPage) disabled(action string) string {
-	switch {
-	case p.file == nil:
-		return "the plan is still being checked"
-	case p.env.ReadOnly:
-		return "read-only: " + p.env.ReadOnlyReason
-	case p.statusErr != "":
-		return p.statusErr
-	case p.status == nil:
-		return "reading the plan's approvals…"
-	case p.busy != "":
-		return p.busy
-	case p.running():
-		return "the plan is executing"
+	if why := p.disabledBase(p.env, p.file != nil, p.statusErr, p.status != nil, p.running()); why != "" {
+		return why
 	}
 	switch {
 	case action == "X" && p.status.Refusal != "":
@@ -496,104 +466,45 @@ func (p *PlanPage) disabled(action string) string {
 	return ""
 }
 
-// action opens the prompt of a (approve) or X (execute), or says in place
-// why it is disabled.
+// action opens the prompt of a (approve), S (sign as author) or X
+// (execute), or says in place why it is disabled.
 func (p *PlanPage) action(a string) (tui.Page, tea.Cmd) {
-	name := map[string]string{"a": "approve", "X": "execute", "S": "sign as author"}[a]
-	if why := p.disabled(a); why != "" {
-		p.note, p.noteBad = name+" disabled: "+why, true
+	if p.refuse(a, p.disabled(a)) {
 		return p, nil
 	}
-	p.note, p.leaving = "", false
-	if a == "a" || a == "S" {
-		p.mode = promptKey
-		if a == "S" {
-			p.mode = promptAuthorKey
-		}
-		p.input.Placeholder = ""
-		p.input.SetValue(defaultKeyPath())
-	} else {
-		p.mode = promptConfirm
-		p.input.Placeholder = "8 hex digits"
-		p.input.SetValue("")
+	if a == "X" {
+		p.note, p.leaving = "", false
+		return p, p.openConfirm()
 	}
-	p.input.CursorEnd()
-	return p, p.input.Focus()
+	return p, p.openKeyPrompt(a == "S")
 }
 
-var (
-	keySubmit = key.NewBinding(key.WithKeys("enter"))
-	keyAbort  = key.NewBinding(key.WithKeys("esc"))
-)
-
-func (p *PlanPage) promptKey(msg tea.KeyMsg) (tui.Page, tea.Cmd) {
-	switch {
-	case key.Matches(msg, keyAbort):
-		p.mode = promptNone
-		p.input.Blur()
-		p.note, p.noteBad = "", false
-		return p, nil
-	case key.Matches(msg, keySubmit):
-		mode, value := p.mode, strings.TrimSpace(p.input.Value())
-		p.mode = promptNone
-		p.input.Blur()
-		if mode == promptKey || mode == promptAuthorKey {
-			if value == "" {
-				p.note, p.noteBad = "no key file given; nothing signed", true
-				return p, nil
-			}
-			if mode == promptAuthorKey {
-				p.busy = "signing the plan as its author…"
-				return p, p.signCmd(value)
-			}
-			p.busy = "signing and storing the approval…"
-			return p, p.approveCmd(value)
-		}
-		if !strings.EqualFold(value, p.file.Hash[:8]) {
-			p.note, p.noteBad = fmt.Sprintf("execute: %q is not the plan's first 8 hash digits; nothing sent", sanitize.Text(value)), true
-			return p, nil
-		}
-		p.busy = "starting the execution…"
-		return p, p.executeCmd()
+// signWith signs with the key file given at the prompt.
+func (p *PlanPage) signWith(path string, author bool) tea.Cmd {
+	if author {
+		return p.signCmd(path)
 	}
-	var cmd tea.Cmd
-	p.input, cmd = p.input.Update(msg)
-	return p, cmd
+	return p.approveCmd(path)
 }
 
 // runKey handles the execution's keys; done is false for keys it leaves to
 // the table.
 func (p *PlanPage) runKey(msg tea.KeyMsg) (tea.Cmd, bool) {
-	leaving := p.leaving
-	p.leaving = false
-	switch msg.String() {
-	case "p":
-		if p.view.phase != phaseSending || p.view.cancelling {
-			return nil, true
-		}
-		if p.view.progress.Paused {
-			p.run.send(execute.Resume)
-		} else {
-			p.run.send(execute.Pause)
-		}
-		return nil, true
-	case "c":
-		p.run.cancel()
-		return nil, true
-	case "q":
-		p.note, p.noteBad = "the plan is executing: c cancels after the batch in flight, esc leaves it running (ctrl+c quits at once: the open batch is aborted, run the plan again to resume)", true
-		return nil, true
-	case "esc":
-		if !leaving {
-			p.leaving = true
-			p.note, p.noteBad = "the execution keeps running if you leave: esc again to leave it in the background (:plans shows it), c to cancel", false
-			return nil, true
-		}
-		p.note = ""
-		short := p.file.Hash[:12]
-		return tea.Batch(tui.Back(), tui.Flash(tui.Info, "redrive "+short+" continues in the background; :plans shows its progress"), p.run.notifyWhenDone()), true
-	}
-	return nil, false
+	return p.planUI.runKey(msg, runControl{
+		pause: func() {
+			if p.view.phase != phaseSending || p.view.cancelling {
+				return
+			}
+			if p.view.progress.Paused {
+				p.run.send(execute.Resume)
+			} else {
+				p.run.send(execute.Pause)
+			}
+		},
+		cancel: p.run.cancel,
+		quit:   "the plan is executing: c cancels after the batch in flight, esc leaves it running (ctrl+c quits at once: the open batch is aborted, run the plan again to resume)",
+		leave:  func() tea.Cmd { return leaveRunning(p.file.Hash, p.run.notifyWhenDone()) },
+	})
 }
 
 func (p *PlanPage) approveCmd(path string) tea.Cmd {
@@ -673,6 +584,17 @@ func Summary(f redrive.File) []string {
 		signed = "signed " + a.Fingerprint
 	}
 	lines := []string{fmt.Sprintf("plan %s  %s → %s  by %s (%s), %d approval(s)", f.Hash[:16], sanitize.Text(f.Plan.DLQ), sanitize.Text(target), sanitize.Text(f.Plan.Author), signed, len(f.Approvals()))}
+	lines = append(lines, totalsLines(t)...)
+	if blocked, why := f.Plan.Blocked(); blocked {
+		lines = append(lines, "BLOCKED: "+sanitize.Text(why))
+	} else {
+		lines = append(lines, fmt.Sprintf("policy when made: review %s, %d approval(s) needed, rate %d/s, batches of %d", f.Plan.Policy.Review, f.Plan.Policy.Approvals, f.Plan.Rate, f.Plan.BatchSize))
+	}
+	return lines
+}
+
+// totalsLines are a plan's counts by verdict and by class.
+func totalsLines(t redrive.Totals) []string {
 	var reasons []string
 	for _, r := range redrive.Reasons {
 		if n := t.ByReason[r]; n > 0 {
@@ -683,7 +605,6 @@ func Summary(f redrive.File) []string {
 	if len(reasons) > 0 {
 		line += " (" + strings.Join(reasons, ", ") + ")"
 	}
-	lines = append(lines, line)
 	var classes []string
 	for c := range t.ByClass {
 		classes = append(classes, c)
@@ -694,13 +615,7 @@ func Summary(f redrive.File) []string {
 		cc := t.ByClass[c]
 		parts = append(parts, fmt.Sprintf("%s %d/%d", c, cc.Included, cc.Selected))
 	}
-	lines = append(lines, "by class (included/selected): "+strings.Join(parts, ", "))
-	if blocked, why := f.Plan.Blocked(); blocked {
-		lines = append(lines, "BLOCKED: "+sanitize.Text(why))
-	} else {
-		lines = append(lines, fmt.Sprintf("policy when made: review %s, %d approval(s) needed, rate %d/s, batches of %d", f.Plan.Policy.Review, f.Plan.Policy.Approvals, f.Plan.Rate, f.Plan.BatchSize))
-	}
-	return lines
+	return []string{line, "by class (included/selected): " + strings.Join(parts, ", ")}
 }
 
 // maxSignatureLines bounds the signature list in the header.
@@ -741,30 +656,9 @@ func (p *PlanPage) fullHead(compact bool) []string {
 		}
 		head = append(head, fmt.Sprintf("approvals %d/%d: %s · state %s · redriven %d of %d · today: %s",
 			st.Approvals, st.Required, dec, st.State, st.Redriven, p.file.Plan.Totals().Included, sanitize.Text(st.Policy)))
-		for i, s := range st.Signatures {
-			if compact {
-				head = append(head, fmt.Sprintf("  %d signature(s) (a taller terminal lists them)", len(st.Signatures)))
-				break
-			}
-			if i == maxSignatureLines {
-				head = append(head, fmt.Sprintf("  … and %d more signature(s)", len(st.Signatures)-i))
-				break
-			}
-			head = append(head, signatureLine(s))
-		}
-		if len(st.Signatures) == 0 {
-			head = append(head, "  no signatures")
-		}
+		head = append(head, signatureLines(st.Signatures, compact)...)
 	}
-	head = append(head, p.actionLine())
-	head = append(head, p.runLines()...)
-	if p.note != "" {
-		head = append(head, p.level(p.noteLevel()).Render(sanitize.Text(p.note)))
-	}
-	if p.mode != promptNone {
-		head = append(head, p.promptLine())
-	}
-	return head
+	return append(head, p.tail(p.actionLine(), p.runLines())...)
 }
 
 func approvers(st *PlanStatus) []string {
@@ -780,60 +674,16 @@ func approvers(st *PlanStatus) []string {
 	return out
 }
 
-func (p *PlanPage) noteLevel() styles.Level {
-	if p.noteBad {
-		return styles.Bad
-	}
-	return styles.Good
-}
-
-func (p *PlanPage) level(l styles.Level) interface{ Render(...string) string } {
-	if p.env.Styles == nil {
-		return plain{}
-	}
-	return p.env.Styles.Levels[l]
-}
-
-type plain struct{}
-
-func (plain) Render(s ...string) string { return strings.Join(s, " ") }
-
 // actionLine says which actions are available, or why not.
 func (p *PlanPage) actionLine() string {
-	if p.busy != "" {
-		return p.busy
-	}
+	running := ""
 	if p.running() {
+		running = "p pause/resume · c cancel (finishes the batch in flight) · esc leave it running"
 		if p.view.phase == phaseVerifying {
-			return "c stop the re-failure watch · esc leave it running"
+			running = "c stop the re-failure watch · esc leave it running"
 		}
-		return "p pause/resume · c cancel (finishes the batch in flight) · esc leave it running"
 	}
-	parts := []string{}
-	if why := p.disabled("a"); why == "" {
-		parts = append(parts, "a approve")
-	} else {
-		parts = append(parts, "a approve: disabled ("+sanitize.Text(why)+")")
-	}
-	if why := p.disabled("X"); why == "" {
-		parts = append(parts, "X execute")
-	} else {
-		parts = append(parts, "X execute: disabled ("+sanitize.Text(why)+")")
-	}
-	if p.req != nil && p.disabled("S") == "" {
-		parts = append(parts, "S sign as its author (review needs the author's signature)")
-	}
-	return strings.Join(parts, " · ")
-}
-
-func (p *PlanPage) promptLine() string {
-	switch p.mode {
-	case promptKey:
-		return "approve with SSH private key (unencrypted OpenSSH): " + p.input.View() + "  enter sign · esc cancel"
-	case promptAuthorKey:
-		return "sign as the plan's author with SSH private key: " + p.input.View() + "  enter sign · esc cancel"
-	}
-	return "type the first 8 digits of the plan hash to execute: " + p.input.View() + "  enter run · esc cancel"
+	return p.planUI.actionLine(running, p.disabled, p.req != nil)
 }
 
 // runLines show the execution: a progress bar with counts and ETA while it
@@ -1046,16 +896,7 @@ func (p *PlansPage) rows() {
 		if p.statuses != nil {
 			st := p.statuses[i]
 			redriven, approvals, state = fmt.Sprint(st.Redriven), fmt.Sprintf("%d/%d", st.Approvals, st.Required), st.State
-			switch {
-			case st.State == "done":
-				level = styles.Good
-			case st.State == "blocked" || st.State == "error":
-				level = styles.Bad
-			case st.State == "expired":
-				level = styles.Dim
-			case st.State == "pending approval" || strings.HasPrefix(st.State, "partial"):
-				level = styles.Warn
-			}
+			level = stateLevel(st.State)
 		}
 		if r := runFor(f.Hash); r != nil {
 			if s, ok := r.stateText(); ok {
@@ -1092,19 +933,12 @@ func (p *PlansPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 		if p.tbl.Filtering() {
 			break
 		}
-		action := ""
-		switch {
-		case key.Matches(msg, keyOpen):
-		case key.Matches(msg, keyApprove):
-			action = "a"
-		case key.Matches(msg, keyExecute):
-			action = "X"
-		case key.Matches(msg, keyReload):
+		action, open, reload := planListKey(msg)
+		if reload {
 			return p, p.load()
-		default:
-			var cmd tea.Cmd
-			p.tbl, cmd = p.tbl.Update(msg)
-			return p, cmd
+		}
+		if !open {
+			break
 		}
 		if r, ok := p.tbl.Selected(); ok {
 			for _, f := range p.files {
@@ -1122,12 +956,5 @@ func (p *PlansPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 }
 
 func (p *PlansPage) View() string {
-	status := fmt.Sprintf("%d plan(s) in the cluster's plan store · enter: what an approver signs · a approve · X execute · u reload", len(p.files))
-	switch {
-	case p.loading:
-		status = "reading the plan store…"
-	case p.err != "":
-		status = "error: " + sanitize.Text(p.err)
-	}
-	return body(append([]string{status}, strings.Split(p.tbl.View(), "\n")...), p.w, p.h)
+	return listView(p.loading, p.err, "reading the plan store…", fmt.Sprintf("%d plan(s) in the cluster's plan store · enter: what an approver signs · a approve · X execute · u reload", len(p.files)), p.tbl, p.w, p.h)
 }

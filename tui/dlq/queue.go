@@ -434,14 +434,7 @@ func (p *QueueListPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 }
 
 func (p *QueueListPage) View() string {
-	status := fmt.Sprintf("%d dead-letter queue(s) · enter: read its classes (a browse: nothing lost or reordered) · u: reload", len(p.dlqs))
-	switch {
-	case p.loading:
-		status = "finding dead-letter queues (dead-letter exchange wiring, redrive.dlqs)…"
-	case p.err != "":
-		status = "error: " + sanitize.Text(p.err)
-	}
-	return body(append([]string{status}, strings.Split(p.tbl.View(), "\n")...), p.w, p.h)
+	return listView(p.loading, p.err, "finding dead-letter queues (dead-letter exchange wiring, redrive.dlqs)…", fmt.Sprintf("%d dead-letter queue(s) · enter: read its classes (a browse: nothing lost or reordered) · u: reload", len(p.dlqs)), p.tbl, p.w, p.h)
 }
 
 // ---------------------------------------------------------------- session

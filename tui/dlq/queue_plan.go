@@ -4,15 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
-	"github.com/charmbracelet/bubbles/progress"
-	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/berth-dev/berth/internal/sanitize"
@@ -39,18 +35,11 @@ type QueuePlanPage struct {
 
 	status    *QueuePlanStatus
 	statusErr string
-	mode      promptMode
-	input     textinput.Model
-	note      string
-	noteBad   bool
-	busy      string
-	pending   string
-	dry       *QueueDryRun
+	planUI
+	dry *QueueDryRun
 
-	run     *qRun
-	view    qRunView
-	leaving bool
-	bar     progress.Model
+	run  *qRun
+	view qRunView
 }
 
 type (
@@ -93,12 +82,8 @@ func NewStoredQueuePlanPage(env tui.PageEnv, st QueuePlanStatus, action string) 
 }
 
 func newQueuePlanPage(env tui.PageEnv) *QueuePlanPage {
-	p := &QueuePlanPage{env: env}
+	p := &QueuePlanPage{env: env, planUI: newPlanUI(env)}
 	p.tbl = queueVerdictTable(env)
-	p.input = textinput.New()
-	p.input.Cursor.SetMode(cursor.CursorStatic)
-	p.input.CharLimit = 4096
-	p.bar = progress.New(progress.WithDefaultGradient(), progress.WithoutPercentage())
 	if env.Size != nil {
 		p.setSize(env.Size())
 	}
@@ -121,8 +106,7 @@ func (p *QueuePlanPage) setSize(w, h int) { p.w, p.h = w, h; p.layout() }
 
 func (p *QueuePlanPage) layout() {
 	p.tbl.SetSize(p.w, max(p.h-len(p.head()), 3))
-	p.bar.Width = max(min(p.w-24, 60), 10)
-	p.input.Width = max(min(p.w-60, 60), 12)
+	p.layoutUI(p.w)
 }
 
 func (p *QueuePlanPage) Init() tea.Cmd {
@@ -309,11 +293,7 @@ func (p *QueuePlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 		}
 		d := msg.dry
 		p.dry = &d
-		p.mode = promptConfirm
-		p.input.Placeholder = "8 hex digits"
-		p.input.SetValue("")
-		p.input.CursorEnd()
-		return p, p.input.Focus()
+		return p, p.openConfirm()
 	case queueRunStarted:
 		p.busy = ""
 		p.run, p.view = msg.run, msg.run.snapshot()
@@ -333,7 +313,7 @@ func (p *QueuePlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 		return p, p.listen()
 	case tea.KeyMsg:
 		if p.mode != promptNone {
-			return p.promptKey(msg)
+			return p, p.planUI.promptKey(msg, p.plan.Hash, p.signCmd, p.executeCmd)
 		}
 		if p.running() {
 			if cmd, done := p.runKey(msg); done {
@@ -380,19 +360,8 @@ func (p *QueuePlanPage) finish() {
 
 // disabled says why an action cannot start now ("" when it can).
 func (p *QueuePlanPage) disabled(action string) string {
-	switch {
-	case p.plan == nil:
-		return "the plan is still being checked"
-	case p.env.ReadOnly:
-		return "read-only: " + p.env.ReadOnlyReason
-	case p.statusErr != "":
-		return p.statusErr
-	case p.status == nil:
-		return "reading the plan's approvals…"
-	case p.busy != "":
-		return p.busy
-	case p.running():
-		return "the plan is executing"
+	if why := p.disabledBase(p.env, p.plan != nil, p.statusErr, p.status != nil, p.running()); why != "" {
+		return why
 	}
 	switch {
 	case action == "X" && p.status.Refusal != "":
@@ -406,92 +375,34 @@ func (p *QueuePlanPage) disabled(action string) string {
 }
 
 func (p *QueuePlanPage) action(a string) (tui.Page, tea.Cmd) {
-	name := map[string]string{"a": "approve", "X": "execute", "S": "sign as author"}[a]
-	if why := p.disabled(a); why != "" {
-		p.note, p.noteBad = name+" disabled: "+why, true
+	if p.refuse(a, p.disabled(a)) {
 		return p, nil
 	}
 	p.note, p.leaving, p.dry = "", false, nil
-	if a == "X" {
-		// The dry run first, as `berth redrive execute` without --yes:
-		// the preflight with today's data and what would be sent.
-		p.busy = "dry run: checking approvals, the ledger and the system of record again…"
-		hash, ro := p.plan.Hash, p.env.ReadOnly
-		return p, doQueues(p.env, func(err error) tea.Msg { return queueDryMsg{err: err} }, func(ctx context.Context, s QueueService) tea.Msg {
-			d, err := s.DryRun(ctx, hash, ro)
-			return queueDryMsg{dry: d, err: err}
-		})
+	if a != "X" {
+		return p, p.openKeyPrompt(a == "S")
 	}
-	p.mode = promptKey
-	if a == "S" {
-		p.mode = promptAuthorKey
-	}
-	p.input.Placeholder = ""
-	p.input.SetValue(defaultKeyPath())
-	p.input.CursorEnd()
-	return p, p.input.Focus()
-}
-
-func (p *QueuePlanPage) promptKey(msg tea.KeyMsg) (tui.Page, tea.Cmd) {
-	switch {
-	case key.Matches(msg, keyAbort):
-		p.mode, p.dry = promptNone, nil
-		p.input.Blur()
-		p.note, p.noteBad = "", false
-		return p, nil
-	case key.Matches(msg, keySubmit):
-		mode, value := p.mode, strings.TrimSpace(p.input.Value())
-		p.mode = promptNone
-		p.input.Blur()
-		if mode == promptKey || mode == promptAuthorKey {
-			if value == "" {
-				p.note, p.noteBad = "no key file given; nothing signed", true
-				return p, nil
-			}
-			p.busy = "signing and storing the approval…"
-			if mode == promptAuthorKey {
-				p.busy = "signing the plan as its author…"
-			}
-			return p, p.signCmd(value, mode == promptAuthorKey)
-		}
-		if !strings.EqualFold(value, p.plan.Hash[:8]) {
-			p.dry = nil
-			p.note, p.noteBad = fmt.Sprintf("execute: %q is not the plan's first 8 hash digits; nothing sent", sanitize.Text(value)), true
-			return p, nil
-		}
-		p.busy = "starting the execution…"
-		return p, p.executeCmd()
-	}
-	var cmd tea.Cmd
-	p.input, cmd = p.input.Update(msg)
-	return p, cmd
+	// The dry run first, as `berth redrive execute` without --yes: the
+	// preflight with today's data and what would be sent.
+	p.busy = "dry run: checking approvals, the ledger and the system of record again…"
+	hash, ro := p.plan.Hash, p.env.ReadOnly
+	return p, doQueues(p.env, func(err error) tea.Msg { return queueDryMsg{err: err} }, func(ctx context.Context, s QueueService) tea.Msg {
+		d, err := s.DryRun(ctx, hash, ro)
+		return queueDryMsg{dry: d, err: err}
+	})
 }
 
 func (p *QueuePlanPage) runKey(msg tea.KeyMsg) (tea.Cmd, bool) {
-	leaving := p.leaving
-	p.leaving = false
-	switch msg.String() {
-	case "p":
-		if !p.view.cancelling {
-			p.run.setPaused(!p.view.paused)
-		}
-		return nil, true
-	case "c":
-		p.run.cancel()
-		return nil, true
-	case "q":
-		p.note, p.noteBad = "the plan is executing: c cancels between chunks, esc leaves it running (ctrl+c quits at once: messages not yet acked return to the DLQ, run the plan again to resume)", true
-		return nil, true
-	case "esc":
-		if !leaving {
-			p.leaving = true
-			p.note, p.noteBad = "the execution keeps running if you leave: esc again to leave it in the background (:plans shows it), c to cancel", false
-			return nil, true
-		}
-		p.note = ""
-		return tea.Batch(tui.Back(), tui.Flash(tui.Info, "redrive "+p.plan.Hash[:12]+" continues in the background; :plans shows its progress"), p.run.notifyWhenDone()), true
-	}
-	return nil, false
+	return p.planUI.runKey(msg, runControl{
+		pause: func() {
+			if !p.view.cancelling {
+				p.run.setPaused(!p.view.paused)
+			}
+		},
+		cancel: p.run.cancel,
+		quit:   "the plan is executing: c cancels between chunks, esc leaves it running (ctrl+c quits at once: messages not yet acked return to the DLQ, run the plan again to resume)",
+		leave:  func() tea.Cmd { return leaveRunning(p.plan.Hash, p.run.notifyWhenDone()) },
+	})
 }
 
 func (p *QueuePlanPage) signCmd(path string, author bool) tea.Cmd {
@@ -551,28 +462,7 @@ func QueuePlanSummary(pl QueuePlan) []string {
 		tgt = "the queue each message died in (default exchange)"
 	}
 	lines := []string{fmt.Sprintf("plan %s  %s (vhost %s, %s) → %s  by %s (%s)", pl.Hash[:16], sanitize.Text(pl.DLQ), sanitize.Text(pl.Vhost), dash(pl.QueueType), tgt, sanitize.Text(pl.Author), signed)}
-	var reasons []string
-	for _, r := range redrive.Reasons {
-		if n := t.ByReason[r]; n > 0 {
-			reasons = append(reasons, fmt.Sprintf("%s %d", r, n))
-		}
-	}
-	line := fmt.Sprintf("selected %d · include %d · exclude %d", t.Selected, t.Included, t.Excluded)
-	if len(reasons) > 0 {
-		line += " (" + strings.Join(reasons, ", ") + ")"
-	}
-	lines = append(lines, line)
-	var classes []string
-	for c := range t.ByClass {
-		classes = append(classes, c)
-	}
-	sort.Strings(classes)
-	var parts []string
-	for _, c := range classes {
-		cc := t.ByClass[c]
-		parts = append(parts, fmt.Sprintf("%s %d/%d", c, cc.Included, cc.Selected))
-	}
-	lines = append(lines, "by class (included/selected): "+strings.Join(parts, ", "))
+	lines = append(lines, totalsLines(t)...)
 	if pl.Blocked {
 		lines = append(lines, "BLOCKED: "+sanitize.Text(pl.BlockedReason))
 	} else {
@@ -628,44 +518,13 @@ func (p *QueuePlanPage) fullHead(compact bool) []string {
 			line += fmt.Sprintf(" (in doubt %d, failed %d)", st.Intent, st.Failed)
 		}
 		head = append(head, line+" · today: "+sanitize.Text(st.Policy))
-		for i, s := range st.Signatures {
-			if compact {
-				head = append(head, fmt.Sprintf("  %d signature(s) (a taller terminal lists them)", len(st.Signatures)))
-				break
-			}
-			if i == maxSignatureLines {
-				head = append(head, fmt.Sprintf("  … and %d more signature(s)", len(st.Signatures)-i))
-				break
-			}
-			head = append(head, signatureLine(s))
-		}
-		if len(st.Signatures) == 0 {
-			head = append(head, "  no signatures")
-		}
+		head = append(head, signatureLines(st.Signatures, compact)...)
 	}
-	head = append(head, p.actionLine())
-	head = append(head, p.runLines()...)
+	run := p.runLines()
 	if p.dry != nil && p.mode == promptConfirm {
-		head = append(head, p.dryLines()...)
+		run = append(run, p.dryLines()...)
 	}
-	if p.note != "" {
-		lvl := styles.Good
-		if p.noteBad {
-			lvl = styles.Bad
-		}
-		head = append(head, p.level(lvl).Render(sanitize.Text(p.note)))
-	}
-	if p.mode != promptNone {
-		head = append(head, p.promptLine())
-	}
-	return head
-}
-
-func (p *QueuePlanPage) level(l styles.Level) interface{ Render(...string) string } {
-	if p.env.Styles == nil {
-		return plain{}
-	}
-	return p.env.Styles.Levels[l]
+	return append(head, p.tail(p.actionLine(), run)...)
 }
 
 func (p *QueuePlanPage) dryLines() []string {
@@ -686,37 +545,11 @@ func (p *QueuePlanPage) dryLines() []string {
 }
 
 func (p *QueuePlanPage) actionLine() string {
-	if p.busy != "" {
-		return p.busy
-	}
+	running := ""
 	if p.running() {
-		return "p pause/resume · c cancel (between chunks: the chunk in flight settles) · esc leave it running"
+		running = "p pause/resume · c cancel (between chunks: the chunk in flight settles) · esc leave it running"
 	}
-	parts := []string{}
-	if why := p.disabled("a"); why == "" {
-		parts = append(parts, "a approve")
-	} else {
-		parts = append(parts, "a approve: disabled ("+sanitize.Text(why)+")")
-	}
-	if why := p.disabled("X"); why == "" {
-		parts = append(parts, "X execute (dry run first)")
-	} else {
-		parts = append(parts, "X execute: disabled ("+sanitize.Text(why)+")")
-	}
-	if p.req != nil && p.disabled("S") == "" {
-		parts = append(parts, "S sign as its author (review needs the author's signature)")
-	}
-	return strings.Join(parts, " · ")
-}
-
-func (p *QueuePlanPage) promptLine() string {
-	switch p.mode {
-	case promptKey:
-		return "approve with SSH private key (unencrypted OpenSSH): " + p.input.View() + "  enter sign · esc cancel"
-	case promptAuthorKey:
-		return "sign as the plan's author with SSH private key: " + p.input.View() + "  enter sign · esc cancel"
-	}
-	return "type the first 8 digits of the plan hash to send: " + p.input.View() + "  enter run · esc cancel"
+	return p.planUI.actionLine(running, p.disabled, p.req != nil)
 }
 
 func (p *QueuePlanPage) runLines() []string {
@@ -803,9 +636,7 @@ type qRun struct {
 	cancelCh chan struct{}
 	once     sync.Once
 
-	mu         sync.Mutex
-	version    uint64
-	changed    chan struct{}
+	changes
 	done       bool
 	started    time.Time
 	progress   QueueProgress
@@ -813,7 +644,6 @@ type qRun struct {
 	cancelling bool
 	result     QueueResult
 	err        error
-	notifying  bool
 }
 
 type qRunView struct {
@@ -827,27 +657,17 @@ type qRunView struct {
 	err        error
 }
 
-var qruns = struct {
-	sync.Mutex
-	m map[string]*qRun
-}{m: map[string]*qRun{}}
+var qruns = newRegistry[*qRun]()
 
-func qRunFor(hash string) *qRun {
-	qruns.Lock()
-	defer qruns.Unlock()
-	return qruns.m[hash]
-}
+func qRunFor(hash string) *qRun { return qruns.get(hash) }
 
 func startQRun(hash string) (*qRun, bool) {
-	qruns.Lock()
-	defer qruns.Unlock()
-	if r := qruns.m[hash]; r != nil && !r.snapshot().done {
-		return r, false
-	}
-	r := &qRun{hash: hash, cancelCh: make(chan struct{}), changed: make(chan struct{}), started: time.Now()}
-	qruns.m[hash] = r
-	return r, true
+	return qruns.start(hash, func() *qRun {
+		return &qRun{hash: hash, cancelCh: make(chan struct{}), changes: newChanges(), started: time.Now()}
+	})
 }
+
+func (r *qRun) finished() bool { return r.snapshot().done }
 
 func (r *qRun) snapshot() qRunView {
 	r.mu.Lock()
@@ -855,25 +675,9 @@ func (r *qRun) snapshot() qRunView {
 	return qRunView{version: r.version, done: r.done, started: r.started, progress: r.progress, paused: r.paused, cancelling: r.cancelling, result: r.result, err: r.err}
 }
 
-func (r *qRun) update(fn func()) {
-	r.mu.Lock()
-	fn()
-	r.version++
-	close(r.changed)
-	r.changed = make(chan struct{})
-	r.mu.Unlock()
-}
-
 func (r *qRun) wait(seen uint64) tea.Cmd {
 	return func() tea.Msg {
-		r.mu.Lock()
-		for r.version == seen && !r.done {
-			ch := r.changed
-			r.mu.Unlock()
-			<-ch
-			r.mu.Lock()
-		}
-		r.mu.Unlock()
+		r.waitChange(seen, func() bool { return r.done })
 		return queueRunMsg{run: r}
 	}
 }
@@ -920,19 +724,12 @@ func (r *qRun) execute(s QueueService, readOnly bool) {
 }
 
 func (r *qRun) notifyWhenDone() tea.Cmd {
-	r.mu.Lock()
-	first := !r.notifying
-	r.notifying = true
-	r.mu.Unlock()
-	if !first {
+	if !r.firstNotifier() {
 		return nil
 	}
 	return func() tea.Msg {
+		r.waitDone(func() bool { return r.done })
 		v := r.snapshot()
-		for !v.done {
-			_ = r.wait(v.version)()
-			v = r.snapshot()
-		}
 		short := r.hash[:12]
 		var ref *ExecRefusal
 		switch {
@@ -1034,17 +831,7 @@ func (p *QueuePlansPage) rows() {
 	rows := make([]table.Row, 0, len(p.statuses))
 	for _, st := range p.statuses {
 		pl := st.Plan
-		state, level := st.State, styles.Normal
-		switch {
-		case st.State == "done":
-			level = styles.Good
-		case st.State == "blocked" || st.State == "error":
-			level = styles.Bad
-		case st.State == "expired":
-			level = styles.Dim
-		case st.State == "pending approval" || strings.HasPrefix(st.State, "partial"):
-			level = styles.Warn
-		}
+		state, level := st.State, stateLevel(st.State)
 		if r := qRunFor(pl.Hash); r != nil {
 			if s, ok := r.stateText(); ok {
 				state, level = s, styles.Accent
@@ -1072,19 +859,12 @@ func (p *QueuePlansPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 		if p.tbl.Filtering() {
 			break
 		}
-		action := ""
-		switch {
-		case key.Matches(msg, keyOpen):
-		case key.Matches(msg, keyApprove):
-			action = "a"
-		case key.Matches(msg, keyExecute):
-			action = "X"
-		case key.Matches(msg, keyReload):
+		action, open, reload := planListKey(msg)
+		if reload {
 			return p, p.load()
-		default:
-			var cmd tea.Cmd
-			p.tbl, cmd = p.tbl.Update(msg)
-			return p, cmd
+		}
+		if !open {
+			break
 		}
 		if r, ok := p.tbl.Selected(); ok {
 			for _, st := range p.statuses {
@@ -1102,12 +882,5 @@ func (p *QueuePlansPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 }
 
 func (p *QueuePlansPage) View() string {
-	status := fmt.Sprintf("%d plan(s) in the redrive store (redrive.store_dsn) · enter: what an approver signs · a approve · X execute · u reload", len(p.statuses))
-	switch {
-	case p.loading:
-		status = "reading the redrive store…"
-	case p.err != "":
-		status = "error: " + sanitize.Text(p.err)
-	}
-	return body(append([]string{status}, strings.Split(p.tbl.View(), "\n")...), p.w, p.h)
+	return listView(p.loading, p.err, "reading the redrive store…", fmt.Sprintf("%d plan(s) in the redrive store (redrive.store_dsn) · enter: what an approver signs · a approve · X execute · u reload", len(p.statuses)), p.tbl, p.w, p.h)
 }

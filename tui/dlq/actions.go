@@ -1,0 +1,406 @@
+package dlq
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/progress"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/berth-dev/berth/internal/sanitize"
+	"github.com/berth-dev/berth/tui"
+	"github.com/berth-dev/berth/tui/components/table"
+	"github.com/berth-dev/berth/tui/styles"
+)
+
+// What the Kafka and RabbitMQ plan pages share: the prompts (an SSH key
+// to approve or sign with, the hash to execute), the note an action leaves,
+// the action line, the signature list, leaving a running plan, and the
+// change signal of an execution running in the background.
+
+// planUI is embedded in both plan pages.
+type planUI struct {
+	styles *styles.Styles
+	// mode is the prompt open, if any; input is its text field.
+	mode  promptMode
+	input textinput.Model
+	// note is the outcome of the last action (a refusal, a disabled
+	// action's reason), shown in place.
+	note    string
+	noteBad bool
+	busy    string // an action in flight ("signing…")
+	// after loading the status, start this action (a or X from :plans).
+	pending string
+	leaving bool // esc pressed once while the plan executes
+	bar     progress.Model
+}
+
+func newPlanUI(env tui.PageEnv) planUI {
+	u := planUI{styles: env.Styles, input: textinput.New(), bar: progress.New(progress.WithDefaultGradient(), progress.WithoutPercentage())}
+	u.input.Cursor.SetMode(cursor.CursorStatic) // no blink timer
+	u.input.CharLimit = 4096
+	return u
+}
+
+func (u *planUI) layoutUI(w int) {
+	u.bar.Width = max(min(w-24, 60), 10)
+	u.input.Width = max(min(w-60, 60), 12)
+}
+
+func (u *planUI) level(l styles.Level) interface{ Render(...string) string } {
+	if u.styles == nil {
+		return plain{}
+	}
+	return u.styles.Levels[l]
+}
+
+type plain struct{}
+
+func (plain) Render(s ...string) string { return strings.Join(s, " ") }
+
+func (u *planUI) noteLevel() styles.Level {
+	if u.noteBad {
+		return styles.Bad
+	}
+	return styles.Good
+}
+
+// disabledBase is why no action can start now, whatever the action ("" when
+// one may): the plan still being checked, read-only, no status yet, an
+// action in flight, the plan executing.
+func (u *planUI) disabledBase(env tui.PageEnv, ready bool, statusErr string, haveStatus, running bool) string {
+	switch {
+	case !ready:
+		return "the plan is still being checked"
+	case env.ReadOnly:
+		return "read-only: " + env.ReadOnlyReason
+	case statusErr != "":
+		return statusErr
+	case !haveStatus:
+		return "reading the plan's approvals…"
+	case u.busy != "":
+		return u.busy
+	case running:
+		return "the plan is executing"
+	}
+	return ""
+}
+
+var actionNames = map[string]string{"a": "approve", "X": "execute", "S": "sign as author"}
+
+// refuse says in place why action a is disabled; false when it is not.
+func (u *planUI) refuse(a, why string) bool {
+	if why == "" {
+		return false
+	}
+	u.note, u.noteBad = actionNames[a]+" disabled: "+why, true
+	return true
+}
+
+// openKeyPrompt asks for the SSH key to approve with (or, author, to sign
+// the plan as its author).
+func (u *planUI) openKeyPrompt(author bool) tea.Cmd {
+	u.note, u.leaving = "", false
+	u.mode = promptKey
+	if author {
+		u.mode = promptAuthorKey
+	}
+	u.input.Placeholder = ""
+	u.input.SetValue(defaultKeyPath())
+	u.input.CursorEnd()
+	return u.input.Focus()
+}
+
+// openConfirm asks for the plan hash's first 8 digits before executing.
+func (u *planUI) openConfirm() tea.Cmd {
+	u.mode = promptConfirm
+	u.input.Placeholder = "8 hex digits"
+	u.input.SetValue("")
+	u.input.CursorEnd()
+	return u.input.Focus()
+}
+
+var (
+	keySubmit = key.NewBinding(key.WithKeys("enter"))
+	keyAbort  = key.NewBinding(key.WithKeys("esc"))
+)
+
+// promptKey handles a key while a prompt is open: esc closes it, enter
+// signs with the key file given (sign) or, when the hash typed matches,
+// executes (execute).
+func (u *planUI) promptKey(msg tea.KeyMsg, hash string, sign func(path string, author bool) tea.Cmd, execute func() tea.Cmd) tea.Cmd {
+	switch {
+	case key.Matches(msg, keyAbort):
+		u.mode = promptNone
+		u.input.Blur()
+		u.note, u.noteBad = "", false
+		return nil
+	case key.Matches(msg, keySubmit):
+		mode, value := u.mode, strings.TrimSpace(u.input.Value())
+		u.mode = promptNone
+		u.input.Blur()
+		if mode == promptKey || mode == promptAuthorKey {
+			if value == "" {
+				u.note, u.noteBad = "no key file given; nothing signed", true
+				return nil
+			}
+			u.busy = "signing and storing the approval…"
+			if mode == promptAuthorKey {
+				u.busy = "signing the plan as its author…"
+			}
+			return sign(value, mode == promptAuthorKey)
+		}
+		if !strings.EqualFold(value, hash[:8]) {
+			u.note, u.noteBad = fmt.Sprintf("execute: %q is not the plan's first 8 hash digits; nothing sent", sanitize.Text(value)), true
+			return nil
+		}
+		u.busy = "starting the execution…"
+		return execute()
+	}
+	var cmd tea.Cmd
+	u.input, cmd = u.input.Update(msg)
+	return cmd
+}
+
+func (u *planUI) promptLine() string {
+	switch u.mode {
+	case promptKey:
+		return "approve with SSH private key (unencrypted OpenSSH): " + u.input.View() + "  enter sign · esc cancel"
+	case promptAuthorKey:
+		return "sign as the plan's author with SSH private key: " + u.input.View() + "  enter sign · esc cancel"
+	}
+	return "type the first 8 digits of the plan hash to execute: " + u.input.View() + "  enter run · esc cancel"
+}
+
+// runControl is what the keys of a running plan do.
+type runControl struct {
+	pause, cancel func()
+	// quit is the note for q (the run keeps going), leave what esc, pressed
+	// twice, returns.
+	quit  string
+	leave func() tea.Cmd
+}
+
+// runKey handles the keys of a plan executing; done is false for keys it
+// leaves to the table.
+func (u *planUI) runKey(msg tea.KeyMsg, c runControl) (tea.Cmd, bool) {
+	leaving := u.leaving
+	u.leaving = false
+	switch msg.String() {
+	case "p":
+		c.pause()
+		return nil, true
+	case "c":
+		c.cancel()
+		return nil, true
+	case "q":
+		u.note, u.noteBad = c.quit, true
+		return nil, true
+	case "esc":
+		if !leaving {
+			u.leaving = true
+			u.note, u.noteBad = "the execution keeps running if you leave: esc again to leave it in the background (:plans shows it), c to cancel", false
+			return nil, true
+		}
+		u.note = ""
+		return c.leave(), true
+	}
+	return nil, false
+}
+
+// leaveRunning goes back, leaving the execution of the plan hash running.
+func leaveRunning(hash string, notify tea.Cmd) tea.Cmd {
+	return tea.Batch(tui.Back(), tui.Flash(tui.Info, "redrive "+hash[:12]+" continues in the background; :plans shows its progress"), notify)
+}
+
+// actionLine says which actions are available, or why not; running is
+// the line while the plan executes ("" when it does not).
+func (u *planUI) actionLine(running string, disabled func(string) string, offerSign bool) string {
+	if u.busy != "" {
+		return u.busy
+	}
+	if running != "" {
+		return running
+	}
+	parts := []string{}
+	for _, a := range []struct{ key, name string }{{"a", "a approve"}, {"X", "X execute"}} {
+		if why := disabled(a.key); why == "" {
+			parts = append(parts, a.name)
+		} else {
+			parts = append(parts, a.name+": disabled ("+sanitize.Text(why)+")")
+		}
+	}
+	if offerSign && disabled("S") == "" {
+		parts = append(parts, "S sign as its author (review needs the author's signature)")
+	}
+	return strings.Join(parts, " · ")
+}
+
+// tail is the end of a plan page's header: actions, the run, the note and
+// the prompt.
+func (u *planUI) tail(action string, run []string) []string {
+	out := append([]string{action}, run...)
+	if u.note != "" {
+		out = append(out, u.level(u.noteLevel()).Render(sanitize.Text(u.note)))
+	}
+	if u.mode != promptNone {
+		out = append(out, u.promptLine())
+	}
+	return out
+}
+
+// signatureLines lists the signatures over a plan, one a line (a count on
+// a short terminal).
+func signatureLines(sigs []SignatureInfo, compact bool) []string {
+	var out []string
+	for i, s := range sigs {
+		if compact {
+			return []string{fmt.Sprintf("  %d signature(s) (a taller terminal lists them)", len(sigs))}
+		}
+		if i == maxSignatureLines {
+			out = append(out, fmt.Sprintf("  … and %d more signature(s)", len(sigs)-i))
+			break
+		}
+		out = append(out, signatureLine(s))
+	}
+	if len(sigs) == 0 {
+		out = append(out, "  no signatures")
+	}
+	return out
+}
+
+// stateLevel colours a plan's state in the plans lists.
+func stateLevel(state string) styles.Level {
+	switch {
+	case state == "done":
+		return styles.Good
+	case state == "blocked" || state == "error":
+		return styles.Bad
+	case state == "expired":
+		return styles.Dim
+	case state == "pending approval" || strings.HasPrefix(state, "partial"):
+		return styles.Warn
+	}
+	return styles.Normal
+}
+
+// changes is an execution's change signal: every update bumps the version
+// and wakes whoever waits for the next change.
+type changes struct {
+	mu        sync.Mutex
+	version   uint64
+	changed   chan struct{}
+	notifying bool
+}
+
+func newChanges() changes { return changes{changed: make(chan struct{})} }
+
+// update changes the state under the lock and wakes every listener.
+func (c *changes) update(fn func()) {
+	c.mu.Lock()
+	fn()
+	c.version++
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.mu.Unlock()
+}
+
+// waitChange blocks until the version differs from seen or done (called
+// under the lock) holds.
+func (c *changes) waitChange(seen uint64, done func() bool) {
+	c.mu.Lock()
+	for c.version == seen && !done() {
+		ch := c.changed
+		c.mu.Unlock()
+		<-ch
+		c.mu.Lock()
+	}
+	c.mu.Unlock()
+}
+
+// waitDone blocks until done holds.
+func (c *changes) waitDone(done func() bool) {
+	for {
+		c.mu.Lock()
+		v, d := c.version, done()
+		c.mu.Unlock()
+		if d {
+			return
+		}
+		c.waitChange(v, done)
+	}
+}
+
+// firstNotifier reports whether this is the first call (only one status
+// line notice per run).
+func (c *changes) firstNotifier() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	first := !c.notifying
+	c.notifying = true
+	return first
+}
+
+// registry holds the executions started in this console, by plan hash
+// (Kafka and RabbitMQ runs each have one): a finished run stays until the
+// same plan is run again, so reopening the plan shows its result.
+type registry[R interface{ finished() bool }] struct {
+	mu sync.Mutex
+	m  map[string]R
+}
+
+func newRegistry[R interface{ finished() bool }]() *registry[R] {
+	return &registry[R]{m: map[string]R{}}
+}
+
+func (g *registry[R]) get(hash string) R {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.m[hash]
+}
+
+// start registers a run made by fresh for hash unless one is still going
+// (then it returns that one and false).
+func (g *registry[R]) start(hash string, fresh func() R) (R, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if r, ok := g.m[hash]; ok && !r.finished() {
+		return r, false
+	}
+	r := fresh()
+	g.m[hash] = r
+	return r, true
+}
+
+// listView is a list page: one status line (loading, the error, or what
+// the list holds and its keys), then the table.
+func listView(loading bool, err, loadingText, status string, tbl table.Model, w, h int) string {
+	switch {
+	case loading:
+		status = loadingText
+	case err != "":
+		status = "error: " + sanitize.Text(err)
+	}
+	return body(append([]string{status}, strings.Split(tbl.View(), "\n")...), w, h)
+}
+
+// planListKey maps a key on a plans list to what it does with the
+// selected plan: open it (action "" for enter, "a" or "X" to start that
+// action once open), or reload the list; neither for other keys.
+func planListKey(msg tea.KeyMsg) (action string, open, reload bool) {
+	switch {
+	case key.Matches(msg, keyOpen):
+		return "", true, false
+	case key.Matches(msg, keyApprove):
+		return "a", true, false
+	case key.Matches(msg, keyExecute):
+		return "X", true, false
+	case key.Matches(msg, keyReload):
+		return "", false, true
+	}
+	return "", false, false
+}
