@@ -52,7 +52,11 @@ type TimestampReader struct {
 	cache  map[tpKey]*partCache
 	meta   map[string]topicMeta
 	metaAt time.Time
-	dec    kgo.Decompressor
+	// stale is set when a broker said it no longer leads a partition:
+	// the next metadata must come from the cluster, not the client's
+	// cache.
+	stale bool
+	dec   kgo.Decompressor
 }
 
 var _ backends.TimestampReader = (*TimestampReader)(nil)
@@ -605,7 +609,7 @@ func (r *TimestampReader) metadata(ctx context.Context, work []*pending) (map[st
 			need = append(need, w.key.topic)
 		}
 	}
-	meta := r.meta
+	meta, stale := r.meta, r.stale
 	r.mu.Unlock()
 	if len(need) == 0 {
 		return meta, nil
@@ -624,13 +628,25 @@ func (r *TimestampReader) metadata(ctx context.Context, work []*pending) (map[st
 		mt.Topic = kmsg.StringPtr(t)
 		req.Topics = append(req.Topics, mt)
 	}
-	kresp, err := r.cl.Request(ctx, req)
-	if err != nil {
-		return nil, fmt.Errorf("reading timestamps: metadata: %w", err)
+	var resp *kmsg.MetadataResponse
+	if stale {
+		kresp, err := r.cl.Request(ctx, req)
+		if err != nil {
+			return nil, fmt.Errorf("reading timestamps: metadata: %w", err)
+		}
+		resp = kresp.(*kmsg.MetadataResponse)
+	} else {
+		// The client's cached metadata (a few seconds old at most): the
+		// monitor's topic listing has just fetched the same topics, so a
+		// cold refresh does not ask the cluster twice.
+		var err error
+		if resp, err = r.cl.RequestCachedMetadata(ctx, req, 0); err != nil {
+			return nil, fmt.Errorf("reading timestamps: metadata: %w", err)
+		}
 	}
-	resp := kresp.(*kmsg.MetadataResponse)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.stale = false
 	nm := make(map[string]topicMeta, len(r.meta)+len(resp.Topics))
 	if fresh {
 		for k, v := range r.meta {
@@ -655,6 +671,6 @@ func (r *TimestampReader) metadata(ctx context.Context, work []*pending) (map[st
 
 func (r *TimestampReader) staleMetadata() {
 	r.mu.Lock()
-	r.metaAt = time.Time{}
+	r.metaAt, r.stale = time.Time{}, true
 	r.mu.Unlock()
 }
