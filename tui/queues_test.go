@@ -424,3 +424,20 @@ func TestRabbitContextSwitchFromKafkaAndBack(t *testing.T) {
 		t.Fatalf("c on Kafka again: %q", got)
 	}
 }
+
+// On a RabbitMQ context :dlq and :plans open the RabbitMQ dead-letter
+// pages (registered by tui/dlq), not a flash; t and b still say Kafka only.
+func TestRabbitDeadLetterPagesHaveCounterparts(t *testing.T) {
+	snap := &Snapshot{RabbitMQ: &monitor.RabbitMQ{}}
+	for in, want := range map[string]string{"dlq": "queue-dlq", "plans": "queue-plans", "groups": "queues"} {
+		if got, why := forQueues(snap, in); got != want || why != "" {
+			t.Errorf(":%s on RabbitMQ opens %q (%q), want %q", in, got, why, want)
+		}
+	}
+	if got, why := forQueues(snap, "topics"); got != "" || !strings.Contains(why, "Kafka only") {
+		t.Errorf(":topics on RabbitMQ: %q %q", got, why)
+	}
+	if got, _ := forQueues(&Snapshot{}, "dlq"); got != "dlq" {
+		t.Errorf(":dlq on Kafka opens %q", got)
+	}
+}

@@ -150,6 +150,10 @@ func queueMessage(m rabbitmq.Message, redriven bool) tuidlq.QueueMessage {
 
 func (s *consoleQueues) Plan(ctx context.Context, req tuidlq.QueuePlanRequest) (tuidlq.QueuePlan, error) {
 	a, n := s.app(req.ReadOnly)
+	// Planning browses and asks the system of record: as long as `berth
+	// redrive plan` allows it (ten operation timeouts), not one.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*a.timeout)
+	defer cancel()
 	l, err := a.ledger(ctx)
 	if err != nil {
 		return tuidlq.QueuePlan{}, err

@@ -181,7 +181,10 @@ func TestConsoleRabbitDLQClassToExecutedPlan(t *testing.T) {
 	d.press(keyEraseMsg, never)
 	d.typeText(alice)
 	d.press(keyEnterMsg, never)
-	mustContain(t, d.view(), "signed as the plan's author")
+	mustContain(t, d.view(), "signed as the plan's author", "author   alice@hc")
+	// Authorship is given once.
+	d.press(keyRunes("S"), never)
+	mustContain(t, d.view(), "sign as author disabled: the plan already carries its author's signature")
 
 	// The command line sees the console's plan.
 	out, errOut, code := rc.berth(t, "redrive", "status", "-o", "json")

@@ -253,9 +253,7 @@ func (p *QueuePlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 		p.loading, p.err = false, msg.err.Error()
 		return p, nil
 	case queueStatusMsg:
-		st := msg.st
-		p.status, p.statusErr = &st, ""
-		p.rows()
+		p.setStatus(msg.st)
 		if a := p.pending; a != "" {
 			p.pending = ""
 			return p.action(a)
@@ -279,8 +277,7 @@ func (p *QueuePlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 			p.note = "signed as the plan's author with " + msg.ok.Fingerprint + " (your key never counts as an approval)"
 		}
 		if msg.st != nil {
-			p.status = msg.st
-			p.rows()
+			p.setStatus(*msg.st)
 		} else if msg.stErr != nil {
 			p.statusErr = msg.stErr.Error()
 		}
@@ -340,6 +337,18 @@ func (p *QueuePlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 	var cmd tea.Cmd
 	p.tbl, cmd = p.tbl.Update(msg)
 	return p, cmd
+}
+
+// setStatus takes a fresh status, with the plan as stored now (its
+// author's signature, say), keeping what the page made it with.
+func (p *QueuePlanPage) setStatus(st QueuePlanStatus) {
+	p.status, p.statusErr = &st, ""
+	if st.Plan.Hash == p.plan.Hash {
+		pl := st.Plan
+		pl.Notes, pl.StoreNote = p.plan.Notes, p.plan.StoreNote
+		p.plan = &pl
+	}
+	p.rows()
 }
 
 func (p *QueuePlanPage) finish() {
