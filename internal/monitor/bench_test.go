@@ -197,6 +197,12 @@ func peakHeap() (stop func() float64) {
 	return func() float64 { close(done); return <-res }
 }
 
+// settle collects garbage between the measured operations, so that none
+// pays for another's garbage (the baseline allocates 100s of MB at 10,000
+// partitions); each still pays for the collections its own allocations
+// cause.
+func settle() { runtime.GC() }
+
 // processCPU is the CPU time this process has used (user + system, every
 // thread: the client, the in-process broker, the garbage collector). On a
 // shared machine it is steadier than wall time: another process's load
@@ -257,15 +263,20 @@ func BenchmarkRefresh(b *testing.B) {
 				// `berth lag` and the console build.
 				reader := kafka.NewTimestampReader(cl.Client())
 				m := New(cl, reader, Config{Groups: bc.groups})
+				settle()
 				ts := time.Now()
 				offsetsPerGroup(b, adm, bc)
-				t0 := time.Now()
-				seqT += t0.Sub(ts)
-				c0 := processCPU()
+				seqT += time.Since(ts)
+				settle()
+				t0, c0 := time.Now(), processCPU()
 				offsetsOnly(b, adm, bc)
+				offT += time.Since(t0)
+				offCPU += processCPU() - c0
+				settle()
 				t1, c1 := time.Now(), processCPU()
 				s := refreshOnce(b, m)
-				t2, c2 := time.Now(), processCPU()
+				coldT += time.Since(t1)
+				coldCPU += processCPU() - c1
 				coldReadT += s.Phases.Read
 				coldAgesT += s.Phases.Ages
 				coldComputeT += s.Phases.Compute
@@ -274,20 +285,17 @@ func BenchmarkRefresh(b *testing.B) {
 				if i == 0 {
 					stopPeak = peakHeap()
 				}
+				settle()
+				t2, c2 := time.Now(), processCPU()
 				s = refreshOnce(b, m)
-				t3, c3 := time.Now(), processCPU()
-				offCPU += c1 - c0
-				coldCPU += c2 - c1
-				warmCPU += c3 - c2
+				warmT += time.Since(t2)
+				warmCPU += processCPU() - c2
 				if i == 0 {
 					peak = stopPeak() - before
 				}
 				readT += s.Phases.Read
 				computeT += s.Phases.Compute
 				warmFetches += bc.fetches.Load() - f0
-				offT += t1.Sub(t0)
-				coldT += t2.Sub(t1)
-				warmT += t3.Sub(t2)
 				if i == 0 {
 					b.StopTimer()
 					if got := len(s.Groups); got != 50 {
