@@ -169,7 +169,9 @@ func (r *TimestampReader) FirstTimestamps(ctx context.Context, queries []backend
 	if len(byTP) > 0 {
 		errs = r.resolve(ctx, queries, byTP, answers, done)
 	}
-	out := answers[:0:0]
+	// Drop the unanswered in place: answers is ours, and growing a second
+	// slice of 100,000s of answers was a noticeable part of a cold refresh.
+	out := answers[:0]
 	for i := range answers {
 		if done[i] {
 			out = append(out, answers[i])
