@@ -294,6 +294,58 @@ func TestConsoleRabbitReadOnlyBrowsesAndRefuses(t *testing.T) {
 	}
 }
 
+// A run paused and then cancelled from the plan page stops between chunks
+// with nothing lost; X again sends the rest, in order. The plan (made on
+// the command line) sends one message a second, one per chunk, so the
+// operator's keys land between chunks.
+func TestConsoleRabbitPauseCancelResume(t *testing.T) {
+	isolateConfig(t)
+	_, ch, work, dlq := rmqDLQ(t, 4)
+	rc := newRabbitConsole(t, "", false)
+	file := filepath.Join(t.TempDir(), "plan.json")
+	if _, errOut, code := rc.berth(t, "redrive", "plan", dlq, "--all", "--rate", "1", "--batch-size", "1", "--out", file); code != 0 {
+		t.Fatalf("plan: %d %s", code, errOut)
+	}
+	env := rc.env
+	d := drive(t, env, tuidlq.NewQueuePlansPage(env))
+	d.until("ready")
+	d.press(keyRunes("X"), never)
+	v := d.until("DRY RUN: would redrive 4 message(s)")
+	hash := hashLine.FindStringSubmatch(v)[1]
+	d.typeText(hash[:8])
+	d.press(keyEnterMsg, func() bool { return strings.Contains(d.page.View(), "sent 1 ·") })
+
+	shows := func(what string) func() bool { return func() bool { return strings.Contains(d.page.View(), what) } }
+	// While it runs a command always waits for its next change: press keys
+	// until the page shows their effect, not until the commands end.
+	d.press(keyRunes("p"), shows("PAUSED"))
+	mustContain(t, d.view(), "PAUSED before the next chunk")
+	d.press(keyRunes("c"), shows("CANCELLED"))
+	v = d.until("CANCELLED")
+	m := regexp.MustCompile(`result: sent (\d)`).FindStringSubmatch(v)
+	if m == nil || m[1] == "0" || m[1] == "4" {
+		t.Fatalf("a cancelled run should have sent part of the plan:\n%s", v)
+	}
+	sent := int(m[1][0] - '0')
+	if q, err := ch.QueueDeclarePassive(dlq, false, false, false, false, nil); err != nil || q.Messages != 4-sent {
+		t.Fatalf("the DLQ holds %d (%v) after sending %d of 4", q.Messages, err, sent)
+	}
+	// X again: the rest, nothing twice.
+	d.press(keyRunes("X"), never)
+	mustContain(t, d.until("DRY RUN: would redrive 4 message(s)"), fmt.Sprintf("%d of them confirmed by an earlier run", sent))
+	d.typeText(hash[:8])
+	d.press(keyEnterMsg, never)
+	v = d.until("verified: DLQ depth")
+	mustContain(t, v, fmt.Sprintf("result: sent %d", 4-sent), "already sent 0", "failed 0")
+	ids, _, _ := drainIDs(t, ch, work)
+	if fmt.Sprint(ids) != "[job-0 job-1 job-2 job-3]" {
+		t.Errorf("the work queue got %v, want each message once, in order", ids)
+	}
+	if got := auditActions(t, rc.audit); strings.Count(got, "redrive.execute") != 4 {
+		t.Errorf("want two runs audited (start and end each): %s", got)
+	}
+}
+
 // A quorum DLQ cannot be read without side effects: the console says why
 // and asks; y reads it (each delivery count +1), and a plan made from that
 // read accepts the side effects, as --accept-requeue-side-effects does.

@@ -618,6 +618,9 @@ func (p *QueueClassesPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 				p.s.accept = true
 				return p, p.browse()
 			}
+			if key.Matches(msg, keyReload) {
+				return p, p.browse()
+			}
 			if msg.String() != "esc" && msg.String() != "q" {
 				return p, nil
 			}
@@ -680,9 +683,9 @@ func (p *QueueClassesPage) View() string {
 	case p.ask != nil:
 		lines := []string{"cannot read " + sanitize.Text(p.s.dlq) + " without side effects:", "  " + sanitize.Text(p.ask.Why)}
 		if p.ask.CanAccept {
-			lines = append(lines, "", "y: read it anyway, accepting that (plans made from this read accept it too) · esc: back")
+			lines = append(lines, "", "y: read it anyway, accepting that (plans made from this read accept it too) · u: ask again · esc: back")
 		} else {
-			lines = append(lines, "", "no safe way to read this queue from the console (esc: back)")
+			lines = append(lines, "", "no safe way to read this queue from the console now (u: ask again · esc: back)")
 		}
 		return body(lines, p.w, p.h)
 	case p.loading:

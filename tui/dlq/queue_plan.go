@@ -539,6 +539,9 @@ func (p *QueuePlanPage) fullHead(compact bool) []string {
 func (p *QueuePlanPage) dryLines() []string {
 	d := p.dry
 	line := fmt.Sprintf("DRY RUN: would redrive %d message(s) from %s (selected %d, excluded %d, skipped now %d)", d.WouldSend, sanitize.Text(p.plan.DLQ), d.Totals.Selected, d.Totals.Excluded, len(d.Skipped))
+	if st := p.status; st != nil && st.Redriven > 0 {
+		line += fmt.Sprintf(" · %d of them confirmed by an earlier run (the ledger): only acked from the DLQ, not sent again", st.Redriven)
+	}
 	if len(d.Approvers) > 0 {
 		line += " · approved by " + sanitize.Text(strings.Join(d.Approvers, ", "))
 	}
