@@ -404,3 +404,43 @@ func planListKey(msg tea.KeyMsg) (action string, open, reload bool) {
 	}
 	return "", false, false
 }
+
+// planKeys is what a plan page does with the keys planKey handles.
+type planKeys struct {
+	hash      string
+	sign      func(path string, author bool) tea.Cmd
+	execute   func() tea.Cmd
+	running   bool
+	run       func(tea.KeyMsg) (tea.Cmd, bool)
+	filtering bool
+	action    func(a string) tea.Cmd
+	reload    func() tea.Cmd
+}
+
+// planKey handles a key on a plan page: the open prompt, the keys of a
+// running plan, then a, X, S and u; done is false for keys it leaves to
+// the table.
+func (u *planUI) planKey(msg tea.KeyMsg, k planKeys) (tea.Cmd, bool) {
+	if u.mode != promptNone {
+		return u.promptKey(msg, k.hash, k.sign, k.execute), true
+	}
+	if k.running {
+		if cmd, done := k.run(msg); done {
+			return cmd, true
+		}
+	}
+	if k.filtering {
+		return nil, false
+	}
+	switch {
+	case key.Matches(msg, keyApprove):
+		return k.action("a"), true
+	case key.Matches(msg, keyExecute):
+		return k.action("X"), true
+	case key.Matches(msg, keySign):
+		return k.action("S"), true
+	case key.Matches(msg, keyStatus):
+		return k.reload(), true
+	}
+	return nil, false
+}

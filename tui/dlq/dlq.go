@@ -7,6 +7,9 @@
 //
 // The pages talk to a Service (plain redrive types, no client-library
 // types); cmd/berth sets Open to build one on the attached Kafka cluster.
+// On a RabbitMQ context ":dlq" and ":plans" open the queue pages of
+// queue.go and queue_plan.go instead, over a QueueService (OpenQueues);
+// the plan pages of both share actions.go.
 package dlq
 
 import (

@@ -411,29 +411,19 @@ func (p *PlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 		}
 		return p, nil
 	case tea.KeyMsg:
-		if p.mode != promptNone {
-			return p, p.planUI.promptKey(msg, p.file.Hash, p.signWith, p.executeCmd)
+		var hash string
+		if p.file != nil {
+			hash = p.file.Hash
 		}
-		if p.running() {
-			if cmd, done := p.runKey(msg); done {
-				return p, cmd
-			}
-		}
-		if p.tbl.Filtering() {
-			break
-		}
-		switch {
-		case key.Matches(msg, keyApprove):
-			return p.action("a")
-		case key.Matches(msg, keyExecute):
-			return p.action("X")
-		case key.Matches(msg, keySign):
-			return p.action("S")
-		case key.Matches(msg, keyStatus):
-			if p.file != nil && p.status != nil {
-				return p, p.loadStatus()
-			}
-			return p, nil
+		if cmd, done := p.planKey(msg, planKeys{hash: hash, sign: p.signWith, execute: p.executeCmd, running: p.running(), run: p.runKey,
+			filtering: p.tbl.Filtering(), action: func(a string) tea.Cmd { _, cmd := p.action(a); return cmd },
+			reload: func() tea.Cmd {
+				if p.file != nil && p.status != nil {
+					return p.loadStatus()
+				}
+				return nil
+			}}); done {
+			return p, cmd
 		}
 	}
 	var cmd tea.Cmd

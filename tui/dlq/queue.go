@@ -389,7 +389,7 @@ func (p *QueueListPage) rows() {
 		if d.OtherVhost {
 			id = d.Vhost + "\x00" + d.Name // never the same row as a local DLQ of that name
 		}
-		r := table.Row{ID: id, Cells: []string{sanitize.Text(d.Name), sanitize.Text(d.Vhost), dash(d.Type), depth, age, oldest, classes, sanitize.Text(strings.Join(d.Originals, ","))},
+		r := table.Row{ID: id, Cells: []string{sanitize.Text(d.Name), sanitize.Text(d.Vhost), sanitize.Text(dash(d.Type)), depth, age, oldest, classes, sanitize.Text(strings.Join(d.Originals, ","))},
 			Nums: []float64{0, 0, 0, depthN, ageN, oldestN, 0}}
 		if d.Depth != nil && *d.Depth > 0 {
 			r.Level = styles.Warn
@@ -693,7 +693,7 @@ func (p *QueueClassesPage) View() string {
 	case p.err != "":
 		return body([]string{"error: " + sanitize.Text(p.err)}, p.w, p.h)
 	}
-	head := fmt.Sprintf("%s (%s, vhost %s): %d message(s) read, %d class(es)", sanitize.Text(p.s.dlq), dash(b.Type), sanitize.Text(b.Vhost), len(b.Messages), len(b.Classes))
+	head := fmt.Sprintf("%s (%s, vhost %s): %d message(s) read, %d class(es)", sanitize.Text(p.s.dlq), sanitize.Text(dash(b.Type)), sanitize.Text(b.Vhost), len(b.Messages), len(b.Classes))
 	if b.OldestDeath != nil {
 		head += " · oldest death " + ageText(time.Since(*b.OldestDeath)) + " ago"
 	}

@@ -309,29 +309,19 @@ func (p *QueuePlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 		}
 		return p, p.listen()
 	case tea.KeyMsg:
-		if p.mode != promptNone {
-			return p, p.planUI.promptKey(msg, p.plan.Hash, p.signCmd, p.executeCmd)
+		var hash string
+		if p.plan != nil {
+			hash = p.plan.Hash
 		}
-		if p.running() {
-			if cmd, done := p.runKey(msg); done {
-				return p, cmd
-			}
-		}
-		if p.tbl.Filtering() {
-			break
-		}
-		switch {
-		case key.Matches(msg, keyApprove):
-			return p.action("a")
-		case key.Matches(msg, keyExecute):
-			return p.action("X")
-		case key.Matches(msg, keySign):
-			return p.action("S")
-		case key.Matches(msg, keyStatus):
-			if p.plan != nil && p.plan.Stored || p.status != nil {
-				return p, p.loadStatus()
-			}
-			return p, nil
+		if cmd, done := p.planKey(msg, planKeys{hash: hash, sign: p.signCmd, execute: p.executeCmd, running: p.running(), run: p.runKey,
+			filtering: p.tbl.Filtering(), action: func(a string) tea.Cmd { _, cmd := p.action(a); return cmd },
+			reload: func() tea.Cmd {
+				if p.plan != nil && (p.plan.Stored || p.status != nil) {
+					return p.loadStatus()
+				}
+				return nil
+			}}); done {
+			return p, cmd
 		}
 	}
 	var cmd tea.Cmd
@@ -470,7 +460,7 @@ func QueuePlanSummary(pl QueuePlan) []string {
 	if pl.Target == "original_queue" {
 		tgt = "the queue each message died in (default exchange)"
 	}
-	lines := []string{fmt.Sprintf("plan %s  %s (vhost %s, %s) → %s  by %s (%s)", pl.Hash[:16], sanitize.Text(pl.DLQ), sanitize.Text(pl.Vhost), dash(pl.QueueType), tgt, sanitize.Text(pl.Author), signed)}
+	lines := []string{fmt.Sprintf("plan %s  %s (vhost %s, %s) → %s  by %s (%s)", pl.Hash[:16], sanitize.Text(pl.DLQ), sanitize.Text(pl.Vhost), sanitize.Text(dash(pl.QueueType)), tgt, sanitize.Text(pl.Author), signed)}
 	lines = append(lines, totalsLines(t)...)
 	if pl.Blocked {
 		lines = append(lines, "BLOCKED: "+sanitize.Text(pl.BlockedReason))
