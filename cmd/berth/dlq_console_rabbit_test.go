@@ -253,11 +253,35 @@ func TestConsoleRabbitDLQClassToExecutedPlan(t *testing.T) {
 // in order) but stores no plan and refuses approve and execute, saying why.
 func TestConsoleRabbitReadOnlyBrowsesAndRefuses(t *testing.T) {
 	isolateConfig(t)
-	_, ch, _, dlq := rmqDLQ(t, 3)
+	_, ch, work, dlq := rmqDLQ(t, 3)
+	// A hostile message put straight into the DLQ, behind the dead letters
+	// (dead-lettering is asynchronous: wait for them): its id, header and
+	// body must reach the screen escaped, never as terminal control.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		q, err := ch.QueueDeclarePassive(dlq, false, false, false, false, nil)
+		if err == nil && q.Messages == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the 3 dead letters never reached %s", dlq)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := ch.Publish("", dlq, false, false, amqp.Publishing{MessageId: "evil\x1b[2J", Headers: amqp.Table{"note": "\x1b[31mred\x1b]0;title\x07"},
+		Body: []byte("payload \x1b[2Jcleared")}); err != nil {
+		t.Fatal(err)
+	}
 	rc := newRabbitConsole(t, "", true)
 	env := rc.env
 	d := drive(t, env, tuidlq.NewQueueClassesPage(env, dlq))
-	d.until("3 message(s) read")
+	d.until("4 message(s) read")
+	d.press(keyRunes("a"), never)
+	d.press(keyRunes("G"), never) // the last message: the hostile one
+	d.press(keyEnterMsg, never)
+	mustContain(t, d.view(), `event id        evil\e[2J (message_id)`, "note = hex:1b5b33316d726564", `payload \e[2Jcleared`)
+
+	d = drive(t, env, tuidlq.NewQueueClassesPage(env, dlq))
+	d.until("4 message(s) read")
 	d.press(keyRunes("x"), never)
 	d.press(keyRunes("p"), never)
 	v := d.until("include 3")
@@ -269,7 +293,7 @@ func TestConsoleRabbitReadOnlyBrowsesAndRefuses(t *testing.T) {
 
 	// A plan stored from the command line, opened read-only.
 	file := filepath.Join(t.TempDir(), "plan.json")
-	if _, errOut, code := rc.berth(t, "redrive", "plan", dlq, "--all", "--out", file); code != 0 {
+	if _, errOut, code := rc.berth(t, "redrive", "plan", dlq, "--original-queue", work, "--out", file); code != 0 {
 		t.Fatalf("plan: %d %s", code, errOut)
 	}
 	d = drive(t, env, tuidlq.NewQueuePlansPage(env))
@@ -281,8 +305,8 @@ func TestConsoleRabbitReadOnlyBrowsesAndRefuses(t *testing.T) {
 
 	// Browsing (twice: the list, the plan) left every message in place.
 	ids, redelivered, _ := drainIDs(t, ch, dlq)
-	if fmt.Sprint(ids) != "[job-0 job-1 job-2]" {
-		t.Errorf("the DLQ holds %v after browsing, want job-0..2 in order", ids)
+	if fmt.Sprint(ids) != "[job-0 job-1 job-2 evil\x1b[2J]" {
+		t.Errorf("the DLQ holds %q after browsing, want job-0..2 and the hostile one, in order", ids)
 	}
 	for i, r := range redelivered {
 		if !r {
