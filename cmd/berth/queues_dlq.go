@@ -720,12 +720,13 @@ type rmqPlanInput struct {
 
 // rmqMakePlan browses the DLQ and makes a checked plan (ledger, system of
 // record, loop guard, duplicates, ordering by business key), written and
-// stored nowhere yet. The browse result is returned even on error (its
-// Method is empty when nothing was read).
+// stored nowhere yet. The browse result is returned once the browse has
+// succeeded, even when planning then fails (its Method is empty when the
+// browse itself failed).
 func (a *app) rmqMakePlan(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledger, in rmqPlanInput) (rabbitmq.Plan, rabbitmq.BrowseResult, error) {
 	res, err := a.browse(ctx, cl, in.DLQ, in.Read, in.Browse)
 	if err != nil {
-		return rabbitmq.Plan{}, res, err
+		return rabbitmq.Plan{}, rabbitmq.BrowseResult{}, err
 	}
 	ci := rabbitmq.CheckInput{AllowHazards: in.AllowHazards}
 	if ci.Redriven, err = l.RedrivenEvents(ctx); err != nil {
