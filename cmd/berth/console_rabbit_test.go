@@ -104,3 +104,44 @@ func TestConsoleRabbitMQQueuesPageShowsRealQueue(t *testing.T) {
 		}
 	}
 }
+
+// :dlq and :plans on a RabbitMQ context open the RabbitMQ dead-letter
+// pages in the real program (the app's page mapping, tui/dlq's pages and
+// cmd/berth's QueueService linked together): the DLQ is listed with the
+// queue that dead-letters into it, and enter reads its classes.
+func TestConsoleRabbitMQDeadLetterPagesThroughTheApp(t *testing.T) {
+	isolateConfig(t)
+	_, _, work, dlq := rmqDLQ(t, 2)
+	cfg := config.Default()
+	cfg.Contexts = map[string]config.Context{"rabbit": {Kind: "rabbitmq", AMQPURL: testAMQPURL(), ManagementURL: testManagementURL()}}
+	cfg.CurrentContext = "rabbit"
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	a := newApp(io.Discard, io.Discard)
+	a.cfg, a.ctxName, a.ctx, a.timeout = cfg, "rabbit", cfg.Contexts["rabbit"], 5*time.Second
+	m := tui.New(tui.Options{Config: cfg, Context: "rabbit", Dial: a.dialConsole, Timeout: 5 * time.Second, Refresh: 300 * time.Millisecond})
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(200, 50))
+	waitScreen := func(what string, re *regexp.Regexp) {
+		t.Helper()
+		teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return re.MatchString(ansi.Strip(string(b))) },
+			teatest.WithDuration(30*time.Second), teatest.WithCheckInterval(50*time.Millisecond))
+	}
+	waitScreen("the queue overview", regexp.MustCompile(`nodes running`))
+	tm.Type(":dlq")
+	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
+	waitScreen("the DLQ list", regexp.MustCompile(regexp.QuoteMeta(dlq)+`\s+/\s+classic\s.*`+regexp.QuoteMeta(work[:20])))
+	tm.Type("/" + dlq)
+	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
+	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
+	waitScreen("the DLQ's classes", regexp.MustCompile(`2 message\(s\) read, 1 class\(es\)`))
+	tm.Type(":plans")
+	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
+	waitScreen("the RabbitMQ plans page", regexp.MustCompile(`plan\(s\) in the redrive store`))
+	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q")})
+	fm := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*tui.Model)
+	if v := ansi.Strip(fm.View()); strings.Contains(v, "Kafka only") {
+		t.Errorf("a RabbitMQ dead-letter page said Kafka only:\n%s", v)
+	}
+}
