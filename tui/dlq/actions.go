@@ -13,7 +13,6 @@ import (
 
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/tui"
-	"github.com/berth-dev/berth/tui/components/table"
 	"github.com/berth-dev/berth/tui/styles"
 )
 
@@ -376,33 +375,30 @@ func (g *registry[R]) start(hash string, fresh func() R) (R, bool) {
 	return r, true
 }
 
-// listView is a list page: one status line (loading, the error, or what
-// the list holds and its keys), then the table.
-func listView(loading bool, err, loadingText, status string, tbl table.Model, w, h int) string {
-	switch {
-	case loading:
-		status = loadingText
-	case err != "":
-		status = "error: " + sanitize.Text(err)
-	}
-	return body(append([]string{status}, strings.Split(tbl.View(), "\n")...), w, h)
-}
+// planListBindings are the keys of both plans lists.
+var planListBindings = []key.Binding{keyOpen, keyApprove, keyExecute, keyReload}
 
-// planListKey maps a key on a plans list to what it does with the
-// selected plan: open it (action "" for enter, "a" or "X" to start that
-// action once open), or reload the list; neither for other keys.
-func planListKey(msg tea.KeyMsg) (action string, open, reload bool) {
+// planListKey handles a key on a plans list: enter opens the selected plan
+// (a or X open it and start that action once its status is read: open
+// gets the plan's hash and "", "a" or "X"), u reloads the list; done is
+// false for keys it leaves to the table.
+func (t *tablePage) planListKey(msg tea.KeyMsg, reload func() tea.Cmd, open func(hash, action string) tea.Cmd) (tea.Cmd, bool) {
+	action := ""
 	switch {
-	case key.Matches(msg, keyOpen):
-		return "", true, false
-	case key.Matches(msg, keyApprove):
-		return "a", true, false
-	case key.Matches(msg, keyExecute):
-		return "X", true, false
 	case key.Matches(msg, keyReload):
-		return "", false, true
+		return reload(), true
+	case key.Matches(msg, keyOpen):
+	case key.Matches(msg, keyApprove):
+		action = "a"
+	case key.Matches(msg, keyExecute):
+		action = "X"
+	default:
+		return nil, false
 	}
-	return "", false, false
+	if r, ok := t.tbl.Selected(); ok {
+		return open(r.ID, action), true
+	}
+	return nil, true
 }
 
 // planKeys is what a plan page does with the keys planKey handles.

@@ -194,36 +194,27 @@ func javaSimpleName(s string) string {
 
 // ListPage lists the DLQs.
 type ListPage struct {
-	env     tui.PageEnv
-	tbl     table.Model
-	dlqs    []redrive.DLQ
-	loading bool
-	err     string
-	w, h    int
+	loadingPage
+	dlqs []redrive.DLQ
 }
 
 type listMsg struct{ dlqs []redrive.DLQ }
 
 // NewListPage builds the ":dlq" page.
 func NewListPage(env tui.PageEnv) tui.Page {
-	p := &ListPage{env: env, loading: true}
-	p.tbl = table.New([]table.Column{
+	p := &ListPage{loadingPage: loadingPage{loading: true, tablePage: newTablePage(env, 1, []table.Column{
 		{Title: "DLQ", Width: 20, Flex: 2},
 		{Title: "DEPTH", Width: 6, Right: true, Numeric: true},
 		{Title: "RECORDS", Width: 7, Right: true, Numeric: true, Drop: 2},
 		{Title: "OLDEST", Width: 7, Right: true, Numeric: true},
 		{Title: "CLASSES", Width: 7, Right: true, Numeric: true},
 		{Title: "ORIGINAL TOPICS", Width: 16, Flex: 1, Drop: 1},
-	}, env.Styles)
+	})}}
 	p.tbl.SetEmpty("no dead-letter topics (*.DLT, *-dlt, *.dlq, *-dlq, *.DLQ, or redrive.dlqs)")
 	p.tbl.SetSort(1, true) // deepest first: the DLQs someone must look at
-	if env.Size != nil {
-		p.setSize(env.Size())
-	}
+	p.fitToConsole()
 	return p
 }
-
-func (p *ListPage) setSize(w, h int) { p.w, p.h = w, h; p.tbl.SetSize(w, max(h-1, 3)) }
 
 func (p *ListPage) load() tea.Cmd {
 	p.loading = true
@@ -236,19 +227,14 @@ func (p *ListPage) load() tea.Cmd {
 	})
 }
 
-func (p *ListPage) Init() tea.Cmd { return p.load() }
-func (p *ListPage) Title() string { return "dead-letter queues" }
-func (p *ListPage) KeyBindings() []key.Binding {
-	return append([]key.Binding{keyOpen, keyReload}, p.tbl.KeyBindings()...)
-}
-func (p *ListPage) CapturesKey(msg tea.KeyMsg) bool { return p.tbl.CapturesKey(msg) }
+func (p *ListPage) Init() tea.Cmd              { return p.load() }
+func (p *ListPage) Title() string              { return "dead-letter queues" }
+func (p *ListPage) KeyBindings() []key.Binding { return p.bindings(keyOpen, keyReload) }
 
 func (p *ListPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
-	switch msg := msg.(type) {
-	case tea.WindowSizeMsg:
-		p.setSize(msg.Width, msg.Height)
-	case listMsg:
-		p.loading, p.err, p.dlqs = false, "", msg.dlqs
+	if msg, ok := msg.(listMsg); ok {
+		p.loaded()
+		p.dlqs = msg.dlqs
 		rows := make([]table.Row, len(msg.dlqs))
 		for i, d := range msg.dlqs {
 			classes := fmt.Sprint(d.Classes)
@@ -267,30 +253,26 @@ func (p *ListPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 			rows[i] = r
 		}
 		p.tbl.SetRows(rows)
-	case errMsg:
-		p.loading, p.err = false, msg.err.Error()
-	case tea.KeyMsg:
-		if p.tbl.Filtering() {
-			break
-		}
-		switch {
-		case key.Matches(msg, keyOpen):
-			if r, ok := p.tbl.Selected(); ok {
-				name := r.ID
-				return p, tui.Push(func(env tui.PageEnv) tui.Page { return NewClassesPage(env, name) })
-			}
-			return p, nil
-		case key.Matches(msg, keyReload):
-			return p, p.load()
-		}
 	}
-	var cmd tea.Cmd
-	p.tbl, cmd = p.tbl.Update(msg)
-	return p, cmd
+	return p, p.update(msg, p.key)
+}
+
+func (p *ListPage) key(msg tea.KeyMsg) (tea.Cmd, bool) {
+	switch {
+	case key.Matches(msg, keyOpen):
+		if r, ok := p.tbl.Selected(); ok {
+			name := r.ID
+			return tui.Push(func(env tui.PageEnv) tui.Page { return NewClassesPage(env, name) }), true
+		}
+		return nil, true
+	case key.Matches(msg, keyReload):
+		return p.load(), true
+	}
+	return nil, false
 }
 
 func (p *ListPage) View() string {
-	return listView(p.loading, p.err, "reading dead-letter queues…", fmt.Sprintf("%d dead-letter queue(s) · enter: classes · u: reload", len(p.dlqs)), p.tbl, p.w, p.h)
+	return p.listView("reading dead-letter queues…", fmt.Sprintf("%d dead-letter queue(s) · enter: classes · u: reload", len(p.dlqs)))
 }
 
 // ---------------------------------------------------------------- session
@@ -298,17 +280,15 @@ func (p *ListPage) View() string {
 // session is one DLQ's loaded records and the selection being built, shared
 // by the classes, records and record pages opened from it.
 type session struct {
-	dlq     string
-	loaded  planner.Loaded
-	classes map[string]bool
-	offsets map[redrive.Coord]bool
-	hazards bool
+	dlq    string
+	loaded planner.Loaded
+	picks[redrive.Coord]
 }
 
 func (s *session) selected() int {
 	n := 0
 	for _, r := range s.loaded.Records {
-		if s.classes[r.Class] || s.offsets[r.Coord()] {
+		if s.has(r.Class, r.Coord()) {
 			n++
 		}
 	}
@@ -325,7 +305,7 @@ func (s *session) request() planner.Request {
 	for _, r := range s.loaded.Records {
 		classOf[r.Coord()] = r.Class
 	}
-	for c := range s.offsets {
+	for c := range s.items {
 		if !s.classes[classOf[c]] {
 			req.Offsets = append(req.Offsets, c)
 		}
@@ -350,20 +330,16 @@ func planCmd(s *session) tea.Cmd {
 
 // ClassesPage shows one DLQ's failure classes.
 type ClassesPage struct {
-	env     tui.PageEnv
-	s       *session
-	tbl     table.Model
-	loading bool
-	err     string
-	w, h    int
+	loadingPage
+	s *session
 }
 
 type loadedMsg struct{ l planner.Loaded }
 
 // NewClassesPage builds the classes page for a DLQ.
 func NewClassesPage(env tui.PageEnv, dlq string) *ClassesPage {
-	p := &ClassesPage{env: env, loading: true, s: &session{dlq: dlq, classes: map[string]bool{}, offsets: map[redrive.Coord]bool{}}}
-	p.tbl = table.New([]table.Column{
+	p := &ClassesPage{s: &session{dlq: dlq, picks: newPicks[redrive.Coord]()}}
+	p.loadingPage = loadingPage{loading: true, tablePage: newTablePage(env, 2, []table.Column{
 		{Title: "SEL", Width: 3},
 		{Title: "CLASS", Width: 12},
 		{Title: "COUNT", Width: 5, Right: true, Numeric: true},
@@ -372,16 +348,12 @@ func NewClassesPage(env tui.PageEnv, dlq string) *ClassesPage {
 		{Title: "EXCEPTION", Width: 20, Flex: 1},
 		{Title: "LAST SEEN", Width: 8, Right: true, Numeric: true, Drop: 3},
 		{Title: "MESSAGE PATTERN", Width: 30, Flex: 3, Drop: 1},
-	}, env.Styles)
+	})}
 	p.tbl.SetEmpty("no pending records")
 	p.tbl.SetSort(2, true) // biggest class first
-	if env.Size != nil {
-		p.setSize(env.Size())
-	}
+	p.fitToConsole()
 	return p
 }
-
-func (p *ClassesPage) setSize(w, h int) { p.w, p.h = w, h; p.tbl.SetSize(w, max(h-2, 3)) }
 
 // isDLQ reports whether a topic is a DLQ by name or by the config's pairs.
 func isDLQ(topic string, cfg *config.Config) bool {
@@ -416,9 +388,8 @@ func (p *ClassesPage) Init() tea.Cmd {
 
 func (p *ClassesPage) Title() string { return sanitize.Text(p.s.dlq) + " · classes" }
 func (p *ClassesPage) KeyBindings() []key.Binding {
-	return append([]key.Binding{keyOpen, keyAll, keySelect, keyPlan, keyHazard}, p.tbl.KeyBindings()...)
+	return p.bindings(keyOpen, keyAll, keySelect, keyPlan, keyHazard)
 }
-func (p *ClassesPage) CapturesKey(msg tea.KeyMsg) bool { return p.tbl.CapturesKey(msg) }
 
 func (p *ClassesPage) rows() {
 	now := time.Now()
@@ -441,47 +412,23 @@ func (p *ClassesPage) rows() {
 }
 
 func (p *ClassesPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
-	switch msg := msg.(type) {
-	case tea.WindowSizeMsg:
-		p.setSize(msg.Width, msg.Height)
-	case loadedMsg:
-		p.loading, p.err, p.s.loaded = false, "", msg.l
+	if msg, ok := msg.(loadedMsg); ok {
+		p.loaded()
+		p.s.loaded = msg.l
 		p.rows()
-	case errMsg:
-		p.loading, p.err = false, msg.err.Error()
-	case tea.KeyMsg:
-		if p.tbl.Filtering() {
-			break
-		}
-		row, ok := p.tbl.Selected()
-		switch {
-		case key.Matches(msg, keyOpen):
-			if ok {
-				class := row.ID
-				return p, tui.Push(func(env tui.PageEnv) tui.Page { return NewRecordsPage(env, p.s, class) })
-			}
-			return p, nil
-		case key.Matches(msg, keyAll):
-			return p, tui.Push(func(env tui.PageEnv) tui.Page { return NewRecordsPage(env, p.s, "") })
-		case key.Matches(msg, keySelect):
-			if ok {
-				p.s.classes[row.ID] = !p.s.classes[row.ID]
-				if !p.s.classes[row.ID] {
-					delete(p.s.classes, row.ID)
-				}
-				p.rows()
-			}
-			return p, nil
-		case key.Matches(msg, keyHazard):
-			p.s.hazards = !p.s.hazards
-			return p, nil
-		case key.Matches(msg, keyPlan):
-			return p, planCmd(p.s)
-		}
 	}
-	var cmd tea.Cmd
-	p.tbl, cmd = p.tbl.Update(msg)
-	return p, cmd
+	return p, p.update(msg, func(msg tea.KeyMsg) (tea.Cmd, bool) {
+		return p.s.pickKey(msg, p.tbl, pickKeys{
+			open: func(row table.Row) tea.Cmd {
+				return tui.Push(func(env tui.PageEnv) tui.Page { return NewRecordsPage(env, p.s, row.ID) })
+			},
+			all: func() tea.Cmd {
+				return tui.Push(func(env tui.PageEnv) tui.Page { return NewRecordsPage(env, p.s, "") })
+			},
+			toggle: func(row table.Row) { p.s.toggleClass(row.ID); p.rows() },
+			plan:   func() tea.Cmd { return planCmd(p.s) },
+		})
+	})
 }
 
 func (p *ClassesPage) View() string {
@@ -496,32 +443,23 @@ func (p *ClassesPage) View() string {
 	case p.err != "":
 		head = "error: " + sanitize.Text(p.err)
 	}
-	return body(append([]string{head, selectionLine(p.s)}, strings.Split(p.tbl.View(), "\n")...), p.w, p.h)
+	return p.view(head, p.s.selectionLine())
 }
 
-func selectionLine(s *session) string {
-	hz := "ordering hazards excluded"
-	if s.hazards {
-		hz = "ordering hazards INCLUDED (H)"
-	}
-	return fmt.Sprintf("selected %d record(s) · %s · x select · p plan", s.selected(), hz)
-}
+func (s *session) selectionLine() string { return s.line(s.selected(), "record(s)") }
 
 // ---------------------------------------------------------------- records
 
 // RecordsPage lists a DLQ's records (one class, or all).
 type RecordsPage struct {
-	env   tui.PageEnv
+	tablePage
 	s     *session
 	class string
-	tbl   table.Model
-	w, h  int
 }
 
 // NewRecordsPage lists the records of class ("" for all) in a session.
 func NewRecordsPage(env tui.PageEnv, s *session, class string) *RecordsPage {
-	p := &RecordsPage{env: env, s: s, class: class}
-	p.tbl = table.New([]table.Column{
+	p := &RecordsPage{s: s, class: class, tablePage: newTablePage(env, 2, []table.Column{
 		{Title: "SEL", Width: 3},
 		{Title: "P:OFFSET", Width: 8},
 		{Title: "STATE", Width: 8},
@@ -529,15 +467,11 @@ func NewRecordsPage(env tui.PageEnv, s *session, class string) *RecordsPage {
 		{Title: "EVENT", Width: 16, Flex: 1, Drop: 2},
 		{Title: "IDEMPOTENCY KEY", Width: 16, Flex: 1, Drop: 1},
 		{Title: "CLASS", Width: 12, Drop: 3},
-	}, env.Styles)
-	if env.Size != nil {
-		p.setSize(env.Size())
-	}
+	})}
+	p.fitToConsole()
 	p.rows()
 	return p
 }
-
-func (p *RecordsPage) setSize(w, h int) { p.w, p.h = w, h; p.tbl.SetSize(w, max(h-2, 3)) }
 
 func coordID(c redrive.Coord) string { return fmt.Sprintf("%d:%d", c.Partition, c.Offset) }
 
@@ -558,7 +492,7 @@ func (p *RecordsPage) rows() {
 			continue
 		}
 		sel := ""
-		if p.s.classes[r.Class] || p.s.offsets[r.Coord()] {
+		if p.s.has(r.Class, r.Coord()) {
 			sel = "●"
 		}
 		state := "pending"
@@ -588,62 +522,44 @@ func (p *RecordsPage) Title() string {
 	return sanitize.Text(p.s.dlq) + " · " + p.class
 }
 func (p *RecordsPage) KeyBindings() []key.Binding {
-	return append([]key.Binding{keyOpen, keySelect, keyPlan, keyHazard}, p.tbl.KeyBindings()...)
+	return p.bindings(keyOpen, keySelect, keyPlan, keyHazard)
 }
-func (p *RecordsPage) CapturesKey(msg tea.KeyMsg) bool { return p.tbl.CapturesKey(msg) }
 
 func (p *RecordsPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
-	switch msg := msg.(type) {
-	case tea.WindowSizeMsg:
-		p.setSize(msg.Width, msg.Height)
-	case tea.KeyMsg:
-		if p.tbl.Filtering() {
-			break
-		}
-		row, ok := p.tbl.Selected()
-		switch {
-		case key.Matches(msg, keyOpen):
-			if r, found := p.record(row.ID); ok && found {
-				done := p.s.loaded.Ledger.Done(r.Coord())
-				return p, tui.Push(func(env tui.PageEnv) tui.Page { return NewRecordPage(env, p.s.dlq, r, done) })
-			}
-			return p, nil
-		case key.Matches(msg, keySelect):
-			if r, found := p.record(row.ID); ok && found {
-				c := r.Coord()
-				switch {
-				case p.s.classes[r.Class]:
-					// Unselecting one record of a selected class: keep the
-					// rest of the class as individual records.
-					delete(p.s.classes, r.Class)
-					for _, o := range p.s.loaded.Records {
-						if o.Class == r.Class && o.Coord() != c {
-							p.s.offsets[o.Coord()] = true
-						}
-					}
-				case p.s.offsets[c]:
-					delete(p.s.offsets, c)
-				default:
-					p.s.offsets[c] = true
+	return p, p.update(msg, func(msg tea.KeyMsg) (tea.Cmd, bool) {
+		return p.s.pickKey(msg, p.tbl, pickKeys{
+			open: func(row table.Row) tea.Cmd {
+				r, found := p.record(row.ID)
+				if !found {
+					return nil
 				}
+				done := p.s.loaded.Ledger.Done(r.Coord())
+				return tui.Push(func(env tui.PageEnv) tui.Page { return NewRecordPage(env, p.s.dlq, r, done) })
+			},
+			toggle: func(row table.Row) {
+				r, found := p.record(row.ID)
+				if !found {
+					return
+				}
+				// The other records of its class, selected as single
+				// records if this one is taken out of a selected class.
+				var others []redrive.Coord
+				for _, o := range p.s.loaded.Records {
+					if o.Class == r.Class && o.Coord() != r.Coord() {
+						others = append(others, o.Coord())
+					}
+				}
+				p.s.toggleItem(r.Class, r.Coord(), others)
 				p.rows()
 				p.tbl.Select(row.ID)
-			}
-			return p, nil
-		case key.Matches(msg, keyHazard):
-			p.s.hazards = !p.s.hazards
-			return p, nil
-		case key.Matches(msg, keyPlan):
-			return p, planCmd(p.s)
-		}
-	}
-	var cmd tea.Cmd
-	p.tbl, cmd = p.tbl.Update(msg)
-	return p, cmd
+			},
+			plan: func() tea.Cmd { return planCmd(p.s) },
+		})
+	})
 }
 
 func (p *RecordsPage) View() string {
-	return body(append([]string{fmt.Sprintf("%d record(s) · enter: headers and payload", p.tbl.Len()), selectionLine(p.s)}, strings.Split(p.tbl.View(), "\n")...), p.w, p.h)
+	return p.view(fmt.Sprintf("%d record(s) · enter: headers and payload", p.tbl.Len()), p.s.selectionLine())
 }
 
 // ---------------------------------------------------------------- record

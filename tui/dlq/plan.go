@@ -811,13 +811,9 @@ func (p *PlanPage) View() string {
 // state, as `berth redrive status` does; a and X start the actions on the
 // selected plan.
 type PlansPage struct {
-	env      tui.PageEnv
-	tbl      table.Model
+	loadingPage
 	files    []redrive.File
 	statuses []PlanStatus // nil when the Service cannot approve or execute
-	loading  bool
-	err      string
-	w, h     int
 }
 
 type (
@@ -827,8 +823,7 @@ type (
 
 // NewPlansPage builds the ":plans" page.
 func NewPlansPage(env tui.PageEnv) tui.Page {
-	p := &PlansPage{env: env, loading: true}
-	p.tbl = table.New([]table.Column{
+	p := &PlansPage{loadingPage: loadingPage{loading: true, tablePage: newTablePage(env, 1, []table.Column{
 		{Title: "PLAN", Width: 12},
 		{Title: "DLQ", Width: 16, Flex: 1},
 		{Title: "CREATED", Width: 16, Drop: 2},
@@ -837,15 +832,11 @@ func NewPlansPage(env tui.PageEnv) tui.Page {
 		{Title: "REDRIVEN", Width: 8, Right: true, Numeric: true, Drop: 1},
 		{Title: "APPROVALS", Width: 9, Right: true},
 		{Title: "STATE", Width: 16, Flex: 1},
-	}, env.Styles)
+	})}}
 	p.tbl.SetEmpty("no plans (make one from :dlq, or berth redrive plan)")
-	if env.Size != nil {
-		p.setSize(env.Size())
-	}
+	p.fitToConsole()
 	return p
 }
-
-func (p *PlansPage) setSize(w, h int) { p.w, p.h = w, h; p.tbl.SetSize(w, max(h-1, 3)) }
 
 func (p *PlansPage) load() tea.Cmd {
 	p.loading = true
@@ -866,12 +857,9 @@ func (p *PlansPage) load() tea.Cmd {
 	})
 }
 
-func (p *PlansPage) Init() tea.Cmd { return p.load() }
-func (p *PlansPage) Title() string { return "redrive plans" }
-func (p *PlansPage) KeyBindings() []key.Binding {
-	return append([]key.Binding{keyOpen, keyApprove, keyExecute, keyReload}, p.tbl.KeyBindings()...)
-}
-func (p *PlansPage) CapturesKey(msg tea.KeyMsg) bool { return p.tbl.CapturesKey(msg) }
+func (p *PlansPage) Init() tea.Cmd              { return p.load() }
+func (p *PlansPage) Title() string              { return "redrive plans" }
+func (p *PlansPage) KeyBindings() []key.Binding { return p.bindings(planListBindings...) }
 
 // rows lists the plans; a plan executing in this console shows its
 // progress instead of its stored state.
@@ -902,13 +890,12 @@ func (p *PlansPage) rows() {
 
 func (p *PlansPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 	switch msg := msg.(type) {
-	case tea.WindowSizeMsg:
-		p.setSize(msg.Width, msg.Height)
 	case plansMsg:
-		p.loading, p.err, p.files, p.statuses = false, "", msg.files, nil
+		p.loaded()
+		p.files, p.statuses = msg.files, nil
 		p.rows()
 	case statusesMsg:
-		p.loading, p.err = false, ""
+		p.loaded()
 		p.statuses = msg.sts
 		p.files = make([]redrive.File, len(msg.sts))
 		for i, st := range msg.sts {
@@ -917,34 +904,19 @@ func (p *PlansPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 		p.rows()
 	case tui.SnapshotMsg:
 		p.rows() // executions move on between reloads
-	case errMsg:
-		p.loading, p.err = false, msg.err.Error()
-	case tea.KeyMsg:
-		if p.tbl.Filtering() {
-			break
-		}
-		action, open, reload := planListKey(msg)
-		if reload {
-			return p, p.load()
-		}
-		if !open {
-			break
-		}
-		if r, ok := p.tbl.Selected(); ok {
+	}
+	return p, p.update(msg, func(msg tea.KeyMsg) (tea.Cmd, bool) {
+		return p.planListKey(msg, p.load, func(hash, action string) tea.Cmd {
 			for _, f := range p.files {
-				if f.Hash == r.ID {
-					f := f
-					return p, tui.Push(func(env tui.PageEnv) tui.Page { return newStoredPlanPageWith(env, f, action) })
+				if f.Hash == hash {
+					return tui.Push(func(env tui.PageEnv) tui.Page { return newStoredPlanPageWith(env, f, action) })
 				}
 			}
-		}
-		return p, nil
-	}
-	var cmd tea.Cmd
-	p.tbl, cmd = p.tbl.Update(msg)
-	return p, cmd
+			return nil
+		})
+	})
 }
 
 func (p *PlansPage) View() string {
-	return listView(p.loading, p.err, "reading the plan store…", fmt.Sprintf("%d plan(s) in the cluster's plan store · enter: what an approver signs · a approve · X execute · u reload", len(p.files)), p.tbl, p.w, p.h)
+	return p.listView("reading the plan store…", fmt.Sprintf("%d plan(s) in the cluster's plan store · enter: what an approver signs · a approve · X execute · u reload", len(p.files)))
 }

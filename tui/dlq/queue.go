@@ -307,20 +307,15 @@ type queueSeen struct {
 
 // QueueListPage lists the RabbitMQ DLQs.
 type QueueListPage struct {
-	env     tui.PageEnv
-	tbl     table.Model
-	dlqs    []QueueDLQ
-	loading bool
-	err     string
-	w, h    int
+	loadingPage
+	dlqs []QueueDLQ
 }
 
 type queueListMsg struct{ dlqs []QueueDLQ }
 
 // NewQueueListPage builds ":dlq" on a RabbitMQ context.
 func NewQueueListPage(env tui.PageEnv) tui.Page {
-	p := &QueueListPage{env: env, loading: true}
-	p.tbl = table.New([]table.Column{
+	p := &QueueListPage{loadingPage: loadingPage{loading: true, tablePage: newTablePage(env, 1, []table.Column{
 		{Title: "DLQ", Width: 20, Flex: 2},
 		{Title: "VHOST", Width: 6, Drop: 3},
 		{Title: "TYPE", Width: 7, Drop: 2},
@@ -329,16 +324,12 @@ func NewQueueListPage(env tui.PageEnv) tui.Page {
 		{Title: "OLDEST DEATH", Width: 12, Right: true, Numeric: true, Drop: 4},
 		{Title: "CLASSES", Width: 7, Right: true, Numeric: true},
 		{Title: "ORIGINAL QUEUES", Width: 16, Flex: 1, Drop: 1},
-	}, env.Styles)
+	})}}
 	p.tbl.SetEmpty("no dead-letter queues (none is wired as a dead-letter target, and redrive.dlqs names none)")
 	p.tbl.SetSort(3, true)
-	if env.Size != nil {
-		p.setSize(env.Size())
-	}
+	p.fitToConsole()
 	return p
 }
-
-func (p *QueueListPage) setSize(w, h int) { p.w, p.h = w, h; p.tbl.SetSize(w, max(h-1, 3)) }
 
 func (p *QueueListPage) load() tea.Cmd {
 	p.loading = true
@@ -351,12 +342,9 @@ func (p *QueueListPage) load() tea.Cmd {
 	})
 }
 
-func (p *QueueListPage) Init() tea.Cmd { return p.load() }
-func (p *QueueListPage) Title() string { return "dead-letter queues" }
-func (p *QueueListPage) KeyBindings() []key.Binding {
-	return append([]key.Binding{keyOpen, keyReload}, p.tbl.KeyBindings()...)
-}
-func (p *QueueListPage) CapturesKey(msg tea.KeyMsg) bool { return p.tbl.CapturesKey(msg) }
+func (p *QueueListPage) Init() tea.Cmd              { return p.load() }
+func (p *QueueListPage) Title() string              { return "dead-letter queues" }
+func (p *QueueListPage) KeyBindings() []key.Binding { return p.bindings(keyOpen, keyReload) }
 
 func (p *QueueListPage) rows() {
 	now := time.Now()
@@ -400,56 +388,49 @@ func (p *QueueListPage) rows() {
 }
 
 func (p *QueueListPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
-	switch msg := msg.(type) {
-	case tea.WindowSizeMsg:
-		p.setSize(msg.Width, msg.Height)
-	case queueListMsg:
-		p.loading, p.err, p.dlqs = false, "", msg.dlqs
+	if msg, ok := msg.(queueListMsg); ok {
+		p.loaded()
+		p.dlqs = msg.dlqs
 		p.rows()
-	case errMsg:
-		p.loading, p.err = false, msg.err.Error()
-	case tea.KeyMsg:
-		if p.tbl.Filtering() {
-			break
-		}
-		switch {
-		case key.Matches(msg, keyOpen):
-			if r, ok := p.tbl.Selected(); ok {
-				name := r.ID
-				for _, d := range p.dlqs {
-					if d.OtherVhost && d.Vhost+"\x00"+d.Name == name {
-						return p, tui.Flash(tui.Error, fmt.Sprintf("%s is in vhost %s: attach a context whose AMQP URL names that vhost to read it", sanitize.Text(d.Name), sanitize.Text(d.Vhost)))
-					}
-				}
-				return p, tui.Push(func(env tui.PageEnv) tui.Page { return NewQueueClassesPage(env, name) })
-			}
-			return p, nil
-		case key.Matches(msg, keyReload):
-			return p, p.load()
-		}
 	}
-	var cmd tea.Cmd
-	p.tbl, cmd = p.tbl.Update(msg)
-	return p, cmd
+	return p, p.update(msg, p.key)
+}
+
+func (p *QueueListPage) key(msg tea.KeyMsg) (tea.Cmd, bool) {
+	switch {
+	case key.Matches(msg, keyOpen):
+		if r, ok := p.tbl.Selected(); ok {
+			name := r.ID
+			for _, d := range p.dlqs {
+				if d.OtherVhost && d.Vhost+"\x00"+d.Name == name {
+					return tui.Flash(tui.Error, fmt.Sprintf("%s is in vhost %s: attach a context whose AMQP URL names that vhost to read it", sanitize.Text(d.Name), sanitize.Text(d.Vhost))), true
+				}
+			}
+			return tui.Push(func(env tui.PageEnv) tui.Page { return NewQueueClassesPage(env, name) }), true
+		}
+		return nil, true
+	case key.Matches(msg, keyReload):
+		return p.load(), true
+	}
+	return nil, false
 }
 
 func (p *QueueListPage) View() string {
-	return listView(p.loading, p.err, "finding dead-letter queues (dead-letter exchange wiring, redrive.dlqs)…", fmt.Sprintf("%d dead-letter queue(s) · enter: read its classes (a browse: nothing lost or reordered) · u: reload", len(p.dlqs)), p.tbl, p.w, p.h)
+	return p.listView("finding dead-letter queues (dead-letter exchange wiring, redrive.dlqs)…", fmt.Sprintf("%d dead-letter queue(s) · enter: read its classes (a browse: nothing lost or reordered) · u: reload", len(p.dlqs)))
 }
 
 // ---------------------------------------------------------------- session
 
 // queueSession is one DLQ's browse and the selection being built.
 type queueSession struct {
-	dlq     string
-	accept  bool // quorum side effects accepted
-	read    QueueBrowse
-	classes map[string]bool
-	events  map[string]bool
-	hazards bool
+	dlq    string
+	accept bool // quorum side effects accepted
+	read   QueueBrowse
+	// picks holds single messages by event id.
+	picks[string]
 }
 
-func (s *queueSession) chosen(m QueueMessage) bool { return s.classes[m.Class] || s.events[m.EventID] }
+func (s *queueSession) chosen(m QueueMessage) bool { return s.has(m.Class, m.EventID) }
 
 func (s *queueSession) selected() int {
 	n := 0
@@ -466,7 +447,7 @@ func (s *queueSession) selected() int {
 // as the event ids of the messages read (exactly what the operator saw).
 func (s *queueSession) request(readOnly bool) QueuePlanRequest {
 	req := QueuePlanRequest{DLQ: s.dlq, AllowHazards: s.hazards, Accept: s.accept, ReadOnly: readOnly}
-	if len(s.events) == 0 {
+	if len(s.items) == 0 {
 		for c := range s.classes {
 			req.Classes = append(req.Classes, c)
 		}
@@ -491,28 +472,18 @@ func queuePlanCmd(env tui.PageEnv, s *queueSession) tea.Cmd {
 	return tui.Push(func(env tui.PageEnv) tui.Page { return NewQueuePlanPage(env, req) })
 }
 
-func queueSelectionLine(s *queueSession) string {
-	hz := "ordering hazards excluded"
-	if s.hazards {
-		hz = "ordering hazards INCLUDED (H)"
-	}
-	return fmt.Sprintf("selected %d message(s) · %s · x select · p plan", s.selected(), hz)
-}
+func (s *queueSession) selectionLine() string { return s.line(s.selected(), "message(s)") }
 
 // ---------------------------------------------------------------- classes
 
 // QueueClassesPage reads a DLQ and shows its classes: original queue ×
 // death reason × error pattern.
 type QueueClassesPage struct {
-	env     tui.PageEnv
-	s       *queueSession
-	tbl     table.Model
-	loading bool
-	err     string
+	loadingPage
+	s *queueSession
 	// ask is set when the browse was refused and can be made accepting
 	// its side effects: the page says why and asks (y).
-	ask  *BrowseRefusal
-	w, h int
+	ask *BrowseRefusal
 }
 
 type browsedMsg struct{ b QueueBrowse }
@@ -521,8 +492,8 @@ var keyAccept = binding("y", "read anyway, accepting the side effects")
 
 // NewQueueClassesPage builds the classes page of a RabbitMQ DLQ.
 func NewQueueClassesPage(env tui.PageEnv, dlq string) *QueueClassesPage {
-	p := &QueueClassesPage{env: env, loading: true, s: &queueSession{dlq: dlq, classes: map[string]bool{}, events: map[string]bool{}}}
-	p.tbl = table.New([]table.Column{
+	p := &QueueClassesPage{s: &queueSession{dlq: dlq, picks: newPicks[string]()}}
+	p.loadingPage = loadingPage{loading: true, tablePage: newTablePage(env, 4, []table.Column{
 		{Title: "SEL", Width: 3},
 		{Title: "CLASS", Width: 12},
 		{Title: "COUNT", Width: 5, Right: true, Numeric: true},
@@ -531,16 +502,12 @@ func NewQueueClassesPage(env tui.PageEnv, dlq string) *QueueClassesPage {
 		{Title: "REASON", Width: 14},
 		{Title: "LAST DEATH", Width: 10, Right: true, Numeric: true, Drop: 2},
 		{Title: "ERROR PATTERN", Width: 30, Flex: 2, Drop: 1},
-	}, env.Styles)
+	})}
 	p.tbl.SetEmpty("no messages")
 	p.tbl.SetSort(2, true)
-	if env.Size != nil {
-		p.setSize(env.Size())
-	}
+	p.fitToConsole()
 	return p
 }
-
-func (p *QueueClassesPage) setSize(w, h int) { p.w, p.h = w, h; p.tbl.SetSize(w, max(h-4, 3)) }
 
 func (p *QueueClassesPage) browse() tea.Cmd {
 	p.loading, p.ask, p.err = true, nil, ""
@@ -557,7 +524,7 @@ func (p *QueueClassesPage) browse() tea.Cmd {
 func (p *QueueClassesPage) Init() tea.Cmd { return p.browse() }
 func (p *QueueClassesPage) Title() string { return sanitize.Text(p.s.dlq) + " · classes" }
 func (p *QueueClassesPage) KeyBindings() []key.Binding {
-	return append([]key.Binding{keyOpen, keyAll, keySelect, keyPlan, keyHazard, keyReload, keyAccept}, p.tbl.KeyBindings()...)
+	return p.bindings(keyOpen, keyAll, keySelect, keyPlan, keyHazard, keyReload, keyAccept)
 }
 func (p *QueueClassesPage) CapturesKey(msg tea.KeyMsg) bool {
 	if p.ask != nil && msg.String() == "y" {
@@ -590,78 +557,52 @@ func (p *QueueClassesPage) rows() {
 
 func (p *QueueClassesPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 	switch msg := msg.(type) {
-	case tea.WindowSizeMsg:
-		p.setSize(msg.Width, msg.Height)
 	case browsedMsg:
-		p.loading, p.err, p.s.read = false, "", msg.b
+		p.loaded()
+		p.s.read = msg.b
 		// A new read: selected single messages may be gone.
-		p.s.events = map[string]bool{}
+		p.s.items = map[string]bool{}
 		p.rows()
 		classCounts.Lock()
 		classCounts.m[msg.b.Vhost+"\x00"+p.s.dlq] = queueSeen{classes: len(msg.b.Classes), complete: msg.b.Complete, oldest: msg.b.OldestDeath}
 		classCounts.Unlock()
 	case errMsg:
-		p.loading = false
+		// A refused browse asks (y) instead of failing.
 		var ref *BrowseRefusal
 		if errors.As(msg.err, &ref) {
-			p.ask = ref
-			p.err = ""
+			p.loading, p.ask, p.err = false, ref, ""
 			return p, nil
-		}
-		p.err = msg.err.Error()
-	case tea.KeyMsg:
-		if p.tbl.Filtering() {
-			break
-		}
-		if p.ask != nil {
-			if key.Matches(msg, keyAccept) && p.ask.CanAccept {
-				p.s.accept = true
-				return p, p.browse()
-			}
-			if key.Matches(msg, keyReload) {
-				return p, p.browse()
-			}
-			if msg.String() != "esc" && msg.String() != "q" {
-				return p, nil
-			}
-			break
-		}
-		if p.loading {
-			break
-		}
-		row, ok := p.tbl.Selected()
-		switch {
-		case key.Matches(msg, keyOpen):
-			if ok {
-				class := row.ID
-				return p, tui.Push(func(env tui.PageEnv) tui.Page { return NewQueueMessagesPage(env, p.s, class) })
-			}
-			return p, nil
-		case key.Matches(msg, keyAll):
-			return p, tui.Push(func(env tui.PageEnv) tui.Page { return NewQueueMessagesPage(env, p.s, "") })
-		case key.Matches(msg, keySelect):
-			if ok {
-				if p.s.classes[row.ID] {
-					delete(p.s.classes, row.ID)
-				} else {
-					p.s.classes[row.ID] = true
-				}
-				p.rows()
-				p.tbl.Select(row.ID)
-			}
-			return p, nil
-		case key.Matches(msg, keyHazard):
-			p.s.hazards = !p.s.hazards
-			return p, nil
-		case key.Matches(msg, keyPlan):
-			return p, queuePlanCmd(p.env, p.s)
-		case key.Matches(msg, keyReload):
-			return p, p.browse()
 		}
 	}
-	var cmd tea.Cmd
-	p.tbl, cmd = p.tbl.Update(msg)
-	return p, cmd
+	return p, p.update(msg, p.key)
+}
+
+func (p *QueueClassesPage) key(msg tea.KeyMsg) (tea.Cmd, bool) {
+	if p.ask != nil {
+		// Only y, u and leaving the page while the browse is refused.
+		if key.Matches(msg, keyAccept) && p.ask.CanAccept {
+			p.s.accept = true
+			return p.browse(), true
+		}
+		if key.Matches(msg, keyReload) {
+			return p.browse(), true
+		}
+		return nil, msg.String() != "esc" && msg.String() != "q"
+	}
+	if p.loading {
+		return nil, false
+	}
+	return p.s.pickKey(msg, p.tbl, pickKeys{
+		open: func(row table.Row) tea.Cmd {
+			return tui.Push(func(env tui.PageEnv) tui.Page { return NewQueueMessagesPage(env, p.s, row.ID) })
+		},
+		all: func() tea.Cmd {
+			return tui.Push(func(env tui.PageEnv) tui.Page { return NewQueueMessagesPage(env, p.s, "") })
+		},
+		toggle: func(row table.Row) { p.s.toggleClass(row.ID); p.rows(); p.tbl.Select(row.ID) },
+		plan:   func() tea.Cmd { return queuePlanCmd(p.env, p.s) },
+		reload: p.browse,
+	})
 }
 
 // readLines say how the messages were read and what it left behind.
@@ -698,25 +639,21 @@ func (p *QueueClassesPage) View() string {
 		head += " · oldest death " + ageText(time.Since(*b.OldestDeath)) + " ago"
 	}
 	head += " · enter: messages · a: all messages"
-	lines := append(append([]string{head}, readLines(b)...), queueSelectionLine(p.s))
-	return body(append(lines, strings.Split(p.tbl.View(), "\n")...), p.w, p.h)
+	return p.view(append(append([]string{head}, readLines(b)...), p.s.selectionLine())...)
 }
 
 // ---------------------------------------------------------------- messages
 
 // QueueMessagesPage lists a DLQ's messages (one class, or all).
 type QueueMessagesPage struct {
-	env   tui.PageEnv
+	tablePage
 	s     *queueSession
 	class string
-	tbl   table.Model
-	w, h  int
 }
 
 // NewQueueMessagesPage lists the messages of class ("" for all).
 func NewQueueMessagesPage(env tui.PageEnv, s *queueSession, class string) *QueueMessagesPage {
-	p := &QueueMessagesPage{env: env, s: s, class: class}
-	p.tbl = table.New([]table.Column{
+	p := &QueueMessagesPage{s: s, class: class, tablePage: newTablePage(env, 2, []table.Column{
 		{Title: "SEL", Width: 3},
 		{Title: "POS", Width: 5, Right: true, Numeric: true},
 		{Title: "STATE", Width: 8},
@@ -725,15 +662,11 @@ func NewQueueMessagesPage(env tui.PageEnv, s *queueSession, class string) *Queue
 		{Title: "ORIGINAL QUEUE", Width: 14, Flex: 1, Drop: 2},
 		{Title: "IDEMPOTENCY KEY", Width: 16, Flex: 1, Drop: 1},
 		{Title: "CLASS", Width: 12, Drop: 3},
-	}, env.Styles)
-	if env.Size != nil {
-		p.setSize(env.Size())
-	}
+	})}
+	p.fitToConsole()
 	p.rows()
 	return p
 }
-
-func (p *QueueMessagesPage) setSize(w, h int) { p.w, p.h = w, h; p.tbl.SetSize(w, max(h-2, 3)) }
 
 func (p *QueueMessagesPage) rows() {
 	var rows []table.Row
@@ -772,61 +705,44 @@ func (p *QueueMessagesPage) Title() string {
 	return sanitize.Text(p.s.dlq) + " · " + p.class
 }
 func (p *QueueMessagesPage) KeyBindings() []key.Binding {
-	return append([]key.Binding{keyOpen, keySelect, keyPlan, keyHazard}, p.tbl.KeyBindings()...)
+	return p.bindings(keyOpen, keySelect, keyPlan, keyHazard)
 }
-func (p *QueueMessagesPage) CapturesKey(msg tea.KeyMsg) bool { return p.tbl.CapturesKey(msg) }
 
 func (p *QueueMessagesPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
-	switch msg := msg.(type) {
-	case tea.WindowSizeMsg:
-		p.setSize(msg.Width, msg.Height)
-	case tea.KeyMsg:
-		if p.tbl.Filtering() {
-			break
-		}
-		row, ok := p.tbl.Selected()
-		switch {
-		case key.Matches(msg, keyOpen):
-			if m, found := p.message(row.ID); ok && found {
-				dlq := p.s.dlq
-				return p, tui.Push(func(env tui.PageEnv) tui.Page { return NewQueueMessagePage(env, dlq, m) })
-			}
-			return p, nil
-		case key.Matches(msg, keySelect):
-			if m, found := p.message(row.ID); ok && found {
-				switch {
-				case p.s.classes[m.Class]:
-					// Unselecting one message of a selected class keeps
-					// the rest of the class as single messages.
-					delete(p.s.classes, m.Class)
-					for _, o := range p.s.read.Messages {
-						if o.Class == m.Class && o.EventID != m.EventID {
-							p.s.events[o.EventID] = true
-						}
-					}
-				case p.s.events[m.EventID]:
-					delete(p.s.events, m.EventID)
-				default:
-					p.s.events[m.EventID] = true
+	return p, p.update(msg, func(msg tea.KeyMsg) (tea.Cmd, bool) {
+		return p.s.pickKey(msg, p.tbl, pickKeys{
+			open: func(row table.Row) tea.Cmd {
+				m, found := p.message(row.ID)
+				if !found {
+					return nil
 				}
+				dlq := p.s.dlq
+				return tui.Push(func(env tui.PageEnv) tui.Page { return NewQueueMessagePage(env, dlq, m) })
+			},
+			toggle: func(row table.Row) {
+				m, found := p.message(row.ID)
+				if !found {
+					return
+				}
+				// The other messages of its class, selected one by one
+				// if this one is taken out of a selected class.
+				var others []string
+				for _, o := range p.s.read.Messages {
+					if o.Class == m.Class && o.EventID != m.EventID {
+						others = append(others, o.EventID)
+					}
+				}
+				p.s.toggleItem(m.Class, m.EventID, others)
 				p.rows()
 				p.tbl.Select(row.ID)
-			}
-			return p, nil
-		case key.Matches(msg, keyHazard):
-			p.s.hazards = !p.s.hazards
-			return p, nil
-		case key.Matches(msg, keyPlan):
-			return p, queuePlanCmd(p.env, p.s)
-		}
-	}
-	var cmd tea.Cmd
-	p.tbl, cmd = p.tbl.Update(msg)
-	return p, cmd
+			},
+			plan: func() tea.Cmd { return queuePlanCmd(p.env, p.s) },
+		})
+	})
 }
 
 func (p *QueueMessagesPage) View() string {
-	return body(append([]string{fmt.Sprintf("%d message(s) · enter: x-death, headers and body", p.tbl.Len()), queueSelectionLine(p.s)}, strings.Split(p.tbl.View(), "\n")...), p.w, p.h)
+	return p.view(fmt.Sprintf("%d message(s) · enter: x-death, headers and body", p.tbl.Len()), p.s.selectionLine())
 }
 
 // ---------------------------------------------------------------- message

@@ -776,20 +776,15 @@ func (r *qRun) stateText() (string, bool) {
 // QueuePlansPage is ":plans" on a RabbitMQ context: the plans in the
 // redrive store as `berth redrive status` lists them.
 type QueuePlansPage struct {
-	env      tui.PageEnv
-	tbl      table.Model
+	loadingPage
 	statuses []QueuePlanStatus
-	loading  bool
-	err      string
-	w, h     int
 }
 
 type queueStatusesMsg struct{ sts []QueuePlanStatus }
 
 // NewQueuePlansPage builds ":plans" on RabbitMQ.
 func NewQueuePlansPage(env tui.PageEnv) tui.Page {
-	p := &QueuePlansPage{env: env, loading: true}
-	p.tbl = table.New([]table.Column{
+	p := &QueuePlansPage{loadingPage: loadingPage{loading: true, tablePage: newTablePage(env, 1, []table.Column{
 		{Title: "PLAN", Width: 12},
 		{Title: "VHOST", Width: 6, Drop: 4},
 		{Title: "DLQ", Width: 16, Flex: 1},
@@ -800,15 +795,11 @@ func NewQueuePlansPage(env tui.PageEnv) tui.Page {
 		{Title: "IN DOUBT", Width: 8, Right: true, Numeric: true, Drop: 5},
 		{Title: "APPROVALS", Width: 9, Right: true},
 		{Title: "STATE", Width: 16, Flex: 1},
-	}, env.Styles)
+	})}}
 	p.tbl.SetEmpty("no plans (make one from :dlq, or berth redrive plan)")
-	if env.Size != nil {
-		p.setSize(env.Size())
-	}
+	p.fitToConsole()
 	return p
 }
-
-func (p *QueuePlansPage) setSize(w, h int) { p.w, p.h = w, h; p.tbl.SetSize(w, max(h-1, 3)) }
 
 func (p *QueuePlansPage) load() tea.Cmd {
 	p.loading = true
@@ -822,12 +813,9 @@ func (p *QueuePlansPage) load() tea.Cmd {
 	})
 }
 
-func (p *QueuePlansPage) Init() tea.Cmd { return p.load() }
-func (p *QueuePlansPage) Title() string { return "redrive plans" }
-func (p *QueuePlansPage) KeyBindings() []key.Binding {
-	return append([]key.Binding{keyOpen, keyApprove, keyExecute, keyReload}, p.tbl.KeyBindings()...)
-}
-func (p *QueuePlansPage) CapturesKey(msg tea.KeyMsg) bool { return p.tbl.CapturesKey(msg) }
+func (p *QueuePlansPage) Init() tea.Cmd              { return p.load() }
+func (p *QueuePlansPage) Title() string              { return "redrive plans" }
+func (p *QueuePlansPage) KeyBindings() []key.Binding { return p.bindings(planListBindings...) }
 
 func (p *QueuePlansPage) rows() {
 	rows := make([]table.Row, 0, len(p.statuses))
@@ -848,41 +836,25 @@ func (p *QueuePlansPage) rows() {
 
 func (p *QueuePlansPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 	switch msg := msg.(type) {
-	case tea.WindowSizeMsg:
-		p.setSize(msg.Width, msg.Height)
 	case queueStatusesMsg:
-		p.loading, p.err, p.statuses = false, "", msg.sts
+		p.loaded()
+		p.statuses = msg.sts
 		p.rows()
 	case tui.SnapshotMsg:
-		p.rows()
-	case errMsg:
-		p.loading, p.err = false, msg.err.Error()
-	case tea.KeyMsg:
-		if p.tbl.Filtering() {
-			break
-		}
-		action, open, reload := planListKey(msg)
-		if reload {
-			return p, p.load()
-		}
-		if !open {
-			break
-		}
-		if r, ok := p.tbl.Selected(); ok {
+		p.rows() // executions move on between reloads
+	}
+	return p, p.update(msg, func(msg tea.KeyMsg) (tea.Cmd, bool) {
+		return p.planListKey(msg, p.load, func(hash, action string) tea.Cmd {
 			for _, st := range p.statuses {
-				if st.Plan.Hash == r.ID {
-					st := st
-					return p, tui.Push(func(env tui.PageEnv) tui.Page { return NewStoredQueuePlanPage(env, st, action) })
+				if st.Plan.Hash == hash {
+					return tui.Push(func(env tui.PageEnv) tui.Page { return NewStoredQueuePlanPage(env, st, action) })
 				}
 			}
-		}
-		return p, nil
-	}
-	var cmd tea.Cmd
-	p.tbl, cmd = p.tbl.Update(msg)
-	return p, cmd
+			return nil
+		})
+	})
 }
 
 func (p *QueuePlansPage) View() string {
-	return listView(p.loading, p.err, "reading the redrive store…", fmt.Sprintf("%d plan(s) in the redrive store (redrive.store_dsn) · enter: what an approver signs · a approve · X execute · u reload", len(p.statuses)), p.tbl, p.w, p.h)
+	return p.listView("reading the redrive store…", fmt.Sprintf("%d plan(s) in the redrive store (redrive.store_dsn) · enter: what an approver signs · a approve · X execute · u reload", len(p.statuses)))
 }
