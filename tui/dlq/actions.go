@@ -1,9 +1,11 @@
 package dlq
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
@@ -12,6 +14,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/berth-dev/berth/internal/sanitize"
+	"github.com/berth-dev/berth/redrive/approval"
 	"github.com/berth-dev/berth/tui"
 	"github.com/berth-dev/berth/tui/styles"
 )
@@ -32,6 +35,9 @@ type planUI struct {
 	note    string
 	noteBad bool
 	busy    string // an action in flight ("signing…")
+	// statusErr is why the plan's status (its approvals) could not be
+	// read: no action starts without it.
+	statusErr string
 	// after loading the status, start this action (a or X from :plans).
 	pending string
 	leaving bool // esc pressed once while the plan executes
@@ -68,26 +74,60 @@ func (u *planUI) noteLevel() styles.Level {
 	return styles.Good
 }
 
-// disabledBase is why no action can start now, whatever the action ("" when
-// one may): the plan still being checked, read-only, no status yet, an
-// action in flight, the plan executing.
-func (u *planUI) disabledBase(env tui.PageEnv, ready bool, statusErr string, haveStatus, running bool) string {
+// planState is what a plan page knows that decides which actions it
+// offers now.
+type planState struct {
+	made       bool // the plan is checked (made here) or read (stored)
+	haveStatus bool // its status is read
+	running    bool // an execution of it is under way in this console
+	refusal    string
+	// madeHere: made on this page, so S may sign it as its author, unless
+	// it carries the author's signature already.
+	madeHere, authorSigned bool
+}
+
+// whyDisabled says why action a (a, X or S) cannot start now ("" when it
+// can): the plan still being checked, read-only, no status yet, an action
+// in flight, the plan executing; then X refused by the status, S on a plan
+// not made here or signed already.
+func (u *planUI) whyDisabled(env tui.PageEnv, a string, st planState) string {
 	switch {
-	case !ready:
+	case !st.made:
 		return "the plan is still being checked"
 	case env.ReadOnly:
 		return "read-only: " + env.ReadOnlyReason
-	case statusErr != "":
-		return statusErr
-	case !haveStatus:
+	case u.statusErr != "":
+		return u.statusErr
+	case !st.haveStatus:
 		return "reading the plan's approvals…"
 	case u.busy != "":
 		return u.busy
-	case running:
+	case st.running:
 		return "the plan is executing"
+	case a == "X" && st.refusal != "":
+		return st.refusal
+	case a == "S" && !st.madeHere:
+		return "only a plan made on this page (sign at creation: berth redrive plan --key)"
+	case a == "S" && st.authorSigned:
+		return "the plan already carries its author's signature"
 	}
 	return ""
 }
+
+// startPending starts the action waiting for the plan's status (a or X
+// pressed on a plans list), once the status is read.
+func (u *planUI) startPending(action func(a string) tea.Cmd) tea.Cmd {
+	a := u.pending
+	if a == "" {
+		return nil
+	}
+	u.pending = ""
+	return action(a)
+}
+
+// statusFailed keeps why the plan's status could not be read; the action
+// waiting for it does not start.
+func (u *planUI) statusFailed(err error) { u.statusErr, u.pending = err.Error(), "" }
 
 var actionNames = map[string]string{"a": "approve", "X": "execute", "S": "sign as author"}
 
@@ -175,6 +215,50 @@ func (u *planUI) promptLine() string {
 	return "type the first 8 digits of the plan hash to execute: " + u.input.View() + "  enter run · esc cancel"
 }
 
+// signedMsg is the outcome of a signature made at a plan page's prompt
+// (an approval, or the author's) and the plan's status (S: PlanStatus or
+// QueuePlanStatus) read after it.
+type signedMsg[S any] struct {
+	ok     *Approved
+	author bool
+	st     *S
+	err    error // nothing was stored
+	stErr  error // stored, but the status could not be read after
+}
+
+// signPlan signs the plan hash in role with the SSH key at path; verb
+// starts the error for a key that cannot be read ("approve: …").
+func signPlan(path, hash string, role approval.Role, verb string) (approval.Signature, error) {
+	signer, err := approval.LoadSigner(expandHome(path))
+	if err != nil {
+		return approval.Signature{}, errors.New(verb + ": " + strings.TrimPrefix(err.Error(), "--key: "))
+	}
+	return approval.Sign(hash, signer, role, time.Now())
+}
+
+// showSigned says in place what a signature did and takes the status read
+// after it.
+func showSigned[S any](u *planUI, m signedMsg[S], setStatus func(S)) {
+	u.busy = ""
+	if m.err != nil {
+		u.note, u.noteBad = m.err.Error(), true
+		return
+	}
+	who := m.ok.Principal
+	if who == "" {
+		who = "(no allowed_signers configured)"
+	}
+	u.note, u.noteBad = fmt.Sprintf("approval stored: signed as %s (%s)", sanitize.Text(who), m.ok.Fingerprint), false
+	if m.author {
+		u.note = "signed as the plan's author with " + m.ok.Fingerprint + " (your key never counts as an approval)"
+	}
+	if m.st != nil {
+		setStatus(*m.st)
+	} else if m.stErr != nil {
+		u.statusErr = m.stErr.Error()
+	}
+}
+
 // runControl is what the keys of a running plan do.
 type runControl struct {
 	pause, cancel func()
@@ -237,6 +321,11 @@ func (u *planUI) actionLine(running string, disabled func(string) string, offerS
 		parts = append(parts, "S sign as its author (review needs the author's signature)")
 	}
 	return strings.Join(parts, " · ")
+}
+
+// barLine is the progress bar of an execution after label ("executing ").
+func (u *planUI) barLine(label string, pct float64) string {
+	return label + u.bar.ViewAs(pct) + fmt.Sprintf(" %3.0f%%", pct*100)
 }
 
 // tail is the end of a plan page's header: actions, the run, the note and
@@ -399,6 +488,78 @@ func (t *tablePage) planListKey(msg tea.KeyMsg, reload func() tea.Cmd, open func
 		return open(r.ID, action), true
 	}
 	return nil, true
+}
+
+// planPageBase is what both plan pages embed: the verdict table below a
+// header that grows and shrinks (approvals, the run, a prompt), the
+// check that makes the plan (loading, its error), and the actions.
+type planPageBase struct {
+	loadingPage
+	planUI
+}
+
+func newPlanPageBase(env tui.PageEnv) planPageBase {
+	return planPageBase{loadingPage: loadingPage{tablePage: tablePage{env: env}}, planUI: newPlanUI(env)}
+}
+
+func (p *planPageBase) KeyBindings() []key.Binding {
+	return p.bindings(keyApprove, keyExecute, keySign, keyPause, keyCancel, keyStatus)
+}
+
+// capturesKey takes every key while a prompt is open, and the execution's
+// keys (c would otherwise open consumer groups, esc and q would leave it
+// behind unasked) while the plan executes.
+func (p *planPageBase) capturesKey(msg tea.KeyMsg, running bool) bool {
+	if p.mode != promptNone {
+		return true
+	}
+	if running {
+		switch msg.String() {
+		case "c", "p", "esc", "q":
+			return true
+		}
+	}
+	return p.tbl.CapturesKey(msg)
+}
+
+// planTitle is the plan's hash once it is made, its DLQ before.
+func planTitle(hash, dlq string) string {
+	if hash != "" {
+		return "plan " + hash[:12]
+	}
+	return "plan " + sanitize.Text(dlq)
+}
+
+// fit gives the table the lines the header (head) leaves.
+func (p *planPageBase) fit(head []string) {
+	p.above = len(head)
+	p.setSize(p.w, p.h)
+	p.layoutUI(p.w)
+}
+
+// fitHead is the header above the table, built by full. On a short
+// terminal the details go first (class counts, the policy when made, one
+// line per signature), so the decision, the actions, the run and any
+// prompt stay on screen.
+func (p *planPageBase) fitHead(full func(compact bool) []string) []string {
+	if h := full(false); len(h) <= p.h-4 || p.h == 0 {
+		return h
+	}
+	return full(true)
+}
+
+// renderPlan is the page: what the check is doing while it runs, why it
+// failed, or the header (once the plan is made) over the table.
+func (p *planPageBase) renderPlan(checking func() []string, made bool, head func() []string) string {
+	switch {
+	case p.loading:
+		return body(checking(), p.w, p.h)
+	case p.err != "":
+		return body([]string{"cannot plan: " + sanitize.Text(p.err)}, p.w, p.h)
+	case !made:
+		return body(nil, p.w, p.h)
+	}
+	return p.render(head()...)
 }
 
 // planKeys is what a plan page does with the keys planKey handles.

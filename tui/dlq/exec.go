@@ -53,7 +53,6 @@ type Approved struct {
 	Principal   string
 	Fingerprint string
 	Decision    approval.Decision
-	author      bool // the author's signature, not an approval
 }
 
 // ExecRequest is how the console runs a plan.

@@ -31,20 +31,14 @@ import (
 // operator's SSH key), X executes (after the operator types the hash),
 // with a progress bar, pause, resume and cancel.
 type PlanPage struct {
-	env      tui.PageEnv
+	planPageBase
 	progress *scanProgress
 	req      *planner.Request
 	file     *redrive.File
 	stored   string
-	loading  bool
-	err      string
-	tbl      table.Model
-	w, h     int
 
 	// status is today's view of the stored plan (nil until loaded).
-	status    *PlanStatus
-	statusErr string
-	planUI
+	status *PlanStatus
 
 	run     *execRun
 	view    runView
@@ -73,15 +67,14 @@ type planMsg struct {
 	stored string
 }
 
+// statusMsg is a plan's status read (PlanStatus, QueuePlanStatus);
+// statusErrMsg why it could not be.
 type (
-	statusMsg    struct{ st PlanStatus }
-	statusErrMsg struct{ err error }
-	approveMsg   struct {
-		ok    *Approved
-		st    *PlanStatus
-		err   error
-		stErr error
-	}
+	statusMsg[S any] struct{ st S }
+	statusErrMsg     struct{ err error }
+)
+
+type (
 	runStartedMsg struct {
 		run   *execRun
 		fresh bool
@@ -122,10 +115,11 @@ func newStoredPlanPageWith(env tui.PageEnv, f redrive.File, action string) *Plan
 }
 
 func newPlanPage(env tui.PageEnv) *PlanPage {
-	p := &PlanPage{env: env, planUI: newPlanUI(env)}
+	p := &PlanPage{planPageBase: newPlanPageBase(env)}
 	p.tbl = verdictTable(env)
 	if env.Size != nil {
-		p.setSize(env.Size())
+		p.w, p.h = env.Size()
+		p.layout()
 	}
 	return p
 }
@@ -140,16 +134,8 @@ func verdictTable(env tui.PageEnv) table.Model {
 	}, env.Styles)
 }
 
-func (p *PlanPage) setSize(w, h int) {
-	p.w, p.h = w, h
-	p.layout()
-}
-
 // layout gives the table the lines the header leaves.
-func (p *PlanPage) layout() {
-	p.tbl.SetSize(p.w, max(p.h-len(p.head()), 3))
-	p.layoutUI(p.w)
-}
+func (p *PlanPage) layout() { p.fit(p.head()) }
 
 func (p *PlanPage) Init() tea.Cmd {
 	if p.req == nil {
@@ -193,15 +179,8 @@ func (p *PlanPage) loadStatus() tea.Cmd {
 		if err != nil {
 			return statusErrMsg{err}
 		}
-		return statusMsg{st}
+		return statusMsg[PlanStatus]{st}
 	})
-}
-
-func (p *PlanPage) route(cmd tea.Cmd) tea.Cmd {
-	if p.env.Route != nil {
-		return p.env.Route(cmd)
-	}
-	return cmd
 }
 
 // tick redraws the scan's progress while the checks run.
@@ -211,33 +190,15 @@ func (p *PlanPage) tick() tea.Cmd {
 
 func (p *PlanPage) Title() string {
 	if p.file != nil {
-		return "plan " + p.file.Hash[:12]
+		return planTitle(p.file.Hash, "")
 	}
-	return "plan " + sanitize.Text(p.req.DLQ)
-}
-
-func (p *PlanPage) KeyBindings() []key.Binding {
-	return append([]key.Binding{keyApprove, keyExecute, keySign, keyPause, keyCancel, keyStatus}, p.tbl.KeyBindings()...)
+	return planTitle("", p.req.DLQ)
 }
 
 // running reports whether an execution of this plan is under way.
 func (p *PlanPage) running() bool { return p.run != nil && p.view.phase != phaseDone }
 
-// CapturesKey takes every key while a prompt is open, and the execution's
-// keys (c would otherwise open consumer groups, esc and q would leave it
-// behind unasked) while the plan executes.
-func (p *PlanPage) CapturesKey(msg tea.KeyMsg) bool {
-	if p.mode != promptNone {
-		return true
-	}
-	if p.running() {
-		switch msg.String() {
-		case "c", "p", "esc", "q":
-			return true
-		}
-	}
-	return p.tbl.CapturesKey(msg)
-}
+func (p *PlanPage) CapturesKey(msg tea.KeyMsg) bool { return p.capturesKey(msg, p.running()) }
 
 func (p *PlanPage) rows() {
 	rows := make([]table.Row, 0, len(p.file.Plan.Records))
@@ -333,10 +294,10 @@ func (p *PlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 	defer p.layout()
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
-		p.setSize(msg.Width, msg.Height)
+		p.w, p.h = msg.Width, msg.Height
 		return p, nil
 	case planMsg:
-		p.loading, p.err = false, ""
+		p.loaded()
 		f := msg.file
 		p.file, p.stored = &f, msg.stored
 		p.rows()
@@ -348,36 +309,14 @@ func (p *PlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 	case errMsg:
 		p.loading, p.err = false, msg.err.Error()
 		return p, nil
-	case statusMsg:
+	case statusMsg[PlanStatus]:
 		p.setStatus(msg.st)
-		if a := p.pending; a != "" {
-			p.pending = ""
-			return p.action(a)
-		}
-		return p, nil
+		return p, p.startPending(p.action)
 	case statusErrMsg:
-		p.statusErr = msg.err.Error()
-		p.pending = ""
+		p.statusFailed(msg.err)
 		return p, nil
-	case approveMsg:
-		p.busy = ""
-		if msg.err != nil {
-			p.note, p.noteBad = msg.err.Error(), true
-			return p, nil
-		}
-		who := msg.ok.Principal
-		if who == "" {
-			who = "(no allowed_signers configured)"
-		}
-		p.note, p.noteBad = fmt.Sprintf("approval stored: signed as %s (%s)", sanitize.Text(who), msg.ok.Fingerprint), false
-		if msg.ok.author {
-			p.note = "signed as the plan's author with " + msg.ok.Fingerprint + " (your key never counts as an approval)"
-		}
-		if msg.st != nil {
-			p.setStatus(*msg.st)
-		} else if msg.stErr != nil {
-			p.statusErr = msg.stErr.Error()
-		}
+	case signedMsg[PlanStatus]:
+		showSigned(&p.planUI, msg, p.setStatus)
 		return p, nil
 	case runStartedMsg:
 		p.busy = ""
@@ -415,8 +354,8 @@ func (p *PlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 		if p.file != nil {
 			hash = p.file.Hash
 		}
-		if cmd, done := p.planKey(msg, planKeys{hash: hash, sign: p.signWith, execute: p.executeCmd, running: p.running(), run: p.runKey,
-			filtering: p.tbl.Filtering(), action: func(a string) tea.Cmd { _, cmd := p.action(a); return cmd },
+		if cmd, done := p.planKey(msg, planKeys{hash: hash, sign: p.signCmd, execute: p.executeCmd, running: p.running(), run: p.runKey,
+			filtering: p.tbl.Filtering(), action: p.action,
 			reload: func() tea.Cmd {
 				if p.file != nil && p.status != nil {
 					return p.loadStatus()
@@ -442,39 +381,27 @@ func (p *PlanPage) setStatus(st PlanStatus) {
 
 // disabled says why an action cannot start now ("" when it can).
 func (p *PlanPage) disabled(action string) string {
-	if why := p.disabledBase(p.env, p.file != nil, p.statusErr, p.status != nil, p.running()); why != "" {
-		return why
+	st := planState{made: p.file != nil, haveStatus: p.status != nil, running: p.running(), madeHere: p.req != nil}
+	if p.status != nil {
+		st.refusal = p.status.Refusal
 	}
-	switch {
-	case action == "X" && p.status.Refusal != "":
-		return p.status.Refusal
-	case action == "S" && p.req == nil:
-		return "only a plan made on this page (sign at creation: berth redrive plan --key)"
-	case action == "S" && p.file.Author() != nil:
-		return "the plan already carries its author's signature"
+	if p.file != nil {
+		st.authorSigned = p.file.Author() != nil
 	}
-	return ""
+	return p.whyDisabled(p.env, action, st)
 }
 
 // action opens the prompt of a (approve), S (sign as author) or X
 // (execute), or says in place why it is disabled.
-func (p *PlanPage) action(a string) (tui.Page, tea.Cmd) {
+func (p *PlanPage) action(a string) tea.Cmd {
 	if p.refuse(a, p.disabled(a)) {
-		return p, nil
+		return nil
 	}
 	if a == "X" {
 		p.note, p.leaving = "", false
-		return p, p.openConfirm()
+		return p.openConfirm()
 	}
-	return p, p.openKeyPrompt(a == "S")
-}
-
-// signWith signs with the key file given at the prompt.
-func (p *PlanPage) signWith(path string, author bool) tea.Cmd {
-	if author {
-		return p.signCmd(path)
-	}
-	return p.approveCmd(path)
+	return p.openKeyPrompt(a == "S")
 }
 
 // runKey handles the execution's keys; done is false for keys it leaves to
@@ -497,49 +424,36 @@ func (p *PlanPage) runKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 	})
 }
 
-func (p *PlanPage) approveCmd(path string) tea.Cmd {
+// signCmd signs with the key file given at the prompt: an approval, or
+// (author) the author's signature over a plan made here.
+func (p *PlanPage) signCmd(path string, author bool) tea.Cmd {
 	hash, ctxName, ro := p.file.Hash, p.env.Context, p.env.ReadOnly
-	return doActions(p.env, func(err error) tea.Msg { return approveMsg{err: err} }, func(ctx context.Context, s PlanActions) tea.Msg {
-		signer, err := approval.LoadSigner(expandHome(path))
-		if err != nil {
-			return approveMsg{err: errors.New("approve: " + strings.TrimPrefix(err.Error(), "--key: "))}
-		}
-		sig, err := approval.Sign(hash, signer, approval.RoleApproval, time.Now())
-		if err != nil {
-			return approveMsg{err: err}
-		}
-		a, err := s.Approve(ctx, hash, sig, ctxName, ro)
-		if err != nil {
-			return approveMsg{err: err}
+	type msg = signedMsg[PlanStatus]
+	return doActions(p.env, func(err error) tea.Msg { return msg{err: err} }, func(ctx context.Context, s PlanActions) tea.Msg {
+		var a Approved
+		if author {
+			sig, err := signPlan(path, hash, approval.RoleAuthor, "sign")
+			if err != nil {
+				return msg{err: err}
+			}
+			if err := s.SignAsAuthor(ctx, hash, sig, ctxName, ro); err != nil {
+				return msg{err: err}
+			}
+			a = Approved{Fingerprint: sig.Fingerprint}
+		} else {
+			sig, err := signPlan(path, hash, approval.RoleApproval, "approve")
+			if err != nil {
+				return msg{err: err}
+			}
+			if a, err = s.Approve(ctx, hash, sig, ctxName, ro); err != nil {
+				return msg{err: err}
+			}
 		}
 		st, err := s.PlanStatus(ctx, hash, ro)
 		if err != nil {
-			return approveMsg{ok: &a, stErr: err}
+			return msg{ok: &a, stErr: err, author: author}
 		}
-		return approveMsg{ok: &a, st: &st}
-	})
-}
-
-func (p *PlanPage) signCmd(path string) tea.Cmd {
-	hash, ctxName, ro := p.file.Hash, p.env.Context, p.env.ReadOnly
-	return doActions(p.env, func(err error) tea.Msg { return approveMsg{err: err} }, func(ctx context.Context, s PlanActions) tea.Msg {
-		signer, err := approval.LoadSigner(expandHome(path))
-		if err != nil {
-			return approveMsg{err: errors.New("sign: " + strings.TrimPrefix(err.Error(), "--key: "))}
-		}
-		sig, err := approval.Sign(hash, signer, approval.RoleAuthor, time.Now())
-		if err != nil {
-			return approveMsg{err: err}
-		}
-		if err := s.SignAsAuthor(ctx, hash, sig, ctxName, ro); err != nil {
-			return approveMsg{err: err}
-		}
-		a := Approved{Fingerprint: sig.Fingerprint, author: true}
-		st, err := s.PlanStatus(ctx, hash, ro)
-		if err != nil {
-			return approveMsg{ok: &a, stErr: err}
-		}
-		return approveMsg{ok: &a, st: &st}
+		return msg{ok: &a, st: &st, author: author}
 	})
 }
 
@@ -611,16 +525,9 @@ func totalsLines(t redrive.Totals) []string {
 // maxSignatureLines bounds the signature list in the header.
 const maxSignatureLines = 4
 
-// head is everything above the table.
-// On a short terminal the details go first (class counts, the policy when
-// made, one line per signature), so the decision, the actions, the run and
-// any prompt stay on screen.
-func (p *PlanPage) head() []string {
-	if h := p.fullHead(false); len(h) <= p.h-4 || p.h == 0 {
-		return h
-	}
-	return p.fullHead(true)
-}
+// head is everything above the table (fitHead: compact on a short
+// terminal).
+func (p *PlanPage) head() []string { return p.fitHead(p.fullHead) }
 
 func (p *PlanPage) fullHead(compact bool) []string {
 	if p.file == nil {
@@ -702,7 +609,7 @@ func (p *PlanPage) runLines() []string {
 		case pr.Paused:
 			state = "PAUSED (p resumes)"
 		}
-		return []string{"executing " + p.bar.ViewAs(pct) + fmt.Sprintf(" %3.0f%%", pct*100), counts + " · " + state}
+		return []string{p.barLine("executing ", pct), counts + " · " + state}
 	case phaseVerifying:
 		line := "verifying: reading back every copy and comparing payload hashes"
 		if !v.result.Cancelled && v.err == nil && p.env.Config != nil {
@@ -710,7 +617,7 @@ func (p *PlanPage) runLines() []string {
 				line += fmt.Sprintf(", then watching %s for re-failures for %s (c stops the watch)", sanitize.Text(p.file.Plan.DLQ), w)
 			}
 		}
-		return []string{"executed " + p.bar.ViewAs(pct) + fmt.Sprintf(" %3.0f%%", pct*100), counts, line}
+		return []string{p.barLine("executed ", pct), counts, line}
 	}
 	var ref *execute.Refusal
 	if errors.As(v.err, &ref) || v.err != nil && v.result.Sent == 0 && len(v.result.Failed) == 0 && len(v.result.Skipped) == 0 {
@@ -725,7 +632,7 @@ func (p *PlanPage) runLines() []string {
 	if res.Cancelled {
 		out += " · CANCELLED: X runs the rest (what is sent is skipped)"
 	}
-	lines := []string{p.bar.ViewAs(pct) + fmt.Sprintf(" %3.0f%%", pct*100), p.level(p.resultLevel()).Render(out)}
+	lines := []string{p.barLine("", pct), p.level(p.resultLevel()).Render(out)}
 	if v.err != nil {
 		lines = append(lines, p.level(styles.Bad).Render("stopped: "+sanitize.Text(v.err.Error())))
 	}
@@ -787,21 +694,16 @@ func (p *PlanPage) resultLevel() styles.Level {
 	return styles.Good
 }
 
-func (p *PlanPage) View() string {
-	switch {
-	case p.loading:
-		lines := []string{"checking the selection: ledger, system of record, loop guard, duplicates, ordering scan…"}
-		if total := p.progress.total.Load(); total > 0 {
-			read := p.progress.read.Load()
-			lines = append(lines, fmt.Sprintf("ordering scan: %d/%d records (%d%%)", read, total, read*100/total))
-		}
-		return body(lines, p.w, p.h)
-	case p.err != "":
-		return body([]string{"cannot plan: " + sanitize.Text(p.err)}, p.w, p.h)
-	case p.file == nil:
-		return body(nil, p.w, p.h)
+func (p *PlanPage) View() string { return p.renderPlan(p.checking, p.file != nil, p.head) }
+
+// checking is what the page shows while the checks run.
+func (p *PlanPage) checking() []string {
+	lines := []string{"checking the selection: ledger, system of record, loop guard, duplicates, ordering scan…"}
+	if total := p.progress.total.Load(); total > 0 {
+		read := p.progress.read.Load()
+		lines = append(lines, fmt.Sprintf("ordering scan: %d/%d records (%d%%)", read, total, read*100/total))
 	}
-	return body(append(p.head(), strings.Split(p.tbl.View(), "\n")...), p.w, p.h)
+	return lines
 }
 
 // ---------------------------------------------------------------- plans

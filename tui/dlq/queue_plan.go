@@ -25,35 +25,20 @@ import (
 // author, X execute (the dry run first, then the hash typed), with
 // progress, p pause/resume and c cancel between chunks.
 type QueuePlanPage struct {
-	env     tui.PageEnv
-	req     *QueuePlanRequest
-	plan    *QueuePlan
-	loading bool
-	err     string
-	tbl     table.Model
-	w, h    int
+	planPageBase
+	req  *QueuePlanRequest
+	plan *QueuePlan
 
-	status    *QueuePlanStatus
-	statusErr string
-	planUI
-	dry *QueueDryRun
+	status *QueuePlanStatus
+	dry    *QueueDryRun
 
 	run  *qRun
 	view qRunView
 }
 
 type (
-	queuePlanMsg    struct{ plan QueuePlan }
-	queueStatusMsg  struct{ st QueuePlanStatus }
-	queueStatusErr  struct{ err error }
-	queueApproveMsg struct {
-		ok     *Approved
-		st     *QueuePlanStatus
-		err    error
-		stErr  error
-		author bool
-	}
-	queueDryMsg struct {
+	queuePlanMsg struct{ plan QueuePlan }
+	queueDryMsg  struct {
 		dry QueueDryRun
 		err error
 	}
@@ -82,10 +67,11 @@ func NewStoredQueuePlanPage(env tui.PageEnv, st QueuePlanStatus, action string) 
 }
 
 func newQueuePlanPage(env tui.PageEnv) *QueuePlanPage {
-	p := &QueuePlanPage{env: env, planUI: newPlanUI(env)}
+	p := &QueuePlanPage{planPageBase: newPlanPageBase(env)}
 	p.tbl = queueVerdictTable(env)
 	if env.Size != nil {
-		p.setSize(env.Size())
+		p.w, p.h = env.Size()
+		p.layout()
 	}
 	return p
 }
@@ -102,12 +88,8 @@ func queueVerdictTable(env tui.PageEnv) table.Model {
 	}, env.Styles)
 }
 
-func (p *QueuePlanPage) setSize(w, h int) { p.w, p.h = w, h; p.layout() }
-
-func (p *QueuePlanPage) layout() {
-	p.tbl.SetSize(p.w, max(p.h-len(p.head()), 3))
-	p.layoutUI(p.w)
-}
+// layout gives the table the lines the header leaves.
+func (p *QueuePlanPage) layout() { p.fit(p.head()) }
 
 func (p *QueuePlanPage) Init() tea.Cmd {
 	if p.req == nil {
@@ -129,49 +111,28 @@ func (p *QueuePlanPage) Init() tea.Cmd {
 
 func (p *QueuePlanPage) loadStatus() tea.Cmd {
 	hash, ro := p.plan.Hash, p.env.ReadOnly
-	return doQueues(p.env, func(err error) tea.Msg { return queueStatusErr{err} }, func(ctx context.Context, s QueueService) tea.Msg {
+	return doQueues(p.env, func(err error) tea.Msg { return statusErrMsg{err} }, func(ctx context.Context, s QueueService) tea.Msg {
 		st, err := s.PlanStatus(ctx, hash, ro)
 		if err != nil {
-			return queueStatusErr{err}
+			return statusErrMsg{err}
 		}
-		return queueStatusMsg{st}
+		return statusMsg[QueuePlanStatus]{st}
 	})
-}
-
-func (p *QueuePlanPage) route(cmd tea.Cmd) tea.Cmd {
-	if p.env.Route != nil {
-		return p.env.Route(cmd)
-	}
-	return cmd
 }
 
 func (p *QueuePlanPage) listen() tea.Cmd { return p.route(p.run.wait(p.view.version)) }
 
 func (p *QueuePlanPage) Title() string {
 	if p.plan != nil {
-		return "plan " + p.plan.Hash[:12]
+		return planTitle(p.plan.Hash, "")
 	}
-	return "plan " + sanitize.Text(p.req.DLQ)
+	return planTitle("", p.req.DLQ)
 }
 
-func (p *QueuePlanPage) KeyBindings() []key.Binding {
-	return append([]key.Binding{keyApprove, keyExecute, keySign, keyPause, keyCancel, keyStatus}, p.tbl.KeyBindings()...)
-}
-
+// running reports whether an execution of this plan is under way.
 func (p *QueuePlanPage) running() bool { return p.run != nil && !p.view.done }
 
-func (p *QueuePlanPage) CapturesKey(msg tea.KeyMsg) bool {
-	if p.mode != promptNone {
-		return true
-	}
-	if p.running() {
-		switch msg.String() {
-		case "c", "p", "esc", "q":
-			return true
-		}
-	}
-	return p.tbl.CapturesKey(msg)
-}
+func (p *QueuePlanPage) CapturesKey(msg tea.KeyMsg) bool { return p.capturesKey(msg, p.running()) }
 
 func target(r QueuePlanRecord) string {
 	if r.Exchange == "" {
@@ -237,10 +198,10 @@ func (p *QueuePlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 	defer p.layout()
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
-		p.setSize(msg.Width, msg.Height)
+		p.w, p.h = msg.Width, msg.Height
 		return p, nil
 	case queuePlanMsg:
-		p.loading, p.err = false, ""
+		p.loaded()
 		pl := msg.plan
 		p.plan = &pl
 		p.rows()
@@ -252,35 +213,14 @@ func (p *QueuePlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 	case errMsg:
 		p.loading, p.err = false, msg.err.Error()
 		return p, nil
-	case queueStatusMsg:
+	case statusMsg[QueuePlanStatus]:
 		p.setStatus(msg.st)
-		if a := p.pending; a != "" {
-			p.pending = ""
-			return p.action(a)
-		}
+		return p, p.startPending(p.action)
+	case statusErrMsg:
+		p.statusFailed(msg.err)
 		return p, nil
-	case queueStatusErr:
-		p.statusErr, p.pending = msg.err.Error(), ""
-		return p, nil
-	case queueApproveMsg:
-		p.busy = ""
-		if msg.err != nil {
-			p.note, p.noteBad = msg.err.Error(), true
-			return p, nil
-		}
-		who := msg.ok.Principal
-		if who == "" {
-			who = "(no allowed_signers configured)"
-		}
-		p.note, p.noteBad = fmt.Sprintf("approval stored: signed as %s (%s)", sanitize.Text(who), msg.ok.Fingerprint), false
-		if msg.author {
-			p.note = "signed as the plan's author with " + msg.ok.Fingerprint + " (your key never counts as an approval)"
-		}
-		if msg.st != nil {
-			p.setStatus(*msg.st)
-		} else if msg.stErr != nil {
-			p.statusErr = msg.stErr.Error()
-		}
+	case signedMsg[QueuePlanStatus]:
+		showSigned(&p.planUI, msg, p.setStatus)
 		return p, nil
 	case queueDryMsg:
 		p.busy = ""
@@ -314,7 +254,7 @@ func (p *QueuePlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 			hash = p.plan.Hash
 		}
 		if cmd, done := p.planKey(msg, planKeys{hash: hash, sign: p.signCmd, execute: p.executeCmd, running: p.running(), run: p.runKey,
-			filtering: p.tbl.Filtering(), action: func(a string) tea.Cmd { _, cmd := p.action(a); return cmd },
+			filtering: p.tbl.Filtering(), action: p.action,
 			reload: func() tea.Cmd {
 				if p.plan != nil && (p.plan.Stored || p.status != nil) {
 					return p.loadStatus()
@@ -359,33 +299,31 @@ func (p *QueuePlanPage) finish() {
 
 // disabled says why an action cannot start now ("" when it can).
 func (p *QueuePlanPage) disabled(action string) string {
-	if why := p.disabledBase(p.env, p.plan != nil, p.statusErr, p.status != nil, p.running()); why != "" {
-		return why
+	st := planState{made: p.plan != nil, haveStatus: p.status != nil, running: p.running(), madeHere: p.req != nil}
+	if p.status != nil {
+		st.refusal = p.status.Refusal
 	}
-	switch {
-	case action == "X" && p.status.Refusal != "":
-		return p.status.Refusal
-	case action == "S" && p.req == nil:
-		return "only a plan made on this page (sign at creation: berth redrive plan --key)"
-	case action == "S" && p.plan.AuthorKey != "":
-		return "the plan already carries its author's signature"
+	if p.plan != nil {
+		st.authorSigned = p.plan.AuthorKey != ""
 	}
-	return ""
+	return p.whyDisabled(p.env, action, st)
 }
 
-func (p *QueuePlanPage) action(a string) (tui.Page, tea.Cmd) {
+// action opens the prompt of a (approve) or S (sign as author), or for X
+// (execute) makes the dry run first; or says in place why it is disabled.
+func (p *QueuePlanPage) action(a string) tea.Cmd {
 	if p.refuse(a, p.disabled(a)) {
-		return p, nil
+		return nil
 	}
 	p.note, p.leaving, p.dry = "", false, nil
 	if a != "X" {
-		return p, p.openKeyPrompt(a == "S")
+		return p.openKeyPrompt(a == "S")
 	}
 	// The dry run first, as `berth redrive execute` without --yes: the
 	// preflight with today's data and what would be sent.
 	p.busy = "dry run: checking approvals, the ledger and the system of record again…"
 	hash, ro := p.plan.Hash, p.env.ReadOnly
-	return p, doQueues(p.env, func(err error) tea.Msg { return queueDryMsg{err: err} }, func(ctx context.Context, s QueueService) tea.Msg {
+	return doQueues(p.env, func(err error) tea.Msg { return queueDryMsg{err: err} }, func(ctx context.Context, s QueueService) tea.Msg {
 		d, err := s.DryRun(ctx, hash, ro)
 		return queueDryMsg{dry: d, err: err}
 	})
@@ -404,35 +342,34 @@ func (p *QueuePlanPage) runKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 	})
 }
 
+// signCmd signs with the key file given at the prompt: an approval, or
+// (author) the author's signature over a plan made here.
 func (p *QueuePlanPage) signCmd(path string, author bool) tea.Cmd {
 	hash, ro := p.plan.Hash, p.env.ReadOnly
-	return doQueues(p.env, func(err error) tea.Msg { return queueApproveMsg{err: err} }, func(ctx context.Context, s QueueService) tea.Msg {
-		signer, err := approval.LoadSigner(expandHome(path))
-		if err != nil {
-			return queueApproveMsg{err: errors.New("sign: " + strings.TrimPrefix(err.Error(), "--key: "))}
-		}
+	type msg = signedMsg[QueuePlanStatus]
+	return doQueues(p.env, func(err error) tea.Msg { return msg{err: err} }, func(ctx context.Context, s QueueService) tea.Msg {
 		role := approval.RoleApproval
 		if author {
 			role = approval.RoleAuthor
 		}
-		sig, err := approval.Sign(hash, signer, role, time.Now())
+		sig, err := signPlan(path, hash, role, "sign")
 		if err != nil {
-			return queueApproveMsg{err: err}
+			return msg{err: err}
 		}
 		var a Approved
 		if author {
 			if err := s.SignAsAuthor(ctx, hash, sig, ro); err != nil {
-				return queueApproveMsg{err: err}
+				return msg{err: err}
 			}
 			a = Approved{Fingerprint: sig.Fingerprint}
 		} else if a, err = s.Approve(ctx, hash, sig, ro); err != nil {
-			return queueApproveMsg{err: err}
+			return msg{err: err}
 		}
 		st, err := s.PlanStatus(ctx, hash, ro)
 		if err != nil {
-			return queueApproveMsg{ok: &a, stErr: err, author: author}
+			return msg{ok: &a, stErr: err, author: author}
 		}
-		return queueApproveMsg{ok: &a, st: &st, author: author}
+		return msg{ok: &a, st: &st, author: author}
 	})
 }
 
@@ -470,12 +407,9 @@ func QueuePlanSummary(pl QueuePlan) []string {
 	return lines
 }
 
-func (p *QueuePlanPage) head() []string {
-	if h := p.fullHead(false); len(h) <= p.h-4 || p.h == 0 {
-		return h
-	}
-	return p.fullHead(true)
-}
+// head is everything above the table (fitHead: compact on a short
+// terminal).
+func (p *QueuePlanPage) head() []string { return p.fitHead(p.fullHead) }
 
 func (p *QueuePlanPage) fullHead(compact bool) []string {
 	if p.plan == nil {
@@ -574,7 +508,7 @@ func (p *QueuePlanPage) runLines() []string {
 		case v.paused:
 			state = "PAUSED before the next chunk (p resumes)"
 		}
-		return []string{"executing " + p.bar.ViewAs(pct) + fmt.Sprintf(" %3.0f%%", pct*100), counts + " · " + state}
+		return []string{p.barLine("executing ", pct), counts + " · " + state}
 	}
 	var ref *ExecRefusal
 	if errors.As(v.err, &ref) {
@@ -616,16 +550,11 @@ func (p *QueuePlanPage) runLines() []string {
 	return lines
 }
 
-func (p *QueuePlanPage) View() string {
-	switch {
-	case p.loading:
-		return body([]string{"reading " + sanitize.Text(p.req.DLQ) + " and checking the selection: ledger, system of record, loop guard, duplicates, ordering by business key…"}, p.w, p.h)
-	case p.err != "":
-		return body([]string{"cannot plan: " + sanitize.Text(p.err)}, p.w, p.h)
-	case p.plan == nil:
-		return body(nil, p.w, p.h)
-	}
-	return body(append(p.head(), strings.Split(p.tbl.View(), "\n")...), p.w, p.h)
+func (p *QueuePlanPage) View() string { return p.renderPlan(p.checking, p.plan != nil, p.head) }
+
+// checking is what the page shows while the plan is made.
+func (p *QueuePlanPage) checking() []string {
+	return []string{"reading " + sanitize.Text(p.req.DLQ) + " and checking the selection: ledger, system of record, loop guard, duplicates, ordering by business key…"}
 }
 
 // ---------------------------------------------------------------- runs
