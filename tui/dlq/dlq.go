@@ -443,7 +443,7 @@ func (p *ClassesPage) View() string {
 	case p.err != "":
 		head = "error: " + sanitize.Text(p.err)
 	}
-	return p.view(head, p.s.selectionLine())
+	return p.render(head, p.s.selectionLine())
 }
 
 func (s *session) selectionLine() string { return s.line(s.selected(), "record(s)") }
@@ -559,7 +559,7 @@ func (p *RecordsPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 }
 
 func (p *RecordsPage) View() string {
-	return p.view(fmt.Sprintf("%d record(s) · enter: headers and payload", p.tbl.Len()), p.s.selectionLine())
+	return p.render(fmt.Sprintf("%d record(s) · enter: headers and payload", p.tbl.Len()), p.s.selectionLine())
 }
 
 // ---------------------------------------------------------------- record

@@ -74,8 +74,8 @@ func (t *tablePage) update(msg tea.Msg, keys func(tea.KeyMsg) (tea.Cmd, bool)) t
 	return t.toTable(msg)
 }
 
-// view is the lines above the table, then the table, cut to the page.
-func (t *tablePage) view(above ...string) string {
+// render is the lines above the table, then the table, cut to the page.
+func (t *tablePage) render(above ...string) string {
 	return body(append(above, strings.Split(t.tbl.View(), "\n")...), t.w, t.h)
 }
 
@@ -116,7 +116,7 @@ func (p *loadingPage) listView(loadingText, status string) string {
 	case p.err != "":
 		status = "error: " + sanitize.Text(p.err)
 	}
-	return p.view(status)
+	return p.render(status)
 }
 
 // picks is the selection being built on one DLQ's pages: whole classes,

@@ -639,7 +639,7 @@ func (p *QueueClassesPage) View() string {
 		head += " · oldest death " + ageText(time.Since(*b.OldestDeath)) + " ago"
 	}
 	head += " · enter: messages · a: all messages"
-	return p.view(append(append([]string{head}, readLines(b)...), p.s.selectionLine())...)
+	return p.render(append(append([]string{head}, readLines(b)...), p.s.selectionLine())...)
 }
 
 // ---------------------------------------------------------------- messages
@@ -742,7 +742,7 @@ func (p *QueueMessagesPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 }
 
 func (p *QueueMessagesPage) View() string {
-	return p.view(fmt.Sprintf("%d message(s) · enter: x-death, headers and body", p.tbl.Len()), p.s.selectionLine())
+	return p.render(fmt.Sprintf("%d message(s) · enter: x-death, headers and body", p.tbl.Len()), p.s.selectionLine())
 }
 
 // ---------------------------------------------------------------- message
