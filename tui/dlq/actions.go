@@ -433,6 +433,60 @@ func (c *changes) firstNotifier() bool {
 	return first
 }
 
+// notifyWhenDone returns a command that waits until the run is done
+// (done is called under the lock) and then shows flash, its result, in
+// the status line whichever page is open (a flash is handled by the app,
+// not routed to a page). Only the first caller gets one: leaving the plan
+// page twice does not flash twice.
+func (c *changes) notifyWhenDone(done func() bool, flash func() tui.FlashMsg) tea.Cmd {
+	if !c.firstNotifier() {
+		return nil
+	}
+	return func() tea.Msg {
+		c.waitDone(done)
+		return flash()
+	}
+}
+
+// The status line flashes at the end of a run of plan hash.
+func refusedFlash(hash, reason string) tui.FlashMsg {
+	return tui.FlashMsg{Level: tui.Error, Text: "redrive " + hash[:12] + " refused: " + reason}
+}
+
+// stoppedFlash: counts is what the run did ("sent 3, failed 1"), err why
+// it stopped, if it did.
+func stoppedFlash(hash, counts string, err error) tui.FlashMsg {
+	text := "redrive " + hash[:12] + " stopped: " + counts
+	if err != nil {
+		text += ": " + err.Error()
+	}
+	return tui.FlashMsg{Level: tui.Error, Text: text}
+}
+
+func endedFlash(hash string, cancelled bool, sent, skipped int) tui.FlashMsg {
+	state := "finished"
+	if cancelled {
+		state = "cancelled"
+	}
+	return tui.FlashMsg{Level: tui.Info, Text: fmt.Sprintf("redrive %s %s: sent %d, skipped %d, failed 0", hash[:12], state, sent, skipped)}
+}
+
+// runStateText is an executing plan's state in the plans lists: done of
+// total settled.
+func runStateText(cancelling, paused bool, done, total int) string {
+	pct := 0
+	if total > 0 {
+		pct = done * 100 / total
+	}
+	switch {
+	case cancelling:
+		return fmt.Sprintf("cancelling %d%%", pct)
+	case paused:
+		return fmt.Sprintf("paused %d%%", pct)
+	}
+	return fmt.Sprintf("executing %d%%", pct)
+}
+
 // registry holds the executions started in this console, by plan hash
 // (Kafka and RabbitMQ runs each have one): a finished run stays until the
 // same plan is run again, so reopening the plan shows its result.
@@ -520,6 +574,32 @@ func (p *planPageBase) capturesKey(msg tea.KeyMsg, running bool) bool {
 		}
 	}
 	return p.tbl.CapturesKey(msg)
+}
+
+// takeCommon takes the messages both plan pages take the same way (a new
+// size: the deferred layout fits the table; the check that failed; the
+// status that could not be read); false for the others.
+func (p *planPageBase) takeCommon(msg tea.Msg) bool {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		p.w, p.h = msg.Width, msg.Height
+	case errMsg:
+		p.loading, p.err = false, msg.err.Error()
+	case statusErrMsg:
+		p.statusFailed(msg.err)
+	default:
+		return false
+	}
+	return true
+}
+
+// runAttached notes an execution that has started, or (fresh false) was
+// running in this console already.
+func (u *planUI) runAttached(fresh bool) {
+	u.busy = ""
+	if !fresh {
+		u.note, u.noteBad = "this plan is already executing in this console", false
+	}
 }
 
 // planTitle is the plan's hash once it is made, its DLQ before.

@@ -98,21 +98,14 @@ type execRun struct {
 	control chan execute.Control
 
 	changes
-	phase       phase
-	started     time.Time
-	progress    execute.Progress
-	cancelling  bool
-	result      execute.Result
-	err         error
-	verify      *Verification
-	verifyErr   error
+	runState
 	stopWatch   context.CancelFunc
 	watchCancel bool
 }
 
-// runView is a consistent copy of a run's state.
-type runView struct {
-	version    uint64
+// runState is what a run's goroutine writes (under the changes lock) and
+// the pages read through snapshot.
+type runState struct {
 	phase      phase
 	started    time.Time
 	progress   execute.Progress
@@ -121,6 +114,12 @@ type runView struct {
 	err        error
 	verify     *Verification
 	verifyErr  error
+}
+
+// runView is a consistent copy of a run's state.
+type runView struct {
+	version uint64
+	runState
 }
 
 // runs are the executions started in this console, by plan hash; a
@@ -133,7 +132,7 @@ func runFor(hash string) *execRun { return runs.get(hash) }
 // startRun registers a new run for hash unless one is still going.
 func startRun(hash string) (*execRun, bool) {
 	return runs.start(hash, func() *execRun {
-		r := &execRun{hash: hash, control: make(chan execute.Control, 8), changes: newChanges(), phase: phaseSending, started: time.Now()}
+		r := &execRun{hash: hash, control: make(chan execute.Control, 8), changes: newChanges(), runState: runState{phase: phaseSending, started: time.Now()}}
 		r.progress.Plan = hash
 		return r
 	})
@@ -144,8 +143,7 @@ func (r *execRun) finished() bool { return r.snapshot().phase == phaseDone }
 func (r *execRun) snapshot() runView {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return runView{version: r.version, phase: r.phase, started: r.started, progress: r.progress, cancelling: r.cancelling,
-		result: r.result, err: r.err, verify: r.verify, verifyErr: r.verifyErr}
+	return runView{version: r.version, runState: r.runState}
 }
 
 // runMsg tells a page that the run changed.
@@ -216,55 +214,32 @@ func (r *execRun) execute(s PlanActions, req ExecRequest, watch time.Duration) {
 }
 
 // notifyWhenDone returns a command that waits for the run to end and
-// then shows its result in the status line, whichever page is open (a
-// flash is handled by the app, not routed to a page). Only the first
-// caller gets one: leaving the plan page twice does not flash twice.
+// then shows its result in the status line (changes.notifyWhenDone).
 func (r *execRun) notifyWhenDone() tea.Cmd {
-	if !r.firstNotifier() {
-		return nil
-	}
-	return func() tea.Msg {
-		r.waitDone(func() bool { return r.phase == phaseDone })
+	return r.changes.notifyWhenDone(func() bool { return r.phase == phaseDone }, func() tui.FlashMsg {
 		v := r.snapshot()
-		short := r.hash[:12]
 		var ref *execute.Refusal
 		switch {
 		case errors.As(v.err, &ref):
-			return tui.FlashMsg{Level: tui.Error, Text: "redrive " + short + " refused: " + ref.Reason}
+			return refusedFlash(r.hash, ref.Reason)
 		case v.err != nil || len(v.result.Failed) > 0 || v.verify != nil && len(v.verify.Mismatches) > 0:
-			text := fmt.Sprintf("redrive %s stopped: sent %d, skipped %d, failed %d", short, v.result.Sent, len(v.result.Skipped), failedRecords(v.result))
-			if v.err != nil {
-				text += ": " + v.err.Error()
-			}
-			return tui.FlashMsg{Level: tui.Error, Text: text}
+			return stoppedFlash(r.hash, fmt.Sprintf("sent %d, skipped %d, failed %d", v.result.Sent, len(v.result.Skipped), failedRecords(v.result)), v.err)
 		}
-		state := "finished"
-		if v.result.Cancelled {
-			state = "cancelled"
-		}
-		return tui.FlashMsg{Level: tui.Info, Text: fmt.Sprintf("redrive %s %s: sent %d, skipped %d, failed 0", short, state, v.result.Sent, len(v.result.Skipped))}
-	}
+		return endedFlash(r.hash, v.result.Cancelled, v.result.Sent, len(v.result.Skipped))
+	})
 }
 
 // stateText is a running plan's state for the plans list.
 func (r *execRun) stateText() (string, bool) {
 	v := r.snapshot()
-	pr := v.progress
-	pct := 0
-	if pr.Total > 0 {
-		pct = (pr.Sent + pr.Skipped + pr.Failed) * 100 / pr.Total
-	}
-	switch {
-	case v.phase == phaseVerifying:
+	switch v.phase {
+	case phaseVerifying:
 		return "verifying", true
-	case v.phase == phaseDone:
+	case phaseDone:
 		return "", false
-	case v.cancelling:
-		return fmt.Sprintf("cancelling %d%%", pct), true
-	case pr.Paused:
-		return fmt.Sprintf("paused %d%%", pct), true
 	}
-	return fmt.Sprintf("executing %d%%", pct), true
+	pr := v.progress
+	return runStateText(v.cancelling, pr.Paused, pr.Sent+pr.Skipped+pr.Failed, pr.Total), true
 }
 
 // ---------------------------------------------------------------- text

@@ -292,10 +292,10 @@ func (p *PlanPage) finish() {
 
 func (p *PlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 	defer p.layout()
-	switch msg := msg.(type) {
-	case tea.WindowSizeMsg:
-		p.w, p.h = msg.Width, msg.Height
+	if p.takeCommon(msg) {
 		return p, nil
+	}
+	switch msg := msg.(type) {
 	case planMsg:
 		p.loaded()
 		f := msg.file
@@ -306,29 +306,20 @@ func (p *PlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 			return p, nil
 		}
 		return p, p.loadStatus()
-	case errMsg:
-		p.loading, p.err = false, msg.err.Error()
-		return p, nil
 	case statusMsg[PlanStatus]:
 		p.setStatus(msg.st)
 		return p, p.startPending(p.action)
-	case statusErrMsg:
-		p.statusFailed(msg.err)
-		return p, nil
 	case signedMsg[PlanStatus]:
 		showSigned(&p.planUI, msg, p.setStatus)
 		return p, nil
 	case runStartedMsg:
-		p.busy = ""
 		if msg.fresh && p.results {
 			// A new run: back to the verdicts until it has outcomes.
 			p.tbl, p.results = verdictTable(p.env), false
 			p.rows()
 		}
 		p.attach(msg.run)
-		if !msg.fresh {
-			p.note, p.noteBad = "this plan is already executing in this console", false
-		}
+		p.runAttached(msg.fresh)
 		return p, p.listen()
 	case runStartErrMsg:
 		p.busy = ""
@@ -365,9 +356,7 @@ func (p *PlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 			return p, cmd
 		}
 	}
-	var cmd tea.Cmd
-	p.tbl, cmd = p.tbl.Update(msg)
-	return p, cmd
+	return p, p.toTable(msg)
 }
 
 // setStatus takes a fresh status, with the plan's signatures as stored now.

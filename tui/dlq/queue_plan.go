@@ -196,10 +196,10 @@ func (p *QueuePlanPage) rows() {
 
 func (p *QueuePlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 	defer p.layout()
-	switch msg := msg.(type) {
-	case tea.WindowSizeMsg:
-		p.w, p.h = msg.Width, msg.Height
+	if p.takeCommon(msg) {
 		return p, nil
+	}
+	switch msg := msg.(type) {
 	case queuePlanMsg:
 		p.loaded()
 		pl := msg.plan
@@ -210,15 +210,9 @@ func (p *QueuePlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 			return p, nil
 		}
 		return p, p.loadStatus()
-	case errMsg:
-		p.loading, p.err = false, msg.err.Error()
-		return p, nil
 	case statusMsg[QueuePlanStatus]:
 		p.setStatus(msg.st)
 		return p, p.startPending(p.action)
-	case statusErrMsg:
-		p.statusFailed(msg.err)
-		return p, nil
 	case signedMsg[QueuePlanStatus]:
 		showSigned(&p.planUI, msg, p.setStatus)
 		return p, nil
@@ -232,11 +226,8 @@ func (p *QueuePlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 		p.dry = &d
 		return p, p.openConfirm()
 	case queueRunStarted:
-		p.busy = ""
 		p.run, p.view = msg.run, msg.run.snapshot()
-		if !msg.fresh {
-			p.note, p.noteBad = "this plan is already executing in this console", false
-		}
+		p.runAttached(msg.fresh)
 		return p, p.listen()
 	case queueRunMsg:
 		if msg.run != p.run {
@@ -264,9 +255,7 @@ func (p *QueuePlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 			return p, cmd
 		}
 	}
-	var cmd tea.Cmd
-	p.tbl, cmd = p.tbl.Update(msg)
-	return p, cmd
+	return p, p.toTable(msg)
 }
 
 // setStatus takes a fresh status, with the plan as stored now (its
@@ -568,6 +557,12 @@ type qRun struct {
 	once     sync.Once
 
 	changes
+	qRunState
+}
+
+// qRunState is what a run's goroutine writes (under the changes lock) and
+// the pages read through snapshot.
+type qRunState struct {
 	done       bool
 	started    time.Time
 	progress   QueueProgress
@@ -577,15 +572,10 @@ type qRun struct {
 	err        error
 }
 
+// qRunView is a consistent copy of a run's state.
 type qRunView struct {
-	version    uint64
-	done       bool
-	started    time.Time
-	progress   QueueProgress
-	paused     bool
-	cancelling bool
-	result     QueueResult
-	err        error
+	version uint64
+	qRunState
 }
 
 var qruns = newRegistry[*qRun]()
@@ -594,7 +584,7 @@ func qRunFor(hash string) *qRun { return qruns.get(hash) }
 
 func startQRun(hash string) (*qRun, bool) {
 	return qruns.start(hash, func() *qRun {
-		return &qRun{hash: hash, cancelCh: make(chan struct{}), changes: newChanges(), started: time.Now()}
+		return &qRun{hash: hash, cancelCh: make(chan struct{}), changes: newChanges(), qRunState: qRunState{started: time.Now()}}
 	})
 }
 
@@ -603,7 +593,7 @@ func (r *qRun) finished() bool { return r.snapshot().done }
 func (r *qRun) snapshot() qRunView {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return qRunView{version: r.version, done: r.done, started: r.started, progress: r.progress, paused: r.paused, cancelling: r.cancelling, result: r.result, err: r.err}
+	return qRunView{version: r.version, qRunState: r.qRunState}
 }
 
 func (r *qRun) wait(seen uint64) tea.Cmd {
@@ -654,50 +644,30 @@ func (r *qRun) execute(s QueueService, readOnly bool) {
 	r.update(func() { r.result, r.err, r.done = res, err, true })
 }
 
+// notifyWhenDone returns a command that waits for the run to end and
+// then shows its result in the status line (changes.notifyWhenDone).
 func (r *qRun) notifyWhenDone() tea.Cmd {
-	if !r.firstNotifier() {
-		return nil
-	}
-	return func() tea.Msg {
-		r.waitDone(func() bool { return r.done })
+	return r.changes.notifyWhenDone(func() bool { return r.done }, func() tui.FlashMsg {
 		v := r.snapshot()
-		short := r.hash[:12]
 		var ref *ExecRefusal
 		switch {
 		case errors.As(v.err, &ref):
-			return tui.FlashMsg{Level: tui.Error, Text: "redrive " + short + " refused: " + ref.Reason}
+			return refusedFlash(r.hash, ref.Reason)
 		case v.err != nil || len(v.result.Failed) > 0:
-			text := fmt.Sprintf("redrive %s stopped: sent %d, failed %d", short, v.result.Sent, len(v.result.Failed))
-			if v.err != nil {
-				text += ": " + v.err.Error()
-			}
-			return tui.FlashMsg{Level: tui.Error, Text: text}
+			return stoppedFlash(r.hash, fmt.Sprintf("sent %d, failed %d", v.result.Sent, len(v.result.Failed)), v.err)
 		}
-		state := "finished"
-		if v.result.Cancelled {
-			state = "cancelled"
-		}
-		return tui.FlashMsg{Level: tui.Info, Text: fmt.Sprintf("redrive %s %s: sent %d, skipped %d, failed 0", short, state, v.result.Sent, len(v.result.Skipped))}
-	}
+		return endedFlash(r.hash, v.result.Cancelled, v.result.Sent, len(v.result.Skipped))
+	})
 }
 
+// stateText is a running plan's state for the plans list.
 func (r *qRun) stateText() (string, bool) {
 	v := r.snapshot()
 	if v.done {
 		return "", false
 	}
 	pr := v.progress
-	pct := 0
-	if pr.Total > 0 {
-		pct = (pr.Sent + pr.AlreadySent + pr.Failed) * 100 / pr.Total
-	}
-	switch {
-	case v.cancelling:
-		return fmt.Sprintf("cancelling %d%%", pct), true
-	case v.paused:
-		return fmt.Sprintf("paused %d%%", pct), true
-	}
-	return fmt.Sprintf("executing %d%%", pct), true
+	return runStateText(v.cancelling, v.paused, pr.Sent+pr.AlreadySent+pr.Failed, pr.Total), true
 }
 
 // ---------------------------------------------------------------- plans
