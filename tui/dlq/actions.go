@@ -528,20 +528,14 @@ var planListBindings = []key.Binding{keyOpen, keyApprove, keyExecute, keyReload}
 func (t *tablePage) planListKey(msg tea.KeyMsg, reload func() tea.Cmd, open func(hash, action string) tea.Cmd) (tea.Cmd, bool) {
 	action := ""
 	switch {
-	case key.Matches(msg, keyReload):
-		return reload(), true
-	case key.Matches(msg, keyOpen):
 	case key.Matches(msg, keyApprove):
 		action = "a"
 	case key.Matches(msg, keyExecute):
 		action = "X"
 	default:
-		return nil, false
+		return t.listKey(msg, reload, func(hash string) tea.Cmd { return open(hash, "") })
 	}
-	if r, ok := t.tbl.Selected(); ok {
-		return open(r.ID, action), true
-	}
-	return nil, true
+	return t.onSelected(func(hash string) tea.Cmd { return open(hash, action) }), true
 }
 
 // planPageBase is what both plan pages embed: the verdict table below a

@@ -254,21 +254,11 @@ func (p *ListPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 		}
 		p.tbl.SetRows(rows)
 	}
-	return p, p.update(msg, p.key)
-}
-
-func (p *ListPage) key(msg tea.KeyMsg) (tea.Cmd, bool) {
-	switch {
-	case key.Matches(msg, keyOpen):
-		if r, ok := p.tbl.Selected(); ok {
-			name := r.ID
-			return tui.Push(func(env tui.PageEnv) tui.Page { return NewClassesPage(env, name) }), true
-		}
-		return nil, true
-	case key.Matches(msg, keyReload):
-		return p.load(), true
-	}
-	return nil, false
+	return p, p.update(msg, func(msg tea.KeyMsg) (tea.Cmd, bool) {
+		return p.listKey(msg, p.load, func(name string) tea.Cmd {
+			return tui.Push(func(env tui.PageEnv) tui.Page { return NewClassesPage(env, name) })
+		})
+	})
 }
 
 func (p *ListPage) View() string {

@@ -88,6 +88,28 @@ func (t *tablePage) route(cmd tea.Cmd) tea.Cmd {
 	return cmd
 }
 
+// listKey handles a key on a list page: enter opens the selected row
+// (open gets its ID), u reloads; done is false for keys it leaves to the
+// table.
+func (t *tablePage) listKey(msg tea.KeyMsg, reload func() tea.Cmd, open func(id string) tea.Cmd) (tea.Cmd, bool) {
+	switch {
+	case key.Matches(msg, keyOpen):
+		return t.onSelected(open), true
+	case key.Matches(msg, keyReload):
+		return reload(), true
+	}
+	return nil, false
+}
+
+// onSelected is what open does with the selected row's ID; nothing when
+// the table is empty.
+func (t *tablePage) onSelected(open func(id string) tea.Cmd) tea.Cmd {
+	if r, ok := t.tbl.Selected(); ok {
+		return open(r.ID)
+	}
+	return nil
+}
+
 // loadingPage is a tablePage filled by a read off the UI goroutine: it is
 // loading until the read answers, then holds the read's error, if any.
 type loadingPage struct {

@@ -393,26 +393,18 @@ func (p *QueueListPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 		p.dlqs = msg.dlqs
 		p.rows()
 	}
-	return p, p.update(msg, p.key)
+	return p, p.update(msg, func(msg tea.KeyMsg) (tea.Cmd, bool) { return p.listKey(msg, p.load, p.open) })
 }
 
-func (p *QueueListPage) key(msg tea.KeyMsg) (tea.Cmd, bool) {
-	switch {
-	case key.Matches(msg, keyOpen):
-		if r, ok := p.tbl.Selected(); ok {
-			name := r.ID
-			for _, d := range p.dlqs {
-				if d.OtherVhost && d.Vhost+"\x00"+d.Name == name {
-					return tui.Flash(tui.Error, fmt.Sprintf("%s is in vhost %s: attach a context whose AMQP URL names that vhost to read it", sanitize.Text(d.Name), sanitize.Text(d.Vhost))), true
-				}
-			}
-			return tui.Push(func(env tui.PageEnv) tui.Page { return NewQueueClassesPage(env, name) }), true
+// open reads the classes of the DLQ named id; one in another vhost (its
+// id is vhost NUL name) cannot be read on this context.
+func (p *QueueListPage) open(id string) tea.Cmd {
+	for _, d := range p.dlqs {
+		if d.OtherVhost && d.Vhost+"\x00"+d.Name == id {
+			return tui.Flash(tui.Error, fmt.Sprintf("%s is in vhost %s: attach a context whose AMQP URL names that vhost to read it", sanitize.Text(d.Name), sanitize.Text(d.Vhost)))
 		}
-		return nil, true
-	case key.Matches(msg, keyReload):
-		return p.load(), true
 	}
-	return nil, false
+	return tui.Push(func(env tui.PageEnv) tui.Page { return NewQueueClassesPage(env, id) })
 }
 
 func (p *QueueListPage) View() string {

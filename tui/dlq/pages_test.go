@@ -1,0 +1,52 @@
+package dlq
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/berth-dev/berth/redrive"
+	"github.com/berth-dev/berth/tui"
+	"github.com/berth-dev/berth/tui/styles"
+)
+
+// The selection both brokers' pages share (picks): a class selected on the
+// classes page, then one of its messages taken out on the messages page,
+// leaves the rest of the class selected one by one. A RabbitMQ read is
+// plain data, so the pages get it as the browse's answer, with no broker.
+func TestTakingOneMessageOutOfASelectedClassKeepsTheRest(t *testing.T) {
+	env := tui.PageEnv{Styles: styles.New(), Size: func() (int, int) { return width, height }}
+	read := QueueBrowse{DLQ: "orders.dlq", Vhost: "/", Type: "classic", Method: "basic.get + nack", Complete: true, Limit: 100,
+		Classes: []redrive.Class{{ID: "c-timeout", Count: 2, Verdict: "transient"}, {ID: "c-invalid", Count: 1, Verdict: "permanent"}},
+		Messages: []QueueMessage{
+			{Position: 1, EventID: "ev-1", Class: "c-timeout"},
+			{Position: 2, EventID: "ev-2", Class: "c-timeout"},
+			{Position: 3, EventID: "ev-3", Class: "c-invalid"},
+		}}
+	classes := tui.Page(NewQueueClassesPage(env, "orders.dlq"))
+	classes, _ = classes.Update(browsedMsg{read})
+	// The biggest class comes first: select it.
+	classes, _, _ = press(t, env, classes, runes("x"))
+	if v := checkView(t, classes); !strings.Contains(v, "selected 2 message(s)") {
+		t.Fatalf("class selected:\n%s", v)
+	}
+	_, pushed, _ := press(t, env, classes, enterKey)
+	messages := pushed[0]
+	if v := checkView(t, messages); !strings.Contains(v, "2 message(s) · enter") || strings.Count(v, "●") != 2 {
+		t.Fatalf("class messages:\n%s", v)
+	}
+	messages, _, _ = press(t, env, messages, runes("x"))
+	v := checkView(t, messages)
+	if !strings.Contains(v, "selected 1 message(s)") || strings.Count(v, "●") != 1 {
+		t.Fatalf("one message taken out:\n%s", v)
+	}
+	// H toggles the ordering hazards on the shared selection line.
+	messages, _, _ = press(t, env, messages, runes("H"))
+	if v := checkView(t, messages); !strings.Contains(v, "ordering hazards INCLUDED (H)") {
+		t.Fatalf("hazards:\n%s", v)
+	}
+	// The plan request is the message left, by event id.
+	req := messages.(*QueueMessagesPage).s.request(false)
+	if len(req.Classes) != 0 || len(req.EventIDs) != 1 || !req.AllowHazards {
+		t.Fatalf("request %+v", req)
+	}
+}
