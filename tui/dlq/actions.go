@@ -19,10 +19,13 @@ import (
 	"github.com/berth-dev/berth/tui/styles"
 )
 
-// What the Kafka and RabbitMQ plan pages share: the prompts (an SSH key
-// to approve or sign with, the hash to execute), the note an action leaves,
-// the action line, the signature list, leaving a running plan, and the
-// change signal of an execution running in the background.
+// What the Kafka and RabbitMQ plan pages share: the page base
+// (planPageBase: size, header fit, key capture, the common messages), the
+// prompts (an SSH key to approve or sign with, the hash to execute), the
+// note an action leaves, which actions are available, the action line, the
+// signature list, the progress bar, leaving a running plan, and the change
+// signal, registry and end-of-run flash of an execution running in the
+// background. The table pages' scaffolding is in pages.go.
 
 // planUI is embedded in both plan pages.
 type planUI struct {
@@ -326,6 +329,29 @@ func (u *planUI) actionLine(running string, disabled func(string) string, offerS
 // barLine is the progress bar of an execution after label ("executing ").
 func (u *planUI) barLine(label string, pct float64) string {
 	return label + u.bar.ViewAs(pct) + fmt.Sprintf(" %3.0f%%", pct*100)
+}
+
+// fraction is done of total, 0 before the total is known.
+func fraction(done, total int) float64 {
+	if total <= 0 {
+		return 0
+	}
+	return float64(done) / float64(total)
+}
+
+// firstThree is the lines of the first three of n items (line(i)), then
+// how many more there are (more, a format with %d): the header keeps the
+// table on screen.
+func firstThree(n int, line func(i int) string, more string) []string {
+	var out []string
+	for i := range n {
+		if i == 3 {
+			out = append(out, fmt.Sprintf(more, n-i))
+			break
+		}
+		out = append(out, line(i))
+	}
+	return out
 }
 
 // tail is the end of a plan page's header: actions, the run, the note and

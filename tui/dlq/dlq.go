@@ -9,7 +9,8 @@
 // types); cmd/berth sets Open to build one on the attached Kafka cluster.
 // On a RabbitMQ context ":dlq" and ":plans" open the queue pages of
 // queue.go and queue_plan.go instead, over a QueueService (OpenQueues);
-// the plan pages of both share actions.go.
+// the pages of both share their scaffolding (pages.go) and the plan pages
+// their actions (actions.go).
 package dlq
 
 import (

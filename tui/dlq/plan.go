@@ -581,10 +581,7 @@ func (p *PlanPage) runLines() []string {
 	v := p.view
 	pr := v.progress
 	done := pr.Sent + pr.Skipped + pr.Failed
-	pct := 0.0
-	if pr.Total > 0 {
-		pct = float64(done) / float64(pr.Total)
-	}
+	pct := fraction(done, pr.Total)
 	counts := fmt.Sprintf("sent %d · skipped %d · failed %d · %d/%d (%.0f%%)", pr.Sent, pr.Skipped, pr.Failed, done, pr.Total, pct*100)
 	switch v.phase {
 	case phaseSending:
@@ -625,13 +622,10 @@ func (p *PlanPage) runLines() []string {
 	if v.err != nil {
 		lines = append(lines, p.level(styles.Bad).Render("stopped: "+sanitize.Text(v.err.Error())))
 	}
-	for i, f := range res.Failed {
-		if i == 3 {
-			lines = append(lines, fmt.Sprintf("  … and %d more failed batch(es)", len(res.Failed)-i))
-			break
-		}
-		lines = append(lines, fmt.Sprintf("  failed batch of %d record(s): %s", len(f.Records), sanitize.Text(f.Error)))
-	}
+	lines = append(lines, firstThree(len(res.Failed), func(i int) string {
+		f := res.Failed[i]
+		return fmt.Sprintf("  failed batch of %d record(s): %s", len(f.Records), sanitize.Text(f.Error))
+	}, "  … and %d more failed batch(es)")...)
 	switch {
 	case v.verifyErr != nil:
 		lines = append(lines, p.level(styles.Bad).Render("verification failed: "+sanitize.Text(v.verifyErr.Error())))

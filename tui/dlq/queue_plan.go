@@ -458,15 +458,10 @@ func (p *QueuePlanPage) dryLines() []string {
 	if len(d.Approvers) > 0 {
 		line += " · approved by " + sanitize.Text(strings.Join(d.Approvers, ", "))
 	}
-	out := []string{line}
-	for i, s := range d.Skipped {
-		if i == 3 {
-			out = append(out, fmt.Sprintf("  … and %d more skipped", len(d.Skipped)-i))
-			break
-		}
-		out = append(out, fmt.Sprintf("  skipped #%d %s: %s %s", s.Position, sanitize.Text(s.EventID), s.Reason, sanitize.Text(s.Detail)))
-	}
-	return out
+	return append([]string{line}, firstThree(len(d.Skipped), func(i int) string {
+		s := d.Skipped[i]
+		return fmt.Sprintf("  skipped #%d %s: %s %s", s.Position, sanitize.Text(s.EventID), s.Reason, sanitize.Text(s.Detail))
+	}, "  … and %d more skipped")...)
 }
 
 func (p *QueuePlanPage) actionLine() string {
@@ -484,10 +479,7 @@ func (p *QueuePlanPage) runLines() []string {
 	v := p.view
 	pr := v.progress
 	done := pr.Sent + pr.AlreadySent + pr.Failed
-	pct := 0.0
-	if pr.Total > 0 {
-		pct = float64(done) / float64(pr.Total)
-	}
+	pct := fraction(done, pr.Total)
 	counts := fmt.Sprintf("sent %d · already sent %d · failed %d · skipped %d · %d/%d (%.0f%%)", pr.Sent, pr.AlreadySent, pr.Failed, pr.Skipped, done, pr.Total, pct*100)
 	if !v.done {
 		state := fmt.Sprintf("elapsed %s", round(time.Since(v.started)))
@@ -517,13 +509,10 @@ func (p *QueuePlanPage) runLines() []string {
 	if res.Stopped != "" && !res.Cancelled {
 		lines = append(lines, p.level(styles.Bad).Render("stopped: "+sanitize.Text(res.Stopped)))
 	}
-	for i, f := range res.Failed {
-		if i == 3 {
-			lines = append(lines, fmt.Sprintf("  … and %d more failed", len(res.Failed)-i))
-			break
-		}
-		lines = append(lines, fmt.Sprintf("  failed %s → %q %s: %s", sanitize.Text(f.EventID), sanitize.Text(f.Exchange), sanitize.Text(f.RoutingKey), sanitize.Text(f.Error)))
-	}
+	lines = append(lines, firstThree(len(res.Failed), func(i int) string {
+		f := res.Failed[i]
+		return fmt.Sprintf("  failed %s → %q %s: %s", sanitize.Text(f.EventID), sanitize.Text(f.Exchange), sanitize.Text(f.RoutingKey), sanitize.Text(f.Error))
+	}, "  … and %d more failed")...)
 	if vr := res.Verification; vr != nil {
 		line := fmt.Sprintf("verified: DLQ depth %d → %d with %d acked, %d returned: ok", vr.Before, vr.After, vr.Acked, vr.Returned)
 		l := styles.Good
