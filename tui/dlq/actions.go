@@ -662,42 +662,41 @@ func (p *planPageBase) renderPlan(checking func() []string, made bool, head func
 	return p.render(head()...)
 }
 
-// planKeys is what a plan page does with the keys planKey handles.
-type planKeys struct {
-	hash      string
-	sign      func(path string, author bool) tea.Cmd
-	execute   func() tea.Cmd
-	running   bool
-	run       func(tea.KeyMsg) (tea.Cmd, bool)
-	filtering bool
-	action    func(a string) tea.Cmd
-	reload    func() tea.Cmd
+// planKeyPage is what a plan page does with the keys planKey handles.
+type planKeyPage interface {
+	planHash() string // "" until the plan is made
+	signCmd(path string, author bool) tea.Cmd
+	executeCmd() tea.Cmd
+	running() bool
+	runKey(tea.KeyMsg) (tea.Cmd, bool) // the keys of a running plan
+	action(a string) tea.Cmd           // a, X or S
+	reloadStatus() tea.Cmd             // u
 }
 
-// planKey handles a key on a plan page: the open prompt, the keys of a
+// planKey handles a key on plan page p: the open prompt, the keys of a
 // running plan, then a, X, S and u; done is false for keys it leaves to
 // the table.
-func (u *planUI) planKey(msg tea.KeyMsg, k planKeys) (tea.Cmd, bool) {
-	if u.mode != promptNone {
-		return u.promptKey(msg, k.hash, k.sign, k.execute), true
+func (b *planPageBase) planKey(msg tea.KeyMsg, p planKeyPage) (tea.Cmd, bool) {
+	if b.mode != promptNone {
+		return b.promptKey(msg, p.planHash(), p.signCmd, p.executeCmd), true
 	}
-	if k.running {
-		if cmd, done := k.run(msg); done {
+	if p.running() {
+		if cmd, done := p.runKey(msg); done {
 			return cmd, true
 		}
 	}
-	if k.filtering {
+	if b.tbl.Filtering() {
 		return nil, false
 	}
 	switch {
 	case key.Matches(msg, keyApprove):
-		return k.action("a"), true
+		return p.action("a"), true
 	case key.Matches(msg, keyExecute):
-		return k.action("X"), true
+		return p.action("X"), true
 	case key.Matches(msg, keySign):
-		return k.action("S"), true
+		return p.action("S"), true
 	case key.Matches(msg, keyStatus):
-		return k.reload(), true
+		return p.reloadStatus(), true
 	}
 	return nil, false
 }

@@ -506,12 +506,7 @@ func (p *RecordsPage) record(id string) (redrive.Parsed, bool) {
 }
 
 func (p *RecordsPage) Init() tea.Cmd { return nil }
-func (p *RecordsPage) Title() string {
-	if p.class == "" {
-		return sanitize.Text(p.s.dlq) + " · records"
-	}
-	return sanitize.Text(p.s.dlq) + " · " + p.class
-}
+func (p *RecordsPage) Title() string { return classTitle(p.s.dlq, p.class, "records") }
 func (p *RecordsPage) KeyBindings() []key.Binding {
 	return p.bindings(keyOpen, keySelect, keyPlan, keyHazard)
 }

@@ -141,6 +141,15 @@ func (p *loadingPage) listView(loadingText, status string) string {
 	return p.render(status)
 }
 
+// classTitle is a records or messages page's title: the DLQ and the class
+// listed, or all (what the page lists) for every class.
+func classTitle(dlq, class, all string) string {
+	if class == "" {
+		return sanitize.Text(dlq) + " · " + all
+	}
+	return sanitize.Text(dlq) + " · " + class
+}
+
 // picks is the selection being built on one DLQ's pages: whole classes,
 // single items outside them (Kafka records by their coordinates, RabbitMQ
 // messages by their event id), and whether ordering hazards may go in.

@@ -341,22 +341,27 @@ func (p *PlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 		}
 		return p, nil
 	case tea.KeyMsg:
-		var hash string
-		if p.file != nil {
-			hash = p.file.Hash
-		}
-		if cmd, done := p.planKey(msg, planKeys{hash: hash, sign: p.signCmd, execute: p.executeCmd, running: p.running(), run: p.runKey,
-			filtering: p.tbl.Filtering(), action: p.action,
-			reload: func() tea.Cmd {
-				if p.file != nil && p.status != nil {
-					return p.loadStatus()
-				}
-				return nil
-			}}); done {
+		if cmd, done := p.planKey(msg, p); done {
 			return p, cmd
 		}
 	}
 	return p, p.toTable(msg)
+}
+
+func (p *PlanPage) planHash() string {
+	if p.file == nil {
+		return ""
+	}
+	return p.file.Hash
+}
+
+// reloadStatus reads the status again (u) once it was read: a plan not
+// stored has none.
+func (p *PlanPage) reloadStatus() tea.Cmd {
+	if p.file != nil && p.status != nil {
+		return p.loadStatus()
+	}
+	return nil
 }
 
 // setStatus takes a fresh status, with the plan's signatures as stored now.

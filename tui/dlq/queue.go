@@ -690,12 +690,7 @@ func (p *QueueMessagesPage) message(id string) (QueueMessage, bool) {
 }
 
 func (p *QueueMessagesPage) Init() tea.Cmd { return nil }
-func (p *QueueMessagesPage) Title() string {
-	if p.class == "" {
-		return sanitize.Text(p.s.dlq) + " · messages"
-	}
-	return sanitize.Text(p.s.dlq) + " · " + p.class
-}
+func (p *QueueMessagesPage) Title() string { return classTitle(p.s.dlq, p.class, "messages") }
 func (p *QueueMessagesPage) KeyBindings() []key.Binding {
 	return p.bindings(keyOpen, keySelect, keyPlan, keyHazard)
 }

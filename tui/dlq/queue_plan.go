@@ -240,22 +240,27 @@ func (p *QueuePlanPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 		}
 		return p, p.listen()
 	case tea.KeyMsg:
-		var hash string
-		if p.plan != nil {
-			hash = p.plan.Hash
-		}
-		if cmd, done := p.planKey(msg, planKeys{hash: hash, sign: p.signCmd, execute: p.executeCmd, running: p.running(), run: p.runKey,
-			filtering: p.tbl.Filtering(), action: p.action,
-			reload: func() tea.Cmd {
-				if p.plan != nil && (p.plan.Stored || p.status != nil) {
-					return p.loadStatus()
-				}
-				return nil
-			}}); done {
+		if cmd, done := p.planKey(msg, p); done {
 			return p, cmd
 		}
 	}
 	return p, p.toTable(msg)
+}
+
+func (p *QueuePlanPage) planHash() string {
+	if p.plan == nil {
+		return ""
+	}
+	return p.plan.Hash
+}
+
+// reloadStatus reads the status again (u) of a plan in the redrive
+// store (a stored plan whose first read failed, too).
+func (p *QueuePlanPage) reloadStatus() tea.Cmd {
+	if p.plan != nil && (p.plan.Stored || p.status != nil) {
+		return p.loadStatus()
+	}
+	return nil
 }
 
 // setStatus takes a fresh status, with the plan as stored now (its
