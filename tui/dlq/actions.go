@@ -16,6 +16,7 @@ import (
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/redrive/approval"
 	"github.com/berth-dev/berth/tui"
+	"github.com/berth-dev/berth/tui/components/table"
 	"github.com/berth-dev/berth/tui/styles"
 )
 
@@ -572,8 +573,15 @@ type planPageBase struct {
 	planUI
 }
 
-func newPlanPageBase(env tui.PageEnv) planPageBase {
-	return planPageBase{loadingPage: loadingPage{tablePage: tablePage{env: env}}, planUI: newPlanUI(env)}
+// newPlanPageBase starts a plan page with its table of verdicts, sized to
+// the console (no header yet: the plan is not made or read).
+func newPlanPageBase(env tui.PageEnv, verdicts table.Model) planPageBase {
+	b := planPageBase{loadingPage: loadingPage{tablePage: tablePage{env: env, tbl: verdicts}}, planUI: newPlanUI(env)}
+	if env.Size != nil {
+		b.w, b.h = env.Size()
+		b.fit(nil)
+	}
+	return b
 }
 
 func (p *planPageBase) KeyBindings() []key.Binding {

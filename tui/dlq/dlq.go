@@ -105,14 +105,23 @@ func do(env tui.PageEnv, fn func(ctx context.Context, s Service) tea.Msg) tea.Cm
 
 // doOr is do with the message for a missing Service chosen by the caller.
 func doOr(env tui.PageEnv, onErr func(error) tea.Msg, fn func(ctx context.Context, s Service) tea.Msg) tea.Cmd {
+	return doWith(env, &Open, errNoService, onErr, fn)
+}
+
+// doWith runs fn off the UI goroutine with the service (Service,
+// QueueService) that *open builds on the attached cluster. open points at
+// the package's variable (Open, OpenQueues), read when fn runs: cmd/berth
+// sets it, tests set and clear it. Without one (missing) or failing to
+// build it, the message is onErr's.
+func doWith[S any](env tui.PageEnv, open *func(backends.Cluster, *config.Config, string) (S, error), missing error, onErr func(error) tea.Msg, fn func(ctx context.Context, s S) tea.Msg) tea.Cmd {
 	if env.Do == nil {
 		return nil
 	}
 	return env.Do(func(ctx context.Context, c backends.Cluster) tea.Msg {
-		if Open == nil {
-			return onErr(errNoService)
+		if *open == nil {
+			return onErr(missing)
 		}
-		s, err := Open(c, env.Config, env.Context)
+		s, err := (*open)(c, env.Config, env.Context)
 		if err != nil {
 			return onErr(err)
 		}

@@ -115,13 +115,7 @@ func newStoredPlanPageWith(env tui.PageEnv, f redrive.File, action string) *Plan
 }
 
 func newPlanPage(env tui.PageEnv) *PlanPage {
-	p := &PlanPage{planPageBase: newPlanPageBase(env)}
-	p.tbl = verdictTable(env)
-	if env.Size != nil {
-		p.w, p.h = env.Size()
-		p.layout()
-	}
-	return p
+	return &PlanPage{planPageBase: newPlanPageBase(env, verdictTable(env))}
 }
 
 func verdictTable(env tui.PageEnv) table.Model {

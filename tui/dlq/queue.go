@@ -258,19 +258,7 @@ func (r *ExecRefusal) Error() string { return r.Reason }
 
 // doQueues runs fn with the QueueService off the UI goroutine.
 func doQueues(env tui.PageEnv, onErr func(error) tea.Msg, fn func(ctx context.Context, s QueueService) tea.Msg) tea.Cmd {
-	if env.Do == nil {
-		return nil
-	}
-	return env.Do(func(ctx context.Context, c backends.Cluster) tea.Msg {
-		if OpenQueues == nil {
-			return onErr(errNoQueueService)
-		}
-		s, err := OpenQueues(c, env.Config, env.Context)
-		if err != nil {
-			return onErr(err)
-		}
-		return fn(ctx, s)
-	})
+	return doWith(env, &OpenQueues, errNoQueueService, onErr, fn)
 }
 
 func errOf(err error) tea.Msg { return errMsg{err} }

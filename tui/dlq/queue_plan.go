@@ -67,13 +67,7 @@ func NewStoredQueuePlanPage(env tui.PageEnv, st QueuePlanStatus, action string) 
 }
 
 func newQueuePlanPage(env tui.PageEnv) *QueuePlanPage {
-	p := &QueuePlanPage{planPageBase: newPlanPageBase(env)}
-	p.tbl = queueVerdictTable(env)
-	if env.Size != nil {
-		p.w, p.h = env.Size()
-		p.layout()
-	}
-	return p
+	return &QueuePlanPage{planPageBase: newPlanPageBase(env, queueVerdictTable(env))}
 }
 
 func queueVerdictTable(env tui.PageEnv) table.Model {
