@@ -299,6 +299,16 @@ func (u *planUI) runKey(msg tea.KeyMsg, c runControl) (tea.Cmd, bool) {
 	return nil, false
 }
 
+// runOver drops the questions about a run that has ended (the "esc again
+// to leave it running" prompt, "the plan is executing") before the page
+// shows how it ended.
+func (u *planUI) runOver() {
+	if u.leaving || strings.HasPrefix(u.note, "the plan is executing") {
+		u.note = ""
+	}
+	u.leaving = false
+}
+
 // leaveRunning goes back, leaving the execution of the plan hash running.
 func leaveRunning(hash string, notify tea.Cmd) tea.Cmd {
 	return tea.Batch(tui.Back(), tui.Flash(tui.Info, "redrive "+hash[:12]+" continues in the background; :plans shows its progress"), notify)

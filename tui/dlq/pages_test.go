@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	tea "github.com/charmbracelet/bubbletea"
+
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/tui"
 	"github.com/berth-dev/berth/tui/styles"
@@ -48,5 +50,25 @@ func TestTakingOneMessageOutOfASelectedClassKeepsTheRest(t *testing.T) {
 	req := messages.(*QueueMessagesPage).s.request(false)
 	if len(req.Classes) != 0 || len(req.EventIDs) != 1 || !req.AllowHazards {
 		t.Fatalf("request %+v", req)
+	}
+}
+
+// When a run ends while the page asks "esc again to leave it running", the
+// question goes: there is nothing left to leave running (both brokers'
+// plan pages end runs through runOver).
+func TestRunOverDropsTheLeaveQuestion(t *testing.T) {
+	var u planUI
+	u.runKey(tea.KeyMsg{Type: tea.KeyEsc}, runControl{})
+	if !u.leaving || !strings.Contains(u.note, "esc again") {
+		t.Fatalf("first esc while running: leaving %v, note %q", u.leaving, u.note)
+	}
+	u.runOver()
+	if u.leaving || u.note != "" {
+		t.Fatalf("after the run: leaving %v, note %q", u.leaving, u.note)
+	}
+	u.note = "approval refused: not in allowed_signers"
+	u.runOver()
+	if u.note == "" {
+		t.Fatal("runOver dropped a note that was not about the run")
 	}
 }

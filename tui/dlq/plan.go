@@ -269,10 +269,7 @@ func (p *PlanPage) listen() tea.Cmd { return p.route(p.run.wait(p.view.version))
 
 func (p *PlanPage) finish() {
 	v := p.view
-	if p.leaving || strings.HasPrefix(p.note, "the plan is executing") {
-		p.note = "" // questions about a run that is over
-	}
-	p.leaving = false
+	p.runOver()
 	var ref *execute.Refusal
 	switch {
 	case errors.As(v.err, &ref):

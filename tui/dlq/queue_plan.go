@@ -270,10 +270,7 @@ func (p *QueuePlanPage) setStatus(st QueuePlanStatus) {
 }
 
 func (p *QueuePlanPage) finish() {
-	p.leaving = false
-	if p.note != "" && strings.HasPrefix(p.note, "the plan is executing") {
-		p.note = ""
-	}
+	p.runOver()
 	v := p.view
 	var ref *ExecRefusal
 	switch {
