@@ -333,11 +333,11 @@ func (p *QueuePlanPage) signCmd(path string, author bool) tea.Cmd {
 	hash, ro := p.plan.Hash, p.env.ReadOnly
 	type msg = signedMsg[QueuePlanStatus]
 	return doQueues(p.env, func(err error) tea.Msg { return msg{err: err} }, func(ctx context.Context, s QueueService) tea.Msg {
-		role := approval.RoleApproval
+		role, verb := approval.RoleApproval, "approve"
 		if author {
-			role = approval.RoleAuthor
+			role, verb = approval.RoleAuthor, "sign"
 		}
-		sig, err := signPlan(path, hash, role, "sign")
+		sig, err := signPlan(path, hash, role, verb)
 		if err != nil {
 			return msg{err: err}
 		}
