@@ -51,6 +51,10 @@ type Options struct {
 	// ReadOnlyFor tells whether another context is read-only, and why (for
 	// :ctx); nil means "as the config says".
 	ReadOnlyFor func(name string) (bool, string)
+	// KindOf is a context's kind ("kafka", "bundled", "rabbitmq"), for
+	// the pages opened before its first snapshot arrives; nil means "as
+	// the config says" (ad-hoc contexts are not in the config).
+	KindOf func(name string) string
 	// Now is the clock (tests fix it).
 	Now func() time.Time
 	// Start is the first page (default "overview").
@@ -442,7 +446,7 @@ func (m *Model) activate() tea.Cmd {
 // open opens a registered page. The top-level pages (overview, topics,
 // groups, brokers) replace the stack rather than growing it; others push.
 func (m *Model) open(name string, args []string) tea.Cmd {
-	name, notHere := forQueues(m.snap, name) // RabbitMQ: queue pages (page_queues.go)
+	name, notHere := forQueues(m.rabbit(), name) // RabbitMQ: queue pages (page_queues.go)
 	if notHere != "" {
 		return m.setFlash(FlashMsg{Level: Error, Text: notHere})
 	}
@@ -569,6 +573,21 @@ func (m *Model) retryDial(name string) tea.Cmd {
 type retryDialMsg struct {
 	gen  uint64
 	name string
+}
+
+// rabbit tells whether the attached context is RabbitMQ: from its snapshot,
+// or before the first one arrives, from the context's kind.
+func (m *Model) rabbit() bool {
+	if m.snap != nil {
+		return m.snap.RabbitMQ != nil
+	}
+	if m.opts.KindOf != nil {
+		return m.opts.KindOf(m.ctxName) == "rabbitmq"
+	}
+	if m.opts.Config != nil {
+		return m.opts.Config.Contexts[m.ctxName].Kind == "rabbitmq"
+	}
+	return false
 }
 
 func (m *Model) readOnlyOf(name string) (bool, string) {

@@ -529,11 +529,11 @@ var (
 	}
 )
 
-// forQueues maps a page name for a RabbitMQ snapshot: the queue page to
-// open instead, or a reason the page does not apply. Kafka snapshots (and
-// no snapshot yet) keep the name.
-func forQueues(s *Snapshot, name string) (string, string) {
-	if s == nil || s.RabbitMQ == nil {
+// forQueues maps a page name on a RabbitMQ context: the queue page to
+// open instead, or a reason the page does not apply. Kafka contexts keep
+// the name.
+func forQueues(rabbit bool, name string) (string, string) {
+	if !rabbit {
 		return name, ""
 	}
 	if spec, ok := lookupPage(name); ok {

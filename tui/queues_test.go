@@ -428,16 +428,41 @@ func TestRabbitContextSwitchFromKafkaAndBack(t *testing.T) {
 // On a RabbitMQ context :dlq and :plans open the RabbitMQ dead-letter
 // pages (registered by tui/dlq), not a flash; t and b still say Kafka only.
 func TestRabbitDeadLetterPagesHaveCounterparts(t *testing.T) {
-	snap := &Snapshot{RabbitMQ: &monitor.RabbitMQ{}}
 	for in, want := range map[string]string{"dlq": "queue-dlq", "plans": "queue-plans", "groups": "queues"} {
-		if got, why := forQueues(snap, in); got != want || why != "" {
+		if got, why := forQueues(true, in); got != want || why != "" {
 			t.Errorf(":%s on RabbitMQ opens %q (%q), want %q", in, got, why, want)
 		}
 	}
-	if got, why := forQueues(snap, "topics"); got != "" || !strings.Contains(why, "Kafka only") {
+	if got, why := forQueues(true, "topics"); got != "" || !strings.Contains(why, "Kafka only") {
 		t.Errorf(":topics on RabbitMQ: %q %q", got, why)
 	}
-	if got, _ := forQueues(&Snapshot{}, "dlq"); got != "dlq" {
+	if got, _ := forQueues(false, "dlq"); got != "dlq" {
 		t.Errorf(":dlq on Kafka opens %q", got)
+	}
+}
+
+// Before a context's first snapshot arrives, its kind decides which pages
+// :dlq and :plans open (a RabbitMQ context's, even ad hoc from --amqp).
+func TestRabbitContextKnownBeforeItsFirstSnapshot(t *testing.T) {
+	cfg := config.Default()
+	cfg.Contexts["rabbit"] = config.Context{Kind: "rabbitmq"}
+	for _, c := range []struct {
+		name   string
+		opts   Options
+		rabbit bool
+	}{
+		{"configured rabbitmq", Options{Config: cfg, Context: "rabbit"}, true},
+		{"bundled", Options{Config: cfg, Context: config.DefaultContextName}, false},
+		{"ad hoc --amqp", Options{Config: cfg, Context: "adhoc", KindOf: func(string) string { return "rabbitmq" }}, true},
+	} {
+		m := New(c.opts)
+		if got := m.rabbit(); got != c.rabbit {
+			t.Errorf("%s: rabbit %v before any snapshot, want %v", c.name, got, c.rabbit)
+		}
+	}
+	m := New(Options{Config: cfg, Context: "rabbit"})
+	m.snap = &Snapshot{}
+	if m.rabbit() {
+		t.Error("a Kafka snapshot on a context configured as RabbitMQ: the snapshot wins")
 	}
 }

@@ -47,6 +47,12 @@ func (a *app) runConsole(o consoleOptions) error {
 		Timeout:        a.timeout,
 		Refresh:        o.refresh,
 		BrokerToggle:   o.brokerToggle,
+		KindOf: func(name string) string {
+			if name == a.ctxName {
+				return a.ctx.Kind // an ad-hoc context (--amqp, --bootstrap) is not in the config
+			}
+			return a.cfg.Contexts[name].Kind
+		},
 		ReadOnlyFor: func(name string) (bool, string) {
 			switch {
 			case a.cfg.Contexts[name].ReadOnly:
