@@ -58,14 +58,7 @@ func batchTimestamps(rp *kmsg.FetchResponseTopicPartition, from int64, dec kgo.D
 		}
 		batch := b[:size]
 		b = b[size:]
-		h := batchHeader{
-			base:       int64(be.Uint64(batch)),
-			attrs:      int16(be.Uint16(batch[21:])),
-			firstTs:    int64(be.Uint64(batch[27:])),
-			maxTs:      int64(be.Uint64(batch[35:])),
-			producerID: int64(be.Uint64(batch[43:])),
-		}
-		h.end = h.base + int64(int32(be.Uint32(batch[23:]))) + 1
+		h := readBatchHeader(batch)
 		if crc32.Checksum(batch[21:], crc32c) != be.Uint32(batch[17:]) {
 			return dst, fmt.Errorf("record batch at offset %d: CRC mismatch", h.base)
 		}

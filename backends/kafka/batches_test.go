@@ -11,13 +11,13 @@ import (
 	"github.com/berth-dev/berth/internal/kafkatest"
 )
 
-// rawCommitted fetches partition 0 of topic from offset from as a
-// read_committed consumer would: the whole response partition (batches and
-// the aborted transactions the broker lists for that fetch).
-func rawCommitted(t *testing.T, kc *kafkatest.Cluster, topic string, from int64) *kmsg.FetchResponseTopicPartition {
+// rawFetch fetches partition 0 of topic from offset from, whole response
+// partition: its batches and, with isolation 1 (read_committed), the
+// aborted transactions the broker lists for that fetch.
+func rawFetch(t *testing.T, kc *kafkatest.Cluster, topic string, from int64, isolation int8) *kmsg.FetchResponseTopicPartition {
 	t.Helper()
 	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID, req.MaxBytes, req.SessionEpoch, req.IsolationLevel = -1, 8<<20, -1, 1
+	req.ReplicaID, req.MaxBytes, req.SessionEpoch, req.IsolationLevel = -1, 8<<20, -1, isolation
 	md, err := kc.Admin.Metadata(tctx(t), topic)
 	if err != nil {
 		t.Fatal(err)
@@ -33,6 +33,12 @@ func rawCommitted(t *testing.T, kc *kafkatest.Cluster, topic string, from int64)
 		t.Fatal(err)
 	}
 	return &resp.(*kmsg.FetchResponse).Topics[0].Partitions[0]
+}
+
+// rawCommitted fetches as a read_committed consumer would.
+func rawCommitted(t *testing.T, kc *kafkatest.Cluster, topic string, from int64) *kmsg.FetchResponseTopicPartition {
+	t.Helper()
+	return rawFetch(t, kc, topic, from, 1)
 }
 
 // The reader's own batch walk must see exactly the data records kgo's full

@@ -566,6 +566,21 @@ func (h *batchHeader) aborted(ab []kmsg.FetchResponseTopicPartitionAbortedTransa
 	return false
 }
 
+// readBatchHeader reads the header of the v2 batch at the start of b (at
+// least 61 bytes).
+func readBatchHeader(b []byte) batchHeader {
+	be := binary.BigEndian
+	h := batchHeader{
+		base:       int64(be.Uint64(b)),
+		attrs:      int16(be.Uint16(b[21:])),
+		firstTs:    int64(be.Uint64(b[27:])),
+		maxTs:      int64(be.Uint64(b[35:])),
+		producerID: int64(be.Uint64(b[43:])),
+	}
+	h.end = h.base + int64(int32(be.Uint32(b[23:]))) + 1
+	return h
+}
+
 // walkBatches returns the end offset of the last complete v2 batch in b (-1
 // when none) and the header of a trailing truncated batch, if any.
 func walkBatches(b []byte) (int64, *batchHeader) {
@@ -576,14 +591,7 @@ func walkBatches(b []byte) (int64, *batchHeader) {
 		if b[16] != 2 { // not a v2 batch: old message sets carry no header
 			return lastEnd, nil
 		}
-		h := batchHeader{
-			base:       int64(be.Uint64(b)),
-			attrs:      int16(be.Uint16(b[21:])),
-			firstTs:    int64(be.Uint64(b[27:])),
-			maxTs:      int64(be.Uint64(b[35:])),
-			producerID: int64(be.Uint64(b[43:])),
-		}
-		h.end = h.base + int64(int32(be.Uint32(b[23:]))) + 1
+		h := readBatchHeader(b)
 		if size > len(b) {
 			return lastEnd, &h
 		}

@@ -226,23 +226,7 @@ func deleteRecords(t *testing.T, kc *kafkatest.Cluster, topic string, p int32, b
 // rawBatch fetches partition 0's log bytes from a single-broker cluster.
 func rawBatch(t *testing.T, kc *kafkatest.Cluster, topic string) []byte {
 	t.Helper()
-	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID, req.MaxBytes, req.SessionEpoch = -1, 1<<20, -1
-	md, err := kc.Admin.Metadata(tctx(t), topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic, rt.TopicID = topic, md.Topics[topic].ID
-	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = 1<<20, -1, -1
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := kc.Client.Broker(0).Request(tctx(t), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].RecordBatches
+	b := rawFetch(t, kc, topic, 0, 0).RecordBatches
 	if len(b) < 61 {
 		t.Fatalf("fetched %d bytes", len(b))
 	}
