@@ -827,11 +827,13 @@ var navKeys = map[string]bool{"↑/k": true, "↓/j": true, "pgup/ctrl+b": true,
 // hints lists the page's own keys first (the full list is under "?").
 func (m *Model) hints() string {
 	var parts []string
+	seen := map[string]bool{} // a page's own keys and its table's can both name enter
 	for _, b := range m.top().page.KeyBindings() {
 		h := b.Help()
-		if h.Key == "" || !b.Enabled() || navKeys[h.Key] {
+		if h.Key == "" || !b.Enabled() || navKeys[h.Key] || seen[h.Key] {
 			continue
 		}
+		seen[h.Key] = true
 		parts = append(parts, h.Key+" "+h.Desc)
 		if len(parts) == 4 {
 			break
