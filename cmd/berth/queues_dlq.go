@@ -448,6 +448,21 @@ func (a *app) ledger(ctx context.Context) (*rabbitmq.Ledger, error) {
 // rmqLoadPlan reads a plan file (and, with store, stores it so other
 // operators find it by hash, as approve and execute do for Kafka) or finds
 // one in the store by a hash prefix.
+// rmqOpenPlan opens the redrive store and loads the plan ref names (see
+// rmqLoadPlan); the caller closes the ledger when err is nil.
+func (a *app) rmqOpenPlan(ctx context.Context, ref string, store bool) (*rabbitmq.Ledger, rabbitmq.Plan, string, error) {
+	l, err := a.ledger(ctx)
+	if err != nil {
+		return nil, rabbitmq.Plan{}, "", err
+	}
+	p, where, err := a.rmqLoadPlan(ctx, l, ref, store)
+	if err != nil {
+		l.Close()
+		return nil, p, where, err
+	}
+	return l, p, where, nil
+}
+
 func (a *app) rmqLoadPlan(ctx context.Context, l *rabbitmq.Ledger, ref string, store bool) (rabbitmq.Plan, string, error) {
 	if st, err := os.Stat(ref); err == nil && !st.IsDir() {
 		p, err := rabbitmq.ReadPlan(ref)
@@ -808,15 +823,11 @@ func (a *app) rmqRedriveShow(cmd *cobra.Command, ref string) error {
 	}
 	ctx, cancel := a.opCtx(cmd.Context())
 	defer cancel()
-	l, err := a.ledger(ctx)
+	l, p, where, err := a.rmqOpenPlan(ctx, ref, false)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	p, where, err := a.rmqLoadPlan(ctx, l, ref, false)
-	if err != nil {
-		return err
-	}
 	sum := a.rmqPlanSummary(ctx, l, p)
 	sum.File = where
 	if _, err := l.Plan(ctx, sum.Hash); err == nil {
@@ -871,15 +882,11 @@ func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, audit
 	}
 	ctx, cancel := a.opCtx(cmd.Context())
 	defer cancel()
-	l, err := a.ledger(ctx)
+	l, p, _, err := a.rmqOpenPlan(ctx, ref, true)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	p, _, err := a.rmqLoadPlan(ctx, l, ref, true)
-	if err != nil {
-		return err
-	}
 	hash := p.Hash()
 	now := time.Now()
 	var sig approval.Signature
@@ -998,18 +1005,14 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 	defer stop()
 	setup, cancel := a.opCtx(sigCtx)
 	defer cancel()
-	l, err := a.ledger(setup)
-	if err != nil {
-		return err
-	}
-	defer l.Close()
-	p, _, err := a.rmqLoadPlan(setup, l, ref, true)
+	l, p, _, err := a.rmqOpenPlan(setup, ref, true)
 	if err != nil {
 		if strings.Contains(err.Error(), "does not match its hash") {
 			a.auditRMQ(setup, auditFile, "redrive.refused", ref, map[string]any{"plan": ref, "reason": err.Error()})
 		}
 		return err
 	}
+	defer l.Close()
 	hash := p.Hash()
 	dec, skip, err := a.rmqPreflight(setup, l, p, actor, auditFile, true)
 	if err != nil {
