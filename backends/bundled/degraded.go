@@ -397,16 +397,25 @@ func (b *Broker) send(req kmsg.Request) (kmsg.Response, error) {
 	return seeds[0].Request(ctx, req)
 }
 
+// pass asks kfake's own handler for req, a copy the caller made of the
+// request it answers: tags (req's tagged fields) are replaced by the mark
+// the control hooks let through. Inside a control function it must run
+// under SleepControl.
+func pass[Resp kmsg.Response](b *Broker, req kmsg.Request, tags *kmsg.Tags) (Resp, error) {
+	*tags = kmsg.Tags{}
+	tags.Set(passthroughTag, passthroughVal)
+	var resp Resp
+	kresp, err := b.send(req)
+	if err != nil {
+		return resp, err
+	}
+	return kresp.(Resp), nil
+}
+
 // passMetadata asks kfake's own Metadata handler (bypassing the edit).
 func (b *Broker) passMetadata(req *kmsg.MetadataRequest) (*kmsg.MetadataResponse, error) {
 	r := *req
-	r.UnknownTags = kmsg.Tags{}
-	r.UnknownTags.Set(passthroughTag, passthroughVal)
-	kresp, err := b.send(&r)
-	if err != nil {
-		return nil, err
-	}
-	return kresp.(*kmsg.MetadataResponse), nil
+	return pass[*kmsg.MetadataResponse](b, &r, &r.UnknownTags)
 }
 
 // applyMoves makes kfake's real leadership follow the edited answer.
@@ -488,12 +497,7 @@ func (b *Broker) controlDescribeTopicPartitions(kreq kmsg.Request) (kmsg.Respons
 	var err error
 	b.kc.SleepControl(func() {
 		r := *req
-		r.UnknownTags = kmsg.Tags{}
-		r.UnknownTags.Set(passthroughTag, passthroughVal)
-		var kresp kmsg.Response
-		if kresp, err = b.send(&r); err == nil {
-			resp = kresp.(*kmsg.DescribeTopicPartitionsResponse)
-		}
+		resp, err = pass[*kmsg.DescribeTopicPartitionsResponse](b, &r, &r.UnknownTags)
 	})
 	if err != nil {
 		return nil, err, true
@@ -537,12 +541,7 @@ func (b *Broker) controlFindCoordinator(kreq kmsg.Request) (kmsg.Response, error
 		if req.Version <= 3 {
 			r.CoordinatorKeys = []string{req.CoordinatorKey}
 		}
-		r.UnknownTags = kmsg.Tags{}
-		r.UnknownTags.Set(passthroughTag, passthroughVal)
-		var kresp kmsg.Response
-		if kresp, err = b.send(&r); err == nil {
-			resp = kresp.(*kmsg.FindCoordinatorResponse)
-		}
+		resp, err = pass[*kmsg.FindCoordinatorResponse](b, &r, &r.UnknownTags)
 	})
 	if err != nil {
 		return nil, err, true
