@@ -658,20 +658,9 @@ func (a *app) rmqRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 	if err != nil {
 		return err
 	}
-	var signer func(hash string) (approval.Signature, error)
-	if o.sshKey != "" {
-		s, err := approval.LoadSigner(o.sshKey)
-		if err != nil {
-			return usageErr("--key: %v", err)
-		}
-		signer = func(hash string) (approval.Signature, error) {
-			return approval.Sign(hash, s, approval.RoleAuthor, time.Now())
-		}
-	}
-	if dir := filepath.Dir(o.out); dir != "" {
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return usageErr("--out: directory %s does not exist", dir)
-		}
+	signer, err := o.checkSigning()
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), 10*a.timeout)
 	defer cancel()
@@ -891,9 +880,9 @@ func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, audit
 	now := time.Now()
 	var sig approval.Signature
 	if keyFile != "" {
-		signer, err := approval.LoadSigner(keyFile)
+		signer, err := loadKey(keyFile)
 		if err != nil {
-			return usageErr("--key: %v", err)
+			return err
 		}
 		if sig, err = approval.Sign(hash, signer, approval.RoleApproval, now); err != nil {
 			return err
@@ -995,9 +984,9 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 	}
 	actor := audit.CurrentUser()
 	if keyFile != "" {
-		signer, err := approval.LoadSigner(keyFile)
+		signer, err := loadKey(keyFile)
 		if err != nil {
-			return usageErr("--key: %v", err)
+			return err
 		}
 		actor += " (" + fingerprint(signer) + ")"
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/berth-dev/berth/backends/kafka"
 	"github.com/berth-dev/berth/internal/audit"
@@ -57,6 +58,37 @@ type redrivePlanOptions struct {
 	scanLimit    int64
 	readLimit    int
 	auditFile    string
+}
+
+// loadKey loads the SSH private key named by --key. Its errors already name
+// --key; a key that cannot be used is a usage error (exit 2).
+func loadKey(path string) (ssh.Signer, error) {
+	s, err := approval.LoadSigner(path)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	return s, nil
+}
+
+// checkSigning loads the author's key and checks the --out directory before
+// any work, so that a plan command with a bad key or path fails at once,
+// whichever backend it plans for. sign is nil without --key.
+func (o redrivePlanOptions) checkSigning() (sign func(hash string) (approval.Signature, error), err error) {
+	if o.sshKey != "" {
+		s, err := loadKey(o.sshKey)
+		if err != nil {
+			return nil, err
+		}
+		sign = func(hash string) (approval.Signature, error) {
+			return approval.Sign(hash, s, approval.RoleAuthor, time.Now())
+		}
+	}
+	if dir := filepath.Dir(o.out); dir != "" {
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return nil, usageErr("--out: directory %s does not exist", dir)
+		}
+	}
+	return sign, nil
 }
 
 func newRedrivePlanCmd(a *app) *cobra.Command {
@@ -270,21 +302,9 @@ func (a *app) runRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 	if len(req.Classes) == 0 && len(req.Offsets) == 0 && req.Key == "" && req.Header == "" && req.Since == nil && req.Until == nil {
 		return usageErr("%v", planner.ErrNoSelector)
 	}
-	// Load the signing key before any work, so a bad key fails fast.
-	var sign func(hash string) (approval.Signature, error)
-	if o.sshKey != "" {
-		s, err := approval.LoadSigner(o.sshKey)
-		if err != nil {
-			return usageErr("%v", err)
-		}
-		sign = func(hash string) (approval.Signature, error) {
-			return approval.Sign(hash, s, approval.RoleAuthor, time.Now())
-		}
-	}
-	if dir := filepath.Dir(o.out); dir != "" {
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return usageErr("--out: directory %s does not exist", dir)
-		}
+	sign, err := o.checkSigning()
+	if err != nil {
+		return err
 	}
 
 	// The ordering scan can take a while: bound it by the timeout scaled to

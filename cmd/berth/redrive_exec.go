@@ -237,7 +237,7 @@ and given with --signature. The author's own key never counts.`,
 			now := time.Now()
 			var sig approval.Signature
 			if keyFile != "" {
-				signer, err := approval.LoadSigner(keyFile)
+				signer, err := loadKey(keyFile)
 				if err != nil {
 					return err
 				}
@@ -354,7 +354,7 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 			}
 			actor := audit.CurrentUser()
 			if keyFile != "" {
-				signer, err := approval.LoadSigner(keyFile)
+				signer, err := loadKey(keyFile)
 				if err != nil {
 					return err
 				}

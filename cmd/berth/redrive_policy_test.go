@@ -106,3 +106,22 @@ func TestRedriveExecuteKeepsTheReviewThePlanWasMadeUnder(t *testing.T) {
 		t.Fatalf("records were sent: %s %s", errOut, out)
 	}
 }
+
+// A bad --key or --out stops `redrive plan` before any work, with one
+// usage error naming the flag once, on either backend.
+func TestRedrivePlanBadKeyOrOutIsAUsageError(t *testing.T) {
+	isolateConfig(t)
+	dir := t.TempDir()
+	for _, backend := range [][]string{{"--bootstrap", "127.0.0.1:1"}, {"--amqp", "amqp://guest:guest@127.0.0.1:1/"}} {
+		missing := filepath.Join(dir, "missing-key")
+		args := append(append([]string{}, backend...), "redrive", "plan", "some.dlq", "--class", "c", "--key", missing, "--out", filepath.Join(dir, "p.json"))
+		_, stderr, code := runBerth(t, args...)
+		if code != 2 || strings.Count(stderr, "--key:") != 1 || !strings.Contains(stderr, "cannot read "+missing) {
+			t.Errorf("%s: exit %d, %q", backend[0], code, stderr)
+		}
+		args = append(append([]string{}, backend...), "redrive", "plan", "some.dlq", "--class", "c", "--out", filepath.Join(dir, "no", "p.json"))
+		if _, stderr, code = runBerth(t, args...); code != 2 || !strings.Contains(stderr, "--out: directory") {
+			t.Errorf("%s: exit %d, %q", backend[0], code, stderr)
+		}
+	}
+}
