@@ -12,7 +12,7 @@ import (
 
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/internal/monitor"
-	"github.com/berth-dev/berth/lag"
+	"github.com/berth-dev/berth/internal/lag"
 )
 
 // bigSnapshot is a cluster with one 10,000-partition topic consumed by one

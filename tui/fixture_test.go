@@ -15,7 +15,7 @@ import (
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/monitor"
-	"github.com/berth-dev/berth/lag"
+	"github.com/berth-dev/berth/internal/lag"
 )
 
 func TestMain(m *testing.M) {

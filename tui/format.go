@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/berth-dev/berth/lag"
+	"github.com/berth-dev/berth/internal/lag"
 	"github.com/berth-dev/berth/tui/styles"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/berth-dev/berth/internal/sanitize"
-	"github.com/berth-dev/berth/lag"
+	"github.com/berth-dev/berth/internal/lag"
 	"github.com/berth-dev/berth/tui/components/table"
 )
 

@@ -20,7 +20,7 @@ import (
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/sanitize"
-	"github.com/berth-dev/berth/lag"
+	"github.com/berth-dev/berth/internal/lag"
 	"github.com/berth-dev/berth/tui/components/table"
 	"github.com/berth-dev/berth/tui/styles"
 )

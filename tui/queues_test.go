@@ -11,7 +11,7 @@ import (
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/monitor"
-	"github.com/berth-dev/berth/lag"
+	"github.com/berth-dev/berth/internal/lag"
 )
 
 // hostileQueue carries a clear screen, a colour and an OSC title change.

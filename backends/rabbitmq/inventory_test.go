@@ -10,7 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/berth-dev/berth/backends"
-	"github.com/berth-dev/berth/lag"
+	"github.com/berth-dev/berth/internal/lag"
 )
 
 // A classic queue reports its head message's publisher timestamp: the age

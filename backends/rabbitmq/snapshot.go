@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/backends"
-	"github.com/berth-dev/berth/lag"
+	"github.com/berth-dev/berth/internal/lag"
 )
 
 // QueueStatus is one queue with its computed status, age and ETA: the

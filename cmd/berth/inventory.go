@@ -18,7 +18,7 @@ import (
 // The headless inventory commands: brokers, topics, describe topic, groups,
 // describe group. Each prints a table by default and stable JSON with -o
 // json (field names are part of the interface; see
-// README.md, "Configuration"). All of them read only.
+// berth help config). All of them read only.
 
 func init() {
 	register(func(a *app) *cobra.Command {

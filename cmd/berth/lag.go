@@ -15,7 +15,7 @@ import (
 	"github.com/berth-dev/berth/backends/kafka"
 	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/output"
-	"github.com/berth-dev/berth/lag"
+	"github.com/berth-dev/berth/internal/lag"
 )
 
 func init() { register(newLagCmd) }

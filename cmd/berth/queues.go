@@ -14,7 +14,7 @@ import (
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/output"
-	"github.com/berth-dev/berth/lag"
+	"github.com/berth-dev/berth/internal/lag"
 )
 
 // RabbitMQ queue commands: `berth queues` and `berth describe queue NAME`.

@@ -95,6 +95,7 @@ func newRoot(a *app) *cobra.Command {
 	for _, f := range commands {
 		root.AddCommand(f(a))
 	}
+	root.SetHelpCommand(newHelpCommand(a, root))
 	for _, sc := range subcommands {
 		parent := findCommand(root, sc.parent)
 		if parent == nil {

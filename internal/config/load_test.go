@@ -10,13 +10,13 @@ import (
 
 // The example in the documentation must be a valid configuration.
 func TestDocumentedExampleIsValid(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../cmd/berth/help/config.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := strings.Index(string(readme), "\n## Configuration\n")
+	i := strings.Index("\n"+string(readme), "\n# Configuration\n")
 	if i < 0 {
-		t.Fatal("README.md has no Configuration section")
+		t.Fatal("help/config.md has no Configuration section")
 	}
 	doc := readme[i:]
 	m := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindSubmatch(doc)

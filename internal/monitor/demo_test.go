@@ -9,7 +9,7 @@ import (
 	"github.com/berth-dev/berth/backends/bundled"
 	"github.com/berth-dev/berth/backends/kafka"
 	"github.com/berth-dev/berth/internal/demo"
-	"github.com/berth-dev/berth/lag"
+	"github.com/berth-dev/berth/internal/lag"
 )
 
 // The demo's three orders groups come out as OK (keeps up), LAGGING (falls

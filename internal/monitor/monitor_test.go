@@ -15,7 +15,7 @@ import (
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/backends/kafka"
 	"github.com/berth-dev/berth/internal/kafkatest"
-	"github.com/berth-dev/berth/lag"
+	"github.com/berth-dev/berth/internal/lag"
 )
 
 func tctx(t testing.TB) context.Context {

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/backends"
-	"github.com/berth-dev/berth/lag"
+	"github.com/berth-dev/berth/internal/lag"
 )
 
 // RabbitMQ is what one refresh of a RabbitMQ context observed, for the

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/backends"
-	"github.com/berth-dev/berth/lag"
+	"github.com/berth-dev/berth/internal/lag"
 )
 
 // slots is how many samples of each partition the monitor keeps for the

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/backends"
-	"github.com/berth-dev/berth/lag"
+	"github.com/berth-dev/berth/internal/lag"
 )
 
 // Snapshot is everything one refresh observed and computed. It is immutable
