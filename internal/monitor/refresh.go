@@ -2,7 +2,6 @@ package monitor
 
 import (
 	"context"
-	"errors"
 	"runtime"
 	"sort"
 	"strconv"
@@ -156,6 +155,58 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 	began := time.Now()
 	var warnings []string
 
+	rd, err := m.read(ctx)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	if rd.cerr != nil {
+		if ctx.Err() != nil {
+			return Snapshot{}, rd.cerr
+		}
+		warnings = append(warnings, oneLine(rd.cerr))
+	}
+
+	var phases Phases
+	phases.Read = time.Since(began)
+
+	views := m.topicViews(rd.topics)
+	work := m.groupWork(rd.groups, rd.commits, rd.cerr, views)
+
+	// Timestamps: only positions with lag whose answer is not already known.
+	if m.ts != nil && !m.cfg.SkipAges {
+		t := time.Now()
+		m.probe(ctx, work, &warnings)
+		phases.Ages = time.Since(t)
+	}
+
+	snapGroups := m.evaluate(work, now)
+	snapTopics, window, health := m.topicHealth(rd.info, rd.topics, views, snapGroups, now)
+
+	// Store this refresh as the newest slot.
+	m.store(now, rd.topics, views, work, snapGroups)
+
+	st.seq++
+	took := time.Since(began)
+	phases.Compute = took - phases.Read - phases.Ages
+	return Snapshot{
+		Seq: st.seq, Observed: now, Took: took, Phases: phases, Window: window,
+		Cluster: rd.info, Topics: snapTopics, Groups: snapGroups, Brokers: health.Brokers, Health: health,
+		Warnings: warnings,
+	}, nil
+}
+
+// clusterRead is what one refresh reads from the cluster before computing.
+type clusterRead struct {
+	info    backends.ClusterInfo
+	topics  []backends.Topic
+	groups  []backends.Group // sorted by name, filtered to Config.Groups
+	commits map[string]map[string]backends.TopicCommits
+	// cerr is the commits' error: a warning, not fatal, unless cancelled.
+	cerr error
+}
+
+// read reads topics, groups and commits; an error here stops the refresh.
+func (m *Monitor) read(ctx context.Context) (clusterRead, error) {
 	// Topics (with ISR, offsets and configs) and groups (with commits) are
 	// independent: read them side by side, so a refresh costs the slower
 	// of the two rather than the sum. When the groups are named, their
@@ -201,7 +252,7 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 	wg.Wait()
 	for _, err := range []error{infoErr, topErr, grpErr} {
 		if err != nil {
-			return Snapshot{}, err
+			return clusterRead{}, err
 		}
 	}
 	if len(m.cfg.Groups) > 0 {
@@ -218,17 +269,13 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 		groups = kept
 	}
 	sort.Slice(groups, func(i, j int) bool { return groups[i].Name < groups[j].Name })
-	if cerr != nil {
-		if ctx.Err() != nil {
-			return Snapshot{}, cerr
-		}
-		warnings = append(warnings, oneLine(cerr))
-	}
+	return clusterRead{info: info, topics: topics, groups: groups, commits: commits, cerr: cerr}, nil
+}
 
-	var phases Phases
-	phases.Read = time.Since(began)
-
-	// Topics: state, views, slot alignment.
+// topicViews builds this refresh's view of each topic and aligns the topic
+// state with the slots (dropping state of topics that are gone).
+func (m *Monitor) topicViews(topics []backends.Topic) map[string]*topicView {
+	st := m.st
 	views := make(map[string]*topicView, len(topics))
 	for _, t := range topics {
 		ts := st.topics[t.Name]
@@ -258,8 +305,13 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 		}
 	}
 
-	// Groups: which topics each covers (commits and assignments), all of
-	// each topic's partitions.
+	return views
+}
+
+// groupWork lists each group's rows: which topics it covers (commits and
+// assignments), all of each topic's partitions.
+func (m *Monitor) groupWork(groups []backends.Group, commits map[string]map[string]backends.TopicCommits, cerr error, views map[string]*topicView) []*gwork {
+	st := m.st
 	work := make([]*gwork, 0, len(groups))
 	seenGroups := map[string]bool{}
 	for _, g := range groups {
@@ -317,19 +369,16 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 			delete(st.groups, name)
 		}
 	}
+	return work
+}
 
-	// Timestamps: only positions with lag whose answer is not already known.
-	if m.ts != nil && !m.cfg.SkipAges {
-		t := time.Now()
-		m.probe(ctx, work, &warnings)
-		phases.Ages = time.Since(t)
-	}
-
-	// Evaluate: groups are independent, so they are spread over a few
-	// workers (at most one per CPU, never one per group). Most of the cost
-	// is writing 10,000s of fresh rows per group, which parallelises well.
-	// Each group's rows are a new slice: a published snapshot is never
-	// written to again.
+// evaluate runs the engine over every group. Groups are independent, so
+// they are spread over a few workers (at most one per CPU, never one per
+// group). Most of the cost is writing 10,000s of fresh rows per group, which
+// parallelises well. Each group's rows are a new slice: a published
+// snapshot is never written to again.
+func (m *Monitor) evaluate(work []*gwork, now time.Time) []Group {
+	st := m.st
 	lcfg := m.cfg.Lag
 	ev := lag.NewEvaluator(lcfg)
 	slos := make([]time.Duration, len(work))
@@ -402,7 +451,14 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 	}
 	ewg.Wait()
 
-	// Topics: rates, skew, ISR health.
+	return snapGroups
+}
+
+// topicHealth computes each topic's rates, skew and ISR health, the
+// brokers' shares and the groups' SLO breaches.
+func (m *Monitor) topicHealth(info backends.ClusterInfo, topics []backends.Topic, views map[string]*topicView, snapGroups []Group, now time.Time) ([]Topic, time.Duration, Health) {
+	st := m.st
+	lcfg := m.cfg.Lag
 	window := time.Duration(0)
 	snapTopics := make([]Topic, 0, len(topics))
 	var allRates []lag.PartitionRate
@@ -472,17 +528,7 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 		}
 	}
 
-	// Store this refresh as the newest slot.
-	m.store(now, topics, views, work, snapGroups)
-
-	st.seq++
-	took := time.Since(began)
-	phases.Compute = took - phases.Read - phases.Ages
-	return Snapshot{
-		Seq: st.seq, Observed: now, Took: took, Phases: phases, Window: window,
-		Cluster: info, Topics: snapTopics, Groups: snapGroups, Brokers: brokers, Health: health,
-		Warnings: warnings,
-	}, nil
+	return snapTopics, window, health
 }
 
 // store appends (or, when the previous two slots are closer than the
@@ -567,155 +613,6 @@ func (m *Monitor) store(now time.Time, topics []backends.Topic, views map[string
 				ri++
 			}
 		}
-	}
-}
-
-type posQuery struct {
-	pos int64
-	q   int32
-}
-
-// probeRef links a group x partition to the query that answers it.
-// It holds no pointers (the gtState is an index into a table): there is one
-// per lagging group x partition, 100,000s on a cold refresh, and the
-// collector need not scan them.
-type probeRef struct {
-	gt   int32 // index into the probe's gtState table
-	p    int32
-	next int32
-}
-
-// probe reads the timestamps the rows need: positions with lag whose
-// answer is not already known (a position that did not move keeps its
-// answer; a "no data" answer is kept only while the end did not move
-// either). Queries are deduplicated across groups and sent in chunks.
-func (m *Monitor) probe(ctx context.Context, work []*gwork, warnings *[]string) {
-	// First the distinct positions per partition ("slots"), each with the
-	// chain of group x partitions waiting for its answer.
-	nrows := 0
-	for _, w := range work {
-		nrows += w.n
-	}
-	var heads []int32 // per slot: the first ref, -1 when none
-	refs := make([]probeRef, 0, nrows)
-	var gts []*gtState
-	var touched []*topicView
-	for _, w := range work {
-		for _, sp := range w.spans {
-			gt, v := sp.gt, sp.v
-			gti := int32(len(gts))
-			gts = append(gts, gt)
-			for i := range gt.n {
-				_, pos, end := sp.at(i)
-				if end <= pos || end < 0 {
-					continue
-				}
-				fl := gt.probeFl[i]
-				if gt.probePos[i] == pos && fl&pfKnown != 0 && (fl&pfFound != 0 || gt.probeEnd[i] == end) {
-					continue
-				}
-				gt.probeFl[i] = 0 // unknown until answered
-				gt.probePos[i], gt.probeEnd[i] = pos, end
-				if v.probes == nil {
-					v.probes = make([][]posQuery, len(v.t.Partitions))
-					touched = append(touched, v)
-				}
-				slot := int32(-1)
-				for _, pq := range v.probes[i] {
-					if pq.pos == pos {
-						slot = pq.q
-						break
-					}
-				}
-				if slot < 0 {
-					slot = int32(len(heads))
-					heads = append(heads, -1)
-					v.probes[i] = append(v.probes[i], posQuery{pos: pos, q: slot})
-				}
-				refs = append(refs, probeRef{gt: gti, p: int32(i), next: heads[slot]})
-				heads[slot] = int32(len(refs) - 1)
-			}
-		}
-	}
-	// Then the queries, partition by partition: a partition's positions
-	// go in the same chunk, so the reader answers them from one fetch
-	// rather than re-answering later chunks from its cache.
-	sort.Slice(touched, func(i, j int) bool { return touched[i].t.Name < touched[j].t.Name })
-	queries := make([]backends.OffsetQuery, 0, len(heads))
-	qslot := make([]int32, 0, len(heads)) // query index -> slot
-	for _, v := range touched {
-		for p, pqs := range v.probes {
-			part := &v.t.Partitions[p]
-			for _, pq := range pqs {
-				queries = append(queries, backends.OffsetQuery{TopicPartition: backends.TopicPartition{Topic: part.Topic, Partition: part.Partition}, Offset: pq.pos})
-				qslot = append(qslot, pq.q)
-			}
-		}
-	}
-	// Chunks go to the reader probeWorkers at a time: one chunk's fetches
-	// overlap the next one's, and the answers of different chunks land on
-	// different group x partitions (each ref belongs to one query).
-	nchunks := (len(queries) + probeChunk - 1) / probeChunk
-	chunkErrs := make([]error, nchunks)
-	var next atomic.Int64
-	var pwg sync.WaitGroup
-	for range min(probeWorkers, nchunks) {
-		pwg.Add(1)
-		go func() {
-			defer pwg.Done()
-			for c := int(next.Add(1) - 1); c < nchunks && ctx.Err() == nil; c = int(next.Add(1) - 1) {
-				start := c * probeChunk
-				chunk := queries[start:min(start+probeChunk, len(queries))]
-				rts, err := m.ts.FirstTimestamps(ctx, chunk)
-				chunkErrs[c] = err
-				m.applyAnswers(chunk, rts, qslot[start:], heads, refs, gts)
-			}
-		}()
-	}
-	pwg.Wait()
-	var probeErrs []error
-	for _, err := range chunkErrs {
-		if err != nil {
-			probeErrs = append(probeErrs, err)
-		}
-	}
-	if len(probeErrs) > 0 {
-		*warnings = append(*warnings, "timestamps: "+oneLine(errors.Join(probeErrs...)))
-	}
-}
-
-// applyAnswers records the reader's answers to chunk (in query order,
-// unresolved ones left out) on every group x partition waiting for them.
-func (m *Monitor) applyAnswers(chunk []backends.OffsetQuery, rts []backends.RecordTime, qslot, heads []int32, refs []probeRef, gts []*gtState) {
-	i := 0
-	for _, rt := range rts {
-		for i < len(chunk) && chunk[i] != rt.OffsetQuery {
-			i++
-		}
-		if i == len(chunk) {
-			break
-		}
-		fl := pfKnown
-		if rt.Found {
-			fl |= pfFound
-		}
-		if rt.Approximate {
-			fl |= pfApprox
-		}
-		switch rt.Type {
-		case backends.LogAppendTime:
-			fl |= pfLogAppend
-		case backends.CreateTime:
-		default:
-			fl |= pfUnknownType
-		}
-		ms := rt.Timestamp.UnixMilli()
-		for ri := heads[qslot[i]]; ri >= 0; ri = refs[ri].next {
-			gt := gts[refs[ri].gt]
-			gt.probeFl[refs[ri].p] = fl
-			gt.probeMs[refs[ri].p] = ms
-		}
-		i++
 	}
 }
 
