@@ -11,9 +11,9 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/berth-dev/berth/backends"
+	"github.com/berth-dev/berth/internal/lag"
 	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/sanitize"
-	"github.com/berth-dev/berth/internal/lag"
 	"github.com/berth-dev/berth/tui/styles"
 )
 
@@ -267,15 +267,39 @@ func (p *queuePage) lines() []string {
 	if !ok {
 		return []string{st.Levels[styles.Bad].Render("queue " + sanitize.Text(p.name) + " not found in the last refresh")}
 	}
-	q, l := qs.Queue, qs.Lag
+	q := qs.Queue
 	if p.detail != nil && q.Type == backends.QueueStream {
 		q.Stream = p.detail.Stream // the stream's extent comes from the detail read
 	}
-	label := func(s string) string { return st.Label.Render(fmt.Sprintf("%-24s", s)) }
-	var out []string
-	add := func(k, v string) { out = append(out, label(k)+v) }
-	section := func(t string) { out = append(out, "", st.Title.Render(t)) }
+	b := &queueLines{st: st}
+	queueStatusLines(b, q, qs.Lag)
+	p.wiringLines(b, qs, q)
+	if q.Type == backends.QueueStream {
+		p.streamLines(b, q)
+	}
+	b.section("Offset resets")
+	b.out = append(b.out, st.Muted.Render("do not apply: a queue has no offsets (acknowledged messages are gone); stream"),
+		st.Muted.Render("consumers choose x-stream-offset themselves. Redrive: D (or :dlq, :plans)."))
+	return b.out
+}
 
+// queueLines collects the queue page's lines: labelled values under
+// section titles.
+type queueLines struct {
+	st  *styles.Styles
+	out []string
+}
+
+func (b *queueLines) add(k, v string) {
+	b.out = append(b.out, b.st.Label.Render(fmt.Sprintf("%-24s", k))+v)
+}
+
+func (b *queueLines) section(t string) { b.out = append(b.out, "", b.st.Title.Render(t)) }
+
+// queueStatusLines is the top of the page: where the queue lives, its
+// status, age, SLO, time to drain, counts and rates.
+func queueStatusLines(b *queueLines, q backends.Queue, l lag.QueueLag) {
+	st, add := b.st, b.add
 	head := []string{"vhost " + sanitize.Text(q.Vhost), orUnknown(sanitize.Text(q.Type))}
 	if q.State != "" {
 		head = append(head, sanitize.Text(q.State))
@@ -289,7 +313,7 @@ func (p *queuePage) lines() []string {
 	if q.Source == "passive_declare" {
 		head = append(head, st.Levels[styles.Warn].Render("reduced mode: ready count and consumers only"))
 	}
-	out = append(out, strings.Join(head, " · "))
+	b.out = append(b.out, strings.Join(head, " · "))
 
 	status := st.Levels[queueLevel(l)].Render(queueStatusText(l)) + ": " + sanitize.Text(l.Reason)
 	add("status", status)
@@ -341,8 +365,13 @@ func (p *queuePage) lines() []string {
 	ack, _ := optRate(q.AckRate)
 	red, _ := optRate(q.RedeliverRate)
 	add("rates (msg/s)", fmt.Sprintf("publish %s · deliver %s · ack %s · redeliver %s", pub, dlv, ack, red))
+}
 
-	section("Wiring")
+// wiringLines is the queue's dead-letter and limit arguments, and its
+// place in dead-letter wiring.
+func (p *queuePage) wiringLines(b *queueLines, qs monitor.QueueState, q backends.Queue) {
+	st, add := b.st, b.add
+	b.section("Wiring")
 	w := q.Wiring
 	from := func(k string) string {
 		if f := w.From[k]; f != "" {
@@ -396,43 +425,41 @@ func (p *queuePage) lines() []string {
 		}
 		add("receives dead letters", st.Levels[styles.Warn].Render(txt)+st.Muted.Render("  (D: classes, messages, redrive)"))
 	}
+}
 
-	if q.Type == backends.QueueStream {
-		section("Stream")
-		si := q.Stream
-		if si == nil {
-			si = &backends.StreamInfo{}
-		}
-		size, _ := optCount(si.Messages)
-		add("size", size+" messages "+st.Muted.Render("(approximate: offset-based)"))
-		if si.MaxAge != "" || si.MaxLengthBytes != nil {
-			ret := []string{}
-			if si.MaxAge != "" {
-				ret = append(ret, "max age "+sanitize.Text(si.MaxAge))
-			}
-			if si.MaxLengthBytes != nil {
-				ret = append(ret, "max "+strconv.FormatInt(*si.MaxLengthBytes, 10)+" bytes")
-			}
-			add("retention", strings.Join(ret, " · "))
-		}
-		first, _ := optCount(si.FirstOffset)
-		last, _ := optCount(si.LastOffset)
-		add("offsets", "first "+first+" · last "+last+st.Muted.Render(" (last chunk)"))
-		ft, lt := fmtTime(si.FirstTimestamp), fmtTime(si.LastTimestamp)
-		note := st.Muted.Render("  (publisher timestamps)")
-		switch {
-		case p.loading && p.detail == nil:
-			note = st.Muted.Render("  reading the stream's first and last messages…")
-		case p.detailErr != "":
-			note = st.Levels[styles.Warn].Render("  could not read: " + sanitize.Text(p.detailErr))
-		}
-		add("first / last message", ft+" / "+lt+note)
+// streamLines is a stream's size, retention, offsets and the timestamps of
+// its first and last messages (read on demand).
+func (p *queuePage) streamLines(b *queueLines, q backends.Queue) {
+	st, add := b.st, b.add
+	b.section("Stream")
+	si := q.Stream
+	if si == nil {
+		si = &backends.StreamInfo{}
 	}
-
-	section("Offset resets")
-	out = append(out, st.Muted.Render("do not apply: a queue has no offsets (acknowledged messages are gone); stream"),
-		st.Muted.Render("consumers choose x-stream-offset themselves. Redrive: D (or :dlq, :plans)."))
-	return out
+	size, _ := optCount(si.Messages)
+	add("size", size+" messages "+st.Muted.Render("(approximate: offset-based)"))
+	if si.MaxAge != "" || si.MaxLengthBytes != nil {
+		ret := []string{}
+		if si.MaxAge != "" {
+			ret = append(ret, "max age "+sanitize.Text(si.MaxAge))
+		}
+		if si.MaxLengthBytes != nil {
+			ret = append(ret, "max "+strconv.FormatInt(*si.MaxLengthBytes, 10)+" bytes")
+		}
+		add("retention", strings.Join(ret, " · "))
+	}
+	first, _ := optCount(si.FirstOffset)
+	last, _ := optCount(si.LastOffset)
+	add("offsets", "first "+first+" · last "+last+st.Muted.Render(" (last chunk)"))
+	ft, lt := fmtTime(si.FirstTimestamp), fmtTime(si.LastTimestamp)
+	note := st.Muted.Render("  (publisher timestamps)")
+	switch {
+	case p.loading && p.detail == nil:
+		note = st.Muted.Render("  reading the stream's first and last messages…")
+	case p.detailErr != "":
+		note = st.Levels[styles.Warn].Render("  could not read: " + sanitize.Text(p.detailErr))
+	}
+	add("first / last message", ft+" / "+lt+note)
 }
 
 // deadLettersInto names the DLQs this queue's dead letters reach.
