@@ -500,3 +500,42 @@ func TestEnterOnPartitionOpensItsTopic(t *testing.T) {
 		t.Fatalf("stack = %q", got)
 	}
 }
+
+// Group names that differ only by invisible characters (zero-width space,
+// BOM, line separator, tag characters) are shown escaped on the groups page
+// and in the breadcrumbs, so two look-alike groups never print the same.
+func TestInvisibleCharactersInGroupNamesAreShownEscaped(t *testing.T) {
+	names := map[string]string{
+		"pay\u200bments":          `pay\u{200B}ments`,
+		"\ufeffbom-group":         `\u{FEFF}bom-group`,
+		"line\u2028sep":           `line\u{2028}sep`,
+		"tag\U000E0041\U000E007F": `tag\u{E0041}\u{E007F}`,
+	}
+	m, _ := newTestModel(t, 140, 40, func(o *Options) {
+		o.Source = &fakeSource{snap: func(seq int) *monitor.Snapshot {
+			s := fixtureSnapshot(seq)
+			for name := range names {
+				g := s.Groups[0]
+				g.Group = name
+				s.Groups = append(s.Groups, g)
+			}
+			return s
+		}}
+	})
+	press(m, "c")
+	v := m.View()
+	for raw, escaped := range names {
+		if !strings.Contains(v, escaped) {
+			t.Errorf("groups page does not show %q escaped as %s:\n%s", raw, escaped, v)
+		}
+	}
+	if strings.ContainsAny(v, "\u200b\ufeff\u2028\U000E0041\U000E007F") {
+		t.Fatalf("an invisible character reached the screen:\n%s", v)
+	}
+	press(m, "/")
+	typeText(m, "pay")
+	press(m, "enter", "enter")
+	if got := crumbs(m); !strings.Contains(got, `pay\u{200B}ments`) {
+		t.Fatalf("breadcrumbs = %q, want the escaped name", got)
+	}
+}

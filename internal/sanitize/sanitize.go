@@ -12,8 +12,10 @@ import (
 )
 
 // Text returns s with every control character (C0, DEL, C1), every
-// bidirectional override and every invalid UTF-8 byte escaped, so the result
-// contains no byte a terminal would interpret.
+// invisible or format character (Unicode Cf, Zl, Zp and the tag block: bidi
+// overrides, zero-width spaces, BOM, line separators) and every invalid
+// UTF-8 byte escaped, so the result contains nothing a terminal would
+// interpret and nothing the reader cannot see.
 func Text(s string) string {
 	if clean(s) {
 		return s
@@ -135,18 +137,27 @@ func cleanSlow(s string) bool {
 	return true
 }
 
-// unsafeRune reports C1 controls, bidi overrides/isolates and other format
-// characters that can reorder or hide what the terminal shows.
+// unsafeRune reports runes a terminal would act on or that hide or reorder
+// what it shows: C1 controls and every format (Cf: zero-width space, BOM,
+// bidi overrides and isolates, tag characters), line separator (Zl) and
+// paragraph separator (Zp) rune, taken from the Unicode tables so new
+// assignments are covered without a hand list. The whole tag block is
+// included, its unassigned code points too: a terminal may still swallow them.
 func unsafeRune(r rune) bool {
 	if r >= 0x80 && r <= 0x9f {
 		return true
 	}
-	switch {
-	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
+	if r >= tagBlockStart && r <= tagBlockEnd {
 		return true
 	}
-	return unicode.Is(unicode.Cc, r)
+	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
 }
+
+// The Tags block (U+E0000..U+E007F): invisible copies of ASCII.
+const (
+	tagBlockStart = 0xe0000
+	tagBlockEnd   = 0xe007f
+)
 
 func hexRune(r rune) string {
 	const digits = "0123456789abcdef"
