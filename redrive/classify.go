@@ -181,7 +181,7 @@ type Rule struct {
 // Rules decide transient versus permanent; the first match wins.
 type Rules []Rule
 
-// DefaultRules: validation, deserialisation and 4xx are permanent;
+// DefaultRules treat validation, deserialisation and 4xx as permanent;
 // timeouts, connection errors and 5xx transient. Permanent rules come first:
 // a deserialisation failure reported through a timeout wrapper is still poison.
 var DefaultRules = MustRules(

@@ -124,9 +124,9 @@ func batchTimestamps(rp *kmsg.FetchResponseTopicPartition, from int64, dec kgo.D
 			if off < from {
 				continue
 			}
-			ms := h.firstTs + tsDelta
+			ms := h.firstTS + tsDelta
 			if typ == backends.LogAppendTime {
-				ms = h.maxTs // the broker stamps the batch, not each record
+				ms = h.maxTS // the broker stamps the batch, not each record
 			}
 			dst = append(dst, recTS{off: off, ms: ms, typ: typ})
 		}

@@ -452,10 +452,10 @@ func (r *TimestampReader) handle(w *pending, rp *kmsg.FetchResponseTopicPartitio
 			return true, nil
 		}
 		typ := backends.CreateTime
-		ms := h.firstTs
+		ms := h.firstTS
 		exact := w.cur <= h.base
 		if h.logAppend() {
-			typ, ms, exact = backends.LogAppendTime, h.maxTs, true
+			typ, ms, exact = backends.LogAppendTime, h.maxTS, true
 		}
 		sp = span{from: w.cur, to: h.end, recs: []recTS{{off: max(h.base, w.cur), ms: ms, typ: typ}}, approx: !exact}
 	default:
@@ -544,7 +544,7 @@ func tsType(t int8) backends.TimestampType {
 type batchHeader struct {
 	base, end      int64 // end = base + lastOffsetDelta + 1
 	attrs          int16
-	firstTs, maxTs int64
+	firstTS, maxTS int64
 	producerID     int64
 }
 
@@ -573,8 +573,8 @@ func readBatchHeader(b []byte) batchHeader {
 	h := batchHeader{
 		base:       int64(be.Uint64(b)),
 		attrs:      int16(be.Uint16(b[21:])),
-		firstTs:    int64(be.Uint64(b[27:])),
-		maxTs:      int64(be.Uint64(b[35:])),
+		firstTS:    int64(be.Uint64(b[27:])),
+		maxTS:      int64(be.Uint64(b[35:])),
 		producerID: int64(be.Uint64(b[43:])),
 	}
 	h.end = h.base + int64(int32(be.Uint32(b[23:]))) + 1

@@ -196,7 +196,7 @@ func TestConsoleRabbitDLQClassToExecutedPlan(t *testing.T) {
 	d = drive(t, env, tuidlq.NewQueuePlansPage(env))
 	mustContain(t, d.until(hash[:12]), "0/1", "pending approval")
 	d.press(keyRunes("a"), never)
-	v = d.until("approve with SSH private key")
+	d.until("approve with SSH private key")
 	d.press(keyEraseMsg, never)
 	d.typeText(alice)
 	d.press(keyEnterMsg, never)

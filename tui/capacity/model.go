@@ -257,7 +257,7 @@ func (m Model) KeyBindings() []key.Binding {
 	return []key.Binding{m.keys.Next, m.keys.Prev, m.keys.Submit, m.keys.ScrollDown, m.keys.ScrollUp}
 }
 
-// CapturesKey: the form takes every key but esc (back), ctrl+c (quit),
+// CapturesKey reports that the form takes every key but esc (back), ctrl+c (quit),
 // ctrl+r (refresh) and "?" (help), so digits, letters and ":" (as in 2:1)
 // reach the fields. No field value or topic name contains "?".
 func (m Model) CapturesKey(msg tea.KeyMsg) bool {

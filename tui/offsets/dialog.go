@@ -148,7 +148,7 @@ func (d *Dialog) KeyBindings() []key.Binding {
 	}
 }
 
-// CapturesKey: the dialog is modal while a form or the confirmation takes
+// CapturesKey reports that the dialog is modal while a form or the confirmation takes
 // text, and while a plan is shown (esc returns to the form there).
 func (d *Dialog) CapturesKey(msg tea.KeyMsg) bool {
 	return d.step != stepDone || msg.String() == "esc"
