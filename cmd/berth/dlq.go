@@ -212,6 +212,9 @@ reason, pattern, transient, verdict, first_seen, last_seen.`,
 			if err != nil {
 				return err
 			}
+			if limit < 1 {
+				return usageErr("--limit: must be at least 1")
+			}
 			ctx, cancel := a.opCtx(cmd.Context())
 			defer cancel()
 			p, closeFn, err := a.planner(ctx, limit)
@@ -398,6 +401,9 @@ redriven_or_settled, headers, value or value_hex, value_binary, value_bytes.`,
 			}
 			if limit < 1 {
 				return usageErr("--limit: must be at least 1")
+			}
+			if read < 1 {
+				return usageErr("--read: must be at least 1")
 			}
 			ctx, cancel := a.opCtx(cmd.Context())
 			defer cancel()

@@ -294,6 +294,9 @@ func (a *app) runRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 	if o.scanLimit < 1 {
 		return usageErr("--scan-limit: must be at least 1")
 	}
+	if o.readLimit < 1 {
+		return usageErr("--read: must be at least 1")
+	}
 	if req.Header != "" {
 		if n, _, ok := strings.Cut(req.Header, "="); !ok || n == "" {
 			return usageErr("--header: %q is not NAME=VALUE", req.Header)
@@ -309,7 +312,7 @@ func (a *app) runRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 
 	// The ordering scan can take a while: bound it by the timeout scaled to
 	// the scan limit, not just --timeout.
-	ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout+time.Duration(o.scanLimit/10000)*time.Second)
+	ctx, cancel := context.WithTimeout(cmd.Context(), scanTimeout(a.timeout, o.scanLimit))
 	defer cancel()
 	p, closeFn, err := a.planner(ctx, o.readLimit)
 	if err != nil {
@@ -540,4 +543,16 @@ func isHexPrefix(s string) bool {
 		}
 	}
 	return true
+}
+
+// scanTimeout is --timeout plus a second per 10,000 records the ordering
+// scan may read, held at a day: a huge --scan-limit must not overflow into
+// a negative (already expired) deadline.
+func scanTimeout(base time.Duration, scanLimit int64) time.Duration {
+	const perSecond, most = 10000, 24 * time.Hour
+	extra := scanLimit / perSecond
+	if extra > int64(most/time.Second) {
+		return base + most
+	}
+	return base + time.Duration(extra)*time.Second
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -179,7 +180,7 @@ func Compute(spec Spec, tps []TP, s Snapshot) (Plan, error) {
 			if row.Current == nil {
 				return Plan{}, fmt.Errorf("--shift-by: cannot shift %s[%d]: the group has no committed offset for it", tp.Topic, tp.Partition)
 			}
-			row.Requested = *row.Current + spec.Shift
+			row.Requested = addSaturating(*row.Current, spec.Shift)
 		case ToDatetime, ByDuration:
 			o, ok := s.ForTime[tp]
 			if !ok || o < 0 || o >= b.LogEnd {
@@ -492,4 +493,17 @@ func (r Row) Impact() string {
 	default:
 		return "no change"
 	}
+}
+
+// addSaturating is a + b held at the int64 bounds: a shift past the end of
+// the range must stay a shift forward (then clamped to the log end), never
+// wrap around into a rewind.
+func addSaturating(a, b int64) int64 {
+	switch {
+	case b > 0 && a > math.MaxInt64-b:
+		return math.MaxInt64
+	case b < 0 && a < math.MinInt64-b:
+		return math.MinInt64
+	}
+	return a + b
 }
