@@ -93,6 +93,8 @@ func statusLevel(s lag.Status) styles.Level {
 	switch s {
 	case lag.OK:
 		return styles.Normal
+	case lag.JUDGING:
+		return styles.Dim // not a verdict yet: the next refresh gives one
 	case lag.LAGGING, lag.REWIND:
 		return styles.Warn
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/backends/kafka"
 	"github.com/berth-dev/berth/internal/monitor"
-	"github.com/berth-dev/berth/internal/lag"
 	"github.com/berth-dev/berth/tui"
 )
 
@@ -91,7 +90,7 @@ func (a *app) dialConsole(ctx context.Context, name string) (tui.Source, error) 
 	cluster := kafka.NewCluster(client)
 	cfg := a.cfg
 	mon := monitor.New(cluster, kafka.NewTimestampReader(client), monitor.Config{
-		Lag: lag.Config{Window: cfg.Lag.Window, RetentionMargin: cfg.Lag.RetentionMargin},
+		Lag: lagEngineConfig(cfg),
 		SLO: func(group string) time.Duration {
 			_, slo := cfg.GroupPolicyFor(group)
 			return slo

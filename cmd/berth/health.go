@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/berth-dev/berth/internal/lag"
 	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/output"
-	"github.com/berth-dev/berth/internal/lag"
 )
 
 func init() { register(newHealthCmd) }
@@ -85,6 +85,7 @@ func (a *app) runHealth(cmd *cobra.Command, sample time.Duration) error {
 		return err
 	}
 	defer run.cluster.Close()
+	a.sayingSampling(sample)
 	s, err := run.sampleTwice(a, ctx, sample)
 	if err != nil {
 		return err

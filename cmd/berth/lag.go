@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -13,9 +14,10 @@ import (
 
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/backends/kafka"
+	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/lag"
 	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/output"
-	"github.com/berth-dev/berth/internal/lag"
 )
 
 func init() { register(newLagCmd) }
@@ -40,10 +42,11 @@ STALLED, STOPPED, REWIND, EXPIRED). Groups roll up to their maximum age and
 total lag, and are judged against their SLO (seconds of age, per group
 pattern in the config).
 
-Statuses need movement, so a one-shot run takes two samples --sample apart
-(default 5s, the usual auto-commit interval); --sample 0 takes one sample:
-no rates, and an owned partition with an old backlog reads LAGGING (whether
-it moves is unknown). On a RabbitMQ context it lists queues.
+Statuses need movement, so a one-shot run (and the first line of --watch)
+takes two samples --sample apart (default 5s, the usual auto-commit
+interval); --sample 0 takes one sample: no rates, and an owned partition
+with an old backlog reads JUDGING (whether it moves is unknown). The rules
+are in 'berth help lag'. On a RabbitMQ context it lists queues.
 
 Exit status: 0, or 3 with --fail-on-breach when any group (or queue) is over
 its SLO; 1 on failure; 2 on bad usage.`,
@@ -77,7 +80,7 @@ func (a *app) newLagRun(ctx context.Context, groups []string) (*lagRun, error) {
 	cluster := kafka.NewCluster(c)
 	cfg := a.cfg
 	mon := monitor.New(cluster, kafka.NewTimestampReader(c), monitor.Config{
-		Lag:    lag.Config{Window: cfg.Lag.Window, RetentionMargin: cfg.Lag.RetentionMargin},
+		Lag:    lagEngineConfig(cfg),
 		Groups: groups,
 		SLO: func(group string) time.Duration {
 			_, slo := cfg.GroupPolicyFor(group)
@@ -85,6 +88,12 @@ func (a *app) newLagRun(ctx context.Context, groups []string) (*lagRun, error) {
 		},
 	})
 	return &lagRun{cluster: cluster, mon: mon}, nil
+}
+
+// lagEngineConfig is the engine's configuration from the config file; the
+// console and the CLI use it alike, so both judge the same data the same way.
+func lagEngineConfig(cfg *config.Config) lag.Config {
+	return lag.Config{Window: cfg.Lag.Window, RetentionMargin: cfg.Lag.RetentionMargin, CommitInterval: cfg.Lag.CommitInterval}
 }
 
 func (r *lagRun) refresh(a *app, ctx context.Context) (monitor.Snapshot, error) {
@@ -105,6 +114,29 @@ func (r *lagRun) sampleTwice(a *app, ctx context.Context, d time.Duration) (moni
 	case <-time.After(d):
 	}
 	return r.refresh(a, ctx)
+}
+
+// sayingSampling tells a person at a terminal why nothing prints yet; a
+// pipe or a file gets only the result.
+func (a *app) sayingSampling(d time.Duration) {
+	if !isTerminal(a.stderr) {
+		return
+	}
+	if d <= 0 {
+		fmt.Fprintln(a.stderr, "sampling once (--sample 0: no rates; behind partitions read JUDGING)")
+		return
+	}
+	fmt.Fprintf(a.stderr, "sampling twice, %s apart, to judge statuses (--sample 0 for one sample)\n", d)
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 func (o lagOptions) validate() error {
@@ -137,6 +169,7 @@ func (a *app) runLag(cmd *cobra.Command, o lagOptions) error {
 	defer run.cluster.Close()
 
 	if !o.watch {
+		a.sayingSampling(o.sample)
 		s, err := run.sampleTwice(a, ctx, o.sample)
 		if err != nil {
 			return err
@@ -149,10 +182,18 @@ func (a *app) runLag(cmd *cobra.Command, o lagOptions) error {
 		}
 		return breachErr(o.failOnBreach, s)
 	}
+	a.sayingSampling(o.sample)
 	tick := time.NewTicker(o.interval)
 	defer tick.Stop()
 	for first := true; ; first = false {
-		s, err := run.refresh(a, ctx)
+		// The first line samples twice like a one-shot run, so it prints
+		// statuses the next lines will not take back.
+		var s monitor.Snapshot
+		if first {
+			s, err = run.sampleTwice(a, ctx, o.sample)
+		} else {
+			s, err = run.refresh(a, ctx)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil // interrupted

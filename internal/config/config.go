@@ -83,6 +83,10 @@ type LagConfig struct {
 	Window time.Duration `mapstructure:"window" yaml:"window" json:"window"`
 	// RetentionMargin flags a partition whose time to data loss is below it.
 	RetentionMargin time.Duration `mapstructure:"retention_margin" yaml:"retention_margin" json:"retention_margin"`
+	// CommitInterval is the longest a working consumer goes between
+	// commits: a commit unmoved for this long, past the steady age, is a
+	// stall.
+	CommitInterval time.Duration `mapstructure:"commit_interval" yaml:"commit_interval" json:"commit_interval"`
 }
 
 // GroupPolicy applies to consumer groups (or queues) whose name matches.
@@ -172,6 +176,7 @@ func Default() *Config {
 			DefaultSLO:      5 * time.Minute,
 			Window:          2 * time.Minute,
 			RetentionMargin: 6 * time.Hour,
+			CommitInterval:  5 * time.Second,
 		},
 		Redrive: RedriveConfig{
 			PlanMaxAge:  24 * time.Hour,
@@ -213,6 +218,9 @@ func (c *Config) ApplyDefaults() {
 	if c.Lag.RetentionMargin == 0 {
 		c.Lag.RetentionMargin = d.Lag.RetentionMargin
 	}
+	if c.Lag.CommitInterval == 0 {
+		c.Lag.CommitInterval = d.Lag.CommitInterval
+	}
 	if c.Redrive.PlanMaxAge == 0 {
 		c.Redrive.PlanMaxAge = d.Redrive.PlanMaxAge
 	}
@@ -251,6 +259,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Lag.Window <= 0 {
 		return errors.New("lag.window: must be positive")
+	}
+	if c.Lag.CommitInterval <= 0 {
+		return errors.New("lag.commit_interval: must be positive")
+	}
+	if c.Lag.CommitInterval >= c.Lag.Window {
+		return fmt.Errorf("lag.commit_interval: %s must be shorter than lag.window (%s)", c.Lag.CommitInterval, c.Lag.Window)
 	}
 	for i, g := range c.Groups {
 		if g.Match == "" {

@@ -175,12 +175,9 @@ func evaluate(in PartitionInput, now time.Time, cfg Config) PartitionLag {
 	if in.SLO > 0 && r.AgeKnown && r.Age > in.SLO {
 		r.Breach = true
 	}
-	for _, smp := range win {
-		if smp.Committed != in.Committed {
-			r.CommitMoved = true
-		}
-	}
-	r.Status = status(in, r, win, expired, cfg)
+	mv := recentMovement(in.History, in.Committed, now, cfg.CommitInterval)
+	r.CommitMoved = mv.moved
+	r.Status = status(in, r, win, mv, expired, cfg)
 	return r
 }
 
@@ -197,8 +194,42 @@ func windowed(h []Sample, now time.Time, window time.Duration) []Sample {
 	return h[i:]
 }
 
-// status applies the rules in order; the first that matches wins.
-func status(in PartitionInput, r PartitionLag, win []Sample, expired bool, cfg Config) Status {
+// movement is what the history says about the commit lately.
+type movement struct {
+	// ref is the reference sample: the newest at least CommitInterval old,
+	// else the oldest there is (nil when there is no history).
+	ref *Sample
+	// moved: the commit differs from now at the reference or after it.
+	moved bool
+	// seen: the history covers CommitInterval, or shows movement: enough
+	// to tell "not moving" from "between two commits".
+	seen bool
+}
+
+// recentMovement looks only as far back as the reference sample, so a stall
+// shows at the first refresh that has watched it for CommitInterval, whatever
+// the samples before said (a consumer that caught up and then stuck was the
+// case hidden for a whole window).
+func recentMovement(h []Sample, committed int64, now time.Time, every time.Duration) movement {
+	if len(h) == 0 {
+		return movement{}
+	}
+	i := len(h) - 1
+	for i > 0 && now.Sub(h[i].At) < every {
+		i--
+	}
+	mv := movement{ref: &h[i], seen: now.Sub(h[i].At) >= every}
+	for _, smp := range h[i:] {
+		if smp.Committed != committed {
+			mv.moved, mv.seen = true, true
+		}
+	}
+	return mv
+}
+
+// status applies the rules in order; the first that matches wins. The
+// manual's table (cmd/berth/help/lag.md, "Statuses") is this function.
+func status(in PartitionInput, r PartitionLag, win []Sample, mv movement, expired bool, cfg Config) Status {
 	if expired {
 		return EXPIRED
 	}
@@ -227,40 +258,23 @@ func status(in PartitionInput, r PartitionLag, win []Sample, expired bool, cfg C
 	if r.Lag == 0 {
 		return OK
 	}
-	moved := false
-	for _, s := range win {
-		if s.Committed != in.Committed {
-			moved = true
-		}
-	}
-	if in.Owner == 0 && !moved {
-		return STOPPED
-	}
-	if len(win) == 0 {
-		// One sample shows no movement: the partition is behind (its age
-		// is past the steady age) but whether it moves is unknown.
-		if r.AgeKnown && r.Age <= cfg.SteadyAge {
-			return OK
-		}
-		return LAGGING
-	}
-	for _, s := range win {
-		if OffsetLag(s.Committed, s.LogStart, s.End) == 0 {
-			return OK // caught up within the window: new data just arrived
-		}
+	if in.Owner == 0 && !mv.moved {
+		return STOPPED // nobody is there to move it, however long we watch
 	}
 	if r.AgeKnown && r.Age <= cfg.SteadyAge {
 		return OK
 	}
-	if !moved {
+	if !mv.seen {
+		return JUDGING
+	}
+	if !mv.moved {
 		return STALLED
 	}
-	first := win[0]
-	firstLag := OffsetLag(first.Committed, first.LogStart, first.End)
-	if r.Lag >= firstLag {
+	ref := mv.ref
+	if r.Lag >= OffsetLag(ref.Committed, ref.LogStart, ref.End) {
 		return LAGGING
 	}
-	if r.AgeKnown && first.AgeKnown && r.Age >= first.Age {
+	if r.AgeKnown && ref.AgeKnown && r.Age >= ref.Age {
 		return LAGGING
 	}
 	return OK

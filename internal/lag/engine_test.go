@@ -62,8 +62,11 @@ func TestStatusScripts(t *testing.T) {
 		{"rewind recovered", "m1", 0, []step{{0, 900, 1000, 5}, {20, 100, 1000, 500}, {40, 1000, 1000, 0}}, OK},
 		{"rewind outside the window forgotten", "m1", 0, []step{{0, 900, 1000, 5}, {10, 100, 1000, 500}, {80, 150, 1000, 490}, {100, 200, 1000, 480}}, OK},
 		{"expired", "m1", 500, []step{{0, 100, 1000, 60}, {30, 100, 1000, 90}}, EXPIRED},
-		{"caught up earlier in window: new data just arrived", "m1", 0, []step{{0, 100, 100, 0}, {30, 100, 101, 40}}, OK},
-		{"one sample, behind: movement unknown", "m1", 0, []step{{0, 100, 1000, 600}}, LAGGING},
+		{"caught up earlier in window: new data just arrived", "m1", 0, []step{{0, 100, 100, 0}, {30, 100, 101, 4}}, OK},
+		{"caught up earlier in window, then stuck past the steady age", "m1", 0, []step{{0, 100, 100, 0}, {30, 100, 101, 40}}, STALLED},
+		{"one sample, behind: still judging", "m1", 0, []step{{0, 100, 1000, 600}}, JUDGING},
+		{"two samples closer than the commit interval: still judging", "m1", 0, []step{{0, 100, 1000, 600}, {2, 100, 1000, 602}}, JUDGING},
+		{"two samples closer than the commit interval, commit moved", "m1", 0, []step{{0, 100, 1000, 600}, {2, 110, 1100, 602}}, LAGGING},
 		{"one sample, young backlog", "m1", 0, []step{{0, 100, 1000, 3}}, OK},
 		{"no commit, owner never commits", "m1", 0, []step{{0, NoCommit, 50, 100}, {30, NoCommit, 60, 130}}, STALLED},
 	}

@@ -35,17 +35,24 @@ const NoCommit int64 = -1
 type Status uint8
 
 const (
-	// OK: caught up, or keeping up (lag reached 0 in the window, or the age
-	// is within Config.SteadyAge).
+	// OK: caught up (no lag), keeping up (the age is within
+	// Config.SteadyAge), or catching up (lag and age both fell since the
+	// reference sample).
 	OK Status = iota
-	// LAGGING: the group commits, but lag and age are not decreasing over
-	// the window (it is falling behind or not catching up).
+	// JUDGING: behind (age past the steady age), owned, and Berth has not
+	// yet watched the commit for Config.CommitInterval (one sample, or
+	// samples too close together): it cannot tell stuck from slow yet, and
+	// says so rather than guess a status it would take back.
+	JUDGING
+	// LAGGING: behind, the commit moved since the reference sample, but lag
+	// or age did not fall (it is falling behind or not catching up).
 	LAGGING
 	// REWIND: the committed offset went backwards in the window and has not
 	// yet returned to where it was (an offset reset or a replay).
 	REWIND
-	// STALLED: a member owns the partition, lag > 0, the committed offset
-	// did not move over the window, and its owner is not simply busy: the
+	// STALLED: a member owns the partition, its age is past the steady age,
+	// the committed offset did not move for at least Config.CommitInterval
+	// (whatever earlier samples said), and its owner is not simply busy: the
 	// owner moves nothing at all, or its other partitions are caught up (a
 	// stuck or poisoned partition). A partition left waiting while its owner
 	// works through backlog elsewhere is LAGGING (slow, not stuck).
@@ -59,9 +66,9 @@ const (
 )
 
 // Statuses lists every status in severity order.
-var Statuses = []Status{OK, LAGGING, REWIND, STALLED, STOPPED, EXPIRED}
+var Statuses = []Status{OK, JUDGING, LAGGING, REWIND, STALLED, STOPPED, EXPIRED}
 
-var statusNames = [...]string{"OK", "LAGGING", "REWIND", "STALLED", "STOPPED", "EXPIRED"}
+var statusNames = [...]string{"OK", "JUDGING", "LAGGING", "REWIND", "STALLED", "STOPPED", "EXPIRED"}
 
 func (s Status) String() string {
 	if int(s) < len(statusNames) {
@@ -149,7 +156,8 @@ type PartitionLag struct {
 	// Compacted marks a compacted topic: offset lag is an upper bound
 	// (compaction leaves gaps), the age is still exact.
 	Compacted bool
-	// CommitMoved is set when the committed offset changed within the window.
+	// CommitMoved is set when the committed offset changed since the
+	// reference sample (the newest at least Config.CommitInterval old).
 	CommitMoved bool
 	// TimestampType says whose clock the age's timestamp came from.
 	TimestampType backends.TimestampType
@@ -298,6 +306,11 @@ type Config struct {
 	// SteadyAge: a partition whose age is at or below it is OK whatever its
 	// commits do (normal commit cadence and batching show as a few seconds).
 	SteadyAge time.Duration
+	// CommitInterval is the longest a working consumer goes between
+	// commits (Kafka's auto.commit.interval.ms default is 5s): a commit
+	// that did not move over at least this long, with the age past the
+	// steady age, is a stall; over less it is not judged yet.
+	CommitInterval time.Duration
 	// RetentionMargin flags TimeToLoss below it.
 	RetentionMargin time.Duration
 	// SkewTolerance: timestamps up to this far in the future read as age 0
@@ -311,11 +324,13 @@ type Config struct {
 }
 
 // DefaultConfig returns the defaults: a 2 minute window, 15 s steady age,
-// 6 h retention margin, 5 s skew tolerance, hot at 3x median above 1 rec/s.
+// 5 s commit interval, 6 h retention margin, 5 s skew tolerance, hot at 3x
+// median above 1 rec/s.
 func DefaultConfig() Config {
 	return Config{
 		Window:          2 * time.Minute,
 		SteadyAge:       15 * time.Second,
+		CommitInterval:  5 * time.Second,
 		RetentionMargin: 6 * time.Hour,
 		SkewTolerance:   5 * time.Second,
 		HotRatio:        3,
@@ -331,6 +346,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.SteadyAge <= 0 {
 		c.SteadyAge = d.SteadyAge
+	}
+	if c.CommitInterval <= 0 {
+		c.CommitInterval = d.CommitInterval
 	}
 	if c.RetentionMargin <= 0 {
 		c.RetentionMargin = d.RetentionMargin
