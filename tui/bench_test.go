@@ -11,8 +11,8 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/berth-dev/berth/backends"
-	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/lag"
+	"github.com/berth-dev/berth/internal/monitor"
 )
 
 // bigSnapshot is a cluster with one 10,000-partition topic consumed by one

@@ -14,8 +14,8 @@ import (
 
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/internal/config"
-	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/lag"
+	"github.com/berth-dev/berth/internal/monitor"
 )
 
 func TestMain(m *testing.M) {

@@ -10,9 +10,9 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/berth-dev/berth/internal/lag"
 	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/sanitize"
-	"github.com/berth-dev/berth/internal/lag"
 	"github.com/berth-dev/berth/tui/components/table"
 	"github.com/berth-dev/berth/tui/styles"
 )

@@ -8,8 +8,8 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/internal/lag"
+	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/tui/components/table"
 )
 

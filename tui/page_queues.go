@@ -18,9 +18,9 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/berth-dev/berth/backends"
+	"github.com/berth-dev/berth/internal/lag"
 	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/sanitize"
-	"github.com/berth-dev/berth/internal/lag"
 	"github.com/berth-dev/berth/tui/components/table"
 	"github.com/berth-dev/berth/tui/styles"
 )

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/backends"
-	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/lag"
+	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/tui/styles"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/internal/config"
-	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/lag"
+	"github.com/berth-dev/berth/internal/monitor"
 )
 
 // hostileQueue carries a clear screen, a colour and an OSC title change.

@@ -12,9 +12,9 @@ import (
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/backends/rabbitmq"
 	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/lag"
 	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/output"
-	"github.com/berth-dev/berth/internal/lag"
 )
 
 // RabbitMQ queue commands: `berth queues` and `berth describe queue NAME`.
