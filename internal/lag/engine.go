@@ -176,6 +176,7 @@ func evaluate(in PartitionInput, now time.Time, cfg Config) PartitionLag {
 		r.Breach = true
 	}
 	mv := recentMovement(in.History, in.Committed, now, cfg.CommitInterval)
+	mv.waited = waited(in, now)
 	r.CommitMoved = mv.moved
 	r.Status = status(in, r, win, mv, expired, cfg)
 	return r
@@ -204,6 +205,9 @@ type movement struct {
 	// seen: the history covers CommitInterval, or shows movement: enough
 	// to tell "not moving" from "between two commits".
 	seen bool
+	// waited is how long the record at the position has existed, by
+	// Berth's clock (see waited).
+	waited time.Duration
 }
 
 // recentMovement looks only as far back as the reference sample, so a stall
@@ -225,6 +229,20 @@ func recentMovement(h []Sample, committed int64, now time.Time, every time.Durat
 		}
 	}
 	return mv
+}
+
+// waited is how long the record at the position has existed by Berth's own
+// clock: since the oldest sample whose end was already past the position.
+// It bounds the age from below, so a producer clock running ahead (whose
+// timestamps read as a young or future age) cannot hide a stall.
+func waited(in PartitionInput, now time.Time) time.Duration {
+	pos := Position(in.Committed, in.LogStart)
+	for _, smp := range in.History {
+		if smp.End > pos {
+			return now.Sub(smp.At)
+		}
+	}
+	return 0
 }
 
 // status applies the rules in order; the first that matches wins. The
@@ -258,11 +276,11 @@ func status(in PartitionInput, r PartitionLag, win []Sample, mv movement, expire
 	if r.Lag == 0 {
 		return OK
 	}
+	if r.AgeKnown && max(r.Age, mv.waited) <= cfg.SteadyAge {
+		return OK
+	}
 	if in.Owner == 0 && !mv.moved {
 		return STOPPED // nobody is there to move it, however long we watch
-	}
-	if r.AgeKnown && r.Age <= cfg.SteadyAge {
-		return OK
 	}
 	if !mv.seen {
 		return JUDGING
