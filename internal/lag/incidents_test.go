@@ -320,4 +320,3 @@ func expected(spans []span, sec int) (Status, bool) {
 	}
 	return 0, false
 }
-
