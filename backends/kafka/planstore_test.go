@@ -44,7 +44,7 @@ func TestPlanStoreIsSharedBetweenClientsAndSignaturesDoNotTouchThePlan(t *testin
 
 	t0 := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
 	f := redrive.NewFile(testPlan("payments.DLT", t0))
-	authorSig, err := approval.Sign(f.Hash, signer(t), approval.RoleAuthor, t0)
+	authorSig, err := approval.Sign(approval.Subject{PlanHash: f.Hash, Cluster: f.Plan.Cluster}, signer(t), approval.RoleAuthor, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestPlanStoreIsSharedBetweenClientsAndSignaturesDoNotTouchThePlan(t *testin
 	errs := make(chan error, 2)
 	for i := 0; i < 2; i++ {
 		go func() {
-			sig, err := approval.Sign(f.Hash, signer(t), approval.RoleApproval, t0)
+			sig, err := approval.Sign(approval.Subject{PlanHash: f.Hash, Cluster: f.Plan.Cluster}, signer(t), approval.RoleApproval, t0)
 			if err == nil {
 				err = bob.AddSignature(context.Background(), f.Hash, sig)
 			}
@@ -93,7 +93,7 @@ func TestPlanStoreIsSharedBetweenClientsAndSignaturesDoNotTouchThePlan(t *testin
 		t.Fatalf("unknown plan: %v", err)
 	}
 	// A signature over another plan is refused before it is written.
-	other, _ := approval.Sign(older.Hash, signer(t), approval.RoleApproval, t0)
+	other, _ := approval.Sign(approval.Subject{PlanHash: older.Hash, Cluster: older.Plan.Cluster}, signer(t), approval.RoleApproval, t0)
 	if err := bob.AddSignature(tctx(t), f.Hash, other); err == nil {
 		t.Fatal("a signature over another plan was stored")
 	}

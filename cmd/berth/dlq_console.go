@@ -97,7 +97,7 @@ func (s consoleRedrive) statusOf(f redrive.File, redriven int, readOnly bool) tu
 	}
 	st.Policy = policyLine(pol)
 	signers, serr := signersFor(pol)
-	st.Signatures = signatureInfos(f.Hash, f.Author(), f.Signatures, signers, serr)
+	st.Signatures = signatureInfos(subjectOf(f), f.Author(), f.Signatures, signers, serr)
 	_, perr := execute.Preflight(f, execute.Options{ReadOnly: readOnly, MaxAge: s.cfg.Redrive.PlanMaxAge,
 		Policy: pol.Snapshot(), HasPolicy: true, Signers: signers})
 	var ref *execute.Refusal
@@ -119,7 +119,7 @@ func (s consoleRedrive) statusOf(f redrive.File, redriven int, readOnly bool) tu
 
 // signatureInfos says, for each signature over a plan (Kafka or RabbitMQ),
 // the principal allowed_signers gives it today or why it does not count.
-func signatureInfos(hash string, author *approval.Signature, sigs []approval.Signature, signers approval.AllowedSigners, serr error) []tuidlq.SignatureInfo {
+func signatureInfos(subj approval.Subject, author *approval.Signature, sigs []approval.Signature, signers approval.AllowedSigners, serr error) []tuidlq.SignatureInfo {
 	var out []tuidlq.SignatureInfo
 	for _, sig := range sigs {
 		info := tuidlq.SignatureInfo{Role: sig.Role, Fingerprint: sig.Fingerprint, SignedAt: sig.SignedAt}
@@ -129,7 +129,7 @@ func signatureInfos(hash string, author *approval.Signature, sigs []approval.Sig
 		case signers == nil:
 			info.Problem = "no allowed_signers configured"
 		default:
-			if v, err := approval.Verify(hash, sig, signers, time.Now()); err != nil {
+			if v, err := approval.Verify(subj, sig, signers, time.Now()); err != nil {
 				info.Problem = err.Error()
 			} else {
 				info.Principal, info.Fingerprint = v.Principal, v.Fingerprint
@@ -188,7 +188,7 @@ func (s consoleRedrive) Approve(ctx context.Context, hash string, sig approval.S
 	}
 	principal := ""
 	if signers != nil {
-		v, err := approval.Verify(pf.Hash, sig, signers, now)
+		v, err := approval.Verify(subjectOf(pf), sig, signers, now)
 		if err != nil {
 			return tuidlq.Approved{}, fmt.Errorf("refused: %v; nothing stored", err)
 		}
@@ -198,7 +198,7 @@ func (s consoleRedrive) Approve(ctx context.Context, hash string, sig approval.S
 		return tuidlq.Approved{}, err
 	}
 	pf.Signatures = append(pf.Signatures, sig)
-	dec := approval.Evaluate(pf.Hash, pf.Author(), approvalsOnly(pf), signers, requiredApprovals(pol), now)
+	dec := approval.Evaluate(subjectOf(pf), pf.Author(), approvalsOnly(pf), signers, requiredApprovals(pol), now)
 	if err := s.audit(ctx, contextName, "redrive.approved", pf, map[string]any{"signer": principal, "fingerprint": sig.Fingerprint, "approved": dec.Approved}); err != nil {
 		return tuidlq.Approved{}, err
 	}

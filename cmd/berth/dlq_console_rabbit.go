@@ -257,7 +257,7 @@ func (s *consoleQueues) status(ctx context.Context, a *app, l *rabbitmq.Ledger, 
 		if author != nil {
 			all = append([]approval.Signature{*author}, approvals...)
 		}
-		st.Signatures = signatureInfos(p.Hash(), author, all, signers, serr)
+		st.Signatures = signatureInfos(approval.Subject{PlanHash: p.Hash()}, author, all, signers, serr)
 	}
 	if states, err := l.PlanStates(ctx, p.Hash()); err == nil {
 		st.States = states

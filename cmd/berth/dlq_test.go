@@ -18,6 +18,7 @@ import (
 
 	"github.com/berth-dev/berth/internal/kafkatest"
 	"github.com/berth-dev/berth/redrive"
+	"github.com/berth-dev/berth/redrive/approval"
 )
 
 // dlqCluster starts a bundled broker with payments and payments.DLT: five
@@ -240,7 +241,8 @@ func TestRedrivePlanChecksSignsStoresAndShows(t *testing.T) {
 		t.Fatalf("summary %+v", p)
 	}
 
-	// The author's signature verifies with ssh-keygen over the plan hash.
+	// The author's signature verifies with ssh-keygen over the statement
+	// naming its role, the plan's cluster and the plan hash.
 	raw, _ := os.ReadFile(planFile)
 	f, err := redrive.DecodeFile(raw)
 	if err != nil || f.Hash != p.Hash {
@@ -252,7 +254,7 @@ func TestRedrivePlanChecksSignsStoresAndShows(t *testing.T) {
 	signers := filepath.Join(dir, "allowed")
 	os.WriteFile(signers, []byte("alice "+string(pub)), 0o600)
 	verify := exec.Command("ssh-keygen", "-Y", "verify", "-f", signers, "-I", "alice", "-n", "berth-redrive", "-s", sigFile)
-	verify.Stdin = bytes.NewReader([]byte(p.Hash))
+	verify.Stdin = bytes.NewReader(approval.Statement(approval.RoleAuthor, approval.Subject{PlanHash: p.Hash, Cluster: f.Plan.Cluster}))
 	if out, err := verify.CombinedOutput(); err != nil {
 		t.Fatalf("ssh-keygen -Y verify: %v %s", err, out)
 	}

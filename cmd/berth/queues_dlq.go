@@ -687,7 +687,7 @@ func (a *app) rmqRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 	}
 	var sig *approval.Signature
 	if signer != nil {
-		s, err := signer(p.Hash())
+		s, err := signer(approval.Subject{PlanHash: p.Hash()})
 		if err != nil {
 			return fmt.Errorf("signing the plan: %v", err)
 		}
@@ -845,7 +845,7 @@ func (a *app) approvalDecision(ctx context.Context, l *rabbitmq.Ledger, p rabbit
 	if err != nil {
 		return approval.Decision{}, true, err
 	}
-	return approval.Evaluate(p.Hash(), author, approvals, signers, n, time.Now()), true, nil
+	return approval.Evaluate(approval.Subject{PlanHash: p.Hash()}, author, approvals, signers, n, time.Now()), true, nil
 }
 
 // rmqReview is the review a plan needs today: required approvals and the
@@ -884,7 +884,7 @@ func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, audit
 		if err != nil {
 			return err
 		}
-		if sig, err = approval.Sign(hash, signer, approval.RoleApproval, now); err != nil {
+		if sig, err = approval.Sign(approval.Subject{PlanHash: hash}, signer, approval.RoleApproval, now); err != nil {
 			return err
 		}
 	} else {
@@ -935,13 +935,13 @@ func (a *app) rmqApprove(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Pla
 	}
 	principal := ""
 	if signers != nil {
-		v, err := approval.Verify(hash, sig, signers, sig.SignedAt)
+		v, err := approval.Verify(approval.Subject{PlanHash: hash}, sig, signers, sig.SignedAt)
 		if err != nil {
 			return "", approval.Decision{}, 0, fmt.Errorf("refused: %v", err)
 		}
 		principal = v.Principal
 		if author != nil {
-			if av, err := approval.Verify(hash, *author, signers, sig.SignedAt); err == nil && av.Principal == principal {
+			if av, err := approval.Verify(approval.Subject{PlanHash: hash}, *author, signers, sig.SignedAt); err == nil && av.Principal == principal {
 				return "", approval.Decision{}, 0, errors.New("refused: the plan's author cannot approve it (two-person rule: same principal)")
 			}
 		}

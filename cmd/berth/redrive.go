@@ -73,14 +73,14 @@ func loadKey(path string) (ssh.Signer, error) {
 // checkSigning loads the author's key and checks the --out directory before
 // any work, so that a plan command with a bad key or path fails at once,
 // whichever backend it plans for. sign is nil without --key.
-func (o redrivePlanOptions) checkSigning() (sign func(hash string) (approval.Signature, error), err error) {
+func (o redrivePlanOptions) checkSigning() (sign func(subj approval.Subject) (approval.Signature, error), err error) {
 	if o.sshKey != "" {
 		s, err := loadKey(o.sshKey)
 		if err != nil {
 			return nil, err
 		}
-		sign = func(hash string) (approval.Signature, error) {
-			return approval.Sign(hash, s, approval.RoleAuthor, time.Now())
+		sign = func(subj approval.Subject) (approval.Signature, error) {
+			return approval.Sign(subj, s, approval.RoleAuthor, time.Now())
 		}
 	}
 	if dir := filepath.Dir(o.out); dir != "" {
@@ -329,7 +329,7 @@ func (a *app) runRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 		return err
 	}
 	if sign != nil {
-		sig, err := sign(file.Hash)
+		sig, err := sign(approval.Subject{PlanHash: file.Hash, Cluster: file.Plan.Cluster})
 		if err != nil {
 			return err
 		}

@@ -191,7 +191,9 @@ func newRedriveApproveCmd(a *app) *cobra.Command {
 the cluster's shared plan store, or a plan file. The approval is an SSH
 signature over the plan's hash (namespace berth-redrive), made with --key,
 or made elsewhere with:
-  printf %s HASH | ssh-keygen -Y sign -n berth-redrive -f KEY > approval.sig
+  printf 'berth-redrive-signature/v2\nrole approval\ncluster %s\nplan %s\n' CLUSTER HASH |
+    ssh-keygen -Y sign -n berth-redrive -f KEY > approval.sig
+(CLUSTER is the plan's cluster id, shown by berth redrive show)
 and given with --signature. The author's own key never counts.`,
 		Args: exactArgs("PLAN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -241,7 +243,7 @@ and given with --signature. The author's own key never counts.`,
 				if err != nil {
 					return err
 				}
-				sig, err = approval.Sign(pf.Hash, signer, approval.RoleApproval, now)
+				sig, err = approval.Sign(subjectOf(pf), signer, approval.RoleApproval, now)
 				if err != nil {
 					return err
 				}
@@ -260,7 +262,7 @@ and given with --signature. The author's own key never counts.`,
 			}
 			principal := ""
 			if signers != nil {
-				v, err := approval.Verify(pf.Hash, sig, signers, now)
+				v, err := approval.Verify(subjectOf(pf), sig, signers, now)
 				if err != nil {
 					return fmt.Errorf("refused: %v", err)
 				}
@@ -270,7 +272,7 @@ and given with --signature. The author's own key never counts.`,
 				return err
 			}
 			pf.Signatures = append(pf.Signatures, sig)
-			dec := approval.Evaluate(pf.Hash, pf.Author(), approvalsOnly(pf), signers, requiredApprovals(pol), now)
+			dec := approval.Evaluate(subjectOf(pf), pf.Author(), approvalsOnly(pf), signers, requiredApprovals(pol), now)
 			if err := a.auditRedrive(ctx, auditFile, "redrive.approved", pf, map[string]any{"signer": principal, "fingerprint": sig.Fingerprint, "approved": dec.Approved}); err != nil {
 				return err
 			}
@@ -610,7 +612,7 @@ func (a *app) planStatus(s *redriveSession, pf redrive.File, redriven int) statu
 	case err != nil:
 		row.Reason = err.Error()
 	default:
-		d := approval.Evaluate(pf.Hash, pf.Author(), approvalsOnly(pf), signers, row.Required, time.Now())
+		d := approval.Evaluate(subjectOf(pf), pf.Author(), approvalsOnly(pf), signers, row.Required, time.Now())
 		row.Approved, row.Reason = d.Approved, d.Reason
 		// Count what counts today: not a key since removed from
 		// allowed_signers, an expired one, or a second signature by a signer.
@@ -644,6 +646,11 @@ func requiredApprovals(pol planner.Policy) int {
 		return 1
 	}
 	return pol.Approvals
+}
+
+// subjectOf is what signatures over a Kafka plan are about.
+func subjectOf(f redrive.File) approval.Subject {
+	return approval.Subject{PlanHash: f.Hash, Cluster: f.Plan.Cluster}
 }
 
 func approvalsOnly(f redrive.File) []approval.Signature {

@@ -1,9 +1,11 @@
 // Package approval signs redrive plans and decides whether a plan's
 // approvals satisfy its policy (the two-person rule). A signature is an SSH
-// signature (SSHSIG, namespace "berth-redrive") over the plan's hash string,
-// exactly what `printf %s HASH | ssh-keygen -Y sign -n berth-redrive -f KEY`
-// makes, and it is verified against an OpenSSH allowed_signers file, the
-// format git uses for commit signing. The package does no network I/O: it
+// signature (SSHSIG, namespace "berth-redrive") over Statement: the role,
+// the cluster and the plan hash, so a signature cannot be moved to another
+// role, cluster or plan. ssh-keygen makes the same signature with
+// `printf 'berth-redrive-signature/v2\nrole %s\ncluster %s\nplan %s\n' ROLE CLUSTER HASH | ssh-keygen -Y sign -n berth-redrive -f KEY`,
+// and it is verified against an OpenSSH allowed_signers file, the format git
+// uses for commit signing. The package does no network I/O: it
 // reads key and signer files it is pointed at.
 package approval
 
@@ -55,7 +57,7 @@ func LoadSigner(keyFile string) (ssh.Signer, error) {
 	s, err := ssh.ParsePrivateKey(raw)
 	var missing *ssh.PassphraseMissingError
 	if errors.As(err, &missing) {
-		return nil, fmt.Errorf("--key: %s is passphrase-protected; sign with `printf %%s HASH | ssh-keygen -Y sign -n %s -f %s` and pass --signature", keyFile, Namespace, keyFile)
+		return nil, fmt.Errorf("--key: %s is passphrase-protected; sign with `printf 'berth-redrive-signature/v2\\nrole approval\\ncluster CLUSTER\\nplan HASH\\n' | ssh-keygen -Y sign -n %s -f %s` and pass --signature", keyFile, Namespace, keyFile)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("--key: %s is not an OpenSSH private key: %v", keyFile, err)
@@ -63,22 +65,37 @@ func LoadSigner(keyFile string) (ssh.Signer, error) {
 	return s, nil
 }
 
-// Sign signs the plan hash with signer.
-func Sign(planHash string, signer ssh.Signer, role Role, now time.Time) (Signature, error) {
-	sig, err := sshsig.Sign(strings.NewReader(planHash), signer, sshsig.HashSHA512, Namespace)
+// Subject is what a signature is about: a plan (by hash) on a cluster (by
+// its identity: Kafka cluster id, RabbitMQ cluster name).
+type Subject struct {
+	PlanHash string
+	Cluster  string
+}
+
+// Statement is the exact byte string a signature signs:
+//
+//	berth-redrive-signature/v2\nrole ROLE\ncluster CLUSTER\nplan HASH\n
+func Statement(role Role, s Subject) []byte {
+	return fmt.Appendf(nil, "berth-redrive-signature/v2\nrole %s\ncluster %s\nplan %s\n", role, s.Cluster, s.PlanHash)
+}
+
+// Sign signs the statement for role over subject with signer.
+func Sign(subj Subject, signer ssh.Signer, role Role, now time.Time) (Signature, error) {
+	sig, err := sshsig.Sign(bytes.NewReader(Statement(role, subj)), signer, sshsig.HashSHA512, Namespace)
 	if err != nil {
-		return Signature{}, fmt.Errorf("sign plan %s: %w", short(planHash), err)
+		return Signature{}, fmt.Errorf("sign plan %s: %w", short(subj.PlanHash), err)
 	}
 	return Signature{
 		Role:        role,
-		PlanHash:    planHash,
+		PlanHash:    subj.PlanHash,
 		Fingerprint: ssh.FingerprintSHA256(signer.PublicKey()),
 		Armored:     string(sshsig.Armor(sig)),
 		SignedAt:    now.UTC(),
 	}, nil
 }
 
-// FromArmored wraps a signature made elsewhere (ssh-keygen -Y sign).
+// FromArmored wraps a signature made elsewhere (ssh-keygen -Y sign over
+// Statement); Verify checks it.
 func FromArmored(planHash string, armored []byte, role Role, now time.Time) (Signature, error) {
 	sig, err := sshsig.Unarmor(armored)
 	if err != nil {
@@ -182,9 +199,14 @@ type Verified struct {
 	Principal string
 }
 
-// Verify checks one signature over planHash against the allowed signers and
-// returns the principal it belongs to. Each failure names its reason.
-func Verify(planHash string, s Signature, signers AllowedSigners, now time.Time) (Verified, error) {
+// Verify checks one signature over subject, in the role the signature
+// states, against the allowed signers and returns the principal it belongs
+// to. Each failure names its reason.
+func Verify(subj Subject, s Signature, signers AllowedSigners, now time.Time) (Verified, error) {
+	planHash := subj.PlanHash
+	if s.PlanHash != planHash {
+		return Verified{}, fmt.Errorf("signature %s: stored for plan %s, not %s", s.Fingerprint, short(s.PlanHash), short(planHash))
+	}
 	sig, err := sshsig.Unarmor([]byte(s.Armored))
 	if err != nil {
 		return Verified{}, fmt.Errorf("signature %s: unreadable: %v", s.Fingerprint, err)
@@ -206,8 +228,8 @@ func Verify(planHash string, s Signature, signers AllowedSigners, now time.Time)
 	if !match.ValidAfter.IsZero() && now.Before(match.ValidAfter) || !match.ValidBefore.IsZero() && now.After(match.ValidBefore) {
 		return Verified{}, fmt.Errorf("signature by %s: key is outside its validity period in allowed_signers", match.Principals[0])
 	}
-	if err := sshsig.Verify(strings.NewReader(planHash), sig, sig.PublicKey, sig.HashAlgorithm, Namespace); err != nil {
-		return Verified{}, fmt.Errorf("signature by %s: does not verify over plan %s (signed another plan, or altered): %v", match.Principals[0], short(planHash), err)
+	if err := sshsig.Verify(bytes.NewReader(Statement(s.Role, subj)), sig, sig.PublicKey, sig.HashAlgorithm, Namespace); err != nil {
+		return Verified{}, fmt.Errorf("signature by %s: does not verify as %s of plan %s on cluster %q (signed another plan, role or cluster, or altered): %v", match.Principals[0], s.Role, short(planHash), subj.Cluster, err)
 	}
 	v := Verified{Signature: s, Principal: match.Principals[0]}
 	v.Fingerprint = fp
@@ -231,12 +253,13 @@ type Decision struct {
 // in allowed_signers, is not the author's key or principal, and is by a
 // signer not already counted. required approvals means that many distinct
 // signers.
-func Evaluate(planHash string, author *Signature, approvals []Signature, signers AllowedSigners, required int, now time.Time) Decision {
+func Evaluate(subj Subject, author *Signature, approvals []Signature, signers AllowedSigners, required int, now time.Time) Decision {
 	d := Decision{Required: required, Approvers: []string{}}
 	authorFP, authorPrincipal := "", ""
 	if author != nil {
-		v, err := Verify(planHash, *author, signers, now)
-		if err != nil {
+		if author.Role != RoleAuthor {
+			d.Refused = append(d.Refused, "author: signature is stored as "+string(author.Role))
+		} else if v, err := Verify(subj, *author, signers, now); err != nil {
 			d.Refused = append(d.Refused, "author: "+err.Error())
 		} else {
 			authorFP, authorPrincipal = v.Fingerprint, v.Principal
@@ -246,8 +269,10 @@ func Evaluate(planHash string, author *Signature, approvals []Signature, signers
 	seenKeys := map[string]bool{}
 	seenPrincipals := map[string]bool{}
 	for _, a := range approvals {
-		v, err := Verify(planHash, a, signers, now)
+		v, err := Verify(subj, a, signers, now)
 		switch {
+		case a.Role != RoleApproval:
+			d.Refused = append(d.Refused, fmt.Sprintf("signature %s: stored as %s, not approval", a.Fingerprint, a.Role))
 		case err != nil:
 			d.Refused = append(d.Refused, err.Error())
 		case v.Fingerprint == authorFP || (authorPrincipal != "" && v.Principal == authorPrincipal):

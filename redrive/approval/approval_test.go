@@ -52,12 +52,31 @@ func sign(t *testing.T, hash string, p person, role Role) Signature {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Sign(hash, signer, role, time.Now())
+	s, err := Sign(Subject{PlanHash: hash, Cluster: "c1"}, signer, role, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
+
+// signOn signs as if the plan had been made on another cluster.
+func signOn(t *testing.T, cluster, hash string, p person, role Role) Signature {
+	t.Helper()
+	signer, err := LoadSigner(p.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Sign(Subject{PlanHash: hash, Cluster: cluster}, signer, role, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// restamp and asRole edit what a stored signature claims (the store is
+// editable): the signed statement must still decide.
+func restamp(s Signature, hash string) Signature { s.PlanHash = hash; return s }
+func asRole(s Signature, r Role) Signature       { s.Role = r; return s }
 
 const planA = "5b1e0d6c0f3a9b7e2c4d8f1a6b3e9c0d7f2a5b8e1c4d7f0a3b6e9c2d5f8a1b4e"
 const planB = "0000000000000000000000000000000000000000000000000000000000000001"
@@ -79,14 +98,17 @@ func TestTwoPersonRule(t *testing.T) {
 		{"one distinct approver", []Signature{sign(t, planA, bob, RoleApproval)}, 1, true, ""},
 		{"self-approval", []Signature{sign(t, planA, alice, RoleApproval)}, 1, false, "author cannot approve"},
 		{"key not in allowed_signers", []Signature{sign(t, planA, mallory, RoleApproval)}, 1, false, "not in allowed_signers"},
-		{"signature over another plan", []Signature{sign(t, planB, bob, RoleApproval)}, 1, false, "does not verify over plan"},
+		{"signature over another plan", []Signature{sign(t, planB, bob, RoleApproval)}, 1, false, "stored for plan"},
+		{"signature over another plan, restamped", []Signature{restamp(sign(t, planB, bob, RoleApproval), planA)}, 1, false, "does not verify as approval"},
+		{"author signature offered as an approval", []Signature{asRole(sign(t, planA, bob, RoleAuthor), RoleApproval)}, 1, false, "does not verify as approval"},
+		{"signature made on another cluster", []Signature{signOn(t, "c2", planA, bob, RoleApproval)}, 1, false, `cluster "c1"`},
 		{"too few approvers", []Signature{sign(t, planA, bob, RoleApproval)}, 2, false, "1 of 2 required approvals"},
 		{"same approver twice", []Signature{sign(t, planA, bob, RoleApproval), sign(t, planA, bob, RoleApproval)}, 2, false, "already counted"},
 		{"two distinct approvers", []Signature{sign(t, planA, bob, RoleApproval), sign(t, planA, carol, RoleApproval)}, 2, true, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			d := Evaluate(planA, &author, c.approvals, signers, c.required, now)
+			d := Evaluate(Subject{PlanHash: planA, Cluster: "c1"}, &author, c.approvals, signers, c.required, now)
 			if d.Approved != c.approved {
 				t.Fatalf("approved = %v, want %v (%+v)", d.Approved, c.approved, d)
 			}
@@ -106,7 +128,7 @@ func TestEditedPlanVoidsApprovals(t *testing.T) {
 	_, signers := allowed(t, dir, alice, bob)
 	author, approval := sign(t, planA, alice, RoleAuthor), sign(t, planA, bob, RoleApproval)
 	// The plan was edited: its hash is now planB, the stored signatures are over planA.
-	d := Evaluate(planB, &author, []Signature{approval}, signers, 1, time.Now())
+	d := Evaluate(Subject{PlanHash: planB, Cluster: "c1"}, &author, []Signature{approval}, signers, 1, time.Now())
 	if d.Approved || d.Author != "" {
 		t.Fatalf("an edited plan kept its approvals: %+v", d)
 	}
@@ -119,7 +141,8 @@ func TestInteroperatesWithSSHKeygen(t *testing.T) {
 
 	// ssh-keygen signs, Berth verifies.
 	msg := filepath.Join(dir, "plan.hash")
-	if err := os.WriteFile(msg, []byte(planA), 0o600); err != nil {
+	subj := Subject{PlanHash: planA, Cluster: "c1"}
+	if err := os.WriteFile(msg, Statement(RoleApproval, subj), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command("ssh-keygen", "-Y", "sign", "-n", Namespace, "-f", bob.key, msg).CombinedOutput(); err != nil {
@@ -133,7 +156,7 @@ func TestInteroperatesWithSSHKeygen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := Verify(planA, s, signers, time.Now())
+	v, err := Verify(Subject{PlanHash: planA, Cluster: "c1"}, s, signers, time.Now())
 	if err != nil || v.Principal != "bob@harborcart.example" {
 		t.Fatalf("verify ssh-keygen signature: %v %+v", err, v)
 	}
@@ -144,7 +167,7 @@ func TestInteroperatesWithSSHKeygen(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("ssh-keygen", "-Y", "verify", "-f", file, "-I", "bob@harborcart.example", "-n", Namespace, "-s", msg+".sig")
-	cmd.Stdin = strings.NewReader(planA)
+	cmd.Stdin = strings.NewReader(string(Statement(RoleApproval, subj)))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("ssh-keygen -Y verify rejected Berth's signature: %v: %s", err, out)
 	}
@@ -168,7 +191,7 @@ func TestNamespaceRestrictionIsHonoured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Verify(planA, sign(t, planA, bob, RoleApproval), signers, time.Now()); err == nil || !strings.Contains(err.Error(), "namespace") {
+	if _, err := Verify(Subject{PlanHash: planA, Cluster: "c1"}, sign(t, planA, bob, RoleApproval), signers, time.Now()); err == nil || !strings.Contains(err.Error(), "namespace") {
 		t.Fatalf("a git-only key approved a redrive: %v", err)
 	}
 }

@@ -163,7 +163,7 @@ func Preflight(f redrive.File, o Options) (approval.Decision, error) {
 	if len(o.Signers) == 0 {
 		return d, refuse("policy requires review but no allowed_signers are configured")
 	}
-	d = approval.Evaluate(f.Hash, f.Author(), approvalsOf(f), o.Signers, required, now)
+	d = approval.Evaluate(approval.Subject{PlanHash: f.Hash, Cluster: f.Plan.Cluster}, f.Author(), approvalsOf(f), o.Signers, required, now)
 	if !d.Approved {
 		why := d.Reason
 		if len(d.Refused) > 0 {

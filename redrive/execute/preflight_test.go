@@ -29,7 +29,7 @@ func signed(t *testing.T, f *redrive.File, keyFile string, role approval.Role) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sig, err := approval.Sign(f.Hash, s, role, time.Now())
+	sig, err := approval.Sign(approval.Subject{PlanHash: f.Hash, Cluster: f.Plan.Cluster}, s, role, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

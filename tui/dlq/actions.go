@@ -232,12 +232,12 @@ type signedMsg[S any] struct {
 
 // signPlan signs the plan hash in role with the SSH key at path; verb
 // starts the error for a key that cannot be read ("approve: …").
-func signPlan(path, hash string, role approval.Role, verb string) (approval.Signature, error) {
+func signPlan(path string, subj approval.Subject, role approval.Role, verb string) (approval.Signature, error) {
 	signer, err := approval.LoadSigner(expandHome(path))
 	if err != nil {
 		return approval.Signature{}, errors.New(verb + ": " + strings.TrimPrefix(err.Error(), "--key: "))
 	}
-	return approval.Sign(hash, signer, role, time.Now())
+	return approval.Sign(subj, signer, role, time.Now())
 }
 
 // showSigned says in place what a signature did and takes the status read

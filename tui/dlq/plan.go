@@ -413,11 +413,12 @@ func (p *PlanPage) runKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 // (author) the author's signature over a plan made here.
 func (p *PlanPage) signCmd(path string, author bool) tea.Cmd {
 	hash, ctxName, ro := p.file.Hash, p.env.Context, p.env.ReadOnly
+	subj := approval.Subject{PlanHash: hash, Cluster: p.file.Plan.Cluster}
 	type msg = signedMsg[PlanStatus]
 	return doActions(p.env, func(err error) tea.Msg { return msg{err: err} }, func(ctx context.Context, s PlanActions) tea.Msg {
 		var a Approved
 		if author {
-			sig, err := signPlan(path, hash, approval.RoleAuthor, "sign")
+			sig, err := signPlan(path, subj, approval.RoleAuthor, "sign")
 			if err != nil {
 				return msg{err: err}
 			}
@@ -426,7 +427,7 @@ func (p *PlanPage) signCmd(path string, author bool) tea.Cmd {
 			}
 			a = Approved{Fingerprint: sig.Fingerprint}
 		} else {
-			sig, err := signPlan(path, hash, approval.RoleApproval, "approve")
+			sig, err := signPlan(path, subj, approval.RoleApproval, "approve")
 			if err != nil {
 				return msg{err: err}
 			}

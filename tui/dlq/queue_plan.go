@@ -337,7 +337,7 @@ func (p *QueuePlanPage) signCmd(path string, author bool) tea.Cmd {
 		if author {
 			role, verb = approval.RoleAuthor, "sign"
 		}
-		sig, err := signPlan(path, hash, role, verb)
+		sig, err := signPlan(path, approval.Subject{PlanHash: hash}, role, verb)
 		if err != nil {
 			return msg{err: err}
 		}

@@ -1,0 +1,81 @@
+package actions
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Refusal reasons. Every refusal wraps exactly one of these, so callers can
+// test with errors.Is; the message says what to do about it.
+var (
+	// ErrReadOnly: the context (or cluster) is read-only.
+	ErrReadOnly = errors.New("the context is read-only")
+	// ErrTwoPersonRule: a signer tried to approve a plan they authored, or
+	// a signer's second approval was offered as another person's.
+	ErrTwoPersonRule = errors.New("two-person rule")
+	// ErrNoAllowedSigners: review is required but no allowed_signers file
+	// is configured, so no approval could ever be verified.
+	ErrNoAllowedSigners = errors.New("review is required but no allowed_signers are configured")
+	// ErrSignature: a signature does not verify (unknown key, wrong plan,
+	// wrong role or cluster, outside its validity).
+	ErrSignature = errors.New("signature does not verify")
+	// ErrAuditUnwritable: the local audit log cannot be written; a write
+	// that cannot be recorded does not happen.
+	ErrAuditUnwritable = errors.New("the audit log cannot be written")
+	// ErrPlanEdited: the plan's content does not hash to its hash.
+	ErrPlanEdited = errors.New("the plan's content does not match its hash (edited after it was made)")
+	// ErrPlanMalformed: the plan file or stored record is not a v2 plan.
+	ErrPlanMalformed = errors.New("not a valid plan")
+	// ErrPlanExpired: the plan is older than redrive.plan_max_age.
+	ErrPlanExpired = errors.New("the plan expired")
+	// ErrPlanFromFuture: the plan's created_at is ahead of this clock by
+	// more than ClockMargin (it would otherwise never expire).
+	ErrPlanFromFuture = errors.New("the plan claims to be made in the future")
+	// ErrClusterMismatch: the plan was made on another cluster.
+	ErrClusterMismatch = errors.New("the plan was made on another cluster")
+	// ErrNotApproved: review is required and the verified approvals do not
+	// satisfy the stricter policy.
+	ErrNotApproved = errors.New("the plan is not approved")
+	// ErrPlanBlocked: a check could not run when the plan was made.
+	ErrPlanBlocked = errors.New("the plan is blocked")
+	// ErrPolicyChanged: today's policy extracts ids differently from the
+	// plan's, so what the reviewer saw cannot be re-derived the same way.
+	ErrPolicyChanged = errors.New("the redrive policy changed since the plan was made")
+	// ErrTargetChanged: a record's re-derived target differs from the one
+	// the reviewer signed.
+	ErrTargetChanged = errors.New("a record's target differs from the one reviewed")
+	// ErrNotConfirmed: a terminal user did not confirm (or typed the wrong
+	// plan hash prefix).
+	ErrNotConfirmed = errors.New("not confirmed")
+	// ErrUnsupported: the backend cannot do this; the message says why in
+	// one line.
+	ErrUnsupported = errors.New("not supported on this backend")
+)
+
+// Refusal is an action refused before anything was written. Reason is one
+// of the Err* values above; Detail says what to do.
+type Refusal struct {
+	Reason error
+	Detail string
+}
+
+func (r *Refusal) Error() string {
+	if r.Detail == "" {
+		return "refused: " + r.Reason.Error()
+	}
+	return "refused: " + r.Detail
+}
+
+// Unwrap lets errors.Is(err, ErrReadOnly) and friends work.
+func (r *Refusal) Unwrap() error { return r.Reason }
+
+// Refuse builds a Refusal for reason with a formatted detail.
+func Refuse(reason error, format string, a ...any) error {
+	return &Refusal{Reason: reason, Detail: fmt.Sprintf(format, a...)}
+}
+
+// IsRefusal reports whether err is a refusal (nothing was written).
+func IsRefusal(err error) bool {
+	var r *Refusal
+	return errors.As(err, &r)
+}

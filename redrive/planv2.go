@@ -1,0 +1,418 @@
+package redrive
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/berth-dev/berth/redrive/approval"
+)
+
+// Plan format v2: a plan is a signed selection. Its hashed core lists, for
+// each selected record, where it is (Loc), a digest of its full content, the
+// target the reviewer was shown and the verdict the checks gave when the plan
+// was made. Everything else a reviewer sees (event id, idempotency key,
+// class, origin, prior redrives) is derived from the record and the plan's
+// policy, and derived again from the record re-read at execute: nothing in
+// the file is trusted beyond what its signatures cover, and nothing the
+// signatures cover is trusted beyond what the re-read record confirms.
+//
+// The exact byte-level definition is in cmd/berth/help/redrive.md ("Plan
+// format"); testdata/redrive/planhash.py recomputes it independently.
+
+// PlanFormat names the format; it is the first line of the hashed input.
+const PlanFormat = "berth-redrive-plan/v2"
+
+// Backends a plan can be made for.
+const (
+	BackendKafka    = "kafka"
+	BackendRabbitMQ = "rabbitmq"
+)
+
+// CreatedAtLayout is how created_at is written: UTC, milliseconds, "Z".
+const CreatedAtLayout = "2006-01-02T15:04:05.000Z"
+
+// Core is the hashed content of a v2 plan. Field names are its JSON keys;
+// the canonical encoding (Canonical) sorts keys, so declaration order does
+// not matter to the hash.
+type Core struct {
+	Format string `json:"format"`
+	// Backend is "kafka" or "rabbitmq".
+	Backend string `json:"backend"`
+	// Cluster is the cluster's identity: the Kafka cluster id, the
+	// RabbitMQ cluster name. A plan runs only where it was made.
+	Cluster string `json:"cluster"`
+	// Vhost is the RabbitMQ virtual host ("" for Kafka).
+	Vhost string `json:"vhost,omitempty"`
+	DLQ   string `json:"dlq"`
+	// CreatedAt is CreatedAtLayout; a plan expires from it and a plan
+	// claiming to be made in the future is refused.
+	CreatedAt string         `json:"created_at"`
+	Policy    PolicySnapshot `json:"policy"`
+	Selection CoreSelection  `json:"selection"`
+	// Rate is records per second (0: unlimited); Batch is records per
+	// transaction (Kafka) or confirm window (RabbitMQ).
+	Rate  int `json:"rate"`
+	Batch int `json:"batch"`
+	// AllowHazards: records behind a newer same-key record were included.
+	AllowHazards bool `json:"allow_hazards,omitempty"`
+	// Options are backend-specific switches that change what execute does
+	// (RabbitMQ: "quorum_side_effects", "to_queues"), sorted, no duplicates.
+	Options []string `json:"options,omitempty"`
+	// Targets is the table of distinct targets rows refer to by index:
+	// Kafka topics; RabbitMQ "exchange\x00routing-key" pairs.
+	Targets []string `json:"targets"`
+	Rows    []Row    `json:"rows"`
+}
+
+// CoreSelection says how records were chosen (informative: the rows are the
+// selection). Times are CreatedAtLayout.
+type CoreSelection struct {
+	All            bool     `json:"all,omitempty"`
+	Classes        []string `json:"classes,omitempty"`
+	Locs           bool     `json:"by_location,omitempty"` // chosen by explicit coordinates
+	Key            string   `json:"key,omitempty"`
+	Header         string   `json:"header,omitempty"`
+	Since          string   `json:"since,omitempty"`
+	Until          string   `json:"until,omitempty"`
+	EventIDs       []string `json:"event_ids,omitempty"`
+	Reasons        []string `json:"reasons,omitempty"`
+	OriginalQueues []string `json:"original_queues,omitempty"`
+}
+
+// Row is one selected record: encoded as the JSON array
+// [loc, digest, target, verdict] to keep a 100,000-record plan small.
+type Row struct {
+	// Loc is where the record is: "PARTITION:OFFSET" on Kafka; on
+	// RabbitMQ the message's position and id, "POSITION:MESSAGE_ID".
+	Loc string
+	// Digest is ContentDigest of the record when the plan was made.
+	Digest string
+	// Target indexes Core.Targets; -1 when the record has no target
+	// (such a row is never included).
+	Target int
+	// Verdict is "" for included, else the Reason that excluded it.
+	Verdict Reason
+}
+
+// Included reports whether the row is to be sent.
+func (r Row) Included() bool { return r.Verdict == "" }
+
+// MarshalJSON writes the row as [loc, digest, target, verdict].
+func (r Row) MarshalJSON() ([]byte, error) {
+	return json.Marshal([]any{r.Loc, r.Digest, r.Target, string(r.Verdict)})
+}
+
+// UnmarshalJSON reads [loc, digest, target, verdict], exactly four items.
+func (r *Row) UnmarshalJSON(b []byte) error {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("row: %v", err)
+	}
+	if len(raw) != 4 {
+		return fmt.Errorf("row: want [loc, digest, target, verdict], got %d items", len(raw))
+	}
+	var v string
+	if err := json.Unmarshal(raw[0], &r.Loc); err != nil {
+		return fmt.Errorf("row: loc: %v", err)
+	}
+	if err := json.Unmarshal(raw[1], &r.Digest); err != nil {
+		return fmt.Errorf("row %s: digest: %v", r.Loc, err)
+	}
+	if err := json.Unmarshal(raw[2], &r.Target); err != nil {
+		return fmt.Errorf("row %s: target: %v", r.Loc, err)
+	}
+	if err := json.Unmarshal(raw[3], &v); err != nil {
+		return fmt.Errorf("row %s: verdict: %v", r.Loc, err)
+	}
+	r.Verdict = Reason(v)
+	return nil
+}
+
+// Validate checks what decoding cannot: the format, the created_at layout,
+// target indexes, digests' shape, unique locations.
+func (c Core) Validate() error {
+	if c.Format != PlanFormat {
+		return fmt.Errorf("format %q is not supported (want %s: make the plan again)", c.Format, PlanFormat)
+	}
+	if c.Backend != BackendKafka && c.Backend != BackendRabbitMQ {
+		return fmt.Errorf("backend %q: want kafka or rabbitmq", c.Backend)
+	}
+	if c.Cluster == "" {
+		return errors.New("cluster: empty (a plan is bound to the cluster it was made on)")
+	}
+	if _, err := ParseCreatedAt(c.CreatedAt); err != nil {
+		return err
+	}
+	seen := make(map[string]bool, len(c.Rows))
+	for _, r := range c.Rows {
+		if seen[r.Loc] {
+			return fmt.Errorf("row %s: listed twice", r.Loc)
+		}
+		seen[r.Loc] = true
+		if r.Target < -1 || r.Target >= len(c.Targets) {
+			return fmt.Errorf("row %s: target %d is not in targets (0..%d)", r.Loc, r.Target, len(c.Targets)-1)
+		}
+		if r.Target == -1 && r.Included() {
+			return fmt.Errorf("row %s: included with no target", r.Loc)
+		}
+		if b, err := base64.RawURLEncoding.DecodeString(r.Digest); err != nil || len(b) != sha256.Size {
+			return fmt.Errorf("row %s: digest %q is not base64url SHA-256", r.Loc, r.Digest)
+		}
+	}
+	return nil
+}
+
+// Canonical is the byte string a plan's hash covers: JSON with object keys
+// sorted, no insignificant whitespace, every character outside printable
+// ASCII (0x20-0x7e) escaped as \uXXXX (lowercase hex, UTF-16 surrogate
+// pairs above U+FFFF) except \b \f \n \r \t, which use their short escapes,
+// and `"` and `\` escaped with a backslash. This is exactly Python's
+// json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=True).
+func Canonical(v any) ([]byte, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var tree any
+	if err := dec.Decode(&tree); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := writeCanonical(&b, tree); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func writeCanonical(b *bytes.Buffer, v any) error {
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		b.WriteString(strconv.FormatBool(x))
+	case json.Number:
+		// Only integers occur in a plan: a float would round differently
+		// in another language.
+		if _, err := strconv.ParseInt(string(x), 10, 64); err != nil {
+			return fmt.Errorf("canonical: %s is not an integer", x)
+		}
+		b.WriteString(string(x))
+	case string:
+		writeASCIIString(b, x)
+	case []any:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := writeCanonical(b, e); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeASCIIString(b, k)
+			b.WriteByte(':')
+			if err := writeCanonical(b, x[k]); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+	default:
+		return fmt.Errorf("canonical: unexpected %T", v)
+	}
+	return nil
+}
+
+func writeASCIIString(b *bytes.Buffer, s string) {
+	const hexdigits = "0123456789abcdef"
+	u := func(r rune) {
+		b.WriteString(`\u`)
+		b.WriteByte(hexdigits[r>>12&0xf])
+		b.WriteByte(hexdigits[r>>8&0xf])
+		b.WriteByte(hexdigits[r>>4&0xf])
+		b.WriteByte(hexdigits[r&0xf])
+	}
+	b.WriteByte('"')
+	for _, r := range s { // json.Unmarshal already made s valid UTF-8
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\b':
+			b.WriteString(`\b`)
+		case r == '\f':
+			b.WriteString(`\f`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r >= 0x20 && r <= 0x7e:
+			b.WriteByte(byte(r))
+		case r > 0xffff:
+			r -= 0x10000
+			u(0xd800 + (r>>10)&0x3ff)
+			u(0xdc00 + r&0x3ff)
+		case r == utf8.RuneError:
+			u(0xfffd)
+		default:
+			u(r)
+		}
+	}
+	b.WriteByte('"')
+}
+
+// Hash is the plan's identity: lowercase hex SHA-256 of
+// "berth-redrive-plan/v2\n" followed by Canonical(core).
+func (c Core) Hash() (string, error) {
+	can, err := Canonical(c)
+	if err != nil {
+		return "", err
+	}
+	return DomainHash(PlanFormat+"\n", can), nil
+}
+
+// ContentDigest is the digest a plan keeps of one record: base64url (no
+// padding) of SHA-256 over "berth-record/v1\n", then for the key either the byte 'N' (null key) or
+// 'K' followed by the key's length as 8-byte big-endian and the key; then
+// 'V', the value's length and the value; then for each header in order 'H',
+// the name's length and name, the value's length and value; then for each
+// property (RabbitMQ message properties, name=value, sorted by name) 'P' and
+// the same. Any change to key, value, headers (including order) or
+// properties changes the digest.
+func ContentDigest(key []byte, keyNull bool, value []byte, headers, props []Header) string {
+	h := sha256.New()
+	h.Write([]byte("berth-record/v1\n"))
+	var n [8]byte
+	field := func(tag byte, parts ...[]byte) {
+		h.Write([]byte{tag})
+		for _, p := range parts {
+			binary.BigEndian.PutUint64(n[:], uint64(len(p)))
+			h.Write(n[:])
+			h.Write(p)
+		}
+	}
+	if keyNull {
+		h.Write([]byte{'N'})
+	} else {
+		field('K', key)
+	}
+	field('V', value)
+	for _, x := range headers {
+		field('H', []byte(x.Key), x.Value)
+	}
+	ps := append([]Header(nil), props...)
+	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Key < ps[j].Key })
+	for _, x := range ps {
+		field('P', []byte(x.Key), x.Value)
+	}
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+}
+
+// Digest is the record's ContentDigest (Kafka records have no properties).
+func (r Record) Digest() string { return ContentDigest(r.Key, r.KeyNull, r.Value, r.Headers, nil) }
+
+// ParseCreatedAt reads created_at; it must be exactly CreatedAtLayout so the
+// hashed string and the time it means cannot differ.
+func ParseCreatedAt(s string) (time.Time, error) {
+	t, err := time.Parse(CreatedAtLayout, s)
+	if err != nil || t.UTC().Format(CreatedAtLayout) != s {
+		return time.Time{}, fmt.Errorf("created_at %q: want UTC %s", s, CreatedAtLayout)
+	}
+	return t, nil
+}
+
+// FormatCreatedAt writes t as created_at (UTC, truncated to milliseconds).
+func FormatCreatedAt(t time.Time) string { return t.UTC().Format(CreatedAtLayout) }
+
+// ShortHash is the first 12 hex digits, how plans are named to people.
+func ShortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// SignedPlan is a v2 plan as stored and exchanged: the hashed core, its
+// hash, and the signatures over it (outside the hashed content, so adding an
+// approval never changes the plan's identity).
+type SignedPlan struct {
+	Hash       string               `json:"hash"`
+	Plan       Core                 `json:"plan"`
+	Signatures []approval.Signature `json:"signatures"`
+}
+
+// NewSignedPlan wraps a core with its hash.
+func NewSignedPlan(c Core) (SignedPlan, error) {
+	h, err := c.Hash()
+	if err != nil {
+		return SignedPlan{}, err
+	}
+	return SignedPlan{Hash: h, Plan: c, Signatures: []approval.Signature{}}, nil
+}
+
+// DecodeSignedPlan parses a plan file (or stored record): unknown fields are
+// refused, the core must validate and hash to the stated hash, and every
+// signature must name that hash. It does not verify signatures (that needs
+// allowed_signers): see approval.Evaluate.
+func DecodeSignedPlan(raw []byte) (SignedPlan, error) {
+	var f SignedPlan
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return SignedPlan{}, fmt.Errorf("not a Berth plan: %v", err)
+	}
+	if err := f.Plan.Validate(); err != nil {
+		return SignedPlan{}, err
+	}
+	got, err := f.Plan.Hash()
+	if err != nil {
+		return SignedPlan{}, err
+	}
+	if got != f.Hash {
+		return SignedPlan{}, fmt.Errorf("%w: hash %s, content hashes to %s", ErrHashMismatch, ShortHash(f.Hash), ShortHash(got))
+	}
+	for _, s := range f.Signatures {
+		if s.PlanHash != f.Hash {
+			return SignedPlan{}, fmt.Errorf("a %s signature is for plan %s, not %s", s.Role, ShortHash(s.PlanHash), ShortHash(f.Hash))
+		}
+	}
+	if f.Signatures == nil {
+		f.Signatures = []approval.Signature{}
+	}
+	return f, nil
+}
+
+// Encode writes the plan as compact JSON (one line, a newline at the end):
+// at 100,000 records indentation alone would add megabytes.
+func (f SignedPlan) Encode() ([]byte, error) {
+	b, err := json.Marshal(f)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
