@@ -16,7 +16,7 @@ import (
 
 // Page is one screen of the console. Other packages add pages without
 // touching this package's files: implement Page, and register a factory in
-// an init function with RegisterPage (a page reachable from ":name") or
+// an init function with RegisterPageSpec (a page reachable from ":name") or
 // RegisterAction (a page opened by a key on a group, topic or DLQ row).
 //
 // The contract:
@@ -52,7 +52,9 @@ import (
 //
 // A minimal page:
 //
-//	func init() { tui.RegisterPage("hello", func(env tui.PageEnv) tui.Page { return &hello{env: env} }) }
+//	func init() {
+//		tui.RegisterPageSpec(tui.PageSpec{Name: "hello", Factory: func(env tui.PageEnv) tui.Page { return &hello{env: env} }})
+//	}
 //
 //	type hello struct{ env tui.PageEnv; w, h int }
 //
@@ -175,12 +177,8 @@ var registry struct {
 	actions []Action
 }
 
-// RegisterPage makes a page reachable as ":name". Call it from init.
-func RegisterPage(name string, factory PageFactory) {
-	RegisterPageSpec(PageSpec{Name: name, Factory: factory})
-}
-
-// RegisterPageSpec registers a page with aliases, help and completion.
+// RegisterPageSpec makes a page reachable as ":name" (and its aliases), with
+// its help line and completion. Call it from init.
 // Registering a name twice replaces the earlier page.
 func RegisterPageSpec(s PageSpec) {
 	registry.Lock()

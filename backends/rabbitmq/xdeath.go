@@ -2,7 +2,6 @@ package rabbitmq
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -209,16 +208,6 @@ func HeaderString(headers map[string]any, name string) string {
 // delivers from a quorum queue; a redrive drops x-delivery-count (it would
 // pollute the next queue) and keeps x-death so the history continues.
 var DiagnosticHeaders = []string{"x-delivery-count"}
-
-// SortedHeaderNames lists header names in order, for stable display.
-func SortedHeaderNames(h map[string]any) []string {
-	names := make([]string, 0, len(h))
-	for k := range h {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return names
-}
 
 // reasonKnown reports whether r is one of RabbitMQ's dead-letter reasons.
 func reasonKnown(r string) bool {

@@ -1,7 +1,9 @@
 // Package config is Berth's typed configuration: named contexts, SLOs, group
-// policies and redrive policies, with defaults and validation. Loading from
-// files, environment and flags (viper) happens in cmd/; everything else
-// receives a *Config that has passed Validate.
+// policies and redrive policies, with defaults and validation. The file is
+// decoded here with yaml.v3 (Load, Parse: unknown fields are errors, so the
+// struct tags that matter are the yaml ones); flags and environment variables
+// are read with viper in cmd/. Everything else receives a *Config that has
+// passed Validate.
 package config
 
 import (
@@ -23,144 +25,144 @@ const DefaultContextName = "bundled"
 
 // Config is the whole effective configuration.
 type Config struct {
-	CurrentContext string             `mapstructure:"current_context" yaml:"current_context" json:"current_context"`
-	Contexts       map[string]Context `mapstructure:"contexts" yaml:"contexts" json:"contexts"`
+	CurrentContext string             `yaml:"current_context" json:"current_context"`
+	Contexts       map[string]Context `yaml:"contexts" json:"contexts"`
 	// Refresh is how often the console and `--watch` re-read the cluster.
-	Refresh time.Duration `mapstructure:"refresh" yaml:"refresh" json:"refresh"`
-	Lag     LagConfig     `mapstructure:"lag" yaml:"lag" json:"lag"`
+	Refresh time.Duration `yaml:"refresh" json:"refresh"`
+	Lag     LagConfig     `yaml:"lag" json:"lag"`
 	// Groups holds per-group-pattern policies (SLOs, effects).
-	Groups  []GroupPolicy `mapstructure:"groups" yaml:"groups" json:"groups"`
-	Redrive RedriveConfig `mapstructure:"redrive" yaml:"redrive" json:"redrive"`
+	Groups  []GroupPolicy `yaml:"groups" json:"groups"`
+	Redrive RedriveConfig `yaml:"redrive" json:"redrive"`
 	// Audit is the local audit log file.
-	Audit AuditConfig `mapstructure:"audit" yaml:"audit" json:"audit"`
+	Audit AuditConfig `yaml:"audit" json:"audit"`
 	// Source is the file the config was read from ("" when none).
-	Source string `mapstructure:"-" yaml:"-" json:"source,omitempty"`
+	Source string `yaml:"-" json:"source,omitempty"`
 }
 
 // Context is one named system Berth can attach to.
 type Context struct {
-	Kind      string   `mapstructure:"kind" yaml:"kind" json:"kind"`
-	Bootstrap []string `mapstructure:"bootstrap" yaml:"bootstrap" json:"bootstrap,omitempty"`
-	TLS       TLS      `mapstructure:"tls" yaml:"tls" json:"tls"`
-	SASL      SASL     `mapstructure:"sasl" yaml:"sasl" json:"sasl"`
-	ReadOnly  bool     `mapstructure:"read_only" yaml:"read_only" json:"read_only"`
+	Kind      string   `yaml:"kind" json:"kind"`
+	Bootstrap []string `yaml:"bootstrap" json:"bootstrap,omitempty"`
+	TLS       TLS      `yaml:"tls" json:"tls"`
+	SASL      SASL     `yaml:"sasl" json:"sasl"`
+	ReadOnly  bool     `yaml:"read_only" json:"read_only"`
 	// RabbitMQ.
-	AMQPURL       string   `mapstructure:"amqp_url" yaml:"amqp_url" json:"amqp_url,omitempty"`
-	ManagementURL string   `mapstructure:"management_url" yaml:"management_url" json:"management_url,omitempty"`
-	Vhosts        []string `mapstructure:"vhosts" yaml:"vhosts" json:"vhosts,omitempty"`
-	Username      string   `mapstructure:"username" yaml:"username" json:"username,omitempty"`
-	PasswordEnv   string   `mapstructure:"password_env" yaml:"password_env" json:"password_env,omitempty"`
-	PasswordFile  string   `mapstructure:"password_file" yaml:"password_file" json:"password_file,omitempty"`
+	AMQPURL       string   `yaml:"amqp_url" json:"amqp_url,omitempty"`
+	ManagementURL string   `yaml:"management_url" json:"management_url,omitempty"`
+	Vhosts        []string `yaml:"vhosts" json:"vhosts,omitempty"`
+	Username      string   `yaml:"username" json:"username,omitempty"`
+	PasswordEnv   string   `yaml:"password_env" json:"password_env,omitempty"`
+	PasswordFile  string   `yaml:"password_file" json:"password_file,omitempty"`
 	// Queues are checked by passive declare when the management API is absent.
-	Queues []string `mapstructure:"queues" yaml:"queues" json:"queues,omitempty"`
+	Queues []string `yaml:"queues" json:"queues,omitempty"`
 	// DataDir is the bundled broker's data directory (kind bundled only).
-	DataDir string `mapstructure:"data_dir" yaml:"data_dir" json:"data_dir,omitempty"`
+	DataDir string `yaml:"data_dir" json:"data_dir,omitempty"`
 }
 
 // TLS settings for a connection.
 type TLS struct {
-	Enabled    bool   `mapstructure:"enabled" yaml:"enabled" json:"enabled"`
-	CAFile     string `mapstructure:"ca_file" yaml:"ca_file" json:"ca_file,omitempty"`
-	CertFile   string `mapstructure:"cert_file" yaml:"cert_file" json:"cert_file,omitempty"`
-	KeyFile    string `mapstructure:"key_file" yaml:"key_file" json:"key_file,omitempty"`
-	SkipVerify bool   `mapstructure:"skip_verify" yaml:"skip_verify" json:"skip_verify"`
+	Enabled    bool   `yaml:"enabled" json:"enabled"`
+	CAFile     string `yaml:"ca_file" json:"ca_file,omitempty"`
+	CertFile   string `yaml:"cert_file" json:"cert_file,omitempty"`
+	KeyFile    string `yaml:"key_file" json:"key_file,omitempty"`
+	SkipVerify bool   `yaml:"skip_verify" json:"skip_verify"`
 }
 
 // SASL settings. The password itself is never stored in the file: it comes
 // from PasswordEnv or PasswordFile and is never printed.
 type SASL struct {
-	Mechanism    string `mapstructure:"mechanism" yaml:"mechanism" json:"mechanism,omitempty"`
-	Username     string `mapstructure:"username" yaml:"username" json:"username,omitempty"`
-	PasswordEnv  string `mapstructure:"password_env" yaml:"password_env" json:"password_env,omitempty"`
-	PasswordFile string `mapstructure:"password_file" yaml:"password_file" json:"password_file,omitempty"`
+	Mechanism    string `yaml:"mechanism" json:"mechanism,omitempty"`
+	Username     string `yaml:"username" json:"username,omitempty"`
+	PasswordEnv  string `yaml:"password_env" json:"password_env,omitempty"`
+	PasswordFile string `yaml:"password_file" json:"password_file,omitempty"`
 }
 
 // LagConfig tunes the lag engine.
 type LagConfig struct {
 	// DefaultSLO is the age a group may reach before it is in breach.
-	DefaultSLO time.Duration `mapstructure:"default_slo" yaml:"default_slo" json:"default_slo"`
+	DefaultSLO time.Duration `yaml:"default_slo" json:"default_slo"`
 	// Window is the sliding window statuses are judged over.
-	Window time.Duration `mapstructure:"window" yaml:"window" json:"window"`
+	Window time.Duration `yaml:"window" json:"window"`
 	// RetentionMargin flags a partition whose time to data loss is below it.
-	RetentionMargin time.Duration `mapstructure:"retention_margin" yaml:"retention_margin" json:"retention_margin"`
+	RetentionMargin time.Duration `yaml:"retention_margin" json:"retention_margin"`
 	// CommitInterval is the longest a working consumer goes between
 	// commits: a commit unmoved for this long, past the steady age, is a
 	// stall.
-	CommitInterval time.Duration `mapstructure:"commit_interval" yaml:"commit_interval" json:"commit_interval"`
+	CommitInterval time.Duration `yaml:"commit_interval" json:"commit_interval"`
 }
 
 // GroupPolicy applies to consumer groups (or queues) whose name matches.
 type GroupPolicy struct {
-	Match string `mapstructure:"match" yaml:"match" json:"match"`
+	Match string `yaml:"match" json:"match"`
 	// SLO is the maximum acceptable age; zero means the default.
-	SLO time.Duration `mapstructure:"slo" yaml:"slo" json:"slo,omitempty"`
+	SLO time.Duration `yaml:"slo" json:"slo,omitempty"`
 	// Effects marks groups whose processing has external side effects
 	// (payments): replays need explicit confirmation.
-	Effects bool `mapstructure:"effects" yaml:"effects" json:"effects"`
+	Effects bool `yaml:"effects" json:"effects"`
 }
 
 // RedriveConfig holds DLQ pairs and redrive policies.
 type RedriveConfig struct {
 	// DLQs declares DLQ -> original pairs not found by naming convention.
-	DLQs     []DLQPair       `mapstructure:"dlqs" yaml:"dlqs" json:"dlqs,omitempty"`
-	Policies []RedrivePolicy `mapstructure:"policies" yaml:"policies" json:"policies,omitempty"`
+	DLQs     []DLQPair       `yaml:"dlqs" json:"dlqs,omitempty"`
+	Policies []RedrivePolicy `yaml:"policies" json:"policies,omitempty"`
 	// PlanMaxAge is how long an approved plan stays executable.
-	PlanMaxAge time.Duration `mapstructure:"plan_max_age" yaml:"plan_max_age" json:"plan_max_age"`
+	PlanMaxAge time.Duration `yaml:"plan_max_age" json:"plan_max_age"`
 	// VerifyWatch is how long to watch the DLQ for re-failures after execution.
-	VerifyWatch time.Duration `mapstructure:"verify_watch" yaml:"verify_watch" json:"verify_watch"`
+	VerifyWatch time.Duration `yaml:"verify_watch" json:"verify_watch"`
 	// StoreDSN is where RabbitMQ plans and ledger live (postgres:// or a sqlite file path).
-	StoreDSN string `mapstructure:"store_dsn" yaml:"store_dsn" json:"store_dsn,omitempty"`
+	StoreDSN string `yaml:"store_dsn" json:"store_dsn,omitempty"`
 	// Classes adds failure-class rules (regular expressions over
 	// "exception: message"), checked before the built-in ones.
-	Classes ClassRules `mapstructure:"classes" yaml:"classes" json:"classes"`
+	Classes ClassRules `yaml:"classes" json:"classes"`
 }
 
 // ClassRules are extra transient/permanent rules for DLQ failure classes.
 type ClassRules struct {
-	Transient []string `mapstructure:"transient" yaml:"transient" json:"transient,omitempty"`
-	Permanent []string `mapstructure:"permanent" yaml:"permanent" json:"permanent,omitempty"`
+	Transient []string `yaml:"transient" json:"transient,omitempty"`
+	Permanent []string `yaml:"permanent" json:"permanent,omitempty"`
 }
 
 // DLQPair declares that DLQ receives dead letters of Original.
 type DLQPair struct {
-	DLQ      string `mapstructure:"dlq" yaml:"dlq" json:"dlq"`
-	Original string `mapstructure:"original" yaml:"original" json:"original"`
+	DLQ      string `yaml:"dlq" json:"dlq"`
+	Original string `yaml:"original" json:"original"`
 }
 
 // RedrivePolicy applies to DLQs whose name matches the glob Match.
 type RedrivePolicy struct {
-	Match          string `mapstructure:"match" yaml:"match" json:"match"`
-	IdempotencyKey string `mapstructure:"idempotency_key" yaml:"idempotency_key" json:"idempotency_key,omitempty"`
+	Match          string `yaml:"match" json:"match"`
+	IdempotencyKey string `yaml:"idempotency_key" json:"idempotency_key,omitempty"`
 	// EventID is where the event id lives (json:FIELD or header:NAME;
 	// default json:eventId).
-	EventID               string          `mapstructure:"event_id" yaml:"event_id" json:"event_id,omitempty"`
-	RequireIdempotencyKey bool            `mapstructure:"require_idempotency_key" yaml:"require_idempotency_key" json:"require_idempotency_key"`
-	SystemOfRecord        *SystemOfRecord `mapstructure:"system_of_record" yaml:"system_of_record" json:"system_of_record,omitempty"`
-	Review                string          `mapstructure:"review" yaml:"review" json:"review,omitempty"`
-	Approvals             int             `mapstructure:"approvals" yaml:"approvals" json:"approvals"`
-	AllowedSigners        string          `mapstructure:"allowed_signers" yaml:"allowed_signers" json:"allowed_signers,omitempty"`
-	MaxRedrives           int             `mapstructure:"max_redrives" yaml:"max_redrives" json:"max_redrives"`
+	EventID               string          `yaml:"event_id" json:"event_id,omitempty"`
+	RequireIdempotencyKey bool            `yaml:"require_idempotency_key" json:"require_idempotency_key"`
+	SystemOfRecord        *SystemOfRecord `yaml:"system_of_record" json:"system_of_record,omitempty"`
+	Review                string          `yaml:"review" json:"review,omitempty"`
+	Approvals             int             `yaml:"approvals" json:"approvals"`
+	AllowedSigners        string          `yaml:"allowed_signers" json:"allowed_signers,omitempty"`
+	MaxRedrives           int             `yaml:"max_redrives" json:"max_redrives"`
 	// OrderingKey names the business key for ordering checks on queues
 	// (json:FIELD or header:NAME); Kafka uses the record key.
-	OrderingKey string `mapstructure:"ordering_key" yaml:"ordering_key" json:"ordering_key,omitempty"`
+	OrderingKey string `yaml:"ordering_key" json:"ordering_key,omitempty"`
 	// ErrorHeader names an application error header used for classes.
-	ErrorHeader string `mapstructure:"error_header" yaml:"error_header" json:"error_header,omitempty"`
+	ErrorHeader string `yaml:"error_header" json:"error_header,omitempty"`
 	// StopOnFailure stops execution at the first failed send (payments).
-	StopOnFailure bool `mapstructure:"stop_on_failure" yaml:"stop_on_failure" json:"stop_on_failure"`
+	StopOnFailure bool `yaml:"stop_on_failure" json:"stop_on_failure"`
 }
 
 // SystemOfRecord is where a policy checks whether an effect already committed.
 type SystemOfRecord struct {
-	Driver string `mapstructure:"driver" yaml:"driver" json:"driver"`
+	Driver string `yaml:"driver" json:"driver"`
 	// DSN is masked when printed: it may carry a password.
-	DSN    string `mapstructure:"dsn" yaml:"dsn" json:"dsn,omitempty"`
-	DSNEnv string `mapstructure:"dsn_env" yaml:"dsn_env" json:"dsn_env,omitempty"`
-	Query  string `mapstructure:"query" yaml:"query" json:"query"`
+	DSN    string `yaml:"dsn" json:"dsn,omitempty"`
+	DSNEnv string `yaml:"dsn_env" json:"dsn_env,omitempty"`
+	Query  string `yaml:"query" json:"query"`
 }
 
 // AuditConfig locates the local audit log.
 type AuditConfig struct {
-	File string `mapstructure:"file" yaml:"file" json:"file"`
+	File string `yaml:"file" json:"file"`
 }
 
 // Default returns the configuration used when no file exists: one bundled

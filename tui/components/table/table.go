@@ -481,14 +481,6 @@ func regexPattern(f string) (string, bool) {
 	return f, false
 }
 
-// Match reports whether a row matches the filter text f (the same rule the
-// table applies; exported for tests and for pages that filter elsewhere).
-func Match(r Row, f string) bool {
-	m := Model{filter: f}
-	m.compileFilter()
-	return m.matches(r, strings.ToLower(f))
-}
-
 func (m *Model) matches(r Row, lower string) bool {
 	if m.filterRe != nil {
 		for _, c := range r.Cells {
