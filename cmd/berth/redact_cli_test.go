@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Malformed connection strings never print their password: not in the
+// error a bad URL causes, not in `config view` (YAML or JSON). Before, a
+// password with whitespace, an upper-case AMQP:// scheme with a bad port and
+// a libpq "\ " escape came out whole.
+func TestMalformedConnectionStringsNeverPrintThePassword(t *testing.T) {
+	const secret = "Hunter2Secret"
+	urls := []string{
+		"amqp://ops:pa ss" + secret + "@127.0.0.1:5672/",
+		"AMQP://ops:" + secret + "@127.0.0.1:bad/",
+		"amqp://ops:" + secret + "/x@127.0.0.1:1/",
+		"http://ops:pa ss" + secret + "@127.0.0.1:1/",
+	}
+	for _, u := range urls {
+		isolateConfig(t)
+		for _, flag := range []string{"--amqp", "--management"} {
+			out, errOut, code := runBerth(t, "--timeout", "500ms", flag, u, "queues")
+			if code == 0 || strings.Contains(out+errOut, secret) {
+				t.Errorf("%s %q: exit %d, output shows the password:\n%s%s", flag, u, code, out, errOut)
+			}
+		}
+	}
+	dsns := []string{
+		`host=127.0.0.1 user=berth password=pa\ ss` + secret + ` dbname=test`,
+		`host=127.0.0.1 password='it\'s ` + secret + `' dbname=test`,
+		"postgres://berth:pa ss" + secret + "@127.0.0.1:5432/test",
+	}
+	for i, u := range append(urls, dsns...) {
+		isolateConfig(t)
+		cfg := writeConfig(t, fmt.Sprintf(`current_context: r
+contexts:
+  r:
+    kind: rabbitmq
+    amqp_url: %s
+    management_url: %s
+redrive:
+  store_dsn: %s
+  policies:
+    - match: "*"
+      system_of_record: {driver: postgres, dsn: %s, query: "select 1"}
+`, strconv.Quote(u), strconv.Quote(u), strconv.Quote(u), strconv.Quote(u)))
+		for _, o := range []string{"yaml", "json"} {
+			args := []string{"--config", cfg, "config", "view"}
+			if o == "json" {
+				args = append(args, "-o", "json")
+			}
+			out, errOut, code := runBerth(t, args...)
+			if code != 0 || strings.Contains(out+errOut, secret) || !strings.Contains(out, "*****") {
+				t.Errorf("config view -o %s with %d %q: exit %d, password shown or nothing masked:\n%s%s", o, i, u, code, out, errOut)
+			}
+		}
+	}
+}
