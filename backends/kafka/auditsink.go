@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -102,7 +101,7 @@ func (k *Cluster) MirroredAudit(ctx context.Context) (map[string][][]byte, error
 	out := map[string][][]byte{}
 	ts, err := k.Topics(ctx, AuditTopic)
 	if err != nil {
-		if errors.Is(err, kerr.UnknownTopicOrPartition) || strings.Contains(err.Error(), "UNKNOWN_TOPIC_OR_PARTITION") {
+		if errors.Is(err, kerr.UnknownTopicOrPartition) {
 			return out, nil
 		}
 		return nil, err

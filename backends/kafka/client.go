@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
+
+	"github.com/berth-dev/berth/backends"
 )
 
 // Options say how to reach a cluster.
@@ -52,13 +54,13 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 		// read deadline (set to the same timeout) first: both mean the same.
 		var ne net.Error
 		if pctx.Err() != nil || (errors.As(err, &ne) && ne.Timeout()) {
-			return nil, fmt.Errorf("kafka %s: unreachable within %s", strings.Join(o.Bootstrap, ","), o.timeout())
+			return nil, fmt.Errorf("kafka %s: %w within %s", strings.Join(o.Bootstrap, ","), backends.ErrUnreachable, o.timeout())
 		}
 		// A refused or unroutable connection fails at once; say so plainly
 		// rather than wait out the timeout.
 		var op *net.OpError
 		if errors.As(err, &op) && op.Err != nil {
-			return nil, fmt.Errorf("kafka %s: unreachable: %s", strings.Join(o.Bootstrap, ","), op.Err)
+			return nil, fmt.Errorf("kafka %s: %w: %w", strings.Join(o.Bootstrap, ","), backends.ErrUnreachable, op.Err)
 		}
 		return nil, fmt.Errorf("kafka %s: %w", strings.Join(o.Bootstrap, ","), err)
 	}

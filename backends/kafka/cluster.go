@@ -530,7 +530,10 @@ func (k *Cluster) CommittedOffsets(ctx context.Context, groups ...string) (map[s
 }
 
 // staleRoute reports franz-go's "unknown broker": a request routed with
-// metadata older than the cluster's current shape.
+// metadata older than the cluster's current shape. franz-go keeps that error
+// unexported (kgo's errUnknownBroker), so its text is the only handle; the
+// match is here once, and TestStaleRouteRecognisesFranzGoUnknownBroker fails if
+// franz-go rewords it.
 func staleRoute(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "unknown broker")
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/backends/kafka"
 	"github.com/berth-dev/berth/internal/config"
 )
@@ -25,7 +26,7 @@ func (a *app) kafkaClient(ctx context.Context) (*kafka.Client, error) {
 		return nil, err
 	}
 	c, err := kafka.Dial(ctx, opts)
-	if err != nil && a.ctx.Kind == "bundled" && strings.Contains(err.Error(), "unreachable") {
+	if err != nil && a.ctx.Kind == "bundled" && errors.Is(err, backends.ErrUnreachable) {
 		// The usual cause on a fresh machine: nothing started it yet.
 		return nil, fmt.Errorf("%w (start the bundled broker with `berth broker` or `berth demo`)", err)
 	}

@@ -1,0 +1,38 @@
+package backends
+
+import "errors"
+
+// Causes a caller may branch on, whichever broker returned them: match with
+// errors.Is. The message around them still names the address and the cause
+// in the backend's words; these only classify it.
+var (
+	// ErrUnreachable: no connection, or no answer within the timeout.
+	ErrUnreachable = errors.New("unreachable")
+	// ErrAuth: the server refused the credentials.
+	ErrAuth = errors.New("authentication failed")
+	// ErrNotFound: the named queue, topic or vhost does not exist.
+	ErrNotFound = errors.New("not found")
+)
+
+// Failure is an error that prints msg and matches each of causes with
+// errors.Is and errors.As. It lets a backend keep a message written for the
+// user (address named, credentials masked) without flattening the causes a
+// caller branches on. A cause whose own text may hold a secret must not be
+// passed: errors.Unwrap would hand it to whoever prints it.
+func Failure(msg string, causes ...error) error {
+	f := &failure{msg: msg}
+	for _, c := range causes {
+		if c != nil {
+			f.causes = append(f.causes, c)
+		}
+	}
+	return f
+}
+
+type failure struct {
+	msg    string
+	causes []error
+}
+
+func (f *failure) Error() string   { return f.msg }
+func (f *failure) Unwrap() []error { return f.causes }
