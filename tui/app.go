@@ -46,8 +46,9 @@ type Options struct {
 	Timeout time.Duration
 	// Refresh overrides Config.Refresh when positive.
 	Refresh time.Duration
-	// BrokerToggle is the demo's "take a broker down" switch; nil hides it.
-	BrokerToggle func(id int32, down bool) error
+	// Brokers is the demo's simulated broker switch for Context; nil
+	// hides it.
+	Brokers BrokerSwitch
 	// ReadOnlyFor tells whether another context is read-only, and why (for
 	// :ctx); nil means "as the config says".
 	ReadOnlyFor func(name string) (bool, string)
@@ -101,7 +102,12 @@ type Model struct {
 	palette palette
 	help    bool
 
-	down brokerSet // brokers taken down with the demo's toggle
+	fleet *fleet // brokers known this session, and the switch's down set
+
+	// confirm is the question waiting for y (nil when none).
+	confirm *ConfirmMsg
+	// burst is set while the keys of one multi-key read are delivered.
+	burst bool
 
 	noTimers bool // tests: timers return nil commands
 }
@@ -113,6 +119,10 @@ type (
 		gen, seq uint64
 		snap     *Snapshot
 		err      error
+		// down is the broker switch's down set, read with the refresh
+		// (sim is false when there is no switch).
+		down []int32
+		sim  bool
 	}
 	clockMsg  struct{}
 	routedMsg struct {
@@ -160,7 +170,7 @@ func New(opts Options) *Model {
 		readOnlyReason: opts.ReadOnlyReason,
 		source:         opts.Source,
 		gen:            1,
-		down:           brokerSet{},
+		fleet:          newFleet(opts.Brokers),
 	}
 	m.palette = newPalette(m.styles)
 	if m.source == nil {
@@ -211,12 +221,21 @@ func (m *Model) env(id int, args []string) PageEnv {
 		Do:             func(fn func(context.Context, backends.Cluster) tea.Msg) tea.Cmd { return m.do(id, fn) },
 		Route:          func(cmd tea.Cmd) tea.Cmd { return m.route(id, cmd) },
 		Actions:        actionsFor,
-		BrokerToggle:   m.opts.BrokerToggle,
-		down:           &m.down,
+		Brokers:        m.brokerSwitch(),
+		fleet:          m.fleet,
 	}
 }
 
 func (m *Model) bodySize() (int, int) { return m.width, m.height - 2 }
+
+// brokerSwitch is the demo's switch while the console is on the demo's
+// context (it simulates that cluster's brokers, no other's).
+func (m *Model) brokerSwitch() BrokerSwitch {
+	if m.ctxName != m.opts.Context {
+		return nil
+	}
+	return m.opts.Brokers
+}
 
 // do runs fn against the current source in a command routed to page id.
 func (m *Model) do(id int, fn func(context.Context, backends.Cluster) tea.Msg) tea.Cmd {
@@ -279,12 +298,16 @@ func (m *Model) refreshCmd() tea.Cmd {
 	}
 	m.refreshing = true
 	m.seq++
-	src, gen, seq, timeout := m.source, m.gen, m.seq, m.opts.Timeout
+	src, gen, seq, timeout, sw := m.source, m.gen, m.seq, m.opts.Timeout, m.brokerSwitch()
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		snap, err := src.Refresh(ctx)
-		return refreshedMsg{gen: gen, seq: seq, snap: snap, err: err}
+		msg := refreshedMsg{gen: gen, seq: seq, snap: snap, err: err}
+		if sw != nil {
+			msg.down, msg.sim = sw.Down(), true
+		}
+		return msg
 	}
 }
 
@@ -313,7 +336,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, tea.Batch(cmds...)
 	case tea.KeyMsg:
-		return m, m.handleKey(msg)
+		return m, m.handleInput(msg)
+	case ConfirmMsg:
+		m.confirm = &msg
+		return m, nil
 	case tea.MouseMsg:
 		if m.help || m.palette.open {
 			return m, nil
@@ -387,6 +413,9 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	if msg.Type == tea.KeyCtrlC {
 		return tea.Quit
 	}
+	if m.confirm != nil {
+		return m.answerConfirm(msg)
+	}
 	if m.palette.open {
 		return m.updatePalette(msg)
 	}
@@ -443,9 +472,16 @@ func (m *Model) activate() tea.Cmd {
 	return tea.Batch(c1, c2)
 }
 
-// open opens a registered page. The top-level pages (overview, topics,
-// groups, brokers) replace the stack rather than growing it; others push.
-func (m *Model) open(name string, args []string) tea.Cmd {
+// open opens a registered page on top of the current one: a drill-down
+// (enter on a row, a page's own key). The top-level pages (overview,
+// topics, groups, brokers, queues) start a fresh trail instead.
+func (m *Model) open(name string, args []string) tea.Cmd { return m.openPage(name, args, false) }
+
+// jump opens a page from the ":" command line: as in k9s, a jump starts a
+// fresh breadcrumb trail, so esc retraces only the pages opened from it.
+func (m *Model) jump(name string, args []string) tea.Cmd { return m.openPage(name, args, true) }
+
+func (m *Model) openPage(name string, args []string, fresh bool) tea.Cmd {
 	name, notHere := forQueues(m.rabbit(), name) // RabbitMQ: queue pages (page_queues.go)
 	if notHere != "" {
 		return m.setFlash(FlashMsg{Level: Error, Text: notHere})
@@ -454,7 +490,7 @@ func (m *Model) open(name string, args []string) tea.Cmd {
 	if !ok {
 		return m.setFlash(FlashMsg{Level: Error, Text: "no such page: " + sanitize.Text(name)})
 	}
-	if rootPages[spec.Name] && len(args) == 0 {
+	if fresh || (rootPages[spec.Name] && len(args) == 0) {
 		m.stack = m.stack[:0]
 	}
 	return m.pushEntry(m.newEntry(spec.Name, args))
@@ -498,7 +534,11 @@ func (m *Model) applyRefresh(msg refreshedMsg) tea.Cmd {
 		m.lastErr, m.lastErrAt = msg.err, m.opts.Now()
 		return tea.Batch(next, m.setFlash(FlashMsg{Level: Error, Text: "refresh failed: " + msg.err.Error()}))
 	}
+	if msg.sim {
+		m.fleet.setDown(msg.down)
+	}
 	m.snap = msg.snap
+	m.fleet.observe(m.snap)
 	m.lastGood = m.opts.Now()
 	if m.snap != nil && !m.snap.Observed.IsZero() {
 		m.lastGood = m.snap.Observed
@@ -545,6 +585,7 @@ func (m *Model) applyDial(msg dialedMsg) tea.Cmd {
 	if switched {
 		m.readOnly, m.readOnlyReason = m.readOnlyOf(msg.name)
 		m.snap, m.lastGood, m.lastErr = nil, time.Time{}, nil
+		m.fleet = newFleet(m.brokerSwitch())
 		m.stack = m.stack[:0]
 		return tea.Batch(closeOld, m.pushEntry(m.newEntry("overview", nil)), m.refreshCmd(),
 			m.setFlash(FlashMsg{Level: Info, Text: "attached to " + msg.name}))
@@ -726,16 +767,24 @@ func (m *Model) statusView() string {
 	line := m.statusLeft()
 	var msg string
 	switch {
+	case m.confirm != nil:
+		msg = st.FlashError.Render(" " + oneLine(m.confirm.Question) + "  y: yes · any other key: no ")
 	case m.flash.Text != "" && !m.flashAbove():
 		style := st.FlashInfo
 		if m.flash.Level == Error {
 			style = st.FlashError
 		}
 		msg = style.Render(" " + m.flash.Text + " ")
-	default:
-		msg = st.StatusBar.Render(" " + m.hints() + " ")
 	}
-	right := st.StatusBar.Render(" ? help ")
+	jump := ""
+	if msg == "" {
+		// The page's keys, then ":" and the pages behind it, which no
+		// letter key opens: the footer teaches how to reach them.
+		room := m.width - ansi.StringWidth(line) - len(" ? help ")
+		jump = m.jumpHint(room)
+		msg = st.StatusBar.Render(" " + m.hints(room-ansi.StringWidth(jump)-2) + " ")
+	}
+	right := st.StatusBar.Render(jump + " ? help ")
 	avail := m.width - ansi.StringWidth(line) - ansi.StringWidth(right)
 	if avail > 0 {
 		if ansi.StringWidth(msg) > avail {
@@ -821,11 +870,39 @@ func (m *Model) freshness() string {
 	return st.StatusBar.Render(" " + ago(now.Sub(m.lastGood)) + " ago ")
 }
 
+// jumpPages are the pages only ":" reaches (no letter key opens them): the
+// status line names them so that ":" is discovered.
+var jumpPages = []string{"dlq", "plans", "capacity"}
+
+// jumpHint teaches ":" on the status line: the pages behind it when room
+// cells leave enough for the page's main keys, else ": pages".
+func (m *Model) jumpHint(room int) string {
+	var names []string
+	for _, n := range jumpPages {
+		if _, ok := lookupPage(n); ok {
+			names = append(names, n)
+		}
+	}
+	long := " : " + strings.Join(append(names, "…"), " ")
+	short := " : pages"
+	if len(names) == 0 {
+		long = short
+	}
+	switch {
+	case room-ansi.StringWidth(long) >= 48:
+		return long
+	case room-len(short) >= 16:
+		return short
+	}
+	return ""
+}
+
 // navKeys are left out of the hint line: everyone knows arrows; "?" lists them.
 var navKeys = map[string]bool{"↑/k": true, "↓/j": true, "pgup/ctrl+b": true, "pgdn/ctrl+f": true, "home/g": true, "end/G": true, ">": true, "<": true, "r": true}
 
-// hints lists the page's own keys first (the full list is under "?").
-func (m *Model) hints() string {
+// hints lists the page's own keys first (the full list is under "?"), as
+// many whole ones as fit in room cells (at least one, cut if it must be).
+func (m *Model) hints(room int) string {
 	var parts []string
 	seen := map[string]bool{} // a page's own keys and its table's can both name enter
 	for _, b := range m.top().page.KeyBindings() {
@@ -834,7 +911,11 @@ func (m *Model) hints() string {
 			continue
 		}
 		seen[h.Key] = true
-		parts = append(parts, h.Key+" "+h.Desc)
+		part := h.Key + " " + h.Desc
+		if len(parts) > 0 && ansi.StringWidth(strings.Join(append(parts, part), " · ")) > room {
+			break
+		}
+		parts = append(parts, part)
 		if len(parts) == 4 {
 			break
 		}

@@ -3,7 +3,11 @@ package tui
 import (
 	"context"
 	"errors"
+	"fmt"
+	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -85,8 +89,39 @@ func TestPaletteCompletesAndOpensGroup(t *testing.T) {
 		t.Fatalf("tab completed to %q", m.palette.input)
 	}
 	press(m, "enter")
-	if got := crumbs(m); got != "overview > fraud-monitor" {
+	if got := crumbs(m); got != "fraud-monitor" {
 		t.Fatalf("stack = %q", got)
+	}
+}
+
+// A ":" jump starts a fresh breadcrumb trail, as in k9s; esc retraces only
+// the pages opened from it, then lands on the overview.
+func TestPaletteJumpStartsAFreshTrail(t *testing.T) {
+	m, _ := newTestModel(t, 120, 30)
+	press(m, "c", "enter", "m")
+	if got := crumbs(m); got != "groups > fraud-monitor > members" {
+		t.Fatalf("drill-down trail = %q", got)
+	}
+	press(m, ":")
+	typeText(m, "topic orders")
+	press(m, "enter")
+	if got := crumbs(m); got != "orders" {
+		t.Fatalf("after :topic orders the trail is %q", got)
+	}
+	if first := strings.SplitN(m.View(), "\n", 2)[0]; !strings.HasPrefix(first, "berth › orders   ") {
+		t.Fatalf("breadcrumbs still show the old trail: %q", first)
+	}
+	press(m, "C") // a drill-down from the jump: configs
+	if got := crumbs(m); got != "orders > configs" {
+		t.Fatalf("drill-down after the jump = %q", got)
+	}
+	press(m, "esc")
+	if got := crumbs(m); got != "orders" {
+		t.Fatalf("esc = %q", got)
+	}
+	press(m, "esc")
+	if got := crumbs(m); got != "overview" {
+		t.Fatalf("esc past the jump = %q, want the overview (not the old trail)", got)
 	}
 }
 
@@ -337,39 +372,131 @@ func TestEveryPageFitsTheScreen(t *testing.T) {
 	}
 }
 
-func TestBrokerToggleRunsOffTheUIThread(t *testing.T) {
-	var calls []string
-	toggle := func(id int32, down bool) error {
-		calls = append(calls, strings.TrimSpace(strings.Join([]string{"b", string(rune('0' + id)), map[bool]string{true: "down", false: "up"}[down]}, " ")))
-		return nil
+// fakeSwitch is the demo's broker switch: like the bundled broker, a
+// broker it takes down leaves the metadata (see src below).
+type fakeSwitch struct {
+	mu    sync.Mutex
+	down  map[int32]bool
+	calls []string
+}
+
+func (f *fakeSwitch) Addrs() []string {
+	return []string{"127.0.0.1:9092", "127.0.0.1:9093", "127.0.0.1:9094"}
+}
+
+func (f *fakeSwitch) Down() []int32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []int32
+	for id := range f.down {
+		out = append(out, id)
 	}
-	m, _ := newTestModel(t, 80, 24, func(o *Options) { o.BrokerToggle = toggle })
+	slices.Sort(out)
+	return out
+}
+
+func (f *fakeSwitch) SetDown(id int32, down bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, fmt.Sprintf("b %d %v", id, map[bool]string{true: "down", false: "up"}[down]))
+	if down {
+		f.down[id] = true
+	} else {
+		delete(f.down, id)
+	}
+	return nil
+}
+
+// src serves the fixture without the brokers the switch took down.
+func (f *fakeSwitch) src(seq int) *monitor.Snapshot {
+	s := fixtureSnapshot(seq)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s.Cluster.Brokers = slices.DeleteFunc(slices.Clone(s.Cluster.Brokers), func(b backends.Broker) bool { return f.down[b.ID] })
+	return s
+}
+
+func newSwitchModel(t *testing.T, sw *fakeSwitch) *Model {
+	m, src := newTestModel(t, 100, 24, func(o *Options) { o.Brokers = sw })
+	src.snap = sw.src
+	return m
+}
+
+// A broker taken down from the brokers page is listed on every later visit
+// (although it left the metadata) and x brings it back; the overview counts
+// it; x asks first, and only a y typed alone confirms.
+func TestBrokerSwitchStateOutlivesThePage(t *testing.T) {
+	sw := &fakeSwitch{down: map[int32]bool{}}
+	m := newSwitchModel(t, sw)
 	press(m, "b", "j", "x")
-	if len(calls) != 1 || calls[0] != "b 1 down" {
-		t.Fatalf("calls = %v", calls)
+	if len(sw.calls) != 0 || !strings.Contains(lastLine(m.View()), "take broker 1 down (simulated)?") {
+		t.Fatalf("x did not ask first: calls %v, status %q", sw.calls, lastLine(m.View()))
 	}
-	if !strings.Contains(m.View(), "DOWN (sim)") {
+	press(m, "y")
+	if len(sw.calls) != 1 || sw.calls[0] != "b 1 down" {
+		t.Fatalf("calls = %v", sw.calls)
+	}
+	send(m, refreshTickMsg{gen: m.gen}) // broker 1 leaves the metadata
+	if !regexp.MustCompile(`▸ +1 +127\.0\.0\.1:9093 .*DOWN \(sim\)`).MatchString(m.View()) {
 		t.Fatalf("broker not shown down:\n%s", m.View())
 	}
-	// The state survives leaving the page; the overview counts it.
 	press(m, "o")
 	send(m, refreshTickMsg{gen: m.gen})
 	if v := m.View(); !strings.Contains(v, "2/3 brokers up (1 down, simulated)") {
 		t.Fatalf("overview does not count the downed broker:\n%s", v)
 	}
 	press(m, "b", "j")
-	if !strings.Contains(m.View(), "DOWN (sim)") {
-		t.Fatal("toggle state lost when the brokers page was reopened")
+	if !regexp.MustCompile(`▸ +1 .*DOWN \(sim\)`).MatchString(m.View()) {
+		t.Fatalf("broker 1 not listed on a new visit:\n%s", m.View())
 	}
-	press(m, "x")
-	if len(calls) != 2 || calls[1] != "b 1 up" {
-		t.Fatalf("calls = %v", calls)
+	press(m, "x", "n")
+	if len(sw.calls) != 1 || !strings.Contains(lastLine(m.View()), "cancelled") {
+		t.Fatalf("n did not cancel: calls %v", sw.calls)
 	}
-	// Without the toggle, the key does nothing and help does not list it.
+	press(m, "x", "y")
+	if len(sw.calls) != 2 || sw.calls[1] != "b 1 up" {
+		t.Fatalf("calls = %v", sw.calls)
+	}
+	send(m, refreshTickMsg{gen: m.gen})
+	press(m, "o")
+	if v := m.View(); !strings.Contains(v, "3/3 brokers up") || strings.Contains(v, "simulated") {
+		t.Fatalf("overview after bringing broker 1 back:\n%s", v)
+	}
+	// Without the switch, the key does nothing and help does not list it.
 	m2, _ := newTestModel(t, 80, 24)
 	press(m2, "b", "?")
 	if strings.Contains(m2.View(), "take broker down") {
 		t.Fatal("broker toggle offered without the demo")
+	}
+}
+
+// A broker the demo started down (--down-broker) is never in the metadata:
+// it is still listed, and counted.
+func TestBrokerDownFromTheStartIsListed(t *testing.T) {
+	sw := &fakeSwitch{down: map[int32]bool{2: true}}
+	m := newSwitchModel(t, sw)
+	send(m, refreshTickMsg{gen: m.gen})
+	if v := m.View(); !strings.Contains(v, "2/3 brokers up (1 down, simulated)") {
+		t.Fatalf("overview:\n%s", v)
+	}
+	press(m, "b")
+	if !regexp.MustCompile(` 2 +127\.0\.0\.1:9094 .*DOWN \(sim\)`).MatchString(m.View()) {
+		t.Fatalf("broker 2 not listed:\n%s", m.View())
+	}
+}
+
+// A burst or a paste cannot answer a confirmation: "xy" arriving in one
+// read asks, and the y in it answers no.
+func TestBurstCannotConfirm(t *testing.T) {
+	sw := &fakeSwitch{down: map[int32]bool{}}
+	m := newSwitchModel(t, sw)
+	press(m, "b", "j")
+	send(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("x")})
+	send(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("yy")})
+	send(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("x")})
+	send(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("y"), Paste: true})
+	if len(sw.calls) != 0 {
+		t.Fatalf("a burst or paste confirmed: %v", sw.calls)
 	}
 }
 

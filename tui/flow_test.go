@@ -73,7 +73,7 @@ func TestFlowPaletteToTopic(t *testing.T) {
 	waitFor(t, tm, "topic page", contains("HOT 7.0x"))
 	tm.Send(tea.KeyMsg{Type: tea.KeyCtrlC})
 	fm := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*Model)
-	if got := crumbs(fm); got != "overview > orders-by-tenant" {
+	if got := crumbs(fm); got != "orders-by-tenant" {
 		t.Fatalf("stack = %q", got)
 	}
 }

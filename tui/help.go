@@ -5,6 +5,8 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/berth-dev/berth/tui/keys"
 )
 
 // helpView renders "?" help from the keymaps themselves: the global keys and
@@ -29,6 +31,7 @@ func (m *Model) helpView(w, h int) string {
 	section("global", globalKeysFor(m.snap, m.keys.Bindings())) // RabbitMQ: page_queues.go
 	section(strings.ToLower(m.top().page.Title()), m.top().page.KeyBindings())
 	section("command line (:)", []key.Binding{m.palette.keys.Complete, m.palette.keys.Next, m.palette.keys.Run, m.palette.keys.Cancel})
+	section("text fields (:, /, dialogs)", keys.DefaultTextField().Bindings())
 
 	kw := 0
 	for _, it := range items {

@@ -25,7 +25,7 @@ func (hintsPage) KeyBindings() []key.Binding {
 func TestHintsNameEachKeyOnce(t *testing.T) {
 	m := New(Options{})
 	m.stack = []entry{{page: hintsPage{}}}
-	got := m.hints()
+	got := m.hints(200)
 	if strings.Count(got, "enter") != 1 || !strings.Contains(got, "u reload") || !strings.Contains(got, "/ filter") {
 		t.Fatalf("hints %q", got)
 	}

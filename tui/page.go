@@ -126,18 +126,14 @@ type PageEnv struct {
 	// Actions returns the actions registered for a scope ("group", ...).
 	Actions func(scope string) []Action
 
-	// BrokerToggle takes a bundled broker down or brings it back (demo
-	// only); nil when the attached cluster cannot do it.
-	BrokerToggle func(id int32, down bool) error
+	// Brokers is the demo's simulated broker switch; nil when the attached
+	// cluster has none.
+	Brokers BrokerSwitch
 
-	// down is the set of brokers taken down with BrokerToggle in this
-	// session, shared by every page (the brokers page is rebuilt on each
-	// visit; the overview counts them as not up).
-	down *brokerSet
+	// fleet is every broker known in this session and the switch's down
+	// set, shared by every page (pages are rebuilt on each visit).
+	fleet *fleet
 }
-
-// brokerSet is a set of broker ids, changed only on the UI goroutine.
-type brokerSet map[int32]bool
 
 // PageFactory builds a page.
 type PageFactory func(env PageEnv) Page

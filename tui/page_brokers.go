@@ -3,7 +3,6 @@ package tui
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strconv"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -31,23 +30,26 @@ const (
 	numBCols
 )
 
-// brokersPage lists brokers with their leader count and share of produce
-// traffic. With the demo's broker toggle, "x" takes the selected broker down
-// or brings it back (shown disabled in a read-only context).
+// brokersPage lists every broker known this session (env.fleet) with its
+// leader count and share of produce traffic. With the demo's broker switch,
+// "x" takes the selected broker down or brings it back, after a y (shown
+// disabled in a read-only context). A broker down stays listed, on every
+// visit, as DOWN (sim), so x can bring it back.
 type brokersPage struct {
 	tablePage
-	seen map[int32]backends.Broker
 }
 
-// brokerToggledMsg is the result of a broker toggle.
+// brokerToggledMsg is the result of a broker toggle, with the switch's
+// down set after it.
 type brokerToggledMsg struct {
-	id   int32
-	down bool
-	err  error
+	id      int32
+	down    bool
+	err     error
+	downNow []int32
 }
 
 func newBrokers(env PageEnv) Page {
-	p := &brokersPage{seen: map[int32]backends.Broker{}}
+	p := &brokersPage{}
 	p.self = p
 	p.env, p.title = env, "brokers"
 	p.tbl = table.New([]table.Column{
@@ -63,7 +65,7 @@ func newBrokers(env PageEnv) Page {
 	p.tbl.SetSort(colBID, false)
 	p.tbl.SetEmpty("no brokers")
 	p.rows = p.brokerRows
-	if env.BrokerToggle != nil {
+	if env.Brokers != nil {
 		k := pageKey{
 			binding: key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "take broker down / bring back (demo)")),
 			run:     p.toggle,
@@ -84,7 +86,7 @@ func (p *brokersPage) Update(msg tea.Msg) (Page, tea.Cmd) {
 		if m.err != nil {
 			return p, Flash(Error, fmt.Sprintf("broker %d: %v", m.id, m.err))
 		}
-		(*p.env.down)[m.id] = m.down
+		p.env.fleet.setDown(m.downNow)
 		if p.snap != nil {
 			p.tbl.SetRows(p.rows(p.snap))
 		}
@@ -98,8 +100,8 @@ func (p *brokersPage) Update(msg tea.Msg) (Page, tea.Cmd) {
 	return p, cmd
 }
 
-// toggle flips the selected broker through the demo's switch, off the UI
-// goroutine.
+// toggle asks, then flips the selected broker through the demo's switch,
+// off the UI goroutine.
 func (p *brokersPage) toggle(r table.Row, ok bool) tea.Cmd {
 	if !ok {
 		return nil
@@ -108,30 +110,32 @@ func (p *brokersPage) toggle(r table.Row, ok bool) tea.Cmd {
 	if err != nil {
 		return nil
 	}
-	id, down, fn := int32(id64), !(*p.env.down)[int32(id64)], p.env.BrokerToggle
-	return p.env.Do(func(context.Context, backends.Cluster) tea.Msg {
-		return brokerToggledMsg{id: id, down: down, err: fn(id, down)}
-	})
+	id, down, sw := int32(id64), !p.env.fleet.down[int32(id64)], p.env.Brokers
+	q := fmt.Sprintf("take broker %d down (simulated)?", id)
+	if !down {
+		q = fmt.Sprintf("bring broker %d back up?", id)
+	}
+	return Confirm(q, p.env.Do(func(context.Context, backends.Cluster) tea.Msg {
+		err := sw.SetDown(id, down)
+		return brokerToggledMsg{id: id, down: down, err: err, downNow: sw.Down()}
+	}))
 }
 
 func (p *brokersPage) brokerRows(s *Snapshot) []table.Row {
+	f := p.env.fleet
+	f.observe(s) // the app did too; a page built before the app's first refresh has not
 	up := map[int32]bool{}
 	for _, b := range s.Cluster.Brokers {
-		p.seen[b.ID] = b
 		up[b.ID] = true
 	}
 	shares := map[int32]int{}
 	for i, sh := range s.Brokers {
 		shares[sh.Broker] = i
 	}
-	ids := make([]int32, 0, len(p.seen))
-	for id := range p.seen {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	ids := f.ids()
 	rows := make([]table.Row, 0, len(ids))
 	for _, id := range ids {
-		b := p.seen[id]
+		b := f.known[id]
 		cells := make([]string, numBCols)
 		nums := make([]float64, numBCols)
 		cells[colBID], nums[colBID] = fmt.Sprint(id), num(id)
@@ -143,12 +147,10 @@ func (p *brokersPage) brokerRows(s *Snapshot) []table.Row {
 		}
 		lv := styles.Normal
 		switch {
-		case !up[id] && (*p.env.down)[id]:
+		case f.down[id]:
 			role, lv = "DOWN (sim)", styles.Bad
 		case !up[id]:
 			role, lv = "MISSING", styles.Bad
-		case (*p.env.down)[id]:
-			role, lv = "DOWN (sim)", styles.Bad
 		}
 		cells[colBRole] = role
 		if i, ok := shares[id]; ok {

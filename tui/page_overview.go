@@ -21,14 +21,13 @@ func init() {
 // groups sorted by age (the worst first). enter opens a group.
 type overviewPage struct {
 	tablePage
-	seen map[int32]bool // brokers ever seen, to count the ones missing now
 	// queues is the overview's RabbitMQ form, set by the first RabbitMQ
 	// snapshot (page_queues.go); the page then defers to it.
 	queues *queueOverview
 }
 
 func newOverview(env PageEnv) Page {
-	p := &overviewPage{seen: map[int32]bool{}}
+	p := &overviewPage{}
 	p.self = p
 	p.env, p.title = env, "overview"
 	p.tbl = table.New(groupColumns(), env.Styles)
@@ -46,11 +45,6 @@ func (p *overviewPage) Update(msg tea.Msg) (Page, tea.Cmd) {
 	if cmd, ok := p.updateQueues(msg); ok {
 		return p, cmd
 	}
-	if s, ok := msg.(SnapshotMsg); ok && s.Snap != nil {
-		for _, b := range s.Snap.Cluster.Brokers {
-			p.seen[b.ID] = true
-		}
-	}
 	_, cmd := p.tablePage.Update(msg)
 	return p, cmd
 }
@@ -61,18 +55,7 @@ func (p *overviewPage) summary(s *Snapshot, w int) []string {
 	label := func(l string) string { return st.Label.Render(fmt.Sprintf("%-9s", l)) }
 	var out []string
 
-	up, sim := 0, 0
-	for _, b := range s.Cluster.Brokers {
-		if !(*p.env.down)[b.ID] { // a listed broker taken down with the demo's toggle is not up
-			up++
-		}
-	}
-	for _, d := range *p.env.down {
-		if d {
-			sim++
-		}
-	}
-	known := max(len(s.Cluster.Brokers), len(p.seen))
+	up, known, sim := p.env.fleet.counts(s)
 	brokers := fmt.Sprintf("%d/%d brokers up", up, known)
 	if sim > 0 {
 		brokers += fmt.Sprintf(" (%d down, simulated)", sim)

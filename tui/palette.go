@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/berth-dev/berth/internal/sanitize"
+	"github.com/berth-dev/berth/tui/components/textfield"
 	"github.com/berth-dev/berth/tui/keys"
 	"github.com/berth-dev/berth/tui/styles"
 )
@@ -133,20 +134,13 @@ func (m *Model) updatePalette(msg tea.KeyMsg) tea.Cmd {
 			p.sel = (p.sel - 1 + len(p.sugg)) % len(p.sugg)
 			p.navigated = true
 		}
-	case key.Matches(msg, p.keys.Erase):
-		if p.input == "" {
-			p.open = false
-			return nil
+	case key.Matches(msg, p.keys.Erase) && p.input == "":
+		p.open = false // backspace on an empty line closes it, as in vim
+	default:
+		if in, ok := textfield.Edit(p.input, msg); ok {
+			p.input = in
+			p.suggest(ctxs)
 		}
-		r := []rune(p.input)
-		p.input = string(r[:len(r)-1])
-		p.suggest(ctxs)
-	case msg.Type == tea.KeyRunes || msg.Type == tea.KeySpace:
-		p.input += string(msg.Runes)
-		if msg.Type == tea.KeySpace {
-			p.input += " "
-		}
-		p.suggest(ctxs)
 	}
 	return nil
 }
@@ -183,7 +177,7 @@ func (m *Model) runCommand(line string) tea.Cmd {
 		}
 		return m.switchContext(f[1])
 	}
-	return m.open(f[0], f[1:])
+	return m.jump(f[0], f[1:])
 }
 
 // overlay draws the suggestions over the last lines of the body.

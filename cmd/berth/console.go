@@ -20,9 +20,9 @@ func init() {
 
 // consoleOptions are what other commands (berth demo) add to the console.
 type consoleOptions struct {
-	// brokerToggle takes a bundled broker down or brings it back; the
-	// brokers page offers it only when set.
-	brokerToggle func(id int32, down bool) error
+	// brokers is the demo's simulated broker switch; the brokers page
+	// offers it only when set.
+	brokers tui.BrokerSwitch
 	// refresh overrides the configured refresh interval when positive.
 	refresh time.Duration
 }
@@ -45,7 +45,7 @@ func (a *app) runConsole(o consoleOptions) error {
 		Dial:           a.dialConsole,
 		Timeout:        a.timeout,
 		Refresh:        o.refresh,
-		BrokerToggle:   o.brokerToggle,
+		Brokers:        o.brokers,
 		KindOf: func(name string) string {
 			if name == a.ctxName {
 				return a.ctx.Kind // an ad-hoc context (--amqp, --bootstrap) is not in the config

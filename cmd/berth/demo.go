@@ -18,12 +18,12 @@ import (
 
 func init() { register(newDemoCmd) }
 
-// demoBrokerToggle marks a broker of the demo's own bundled broker down (or
-// back up), simulating a broker loss (see backends/bundled/degraded.go). It
-// is set while `berth demo` runs its broker in-process and nil otherwise
-// (no demo, or the demo attached to a `berth broker` in another process).
-// The console offers it as an action when non-nil.
-var demoBrokerToggle func(id int32, down bool) error
+// demoBrokers is the demo's own bundled broker, whose brokers can be marked
+// down (or back up), simulating a broker loss (see
+// backends/bundled/degraded.go). It is set while `berth demo` runs its
+// broker in-process and nil otherwise (no demo, or the demo attached to a
+// `berth broker` in another process). The console offers it when non-nil.
+var demoBrokers *bundled.Broker
 
 // demoStatusEvery is how often --headless prints a status line.
 const demoStatusEvery = 5 * time.Second
@@ -94,7 +94,11 @@ It never writes into any other cluster. It opens the console, or with
 			if interactive {
 				// The console (console.go) with the demo's broker switch on
 				// its brokers page when the broker runs in this process.
-				return a.runConsole(consoleOptions{brokerToggle: demoBrokerToggle})
+				co := consoleOptions{}
+				if demoBrokers != nil {
+					co.brokers = demoBrokers
+				}
+				return a.runConsole(co)
 			}
 			tick := time.NewTicker(demoStatusEvery)
 			defer tick.Stop()
@@ -150,10 +154,10 @@ func demoBroker(ctx context.Context, out io.Writer, f *brokerFlags) ([]string, f
 	if down := b.Down(); len(down) > 0 {
 		fmt.Fprintf(out, "demo: simulating brokers %v down\n", down)
 	}
-	demoBrokerToggle = b.SetDown
+	demoBrokers = b
 	demoDown = b.Down
 	return b.Addrs(), func() {
-		demoBrokerToggle = nil
+		demoBrokers = nil
 		demoDown = func() []int32 { return nil }
 		b.Close()
 	}, nil

@@ -81,11 +81,10 @@ func (t Table) Bindings() []key.Binding {
 }
 
 // Filter are the keys while typing a filter.
+// Editing the filter's text: TextField.
 type Filter struct {
 	Accept key.Binding
 	Cancel key.Binding
-	Erase  key.Binding
-	Clear  key.Binding
 }
 
 // DefaultFilter returns the filter-input keymap.
@@ -93,8 +92,6 @@ func DefaultFilter() Filter {
 	return Filter{
 		Accept: key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "keep filter")),
 		Cancel: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
-		Erase:  key.NewBinding(key.WithKeys("backspace", "ctrl+h"), key.WithHelp("backspace", "erase")),
-		Clear:  key.NewBinding(key.WithKeys("ctrl+u"), key.WithHelp("ctrl+u", "erase all")),
 	}
 }
 
@@ -119,3 +116,23 @@ func DefaultPalette() Palette {
 		Erase:    key.NewBinding(key.WithKeys("backspace", "ctrl+h"), key.WithHelp("backspace", "erase")),
 	}
 }
+
+// TextField are the editing keys every one-line text field shares (the
+// command line, filters, dialog fields): see tui/components/textfield.
+type TextField struct {
+	Erase     key.Binding
+	EraseWord key.Binding
+	Clear     key.Binding
+}
+
+// DefaultTextField returns the text-editing keymap (shell conventions).
+func DefaultTextField() TextField {
+	return TextField{
+		Erase:     key.NewBinding(key.WithKeys("backspace", "ctrl+h"), key.WithHelp("backspace", "erase a character")),
+		EraseWord: key.NewBinding(key.WithKeys("ctrl+w", "alt+backspace"), key.WithHelp("ctrl+w", "erase a word")),
+		Clear:     key.NewBinding(key.WithKeys("ctrl+u"), key.WithHelp("ctrl+u", "erase the line")),
+	}
+}
+
+// Bindings lists the text-editing keys in help order.
+func (t TextField) Bindings() []key.Binding { return []key.Binding{t.Erase, t.EraseWord, t.Clear} }

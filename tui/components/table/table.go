@@ -27,6 +27,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/berth-dev/berth/tui/components/textfield"
 	"github.com/berth-dev/berth/tui/keys"
 	"github.com/berth-dev/berth/tui/styles"
 )
@@ -415,15 +416,10 @@ func (m *Model) updateFilter(msg tea.KeyMsg) {
 	case key.Matches(msg, m.fkeys.Cancel):
 		m.filtering = false
 		m.SetFilter("")
-	case key.Matches(msg, m.fkeys.Erase):
-		if m.filter != "" {
-			_, n := utf8.DecodeLastRuneInString(m.filter)
-			m.SetFilter(m.filter[:len(m.filter)-n])
+	default:
+		if f, ok := textfield.Edit(m.filter, msg); ok && f != m.filter {
+			m.SetFilter(f)
 		}
-	case key.Matches(msg, m.fkeys.Clear):
-		m.SetFilter("")
-	case msg.Type == tea.KeyRunes || msg.Type == tea.KeySpace:
-		m.SetFilter(m.filter + string(msg.Runes))
 	}
 }
 
