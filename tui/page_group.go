@@ -100,7 +100,36 @@ func newGroup(env PageEnv) Page {
 		p.keys[i].run = func(table.Row, bool) tea.Cmd { return run(table.Row{ID: p.groupName()}, true) }
 	}
 	p.keys = append([]pageKey{membersKey(p.groupName)}, p.keys...)
+	// Actions on a partition row (the record viewer's "v") get the row's
+	// raw topic, partition and the group's committed offset on it.
+	for _, k := range actionKeys(env, "partition") {
+		run := k.run
+		k.run = func(r table.Row, ok bool) tea.Cmd {
+			t, found := p.partitionTarget(r)
+			if !ok || !found {
+				return nil
+			}
+			return run(table.Row{ID: t.Encode()}, true)
+		}
+		p.keys = append(p.keys, k)
+	}
 	return p
+}
+
+// partitionTarget finds the partition behind a row (whose cells are
+// sanitised) in the last snapshot.
+func (p *groupPage) partitionTarget(r table.Row) (PartitionTarget, bool) {
+	topic, part, _ := strings.Cut(r.ID, "\x00")
+	g, ok := p.lookup(p.snap)
+	if !ok {
+		return PartitionTarget{}, false
+	}
+	for _, pl := range g.Partitions {
+		if strconv.Itoa(int(pl.Partition)) == part && sanitize.Text(pl.Topic.String()) == topic {
+			return PartitionTarget{Group: g.Group, Topic: pl.Topic.String(), Partition: pl.Partition, Committed: pl.Committed}, true
+		}
+	}
+	return PartitionTarget{}, false
 }
 
 // Update redraws the charts on resize (they are drawn once per refresh).

@@ -162,7 +162,7 @@ func TestConsoleRabbitDLQClassToExecutedPlan(t *testing.T) {
 	d.press(keyRunes("a"), never)
 	mustContain(t, d.view(), "job-0", "job-3")
 	d.press(keyEnterMsg, never)
-	mustContain(t, d.view(), "event id        job-0 (message_id)", "x-death (1 entr(ies)", "rejected x1 in "+work, "body (2 bytes")
+	mustContain(t, d.view(), "event id        job-0 (message_id)", "x-death         1 entr(ies)", "rejected x1 in "+work, "body (2 bytes")
 
 	// p plans the selected class: checked, stored, audited.
 	d = drive(t, env, tuidlq.NewQueueClassesPage(env, dlq))

@@ -34,6 +34,7 @@ import (
 	"github.com/berth-dev/berth/redrive/planner"
 	"github.com/berth-dev/berth/tui"
 	"github.com/berth-dev/berth/tui/components/table"
+	"github.com/berth-dev/berth/tui/record"
 	"github.com/berth-dev/berth/tui/styles"
 )
 
@@ -514,6 +515,33 @@ func (p *RecordsPage) record(id string) (redrive.Parsed, bool) {
 	return redrive.Parsed{}, false
 }
 
+// view opens the record viewer on the record with this row id; n and p
+// step through the records of the list in its order on screen.
+func (p *RecordsPage) view(id string) tea.Cmd {
+	byID := make(map[string]redrive.Parsed, len(p.s.loaded.Records))
+	for _, r := range p.s.loaded.Records {
+		byID[coordID(r.Coord())] = r
+	}
+	var recs []record.Record
+	start := -1
+	for i := 0; i < p.tbl.Len(); i++ {
+		row, _ := p.tbl.VisibleRow(i)
+		r, found := byID[row.ID]
+		if !found {
+			continue
+		}
+		if row.ID == id {
+			start = len(recs)
+		}
+		recs = append(recs, dlqRecord(p.s.dlq, r, p.s.loaded.Ledger.Done(r.Coord())))
+	}
+	if start < 0 {
+		return nil
+	}
+	title := classTitle(p.s.dlq, p.class, "records")
+	return tui.Push(func(env tui.PageEnv) tui.Page { return record.New(env, title, recs, start) })
+}
+
 func (p *RecordsPage) Init() tea.Cmd { return nil }
 func (p *RecordsPage) Title() string { return classTitle(p.s.dlq, p.class, "records") }
 func (p *RecordsPage) KeyBindings() []key.Binding {
@@ -524,12 +552,7 @@ func (p *RecordsPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 	return p, p.update(msg, func(msg tea.KeyMsg) (tea.Cmd, bool) {
 		return p.s.pickKey(msg, p.tbl, pickKeys{
 			open: func(row table.Row) tea.Cmd {
-				r, found := p.record(row.ID)
-				if !found {
-					return nil
-				}
-				done := p.s.loaded.Ledger.Done(r.Coord())
-				return tui.Push(func(env tui.PageEnv) tui.Page { return NewRecordPage(env, p.s.dlq, r, done) })
+				return p.view(row.ID)
 			},
 			toggle: func(row table.Row) {
 				r, found := p.record(row.ID)
@@ -555,140 +578,4 @@ func (p *RecordsPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 
 func (p *RecordsPage) View() string {
 	return p.render(fmt.Sprintf("%d record(s) · enter: headers and payload", p.tbl.Len()), p.s.selectionLine())
-}
-
-// ---------------------------------------------------------------- record
-
-// RecordPage shows one record's diagnostics, headers and payload.
-type RecordPage struct {
-	dlq    string
-	rec    redrive.Parsed
-	lines  []string
-	scroll int
-	w, h   int
-}
-
-var (
-	keyUp   = binding("up", "scroll up", "k")
-	keyDown = binding("down", "scroll down", "j")
-	keyPgUp = binding("pgup", "page up")
-	keyPgDn = binding("pgdown", "page down")
-)
-
-// NewRecordPage renders a record.
-func NewRecordPage(env tui.PageEnv, dlq string, r redrive.Parsed, done bool) *RecordPage {
-	p := &RecordPage{dlq: dlq, rec: r, lines: recordLines(r, done)}
-	if env.Size != nil {
-		p.w, p.h = env.Size()
-	}
-	return p
-}
-
-func hop(o *redrive.Origin) string {
-	if o == nil {
-		return "-"
-	}
-	s := sanitize.Text(o.Topic)
-	if o.HasPartition {
-		s += fmt.Sprintf("[%d]", o.Partition)
-	}
-	if o.HasOffset {
-		s += fmt.Sprintf("@%d", o.Offset)
-	}
-	if !o.Timestamp.IsZero() {
-		s += " " + o.Timestamp.UTC().Format(time.RFC3339)
-	}
-	return s
-}
-
-func recordLines(r redrive.Parsed, done bool) []string {
-	state := "pending"
-	if done {
-		state = "redriven or settled (ledger)"
-	}
-	d := r.Diag
-	out := []string{fmt.Sprintf("partition %d offset %d  %s  %s", r.Partition, r.Offset, r.Timestamp.UTC().Format(time.RFC3339), state)}
-	out = append(out,
-		"key             "+keyText(r),
-		"event id        "+dash(sanitize.Text(r.EventID)),
-		"idempotency key "+dash(sanitize.Text(r.IdempotencyKey)),
-		"class           "+r.Class,
-		"conventions     "+dash(strings.Join(d.Conventions, ", ")),
-		"first origin    "+hop(d.FirstOrigin()),
-		"last hop        "+hop(d.LastHop())+fmt.Sprintf("  (%d hop(s))", len(d.Hops)),
-		"exception       "+dash(sanitize.Text(d.ExceptionName())),
-		"message         "+dash(sanitize.Text(d.Message)),
-		fmt.Sprintf("attempts        %d   prior redrives %d", d.Attempts, d.PriorRedrives()),
-	)
-	for _, pr := range d.Problems {
-		out = append(out, "problem         "+sanitize.Text(pr))
-	}
-	out = append(out, "", fmt.Sprintf("headers (%d)", len(r.Headers)))
-	for _, h := range r.Headers {
-		v := ""
-		if sanitize.IsBinary(h.Value) {
-			v = fmt.Sprintf("hex:%x", h.Value)
-		} else {
-			v = sanitize.Bytes(h.Value)
-		}
-		if len(v) > 300 {
-			v = v[:300] + "…"
-		}
-		out = append(out, "  "+sanitize.Text(h.Key)+" = "+v)
-	}
-	out = append(out, "", fmt.Sprintf("payload (%d bytes)", len(r.Value)))
-	for _, l := range strings.Split(strings.TrimRight(sanitize.Payload(r.Value), "\n"), "\n") {
-		out = append(out, "  "+l)
-	}
-	return out
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func (p *RecordPage) Init() tea.Cmd { return nil }
-func (p *RecordPage) Title() string {
-	return fmt.Sprintf("%s · %d:%d", sanitize.Text(p.dlq), p.rec.Partition, p.rec.Offset)
-}
-func (p *RecordPage) KeyBindings() []key.Binding {
-	return []key.Binding{keyUp, keyDown, keyPgUp, keyPgDn}
-}
-
-func (p *RecordPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
-	switch msg := msg.(type) {
-	case tea.WindowSizeMsg:
-		p.w, p.h = msg.Width, msg.Height
-	case tea.KeyMsg:
-		switch {
-		case key.Matches(msg, keyUp):
-			p.scroll--
-		case key.Matches(msg, keyDown):
-			p.scroll++
-		case key.Matches(msg, keyPgUp):
-			p.scroll -= max(p.h-1, 1)
-		case key.Matches(msg, keyPgDn):
-			p.scroll += max(p.h-1, 1)
-		}
-		p.scroll = max(0, min(p.scroll, len(p.lines)-p.h))
-	}
-	return p, nil
-}
-
-func (p *RecordPage) View() string {
-	lines := p.lines
-	if p.scroll < len(lines) {
-		lines = lines[p.scroll:]
-	}
-	out := make([]string, 0, p.h)
-	for _, l := range lines {
-		if r := []rune(l); p.w > 0 && len(r) > p.w {
-			l = string(r[:p.w])
-		}
-		out = append(out, l)
-	}
-	return body(out, p.w, p.h)
 }

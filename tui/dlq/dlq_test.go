@@ -196,7 +196,7 @@ func TestListClassesRecordsAndRecordDetail(t *testing.T) {
 	}
 	_, pushed, _ = press(t, env, records, enterKey)
 	detail := checkView(t, pushed[0])
-	for _, want := range []string{"partition 0 offset 3", `x-note = \e[2Jcleared your screen`, "ca fe 00 01 02", "last hop        payments[0]@3", "payload (5 bytes)"} {
+	for _, want := range []string{"offset          3", `x-note = \e[2Jcleared your screen`, "ca fe 00 01 02", "last hop        payments[0]@3", "payload (5 bytes, binary, hex dump)"} {
 		if !strings.Contains(detail, want) {
 			t.Fatalf("record view lacks %q:\n%s", want, detail)
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/berth-dev/berth/redrive/approval"
 	"github.com/berth-dev/berth/tui"
 	"github.com/berth-dev/berth/tui/components/table"
+	"github.com/berth-dev/berth/tui/record"
 	"github.com/berth-dev/berth/tui/styles"
 )
 
@@ -677,6 +678,33 @@ func (p *QueueMessagesPage) message(id string) (QueueMessage, bool) {
 	return QueueMessage{}, false
 }
 
+// view opens the record viewer on the message with this row id; n and p
+// step through the messages of the list in its order on screen.
+func (p *QueueMessagesPage) view(id string) tea.Cmd {
+	byID := make(map[string]QueueMessage, len(p.s.read.Messages))
+	for _, m := range p.s.read.Messages {
+		byID[fmt.Sprint(m.Position)] = m
+	}
+	var recs []record.Record
+	start := -1
+	for i := 0; i < p.tbl.Len(); i++ {
+		row, _ := p.tbl.VisibleRow(i)
+		m, found := byID[row.ID]
+		if !found {
+			continue
+		}
+		if row.ID == id {
+			start = len(recs)
+		}
+		recs = append(recs, queueRecord(p.s.dlq, m))
+	}
+	if start < 0 {
+		return nil
+	}
+	title := classTitle(p.s.dlq, p.class, "messages")
+	return tui.Push(func(env tui.PageEnv) tui.Page { return record.New(env, title, recs, start) })
+}
+
 func (p *QueueMessagesPage) Init() tea.Cmd { return nil }
 func (p *QueueMessagesPage) Title() string { return classTitle(p.s.dlq, p.class, "messages") }
 func (p *QueueMessagesPage) KeyBindings() []key.Binding {
@@ -687,12 +715,7 @@ func (p *QueueMessagesPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 	return p, p.update(msg, func(msg tea.KeyMsg) (tea.Cmd, bool) {
 		return p.s.pickKey(msg, p.tbl, pickKeys{
 			open: func(row table.Row) tea.Cmd {
-				m, found := p.message(row.ID)
-				if !found {
-					return nil
-				}
-				dlq := p.s.dlq
-				return tui.Push(func(env tui.PageEnv) tui.Page { return NewQueueMessagePage(env, dlq, m) })
+				return p.view(row.ID)
 			},
 			toggle: func(row table.Row) {
 				m, found := p.message(row.ID)
@@ -718,93 +741,4 @@ func (p *QueueMessagesPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 
 func (p *QueueMessagesPage) View() string {
 	return p.render(fmt.Sprintf("%d message(s) · enter: x-death, headers and body", p.tbl.Len()), p.s.selectionLine())
-}
-
-// ---------------------------------------------------------------- message
-
-// QueueMessagePage shows one message: x-death in full, properties,
-// headers and body, sanitised.
-type QueueMessagePage struct {
-	RecordPage
-	pos int
-}
-
-// NewQueueMessagePage renders a message.
-func NewQueueMessagePage(env tui.PageEnv, dlq string, m QueueMessage) *QueueMessagePage {
-	p := &QueueMessagePage{RecordPage: RecordPage{dlq: dlq, lines: messageLines(m)}, pos: m.Position}
-	if env.Size != nil {
-		p.w, p.h = env.Size()
-	}
-	return p
-}
-
-func (p *QueueMessagePage) Title() string {
-	return fmt.Sprintf("%s · #%d", sanitize.Text(p.dlq), p.pos)
-}
-
-func (p *QueueMessagePage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
-	_, cmd := p.RecordPage.Update(msg)
-	return p, cmd
-}
-
-func bytesText(b []byte) string {
-	if sanitize.IsBinary(b) {
-		return fmt.Sprintf("hex:%x", b)
-	}
-	return sanitize.Bytes(b)
-}
-
-func messageLines(m QueueMessage) []string {
-	state := "pending"
-	if m.Redriven {
-		state = "redriven (ledger: confirmed)"
-	}
-	ts := "-"
-	if m.PublisherTimestamp != nil {
-		ts = m.PublisherTimestamp.UTC().Format(time.RFC3339) + " (publisher's clock)"
-	}
-	out := []string{
-		fmt.Sprintf("position %d  %s  redelivered=%v", m.Position, state, m.Redelivered),
-		"event id        " + dash(sanitize.Text(m.EventID)) + " (" + dash(m.EventIDSource) + ")",
-		"message id      " + dash(sanitize.Text(m.MessageID)),
-		"idempotency key " + dash(sanitize.Text(m.IdempotencyKey)),
-		"ordering key    " + dash(sanitize.Text(m.OrderingKey)),
-		"class           " + m.Class,
-		"original queue  " + dash(sanitize.Text(m.OriginalQueue)) + "   reason " + dash(sanitize.Text(m.Reason)),
-		"redrive target  exchange " + fmt.Sprintf("%q", sanitize.Text(m.Exchange)) + " routing key " + dash(sanitize.Text(m.RoutingKey)),
-		"error           " + dash(sanitize.Text(m.Error)),
-		"published at    " + ts,
-		fmt.Sprintf("prior redrives  %d", m.PriorRedrives),
-	}
-	if m.DeliveryCount != nil {
-		out = append(out, fmt.Sprintf("x-delivery-count %d (quorum)", *m.DeliveryCount))
-	}
-	if m.FirstDeathQueue != "" {
-		out = append(out, fmt.Sprintf("first death     %s in %s via %q", sanitize.Text(m.FirstDeathReason), sanitize.Text(m.FirstDeathQueue), sanitize.Text(m.FirstDeathExchange)))
-	}
-	out = append(out, "", fmt.Sprintf("x-death (%d entr(ies), most recent first)", len(m.Deaths)))
-	for i, d := range m.Deaths {
-		at := "?"
-		if d.Time != nil {
-			at = d.Time.UTC().Format(time.RFC3339)
-		}
-		out = append(out, fmt.Sprintf("  [%d] %s x%d in %s via %q keys %s at %s", i, sanitize.Text(d.Reason), d.Count, sanitize.Text(d.Queue), sanitize.Text(d.Exchange),
-			sanitize.Text(strings.Join(d.RoutingKeys, ",")), at))
-	}
-	for _, bad := range m.Malformed {
-		out = append(out, "  malformed: "+sanitize.Text(bad))
-	}
-	out = append(out, "", fmt.Sprintf("headers (%d)", len(m.Headers)))
-	for _, h := range m.Headers {
-		v := bytesText(h.Value)
-		if len(v) > 300 {
-			v = v[:300] + "…"
-		}
-		out = append(out, "  "+sanitize.Text(h.Key)+" = "+v)
-	}
-	out = append(out, "", fmt.Sprintf("body (%d bytes, %s)", len(m.Body), dash(sanitize.Text(m.ContentType))))
-	for _, l := range strings.Split(strings.TrimRight(sanitize.Payload(m.Body), "\n"), "\n") {
-		out = append(out, "  "+l)
-	}
-	return out
 }
