@@ -102,29 +102,50 @@ func (s *PlanStore) produce(ctx context.Context, topic string, recs ...*kgo.Reco
 	return nil
 }
 
+// storeRecord is the latest value of one key in a store topic, with the
+// offset it was read at (problems are reported by offset).
+type storeRecord struct {
+	Offset int64
+	Value  []byte
+}
+
 // readAll reads a store topic to its end and returns the latest value per
 // key (tombstones delete). A topic that does not exist yet is empty.
-func (s *PlanStore) readAll(ctx context.Context, topic string) (map[string][]byte, error) {
+func (s *PlanStore) readAll(ctx context.Context, topic string) (map[string]storeRecord, error) {
+	latest := map[string]storeRecord{}
+	err := s.scan(ctx, topic, func(r *kgo.Record) {
+		if r.Value == nil {
+			delete(latest, string(r.Key))
+			return
+		}
+		latest[string(r.Key)] = storeRecord{Offset: r.Offset, Value: r.Value}
+	})
+	return latest, err
+}
+
+// scan calls fn with every committed record of a store topic, from its
+// start to its end. A topic that does not exist yet has none.
+func (s *PlanStore) scan(ctx context.Context, topic string, fn func(*kgo.Record)) error {
 	// A fresh client: kgo answers metadata from a short-lived cache, and a
 	// cached "no such topic" right after another terminal (or this one)
 	// created the ledger would read as an empty ledger.
 	fresh, err := s.c.NewKgo()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	k := NewCluster(&Client{opts: s.c.opts, cl: fresh, admin: kadm.NewClient(fresh)})
 	ts, err := k.Topics(ctx, topic)
 	fresh.Close()
 	if err != nil {
 		if errors.Is(err, kerr.UnknownTopicOrPartition) {
-			return map[string][]byte{}, nil
+			return nil
 		}
-		return nil, err
+		return err
 	}
 	var ranges []readRange
 	for _, p := range ts[0].Partitions {
 		if p.Err != "" {
-			return nil, fmt.Errorf("%s[%d]: %s", topic, p.Partition, p.Err)
+			return fmt.Errorf("%s[%d]: %s", topic, p.Partition, p.Err)
 		}
 		end := p.LastStable
 		if end < 0 {
@@ -132,46 +153,57 @@ func (s *PlanStore) readAll(ctx context.Context, topic string) (map[string][]byt
 		}
 		ranges = append(ranges, readRange{topic: topic, partition: p.Partition, from: p.LogStart, end: end})
 	}
-	latest := map[string][]byte{}
-	stats, err := s.c.readRanges(ctx, ranges, 0, s.Idle, func(r *kgo.Record) {
-		if r.Value == nil {
-			delete(latest, string(r.Key))
-			return
-		}
-		latest[string(r.Key)] = r.Value
-	}, nil)
+	stats, err := s.c.readRanges(ctx, ranges, 0, s.Idle, fn, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if !stats.complete() {
 		// A partial read of the ledger would read as "not redriven": refuse.
-		return nil, fmt.Errorf("%s: could not read to the end (stopped short)", topic)
+		return fmt.Errorf("%s: could not read to the end (stopped short)", topic)
 	}
-	return latest, nil
+	return nil
 }
 
+// storedPlan is the value of a plan/<hash> record: a manifest naming the
+// plan's chunks, or (plans stored by earlier versions) the plan inline.
 type storedPlan struct {
-	Hash string       `json:"hash"`
-	Plan redrive.Plan `json:"plan"`
+	Hash     string        `json:"hash"`
+	Plan     *redrive.Plan `json:"plan,omitempty"`
+	Manifest *planManifest `json:"manifest,omitempty"`
 }
 
-// PutPlan stores a plan and its signatures. Storing the same plan again is
-// harmless (same key, same content).
+// PutPlan stores a plan and its signatures: the content as compressed
+// chunks first, then its manifest (see planManifest). Storing a plan that
+// is already stored writes only its signatures.
 func (s *PlanStore) PutPlan(ctx context.Context, f redrive.File) error {
 	if f.Hash != f.Plan.Hash() {
 		return redrive.ErrHashMismatch
 	}
-	v, err := json.Marshal(storedPlan{Hash: f.Hash, Plan: f.Plan})
+	var recs []*kgo.Record
+	ix, err := s.index(ctx)
 	if err != nil {
 		return err
 	}
-	recs := []*kgo.Record{{Key: []byte(planKeyPrefix + f.Hash), Value: v}}
+	if e, ok := ix.plans[f.Hash]; !ok || e.err != nil {
+		m, err := s.writeChunks(ctx, f.Hash, contentPlanV1, f.Plan)
+		if err != nil {
+			return err
+		}
+		v, err := json.Marshal(storedPlan{Hash: f.Hash, Manifest: &m})
+		if err != nil {
+			return err
+		}
+		recs = append(recs, &kgo.Record{Key: []byte(planKeyPrefix + f.Hash), Value: v})
+	}
 	for _, sig := range f.Signatures {
 		r, err := sigRecord(f.Hash, sig)
 		if err != nil {
 			return err
 		}
 		recs = append(recs, r)
+	}
+	if len(recs) == 0 {
+		return nil
 	}
 	return s.produce(ctx, PlanTopic, recs...)
 }
@@ -197,78 +229,186 @@ func (s *PlanStore) AddSignature(ctx context.Context, hash string, sig approval.
 	return s.produce(ctx, PlanTopic, r)
 }
 
-// Plans returns every stored plan with its signatures, newest first. A
-// stored plan whose content does not match its hash is an error naming it.
-func (s *PlanStore) Plans(ctx context.Context) ([]redrive.File, error) {
+// StoreProblem is a record of the plan store that is not a usable plan or
+// signature. It is skipped (every other plan is still served) and reported
+// by its offset; Key is untrusted text from the topic.
+type StoreProblem struct {
+	Topic  string `json:"topic"`
+	Offset int64  `json:"offset"`
+	Key    string `json:"key"`
+	Error  string `json:"error"`
+}
+
+func (p StoreProblem) String() string {
+	return fmt.Sprintf("%s offset %d (%s): %s", p.Topic, p.Offset, p.Key, p.Error)
+}
+
+// PlanListing is every usable stored plan, newest first, and the records
+// that were skipped.
+type PlanListing struct {
+	Plans    []redrive.File
+	Problems []StoreProblem
+}
+
+// planEntry is one plan/<hash> record as indexed: its manifest (or inline
+// plan), or why it cannot be used.
+type planEntry struct {
+	offset int64
+	key    string
+	sp     storedPlan
+	err    error
+}
+
+type planIndex struct {
+	plans    map[string]planEntry // by hash
+	sigs     map[string][]approval.Signature
+	problems []StoreProblem
+}
+
+// index reads PlanTopic (manifests and signatures only: small) and sorts
+// out what each record is, without fetching any plan's content.
+func (s *PlanStore) index(ctx context.Context) (planIndex, error) {
 	latest, err := s.readAll(ctx, PlanTopic)
 	if err != nil {
-		return nil, err
+		return planIndex{}, err
 	}
-	files := map[string]*redrive.File{}
-	for k, v := range latest {
-		if !strings.HasPrefix(k, planKeyPrefix) {
-			continue
-		}
-		var sp storedPlan
-		if err := json.Unmarshal(v, &sp); err != nil {
-			return nil, fmt.Errorf("%s: record %s is not a plan: %v", PlanTopic, k, err)
-		}
-		if got := sp.Plan.Hash(); got != sp.Hash || k != planKeyPrefix+sp.Hash {
-			return nil, fmt.Errorf("%s: plan %s: %w", PlanTopic, k, redrive.ErrHashMismatch)
-		}
-		f := redrive.File{Hash: sp.Hash, Plan: sp.Plan, Signatures: []approval.Signature{}}
-		files[sp.Hash] = &f
+	ix := planIndex{plans: map[string]planEntry{}, sigs: map[string][]approval.Signature{}}
+	problem := func(k string, rec storeRecord, format string, a ...any) {
+		ix.problems = append(ix.problems, StoreProblem{Topic: PlanTopic, Offset: rec.Offset, Key: k, Error: fmt.Sprintf(format, a...)})
 	}
 	var sigKeys []string
-	for k := range latest {
-		if strings.HasPrefix(k, sigKeyPrefix) {
+	for k, rec := range latest {
+		switch {
+		case strings.HasPrefix(k, sigKeyPrefix):
 			sigKeys = append(sigKeys, k)
+		case strings.HasPrefix(k, planKeyPrefix):
+			var sp storedPlan
+			hash := strings.TrimPrefix(k, planKeyPrefix)
+			e := planEntry{offset: rec.Offset, key: k}
+			switch err := json.Unmarshal(rec.Value, &sp); {
+			case err != nil:
+				e.err = fmt.Errorf("not a plan: %v", err)
+			case sp.Hash != hash:
+				e.err = fmt.Errorf("record names plan %.12s under key of plan %.12s", sp.Hash, hash)
+			case (sp.Plan == nil) == (sp.Manifest == nil):
+				e.err = errors.New("not a plan: neither a manifest nor a plan")
+			}
+			e.sp = sp
+			ix.plans[hash] = e
+			if e.err != nil {
+				problem(k, rec, "%v", e.err)
+			}
 		}
 	}
 	sort.Strings(sigKeys)
 	for _, k := range sigKeys {
 		var sig approval.Signature
-		if err := json.Unmarshal(latest[k], &sig); err != nil {
-			return nil, fmt.Errorf("%s: record %s is not a signature: %v", PlanTopic, k, err)
+		if err := json.Unmarshal(latest[k].Value, &sig); err != nil {
+			problem(k, latest[k], "not a signature: %v", err)
+			continue
 		}
-		if f, ok := files[sig.PlanHash]; ok && strings.HasPrefix(k, sigKeyPrefix+sig.PlanHash+"/") {
-			f.Signatures = append(f.Signatures, sig)
+		if !strings.HasPrefix(k, sigKeyPrefix+sig.PlanHash+"/") {
+			problem(k, latest[k], "signature for plan %.12s under another plan's key", sig.PlanHash)
+			continue
+		}
+		ix.sigs[sig.PlanHash] = append(ix.sigs[sig.PlanHash], sig)
+	}
+	return ix, nil
+}
+
+// load fetches one indexed plan's content and checks it against its hash.
+func (s *PlanStore) load(ctx context.Context, hash string, e planEntry, sigs []approval.Signature) (redrive.File, error) {
+	if e.err != nil {
+		return redrive.File{}, e.err
+	}
+	var p redrive.Plan
+	if e.sp.Plan != nil {
+		p = *e.sp.Plan
+	} else {
+		if err := s.readChunks(ctx, *e.sp.Manifest, contentPlanV1, &p); err != nil {
+			return redrive.File{}, err
 		}
 	}
-	out := make([]redrive.File, 0, len(files))
-	for _, f := range files {
-		out = append(out, *f)
+	if p.Hash() != hash {
+		return redrive.File{}, redrive.ErrHashMismatch
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Plan.CreatedAt.Equal(out[j].Plan.CreatedAt) {
-			return out[i].Plan.CreatedAt.After(out[j].Plan.CreatedAt)
+	if sigs == nil {
+		sigs = []approval.Signature{}
+	}
+	return redrive.File{Hash: hash, Plan: p, Signatures: sigs}, nil
+}
+
+// List returns every usable stored plan with its signatures, newest first.
+// A record that is not a usable plan (undecodable, content not matching its
+// hash, chunks missing) is skipped and reported in Problems: one bad record
+// never hides the others.
+func (s *PlanStore) List(ctx context.Context) (PlanListing, error) {
+	ix, err := s.index(ctx)
+	if err != nil {
+		return PlanListing{}, err
+	}
+	out := PlanListing{Plans: []redrive.File{}, Problems: ix.problems}
+	for hash, e := range ix.plans {
+		if e.err != nil {
+			continue // already a problem
 		}
-		return out[i].Hash < out[j].Hash
+		f, err := s.load(ctx, hash, e, ix.sigs[hash])
+		if err != nil {
+			if ctx.Err() != nil {
+				return PlanListing{}, err
+			}
+			out.Problems = append(out.Problems, StoreProblem{Topic: PlanTopic, Offset: e.offset, Key: e.key, Error: err.Error()})
+			continue
+		}
+		out.Plans = append(out.Plans, f)
+	}
+	sort.Slice(out.Plans, func(i, j int) bool {
+		a, b := out.Plans[i], out.Plans[j]
+		if !a.Plan.CreatedAt.Equal(b.Plan.CreatedAt) {
+			return a.Plan.CreatedAt.After(b.Plan.CreatedAt)
+		}
+		return a.Hash < b.Hash
 	})
+	sort.Slice(out.Problems, func(i, j int) bool { return out.Problems[i].Offset < out.Problems[j].Offset })
 	return out, nil
 }
 
+// Plans returns every usable stored plan with its signatures, newest first
+// (List without the skipped records).
+func (s *PlanStore) Plans(ctx context.Context) ([]redrive.File, error) {
+	l, err := s.List(ctx)
+	return l.Plans, err
+}
+
 // Plan returns the stored plan whose hash starts with prefix (at least 8
-// hex digits); an ambiguous or unknown prefix is an error.
+// hex digits), fetching only that plan's content; an ambiguous or unknown
+// prefix is an error, and so is a matching record that is not a usable
+// plan (named by its offset).
 func (s *PlanStore) Plan(ctx context.Context, prefix string) (redrive.File, error) {
 	if len(prefix) < 8 {
 		return redrive.File{}, fmt.Errorf("plan %q: give at least 8 hex digits of its hash", prefix)
 	}
-	all, err := s.Plans(ctx)
+	ix, err := s.index(ctx)
 	if err != nil {
 		return redrive.File{}, err
 	}
-	var match []redrive.File
-	for _, f := range all {
-		if strings.HasPrefix(f.Hash, strings.ToLower(prefix)) {
-			match = append(match, f)
+	prefix = strings.ToLower(prefix)
+	var match []string
+	for hash := range ix.plans {
+		if strings.HasPrefix(hash, prefix) {
+			match = append(match, hash)
 		}
 	}
 	switch len(match) {
 	case 0:
 		return redrive.File{}, fmt.Errorf("plan %s: not in the plan store (%s)", prefix, PlanTopic)
 	case 1:
-		return match[0], nil
+		e := ix.plans[match[0]]
+		f, err := s.load(ctx, match[0], e, ix.sigs[match[0]])
+		if err != nil {
+			return redrive.File{}, fmt.Errorf("plan %s: %s offset %d: %w", prefix, PlanTopic, e.offset, err)
+		}
+		return f, nil
 	}
 	return redrive.File{}, fmt.Errorf("plan %s: ambiguous, %d plans match", prefix, len(match))
 }
@@ -288,7 +428,7 @@ func (s *PlanStore) Ledger(ctx context.Context) ([]redrive.LedgerEntry, error) {
 	out := make([]redrive.LedgerEntry, 0, len(keys))
 	for _, k := range keys {
 		var e redrive.LedgerEntry
-		if err := json.Unmarshal(latest[k], &e); err != nil {
+		if err := json.Unmarshal(latest[k].Value, &e); err != nil {
 			return nil, fmt.Errorf("ledger: record %s: %v", k, err)
 		}
 		out = append(out, e)

@@ -4,7 +4,11 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -105,18 +109,113 @@ func TestPlanStoreIsSharedBetweenClientsAndSignaturesDoNotTouchThePlan(t *testin
 	}
 }
 
-func TestTamperedStoredPlanIsReported(t *testing.T) {
+// TestBadStoreRecordsAreSkippedAndReported: a plan whose body was rewritten,
+// a record that is not JSON and a signature that does not decode are each
+// skipped and reported by offset; every other plan is still listed and
+// loadable, and loading the bad one names its offset.
+func TestBadStoreRecordsAreSkippedAndReported(t *testing.T) {
 	kc := kafkatest.Start(t, 1)
 	store := NewPlanStore(dialCluster(t, kc).Client())
-	f := redrive.NewFile(testPlan("payments.DLT", time.Now()))
+	good := redrive.NewFile(testPlan("payments.DLT", time.Now()))
+	victim := redrive.NewFile(testPlan("shipments.DLT", time.Now()))
+	for _, f := range []redrive.File{good, victim} {
+		if err := store.PutPlan(tctx(t), f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Someone writes a different plan body under the victim's key, a record
+	// that is not JSON, and a broken signature.
+	tampered := `{"hash":"` + victim.Hash + `","plan":{"version":1,"dlq":"shipments.DLT","rate":999}}`
+	kc.Produce(t, &kgo.Record{Topic: PlanTopic, Key: []byte("plan/" + victim.Hash), Value: []byte(tampered)})
+	kc.Produce(t, &kgo.Record{Topic: PlanTopic, Key: []byte("plan/deadbeefdeadbeef"), Value: []byte("\x1b[31mnot json")})
+	kc.Produce(t, &kgo.Record{Topic: PlanTopic, Key: []byte("sig/" + good.Hash + "/approval/x"), Value: []byte("{")})
+
+	l, err := store.List(tctx(t))
+	if err != nil {
+		t.Fatalf("one bad record blocks the store: %v", err)
+	}
+	if len(l.Plans) != 1 || l.Plans[0].Hash != good.Hash {
+		t.Fatalf("listed %d plans, want only the good one", len(l.Plans))
+	}
+	if len(l.Problems) != 3 {
+		t.Fatalf("problems %+v, want 3", l.Problems)
+	}
+	for _, p := range l.Problems {
+		if p.Topic != PlanTopic || p.Offset < 2 || p.Error == "" {
+			t.Fatalf("problem not located: %+v", p)
+		}
+	}
+	if f, err := store.Plan(tctx(t), good.Hash[:8]); err != nil || f.Hash != good.Hash {
+		t.Fatalf("good plan beside bad records: %v", err)
+	}
+	_, err = store.Plan(tctx(t), victim.Hash[:12])
+	if !errors.Is(err, redrive.ErrHashMismatch) || !strings.Contains(err.Error(), "offset 2") {
+		t.Fatalf("tampered plan: %v", err)
+	}
+}
+
+// TestLargePlanIsChunkedAndFetchedAlone: a plan many times a broker's
+// message size is stored (compressed, in chunks) and read back intact; a
+// chunk rewritten under its key is refused, naming the chunk, and listing
+// reports it without hiding the other plans.
+func TestLargePlanIsChunkedAndFetchedAlone(t *testing.T) {
+	kc := kafkatest.Start(t, 1)
+	store := NewPlanStore(dialCluster(t, kc).Client())
+	big := testPlan("payments.DLT", time.Now())
+	big.Records = nil
+	for i := 0; i < 10000; i++ {
+		sum := sha256.Sum256([]byte(strconv.Itoa(i)))
+		big.Records = append(big.Records, redrive.PlanRecord{Partition: int32(i % 3), Offset: int64(i), Key: []byte("acct-" + strconv.Itoa(i%977)),
+			EventID: "evt-" + strconv.Itoa(i), IdempotencyKey: "idem-" + hex.EncodeToString(sum[:8]), Class: "c-0123456789", Target: "payments",
+			ValueSHA256: hex.EncodeToString(sum[:]), Verdict: redrive.Verdict{Included: true}})
+	}
+	f := redrive.NewFile(big)
+	raw, _ := f.Encode()
+	if len(raw) < 4<<20 {
+		t.Fatalf("test plan is only %d bytes", len(raw))
+	}
 	if err := store.PutPlan(tctx(t), f); err != nil {
+		t.Fatalf("store a %d-byte plan: %v", len(raw), err)
+	}
+	small := redrive.NewFile(testPlan("shipments.DLT", time.Now()))
+	if err := store.PutPlan(tctx(t), small); err != nil {
 		t.Fatal(err)
 	}
-	// Someone writes a different plan body under the same key.
-	tampered := strings.Replace(`{"hash":"`+f.Hash+`","plan":{"version":1,"dlq":"payments.DLT","rate":999}}`, "", "", 1)
-	kc.Produce(t, &kgo.Record{Topic: PlanTopic, Key: []byte("plan/" + f.Hash), Value: []byte(tampered)})
-	if _, err := store.Plans(tctx(t)); !errors.Is(err, redrive.ErrHashMismatch) {
-		t.Fatalf("tampered plan store read: %v", err)
+	got, err := store.Plan(tctx(t), f.Hash[:8])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Hash != f.Hash || len(got.Plan.Records) != len(big.Records) {
+		t.Fatalf("read back %d records", len(got.Plan.Records))
+	}
+
+	// Rewrite the first chunk under its own key.
+	kc.Produce(t, &kgo.Record{Topic: PlanChunkTopic, Key: []byte("chunk/" + f.Hash + "/0"), Value: []byte("forged")})
+	// The manifest still points at the original offset, which compaction
+	// has not removed here; point it at the forged record instead.
+	ix, err := store.index(tctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := *ix.plans[f.Hash].sp.Manifest
+	if len(m.Chunks) < 2 {
+		t.Fatalf("a %d-byte plan was stored in %d chunk(s)", len(raw), len(m.Chunks))
+	}
+	m.Chunks = append([]chunkRef(nil), m.Chunks...)
+	end, err := kc.Admin.ListEndOffsets(tctx(t), PlanChunkTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _ := end.Lookup(PlanChunkTopic, 0)
+	m.Chunks[0].Offset = o.Offset - 1
+	v, _ := json.Marshal(storedPlan{Hash: f.Hash, Manifest: &m})
+	kc.Produce(t, &kgo.Record{Topic: PlanTopic, Key: []byte("plan/" + f.Hash), Value: v})
+	if _, err := store.Plan(tctx(t), f.Hash[:8]); err == nil || !strings.Contains(err.Error(), "chunk 0") {
+		t.Fatalf("forged chunk: %v", err)
+	}
+	l, err := store.List(tctx(t))
+	if err != nil || len(l.Plans) != 1 || l.Plans[0].Hash != small.Hash || len(l.Problems) != 1 {
+		t.Fatalf("listing beside a forged chunk: %v %d plans %+v", err, len(l.Plans), l.Problems)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/demo"
 	"github.com/berth-dev/berth/internal/output"
+	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
 	"github.com/berth-dev/berth/redrive/execute"
@@ -553,8 +554,17 @@ func newRedriveStatusCmd(a *app) *cobra.Command {
 					return err
 				}
 				files = []redrive.File{pf}
-			} else if files, err = s.store.Plans(ctx); err != nil {
-				return err
+			} else {
+				l, err := s.store.List(ctx)
+				if err != nil {
+					return err
+				}
+				files = l.Plans
+				// A record that is not a usable plan is skipped, never
+				// allowed to hide the others; say where it is.
+				for _, p := range l.Problems {
+					fmt.Fprintf(a.stderr, "berth: warning: skipped %s\n", sanitize.Text(p.String()))
+				}
 			}
 			ledger, err := s.store.Ledger(ctx)
 			if err != nil {

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/berth-dev/berth/backends/kafka"
+)
+
+// TestRedriveLargePlanIsStoredAndExecutes: a plan far larger than a broker's
+// message size limit is stored in the cluster's plan store (stored: true),
+// and executing it by its hash prefix sends every record.
+func TestRedriveLargePlanIsStoredAndExecutes(t *testing.T) {
+	const n = 3000
+	f := newRedriveFixture(t, n, "    - match: \"ledger-events.DLT\"\n      review: none\n")
+	out, errOut, code := runBerth(t, "--config", f.config, "redrive", "plan", "ledger-events.DLT", "--offsets", offsetsArg(n), "--rate", "100000", "--batch-size", "500", "--out", t.TempDir()+"/p.json", "-o", "json")
+	if code != 0 {
+		t.Fatalf("redrive plan: exit %d: %s", code, errOut)
+	}
+	var p struct {
+		Hash      string `json:"hash"`
+		Stored    bool   `json:"stored"`
+		StoreNote string `json:"store_note"`
+	}
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatal(err)
+	}
+	if !p.Stored {
+		t.Fatalf("a %d-record plan was not stored: %s", n, p.StoreNote)
+	}
+	out, errOut, code = runBerth(t, "--config", f.config, "redrive", "execute", p.Hash[:16], "--no-verify", "-o", "json")
+	if code != 0 {
+		t.Fatalf("execute: exit %d: %s", code, errOut)
+	}
+	var res struct {
+		Sent int `json:"sent"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Sent != n {
+		t.Fatalf("execute sent %d of %d (%v): %s", res.Sent, n, err, errOut)
+	}
+	if done := f.state(t, p.Hash); done != n {
+		t.Fatalf("%d of %d events are in the target", done, n)
+	}
+}
+
+// offsetsArg selects the fixture's n DLQ records (two partitions, i%2).
+func offsetsArg(n int) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(i%2) + ":" + strconv.Itoa(i/2))
+	}
+	return b.String()
+}
+
+// TestRedriveStatusSkipsABadStoreRecord: one malformed record in the plan
+// store no longer blocks status and execute for every plan: it is skipped
+// and reported by offset (its text escaped), and the other plans work.
+func TestRedriveStatusSkipsABadStoreRecord(t *testing.T) {
+	f := newRedriveFixture(t, 4, "    - match: \"ledger-events.DLT\"\n      review: none\n")
+	plan := f.plan(t)
+	f.kc.Produce(t, &kgo.Record{Topic: kafka.PlanTopic, Key: []byte("plan/0badc0de\x1b[2J"), Value: []byte("{not json")})
+
+	out, errOut, code := runBerth(t, "--config", f.config, "redrive", "status", "-o", "json")
+	if code != 0 {
+		t.Fatalf("status: exit %d: %s", code, errOut)
+	}
+	var rows []struct {
+		Plan string `json:"plan"`
+	}
+	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 1 || rows[0].Plan != plan {
+		t.Fatalf("status rows %v: %s", err, out)
+	}
+	if !strings.Contains(errOut, "skipped "+kafka.PlanTopic+" offset ") || strings.Contains(errOut, "\x1b") {
+		t.Fatalf("the bad record is not reported by offset, escaped: %q", errOut)
+	}
+	out, errOut, code = runBerth(t, "--config", f.config, "redrive", "execute", plan[:12], "--no-verify", "-o", "json")
+	if code != 0 || !strings.Contains(out, `"sent": 4`) {
+		t.Fatalf("execute beside a bad record: exit %d: %s %s", code, errOut, out)
+	}
+}
