@@ -70,3 +70,45 @@ func TestClusterAgainstBundledBrokerDown(t *testing.T) {
 		}
 	}
 }
+
+// Just after a broker is lost, the timestamp reader's cached leaders can
+// still name it while the client no longer knows it ("unknown broker"):
+// the reader routes again on fresh metadata instead of reporting an error
+// (the console showed "fetch from broker 1: unknown broker" for a broker the
+// demo took down).
+func TestTimestampsRouteAroundALostBroker(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := bundled.Start(ctx, bundled.Options{Listen: "127.0.0.1:0", Brokers: 3, DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	c, err := kafka.Dial(ctx, kafka.Options{Bootstrap: b.Addrs(), Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := kafka.NewCluster(c)
+	defer cl.Close()
+	r := kafka.NewTimestampReader(c)
+	var qs []backends.OffsetQuery
+	for p := int32(0); p < 24; p++ {
+		qs = append(qs, backends.OffsetQuery{TopicPartition: backends.TopicPartition{Topic: "orders", Partition: p}})
+	}
+	if _, err := r.FirstTimestamps(ctx, qs); err != nil {
+		t.Fatalf("before the loss: %v", err)
+	}
+	if err := b.SetDown(1, true); err != nil {
+		t.Fatal(err)
+	}
+	// The client learns the new broker list, as the console's refresh does.
+	if _, err := cl.Topics(ctx, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		qs[0].Offset++ // past the cache: every read fetches
+		if _, err := r.FirstTimestamps(ctx, qs); err != nil {
+			t.Fatalf("read %d after broker 1 went down: %v", i, err)
+		}
+	}
+}

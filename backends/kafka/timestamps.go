@@ -350,6 +350,12 @@ func (r *TimestampReader) fetch(ctx context.Context, broker int32, chunk []*pend
 		if ctx.Err() != nil {
 			return nil, []error{fmt.Errorf("fetch from broker %d: %w", broker, ctx.Err())}
 		}
+		if staleRoute(err) {
+			// Routed by leaders cached before a broker loss to a broker
+			// the client no longer knows: the next round routes on fresh
+			// metadata, so this is no error (maxRounds bounds it).
+			return chunk, nil
+		}
 		return chunk, []error{fmt.Errorf("fetch from broker %d: %w", broker, err)}
 	}
 	resp := kresp.(*kmsg.FetchResponse)
