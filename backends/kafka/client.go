@@ -6,14 +6,19 @@ package kafka
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/berth-dev/berth/backends"
@@ -24,6 +29,9 @@ type Options struct {
 	Bootstrap []string
 	TLS       *tls.Config    // nil: plaintext
 	SASL      sasl.Mechanism // nil: none
+	// SASLUser names the identity SASL authenticates as ("user admin"),
+	// for error messages; never a secret.
+	SASLUser string
 	// Timeout bounds dialing and each request; callers' contexts bound calls.
 	Timeout  time.Duration
 	ClientID string
@@ -41,7 +49,8 @@ type Client struct {
 // Dial connects and checks the cluster answers within the timeout; the
 // error names the bootstrap addresses.
 func Dial(ctx context.Context, o Options) (*Client, error) {
-	cl, err := kgo.NewClient(o.kgoOpts()...)
+	watch := &authWatch{}
+	cl, err := kgo.NewClient(append(o.kgoOpts(), kgo.WithHooks(watch))...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka %s: %w", strings.Join(o.Bootstrap, ","), err)
 	}
@@ -50,6 +59,14 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 	defer cancel()
 	if err := cl.Ping(pctx); err != nil {
 		cl.Close()
+		if aerr := o.authFailure(err, watch); aerr != nil {
+			return nil, aerr
+		}
+		var he x509.HostnameError
+		if errors.As(err, &he) && he.Certificate != nil {
+			return nil, fmt.Errorf("kafka %s: the broker's certificate is for %s, not %s (set tls.server_name if that is the cluster's name)",
+				strings.Join(o.Bootstrap, ","), certNames(he.Certificate), he.Host)
+		}
 		// A silent broker trips either our deadline or the client's own
 		// read deadline (set to the same timeout) first: both mean the same.
 		var ne net.Error
@@ -61,6 +78,11 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 		var op *net.OpError
 		if errors.As(err, &op) && op.Err != nil {
 			return nil, fmt.Errorf("kafka %s: %w: %w", strings.Join(o.Bootstrap, ","), backends.ErrUnreachable, op.Err)
+		}
+		if errors.Is(err, io.EOF) {
+			// The broker hung up without answering: a TLS or SASL
+			// listener reached without them, or a broker refusing us.
+			return nil, fmt.Errorf("kafka %s: the broker closed the connection without answering (does the listener need TLS or SASL?)", strings.Join(o.Bootstrap, ","))
 		}
 		return nil, fmt.Errorf("kafka %s: %w", strings.Join(o.Bootstrap, ","), err)
 	}
@@ -113,3 +135,78 @@ func (c *Client) Options() Options { return c.opts }
 
 // Close releases connections.
 func (c *Client) Close() { c.cl.Close() }
+
+// authWatch notices a connection lost while authenticating: brokers (and
+// kfake) answer a bad password by closing the connection, which franz-go
+// reports as a bare EOF that says nothing about the password.
+type authWatch struct{ lostInAuth atomic.Bool }
+
+// OnBrokerRead implements kgo.HookBrokerRead.
+func (w *authWatch) OnBrokerRead(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if err != nil && (key == int16(kmsg.SASLAuthenticate) || key == int16(kmsg.SASLHandshake)) {
+		w.lostInAuth.Store(true)
+	}
+}
+
+// AuthError is a SASL authentication failure: the mechanism and the
+// identity are named, never the secret.
+type AuthError struct {
+	Bootstrap string
+	Mechanism string
+	User      string // "user admin"; empty when the mechanism has none
+	Detail    string // the broker's reason, when it gave one
+}
+
+func (e *AuthError) Error() string {
+	who := e.Mechanism
+	if e.User != "" {
+		who += ", " + e.User
+	}
+	msg := fmt.Sprintf("kafka %s: authentication failed (%s)", e.Bootstrap, who)
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	return msg
+}
+
+// authFailure turns a failed ping into an AuthError when SASL is why.
+func (o Options) authFailure(err error, w *authWatch) error {
+	if o.SASL == nil {
+		return nil
+	}
+	e := &AuthError{Bootstrap: strings.Join(o.Bootstrap, ","), Mechanism: o.SASL.Name(), User: o.SASLUser}
+	var ke *kerr.Error
+	switch {
+	case errors.Is(err, kerr.UnsupportedSaslMechanism):
+		return fmt.Errorf("kafka %s: the cluster does not offer SASL mechanism %s", e.Bootstrap, e.Mechanism)
+	case errors.Is(err, kerr.SaslAuthenticationFailed), errors.Is(err, kerr.IllegalSaslState):
+		// franz-go appends the broker's message after the code: keep it.
+		if errors.As(err, &ke) {
+			if _, after, ok := strings.Cut(err.Error(), ke.Error()+": "); ok {
+				e.Detail = after
+			}
+		}
+		return e
+	case w.lostInAuth.Load():
+		return e
+	case errors.As(err, &ke):
+		return nil
+	}
+	// A token or credential source that failed names its own setting.
+	if msg := err.Error(); strings.Contains(msg, "sasl.") || strings.Contains(msg, "OAUTHBEARER") {
+		return fmt.Errorf("kafka %s: %s: %w", e.Bootstrap, e.Mechanism, err)
+	}
+	return nil
+}
+
+// certNames lists the names a certificate is valid for.
+func certNames(c *x509.Certificate) string {
+	names := append([]string(nil), c.DNSNames...)
+	for _, ip := range c.IPAddresses {
+		names = append(names, ip.String())
+	}
+	if len(names) == 0 {
+		names = append(names, c.Subject.CommonName)
+	}
+	return strings.Join(names, ", ")
+}

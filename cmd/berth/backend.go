@@ -64,22 +64,30 @@ func (a *app) kafkaOptions() (kafka.Options, error) {
 		return opts, errors.New(field + err.Error())
 	}
 	opts.TLS = t
-	m, err := saslMechanism(a.ctx.SASL)
+	m, user, err := saslMechanism(a.ctx.SASL, field+"sasl.")
 	if err != nil {
 		return opts, errors.New(field + err.Error())
 	}
-	opts.SASL = m
+	opts.SASL, opts.SASLUser = m, user
+	if m != nil && m.Name() == config.SASLPlain && t == nil && !a.warnedPlain {
+		// PLAIN sends the password as it is: without TLS anyone on the
+		// path reads it. Allowed (a local test cluster), never silent.
+		a.warnedPlain = true
+		fmt.Fprintf(a.stderr, "berth: warning: context %s sends its SASL PLAIN password unencrypted (no tls): set tls.enabled unless this network is trusted\n", a.ctxName)
+	}
 	return opts, nil
 }
 
 // tlsConfig builds a client TLS config, or nil for plaintext. Setting any
 // file implies TLS even without enabled: true.
 func tlsConfig(c config.TLS) (*tls.Config, error) {
-	if !c.Enabled && c.CAFile == "" && c.CertFile == "" && c.KeyFile == "" && !c.SkipVerify {
+	if !c.Enabled && c.CAFile == "" && c.CertFile == "" && c.KeyFile == "" && !c.SkipVerify && c.ServerName == "" {
 		return nil, nil
 	}
-	// ServerName is left empty: franz-go sets it per broker on each dial.
-	t := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: c.SkipVerify}
+	// An empty ServerName is set by franz-go per broker on each dial; a
+	// configured one is kept for every broker (a port-forward or an IP
+	// address in bootstrap, certificates naming the real host).
+	t := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: c.SkipVerify, ServerName: c.ServerName}
 	if c.CAFile != "" {
 		pem, err := os.ReadFile(c.CAFile)
 		if err != nil {
@@ -104,24 +112,55 @@ func tlsConfig(c config.TLS) (*tls.Config, error) {
 	return t, nil
 }
 
-// saslMechanism builds the SASL mechanism, or nil when none is configured.
-func saslMechanism(s config.SASL) (sasl.Mechanism, error) {
-	if s.Mechanism == "" {
-		return nil, nil
+// saslMechanism builds the SASL mechanism, or nil when none is configured,
+// and the identity it authenticates as, for error messages. Secrets are
+// resolved (or, for tokens and AWS credentials, fetched once) here so a
+// missing one fails before any dial, naming its setting; field prefixes the
+// names of errors raised later, during a connection.
+func saslMechanism(s config.SASL, field string) (sasl.Mechanism, string, error) {
+	mech := strings.ToUpper(s.Mechanism)
+	switch mech {
+	case "":
+		return nil, "", nil
+	case config.SASLPlain, config.SASLScram256, config.SASLScram512:
+		pass, err := config.Password(s.PasswordEnv, s.PasswordFile)
+		if err != nil {
+			return nil, "", errors.New("sasl." + err.Error())
+		}
+		if pass == "" {
+			return nil, "", fmt.Errorf("sasl.%s: the password is empty", passwordField(s))
+		}
+		user := "user " + s.Username
+		switch mech {
+		case config.SASLPlain:
+			return plain.Auth{User: s.Username, Pass: pass}.AsMechanism(), user, nil
+		case config.SASLScram256:
+			return scram.Auth{User: s.Username, Pass: pass}.AsSha256Mechanism(), user, nil
+		}
+		return scram.Auth{User: s.Username, Pass: pass}.AsSha512Mechanism(), user, nil
+	case config.SASLOAuthBearer:
+		src := &kafka.TokenSource{File: s.TokenFile, Env: s.TokenEnv, Command: s.TokenCommand, Field: field}
+		if _, err := src.Token(context.Background()); err != nil {
+			return nil, "", errors.New("sasl." + strings.TrimPrefix(err.Error(), field))
+		}
+		return kafka.OAuthBearer(src, s.Extensions), "", nil
+	case config.SASLAWSMSKIAM:
+		creds := kafka.AWSCredentials{Profile: s.AWSProfile, Field: field}
+		a, err := creds.Load()
+		if err != nil {
+			return nil, "", errors.New("sasl." + strings.TrimPrefix(err.Error(), field))
+		}
+		// The access key id is an identifier, not a secret: AWS prints it.
+		return kafka.MSKIAM(creds), "access key " + a.AccessKey, nil
 	}
-	pass, err := config.Password(s.PasswordEnv, s.PasswordFile)
-	if err != nil {
-		return nil, errors.New("sasl." + err.Error())
+	return nil, "", fmt.Errorf("sasl.mechanism: %q is not one of %s", s.Mechanism, strings.Join(config.SASLMechanisms, ", "))
+}
+
+func passwordField(s config.SASL) string {
+	if s.PasswordEnv != "" {
+		return "password_env"
 	}
-	switch strings.ToUpper(s.Mechanism) {
-	case "PLAIN":
-		return plain.Auth{User: s.Username, Pass: pass}.AsMechanism(), nil
-	case "SCRAM-SHA-256":
-		return scram.Auth{User: s.Username, Pass: pass}.AsSha256Mechanism(), nil
-	case "SCRAM-SHA-512":
-		return scram.Auth{User: s.Username, Pass: pass}.AsSha512Mechanism(), nil
-	}
-	return nil, fmt.Errorf("sasl.mechanism: %q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", s.Mechanism)
+	return "password_file"
 }
 
 // opCtx is a context bounded by --timeout for one operation.

@@ -35,6 +35,7 @@ type app struct {
 	readOnly      bool
 	output        string
 	outputSetting string // "--output" or "BERTH_OUTPUT": where a bad value came from
+	warnedPlain   bool   // the SASL PLAIN without TLS warning was printed
 }
 
 func newApp(stdout, stderr io.Writer) *app {

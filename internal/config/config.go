@@ -66,15 +66,98 @@ type TLS struct {
 	CertFile   string `yaml:"cert_file" json:"cert_file,omitempty"`
 	KeyFile    string `yaml:"key_file" json:"key_file,omitempty"`
 	SkipVerify bool   `yaml:"skip_verify" json:"skip_verify"`
+	// ServerName is the name the server certificate must carry, when it is
+	// not the host dialled (a port-forward, an IP address, a load balancer).
+	ServerName string `yaml:"server_name" json:"server_name,omitempty"`
 }
 
-// SASL settings. The password itself is never stored in the file: it comes
-// from PasswordEnv or PasswordFile and is never printed.
+// SASL settings. No secret is stored in the file: a password comes from
+// PasswordEnv or PasswordFile, an OAUTHBEARER token from TokenFile, TokenEnv
+// or TokenCommand, AWS credentials from the standard AWS environment
+// variables or shared credentials file; none is ever printed.
 type SASL struct {
 	Mechanism    string `yaml:"mechanism" json:"mechanism,omitempty"`
 	Username     string `yaml:"username" json:"username,omitempty"`
 	PasswordEnv  string `yaml:"password_env" json:"password_env,omitempty"`
 	PasswordFile string `yaml:"password_file" json:"password_file,omitempty"`
+	// OAUTHBEARER: where the token comes from (exactly one), re-read when
+	// the cached token is about to expire.
+	TokenFile    string   `yaml:"token_file" json:"token_file,omitempty"`
+	TokenEnv     string   `yaml:"token_env" json:"token_env,omitempty"`
+	TokenCommand []string `yaml:"token_command" json:"token_command,omitempty"`
+	// Extensions are OAUTHBEARER SASL extensions (e.g. logicalCluster).
+	Extensions map[string]string `yaml:"extensions" json:"extensions,omitempty"`
+	// AWSProfile is the shared-credentials profile for AWS_MSK_IAM
+	// (default: the AWS environment variables, then AWS_PROFILE, then default).
+	AWSProfile string `yaml:"aws_profile" json:"aws_profile,omitempty"`
+}
+
+// SASL mechanism names, as Kafka spells them.
+const (
+	SASLPlain       = "PLAIN"
+	SASLScram256    = "SCRAM-SHA-256"
+	SASLScram512    = "SCRAM-SHA-512"
+	SASLOAuthBearer = "OAUTHBEARER"
+	SASLAWSMSKIAM   = "AWS_MSK_IAM"
+)
+
+// SASLMechanisms lists the supported mechanisms, for messages and docs.
+var SASLMechanisms = []string{SASLPlain, SASLScram256, SASLScram512, SASLOAuthBearer, SASLAWSMSKIAM}
+
+// validate checks the SASL block: each mechanism's own fields are given,
+// and none of another mechanism's. Errors start with the field's name
+// under sasl.
+func (s SASL) validate() error {
+	mech := strings.ToUpper(s.Mechanism)
+	password := s.PasswordEnv != "" || s.PasswordFile != ""
+	token := countSet(s.TokenFile != "", s.TokenEnv != "", len(s.TokenCommand) > 0)
+	switch mech {
+	case "":
+		if s.Username != "" || password || token > 0 || s.AWSProfile != "" || len(s.Extensions) > 0 {
+			return fmt.Errorf("sasl.mechanism: required when other sasl fields are set (one of %s)", strings.Join(SASLMechanisms, ", "))
+		}
+		return nil
+	case SASLPlain, SASLScram256, SASLScram512:
+		if s.Username == "" {
+			return fmt.Errorf("sasl.username: required with %s", mech)
+		}
+		if !password {
+			return fmt.Errorf("sasl.password_env: %s needs a password: set sasl.password_env or sasl.password_file", mech)
+		}
+		if s.PasswordEnv != "" && s.PasswordFile != "" {
+			return errors.New("sasl.password_file: give password_env or password_file, not both")
+		}
+	case SASLOAuthBearer:
+		if token != 1 {
+			return errors.New("sasl.token_file: OAUTHBEARER needs exactly one of sasl.token_file, sasl.token_env, sasl.token_command")
+		}
+		if len(s.TokenCommand) > 0 && s.TokenCommand[0] == "" {
+			return errors.New("sasl.token_command: the first element is the program to run")
+		}
+	case SASLAWSMSKIAM:
+	default:
+		return fmt.Errorf("sasl.mechanism: %q is not one of %s", s.Mechanism, strings.Join(SASLMechanisms, ", "))
+	}
+	if mech != SASLPlain && mech != SASLScram256 && mech != SASLScram512 && (s.Username != "" || password) {
+		return fmt.Errorf("sasl.username: %s takes no username or password", mech)
+	}
+	if mech != SASLOAuthBearer && (token > 0 || len(s.Extensions) > 0) {
+		return fmt.Errorf("sasl.token_file: token and extensions fields go with OAUTHBEARER, not %s", mech)
+	}
+	if mech != SASLAWSMSKIAM && s.AWSProfile != "" {
+		return fmt.Errorf("sasl.aws_profile: goes with AWS_MSK_IAM, not %s", mech)
+	}
+	return nil
+}
+
+func countSet(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }
 
 // LagConfig tunes the lag engine.
@@ -320,15 +403,7 @@ func (x Context) validate() error {
 	default:
 		return fmt.Errorf("kind: %q is not one of bundled, kafka, rabbitmq", x.Kind)
 	}
-	switch strings.ToUpper(x.SASL.Mechanism) {
-	case "", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
-	default:
-		return fmt.Errorf("sasl.mechanism: %q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", x.SASL.Mechanism)
-	}
-	if x.SASL.Mechanism != "" && x.SASL.Username == "" {
-		return errors.New("sasl.username: required with a SASL mechanism")
-	}
-	return nil
+	return x.SASL.validate()
 }
 
 func (p RedrivePolicy) validate() error {

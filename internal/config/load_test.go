@@ -31,7 +31,8 @@ func TestDocumentedExampleIsValid(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Contexts) != 4 || c.Contexts["prod"].SASL.Mechanism != "SCRAM-SHA-512" || c.Contexts["rabbit"].Kind != "rabbitmq" {
+	if len(c.Contexts) != 6 || c.Contexts["prod"].SASL.Mechanism != "SCRAM-SHA-512" || c.Contexts["rabbit"].Kind != "rabbitmq" ||
+		len(c.Contexts["cloud"].SASL.TokenCommand) != 3 || c.Contexts["msk"].SASL.Mechanism != SASLAWSMSKIAM {
 		t.Fatalf("example parsed to %+v", c.Contexts)
 	}
 	if p, slo := c.GroupPolicyFor("payments-capture"); !p.Effects || slo.Seconds() != 30 {
