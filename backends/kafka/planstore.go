@@ -349,8 +349,8 @@ func (s *PlanStore) List(ctx context.Context) (PlanListing, error) {
 	}
 	out := PlanListing{Plans: []redrive.File{}, Problems: ix.problems}
 	for hash, e := range ix.plans {
-		if e.err != nil {
-			continue // already a problem
+		if e.err != nil || e.isV2() {
+			continue // already a problem, or a v2 plan (ListSigned)
 		}
 		f, err := s.load(ctx, hash, e, ix.sigs[hash])
 		if err != nil {
