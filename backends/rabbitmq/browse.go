@@ -240,7 +240,7 @@ func (c *Client) getN(ctx context.Context, ch *amqp.Channel, queue string, n int
 		if err != nil {
 			var ae *amqp.Error
 			if errors.As(err, &ae) && ae.Code == amqp.NotFound {
-				return nil, false, fmt.Errorf("queue %q not found in vhost %q", queue, c.Vhost())
+				return nil, false, fmt.Errorf("queue %q %w in vhost %q", queue, backends.ErrNotFound, c.Vhost())
 			}
 			return nil, false, c.amqpErr(err)
 		}

@@ -173,14 +173,15 @@ func (c *Client) dial(ctx context.Context) (*amqp.Connection, error) {
 		timeout = time.Until(dl)
 	}
 	if timeout <= 0 {
-		return nil, fmt.Errorf("rabbitmq amqp %s: no time left to connect", c.AMQPAddr())
+		return nil, backends.Failure(fmt.Sprintf("rabbitmq amqp %s: no time left to connect", c.AMQPAddr()), backends.ErrUnreachable, context.DeadlineExceeded)
 	}
+	var watch netErrWatch
 	cfg := amqp.Config{
 		SASL:       []amqp.Authentication{&amqp.PlainAuth{Username: c.uri.Username, Password: c.uri.Password}},
 		Vhost:      c.uri.Vhost,
 		Heartbeat:  10 * time.Second,
 		Locale:     "en_US",
-		Dial:       amqp.DefaultDial(timeout),
+		Dial:       watch.dial(amqp.DefaultDial(timeout)),
 		Properties: amqp.Table{"connection_name": "berth"},
 	}
 	if c.uri.Scheme == "amqps" {
@@ -193,23 +194,84 @@ func (c *Client) dial(ctx context.Context) (*amqp.Connection, error) {
 	u.Username, u.Password = "", ""
 	conn, err := amqp.DialConfig(u.String(), cfg)
 	if err != nil {
+		// amqp091 turns a failed read or write into a FrameError holding
+		// only its text: hand amqpErr the network error itself.
+		var ae *amqp.Error
+		if errors.As(err, &ae) && ae.Code == amqp.FrameError && watch.first() != nil {
+			err = watch.first()
+		}
 		return nil, c.amqpErr(err)
 	}
 	return conn, nil
 }
 
-// amqpErr names the address and masks credentials.
+// netErrWatch keeps the first network error a connection met, so that a
+// silent server (a read that timed out) is classified as unreachable.
+type netErrWatch struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (w *netErrWatch) dial(dial func(network, addr string) (net.Conn, error)) func(network, addr string) (net.Conn, error) {
+	return func(network, addr string) (net.Conn, error) {
+		conn, err := dial(network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &watchedConn{Conn: conn, w: w}, nil
+	}
+}
+
+func (w *netErrWatch) note(err error) {
+	var ne net.Error
+	if err == nil || !errors.As(err, &ne) {
+		return
+	}
+	w.mu.Lock()
+	if w.err == nil {
+		w.err = err
+	}
+	w.mu.Unlock()
+}
+
+func (w *netErrWatch) first() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+type watchedConn struct {
+	net.Conn
+	w *netErrWatch
+}
+
+func (c *watchedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.w.note(err)
+	return n, err
+}
+
+func (c *watchedConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	c.w.note(err)
+	return n, err
+}
+
+// amqpErr names the address and masks credentials. Network and credential
+// failures keep their cause for errors.Is/As (a net error names addresses,
+// never the URL's password); anything else is flattened to its redacted
+// text, since its own text may hold the URL.
 func (c *Client) amqpErr(err error) error {
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return fmt.Errorf("rabbitmq amqp %s: no answer within %s", c.AMQPAddr(), c.opts.Timeout)
+		return backends.Failure(fmt.Sprintf("rabbitmq amqp %s: no answer within %s", c.AMQPAddr(), c.opts.Timeout), backends.ErrUnreachable, ne)
 	}
 	var oe *net.OpError
 	if errors.As(err, &oe) {
-		return fmt.Errorf("rabbitmq amqp %s: %v", c.AMQPAddr(), oe.Err)
+		return backends.Failure(fmt.Sprintf("rabbitmq amqp %s: %v", c.AMQPAddr(), oe.Err), backends.ErrUnreachable, oe)
 	}
 	if errors.Is(err, amqp.ErrSASL) || errors.Is(err, amqp.ErrCredentials) {
-		return fmt.Errorf("rabbitmq amqp %s: authentication failed (check username and password)", c.AMQPAddr())
+		return backends.Failure(fmt.Sprintf("rabbitmq amqp %s: authentication failed (check username and password)", c.AMQPAddr()), backends.ErrAuth, err)
 	}
 	return fmt.Errorf("rabbitmq amqp %s: %s", c.AMQPAddr(), config.RedactError(err.Error(), c.opts.AMQPURL))
 }
@@ -247,7 +309,7 @@ func (c *Client) bounded(ctx context.Context, what string, f func() error) error
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-		return fmt.Errorf("rabbitmq amqp %s: %s: no answer within the timeout", c.AMQPAddr(), what)
+		return backends.Failure(fmt.Sprintf("rabbitmq amqp %s: %s: no answer within the timeout", c.AMQPAddr(), what), backends.ErrUnreachable, ctx.Err())
 	}
 }
 
@@ -343,13 +405,13 @@ func (c *Client) Queue(ctx context.Context, vhost, name string) (backends.Queue,
 	if c.mgmt == nil {
 		q, err := c.passive(ctx, name)
 		if errors.Is(err, errNotFound) {
-			return q, fmt.Errorf("queue %q not found in vhost %q", name, c.Vhost())
+			return q, fmt.Errorf("queue %q %w in vhost %q", name, backends.ErrNotFound, c.Vhost())
 		}
 		return q, err
 	}
 	mq, err := c.mgmt.queue(ctx, vhost, name)
 	if errors.Is(err, errNotFound) {
-		return backends.Queue{}, fmt.Errorf("queue %q not found in vhost %q", name, vhost)
+		return backends.Queue{}, fmt.Errorf("queue %q %w in vhost %q", name, backends.ErrNotFound, vhost)
 	}
 	if err != nil {
 		return backends.Queue{}, err
@@ -376,7 +438,7 @@ func sortQueues(qs []backends.Queue) {
 func (c *Client) ReadyCount(ctx context.Context, name string) (int64, error) {
 	q, err := c.passive(ctx, name)
 	if errors.Is(err, errNotFound) {
-		return 0, fmt.Errorf("queue %q not found in vhost %q", name, c.Vhost())
+		return 0, fmt.Errorf("queue %q %w in vhost %q", name, backends.ErrNotFound, c.Vhost())
 	}
 	if err != nil {
 		return 0, err

@@ -54,8 +54,9 @@ func newMgmt(raw, user, password string, tlsConf *tls.Config, timeout time.Durat
 // Addr is the API's address for messages (no credentials).
 func (m *mgmt) Addr() string { return m.base.String() }
 
-// errNotFound is a 404 from the API.
-var errNotFound = errors.New("not found")
+// errNotFound is a 404 from the API; callers say what was not found, and
+// keep it matching backends.ErrNotFound.
+var errNotFound = backends.ErrNotFound
 
 // get decodes GET path?query into v. Errors name the address, never the
 // credentials.
@@ -78,25 +79,28 @@ func (m *mgmt) get(ctx context.Context, path string, q url.Values, v any) error 
 	case resp.StatusCode == http.StatusNotFound:
 		return errNotFound
 	case resp.StatusCode == http.StatusUnauthorized:
-		return fmt.Errorf("rabbitmq management %s: 401 unauthorised (check username and password)", m.Addr())
+		return backends.Failure(fmt.Sprintf("rabbitmq management %s: 401 unauthorised (check username and password)", m.Addr()), backends.ErrAuth)
 	case resp.StatusCode >= 300:
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
 		return fmt.Errorf("rabbitmq management %s: %s: %s", m.Addr(), resp.Status, strings.TrimSpace(string(b)))
 	}
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		return fmt.Errorf("rabbitmq management %s: bad response to %s: %v", m.Addr(), path, err)
+		return fmt.Errorf("rabbitmq management %s: bad response to %s: %w", m.Addr(), path, err)
 	}
 	return nil
 }
 
+// wrap names the address. Network failures keep their cause for
+// errors.Is/As (ctx's error or the net.OpError, which name addresses only);
+// anything else is flattened to its redacted text.
 func (m *mgmt) wrap(ctx context.Context, err error) error {
 	var ne net.Error
 	if ctx.Err() != nil || (errors.As(err, &ne) && ne.Timeout()) {
-		return fmt.Errorf("rabbitmq management %s: no answer within the timeout", m.Addr())
+		return backends.Failure(fmt.Sprintf("rabbitmq management %s: no answer within the timeout", m.Addr()), backends.ErrUnreachable, ctx.Err())
 	}
 	var oe *net.OpError
 	if errors.As(err, &oe) {
-		return fmt.Errorf("rabbitmq management %s: %v", m.Addr(), oe.Err)
+		return backends.Failure(fmt.Sprintf("rabbitmq management %s: %v", m.Addr(), oe.Err), backends.ErrUnreachable, oe)
 	}
 	return fmt.Errorf("rabbitmq management %s: %s", m.Addr(), config.RedactError(err.Error()))
 }
@@ -201,7 +205,7 @@ func (m *mgmt) queues(ctx context.Context, vhost string) ([]mQueue, error) {
 		var p mPage
 		if err := m.get(ctx, path, q, &p); err != nil {
 			if errors.Is(err, errNotFound) {
-				return nil, fmt.Errorf("rabbitmq management %s: vhost %q not found", m.Addr(), vhost)
+				return nil, fmt.Errorf("rabbitmq management %s: vhost %q %w", m.Addr(), vhost, backends.ErrNotFound)
 			}
 			return nil, err
 		}
