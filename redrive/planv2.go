@@ -1,13 +1,16 @@
 package redrive
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"time"
@@ -289,11 +292,86 @@ func writeASCIIString(b *bytes.Buffer, s string) {
 // Hash is the plan's identity: lowercase hex SHA-256 of
 // "berth-redrive-plan/v2\n" followed by Canonical(core).
 func (c Core) Hash() (string, error) {
-	can, err := Canonical(c)
-	if err != nil {
+	h := sha256.New()
+	h.Write([]byte(PlanFormat + "\n"))
+	if err := c.WriteCanonical(h); err != nil {
 		return "", err
 	}
-	return DomainHash(PlanFormat+"\n", can), nil
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// WriteCanonical writes exactly Canonical(c), streaming the rows: Canonical
+// goes through a generic tree (hundreds of bytes a row), which at a million
+// rows would alone exceed the 512 MiB a plan of that size must fit in.
+func (c Core) WriteCanonical(w io.Writer) error {
+	rows := c.Rows
+	c.Rows = nil
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var top map[string]any
+	if err := dec.Decode(&top); err != nil {
+		return err
+	}
+	keys := make([]string, 0, len(top))
+	for k := range top {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var b bytes.Buffer
+	flush := func() error {
+		_, err := bw.Write(b.Bytes())
+		b.Reset()
+		return err
+	}
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		writeASCIIString(&b, k)
+		b.WriteByte(':')
+		if k != "rows" {
+			if err := writeCanonical(&b, top[k]); err != nil {
+				return err
+			}
+			continue
+		}
+		if rows == nil {
+			b.WriteString("null")
+			continue
+		}
+		b.WriteByte('[')
+		for j, r := range rows {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteByte('[')
+			writeASCIIString(&b, r.Loc)
+			b.WriteByte(',')
+			writeASCIIString(&b, r.Digest)
+			b.WriteByte(',')
+			b.WriteString(strconv.Itoa(r.Target))
+			b.WriteByte(',')
+			writeASCIIString(&b, string(r.Verdict))
+			b.WriteByte(']')
+			if b.Len() >= 32<<10 {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		b.WriteByte(']')
+	}
+	b.WriteByte('}')
+	if err := flush(); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 // ContentDigest is the digest a plan keeps of one record: base64url (no
