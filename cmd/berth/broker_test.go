@@ -25,7 +25,7 @@ var (
 )
 
 // buildBerth builds the berth binary once per test run.
-func buildBerth(t *testing.T) string {
+func buildBerth(t testing.TB) string {
 	t.Helper()
 	berthBinOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "berth-bin-")

@@ -6,6 +6,9 @@ package kafkatest
 
 import (
 	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -118,4 +121,68 @@ func (c *Cluster) Commit(t testing.TB, group string, offsets map[string]map[int3
 	if err != nil {
 		t.Fatalf("commit %s: %v", group, err)
 	}
+}
+
+// SeedLagging fills the cluster for lag benchmarks: `partitions` partitions
+// (topics of 100), 10 records per partition an hour old, and `groups`
+// groups whose commits leave every partition lagging (group g commits
+// offset g%10), so a full refresh reads an age for every group x partition.
+// It returns the topic and group names.
+func (c *Cluster) SeedLagging(t testing.TB, partitions, groups int) (topics, groupNames []string) {
+	t.Helper()
+	const perTopic = 100
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for i := 0; i < partitions/perTopic; i++ {
+		name := fmt.Sprintf("bench-%03d", i)
+		topics = append(topics, name)
+		if _, err := c.Admin.CreateTopic(ctx, perTopic, 1, nil, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pcl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(20*time.Millisecond), kgo.MaxBufferedRecords(1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pcl.Close()
+	base := time.Now().Add(-time.Hour)
+	var wg sync.WaitGroup
+	var perr atomic.Value
+	for _, tp := range topics {
+		for p := int32(0); p < perTopic; p++ {
+			for i := 0; i < 10; i++ {
+				wg.Add(1)
+				pcl.Produce(ctx, &kgo.Record{Topic: tp, Partition: p, Value: []byte("order"), Timestamp: base.Add(time.Duration(i) * time.Second)},
+					func(_ *kgo.Record, err error) {
+						if err != nil {
+							perr.Store(err)
+						}
+						wg.Done()
+					})
+			}
+		}
+	}
+	wg.Wait()
+	if err, _ := perr.Load().(error); err != nil {
+		t.Fatal(err)
+	}
+	for g := 0; g < groups; g++ {
+		name := fmt.Sprintf("group-%02d", g)
+		groupNames = append(groupNames, name)
+		os := kadm.Offsets{}
+		for _, tp := range topics {
+			for p := int32(0); p < perTopic; p++ {
+				os.Add(kadm.Offset{Topic: tp, Partition: p, At: int64(g % 10), LeaderEpoch: -1})
+			}
+		}
+		resp, err := c.Admin.CommitOffsets(ctx, name, os)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return topics, groupNames
 }

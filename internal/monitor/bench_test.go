@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/metrics"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berth-dev/berth/backends/kafka"
@@ -34,60 +32,7 @@ func setupBench(b *testing.B, partitions, groups int) *benchCluster {
 	b.Helper()
 	kc := kafkatest.Start(b, 3)
 	bc := &benchCluster{kc: kc}
-	const perTopic = 100
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	for i := 0; i < partitions/perTopic; i++ {
-		name := fmt.Sprintf("bench-%03d", i)
-		bc.topics = append(bc.topics, name)
-		if _, err := kc.Admin.CreateTopic(ctx, perTopic, 1, nil, name); err != nil {
-			b.Fatal(err)
-		}
-	}
-	pcl, err := kgo.NewClient(kgo.SeedBrokers(kc.Addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerLinger(20*time.Millisecond), kgo.MaxBufferedRecords(1<<20))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pcl.Close()
-	base := time.Now().Add(-time.Hour)
-	var wg sync.WaitGroup
-	var perr atomic.Value
-	for _, t := range bc.topics {
-		for p := int32(0); p < perTopic; p++ {
-			for i := 0; i < 10; i++ {
-				wg.Add(1)
-				pcl.Produce(ctx, &kgo.Record{Topic: t, Partition: p, Value: []byte("order"), Timestamp: base.Add(time.Duration(i) * time.Second)},
-					func(_ *kgo.Record, err error) {
-						if err != nil {
-							perr.Store(err)
-						}
-						wg.Done()
-					})
-			}
-		}
-	}
-	wg.Wait()
-	if err, _ := perr.Load().(error); err != nil {
-		b.Fatal(err)
-	}
-	for g := 0; g < groups; g++ {
-		name := fmt.Sprintf("group-%02d", g)
-		bc.groups = append(bc.groups, name)
-		os := kadm.Offsets{}
-		for _, t := range bc.topics {
-			for p := int32(0); p < perTopic; p++ {
-				os.Add(kadm.Offset{Topic: t, Partition: p, At: int64(g % 10), LeaderEpoch: -1})
-			}
-		}
-		resp, err := kc.Admin.CommitOffsets(ctx, name, os)
-		if err == nil {
-			err = resp.Error()
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
+	bc.topics, bc.groups = kc.SeedLagging(b, partitions, groups)
 	kc.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
 		kc.KeepControl()
 		bc.fetches.Add(1)

@@ -17,8 +17,10 @@ import (
 type Format string
 
 const (
-	Table    Format = "table"
-	JSON     Format = "json"
+	Table Format = "table"
+	JSON  Format = "json"
+	// JSONL is one JSON object a line (for pipes and --watch streams).
+	JSONL    Format = "jsonl"
 	Markdown Format = "markdown"
 )
 
