@@ -44,6 +44,9 @@ type Message struct {
 	// PriorRedrives is Berth's redrive attempt header (0 when never).
 	PriorRedrives int    `json:"prior_redrives"`
 	Class         string `json:"class"`
+	// Digest pins the message's content (ContentDigest): a plan approves
+	// it, and execution sends only a message whose digest still matches.
+	Digest string `json:"digest"`
 }
 
 // Berth's redrive headers on every message it redrives.
@@ -70,7 +73,7 @@ func ToMessage(pos int, d amqp.Delivery, x Extractors) Message {
 		Position: pos, MessageID: d.MessageId, CorrelationID: d.CorrelationId,
 		ContentType: d.ContentType, Type: d.Type, AppID: d.AppId,
 		Body: d.Body, Redelivered: d.Redelivered,
-		Death: ParseDeath(d.Headers),
+		Death: ParseDeath(d.Headers), Digest: ContentDigest(d),
 	}
 	if !d.Timestamp.IsZero() {
 		t := d.Timestamp.UTC()

@@ -119,7 +119,10 @@ type PlanRecord struct {
 	Exchange       string `json:"exchange"`
 	RoutingKey     string `json:"routing_key"`
 	BodySHA256     string `json:"body_sha256"`
-	PriorRedrives  int    `json:"prior_redrives"`
+	// Digest is the message's ContentDigest when planned (empty in plans
+	// made before it existed: execution then compares BodySHA256).
+	Digest        string `json:"digest,omitempty"`
+	PriorRedrives int    `json:"prior_redrives"`
 	// OrderingKey is the business key named by the policy's ordering_key
 	// ("" when none is configured or the message lacks it).
 	OrderingKey string `json:"ordering_key,omitempty"`
@@ -165,7 +168,7 @@ func MakePlan(msgs []Message, sel Selection, pol redrive.PolicySnapshot, in Chec
 		r := PlanRecord{
 			Position: m.Position, EventID: m.EventID, EventIDSource: m.EventIDSource, IdempotencyKey: m.IdempotencyKey,
 			Class: m.Class, OriginalQueue: m.Death.OriginalQueue(), DeathReason: m.Death.Reason(),
-			BodySHA256: hex.EncodeToString(sum[:]), PriorRedrives: m.PriorRedrives,
+			BodySHA256: hex.EncodeToString(sum[:]), Digest: m.Digest, PriorRedrives: m.PriorRedrives,
 			Verdict: redrive.Verdict{Included: true},
 		}
 		x, k, ok := m.Death.Target()

@@ -2,6 +2,8 @@ package rabbitmq
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -45,6 +47,20 @@ type ExecOptions struct {
 	// messages read but not published return to the DLQ in place. A run of
 	// the same plan resumes from the ledger.
 	Cancel <-chan struct{}
+}
+
+// ReasonContentChanged skips an included message whose content no longer
+// matches the plan (the name Kafka's executor uses for the same skip).
+const ReasonContentChanged redrive.Reason = "payload_changed"
+
+// sameContent reports whether m is the message r approved: its content
+// digest, or for plans made before digests its body hash.
+func (r PlanRecord) sameContent(m Message) bool {
+	if r.Digest != "" {
+		return r.Digest == m.Digest
+	}
+	sum := sha256.Sum256(m.Body)
+	return r.BodySHA256 == hex.EncodeToString(sum[:])
 }
 
 // Cancelled is Result.Stopped for a run stopped through ExecOptions.Cancel
@@ -255,7 +271,8 @@ func (c *Client) Execute(ctx context.Context, p Plan, l *Ledger, o ExecOptions) 
 	x := Extractors{IdempotencyKey: p.Policy.IdempotencyKey}
 	origin := url.PathEscape(p.Vhost) + "/" + p.DLQ
 	seen := map[string]bool{}
-	var mu sync.Mutex // guards res between the two stages
+	changed := map[string]bool{} // ids met on content other than the plan's
+	var mu sync.Mutex            // guards res between the two stages
 	inflight := make(chan chunk, 2)
 	settleErr := make(chan error, 1)
 	stop := make(chan string, 1)
@@ -357,6 +374,12 @@ read:
 			}
 			m := ToMessage(0, d, x)
 			rec, want := included[m.EventID]
+			if want && !seen[m.EventID] && !rec.sameContent(m) {
+				// The approved id on other content: never sent under this
+				// plan; held like an unselected message (it stays in place).
+				changed[m.EventID] = true
+				want = false
+			}
 			if !want || seen[m.EventID] {
 				mu.Lock()
 				res.Passed++
@@ -450,12 +473,18 @@ read:
 	// (unselected, failed) to the DLQ in place.
 	_ = cch.Close()
 	if exhausted || remaining == 0 {
-		for id := range included {
-			if !seen[id] && states[id] != StateConfirmed {
+		for id, r := range included {
+			switch {
+			case seen[id] || states[id] == StateConfirmed:
+			case changed[id]:
+				res.Skipped = append(res.Skipped, Skip{EventID: id, Position: r.Position, Reason: ReasonContentChanged,
+					Detail: "the DLQ holds a message with this id whose body, properties or headers differ from the plan's: not sent, left in the DLQ"})
+			default:
 				res.NotFound = append(res.NotFound, id)
 			}
 		}
 		sort.Strings(res.NotFound)
+		sort.Slice(res.Skipped, func(i, j int) bool { return res.Skipped[i].Position < res.Skipped[j].Position })
 	}
 	if loopErr != nil {
 		return res, loopErr

@@ -1,0 +1,107 @@
+package rabbitmq
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// Finding 3 of issue 13: execute matched DLQ messages by message_id only,
+// so a different body published into the DLQ with an approved message's id
+// was redriven under the approved plan. Execute must compare each
+// message's content digest with the plan's, send nothing that differs, and
+// report it.
+func TestExecuteRefusesAMessageWhoseContentChanged(t *testing.T) {
+	t.Parallel()
+	conn := needRabbit(t)
+	needManagement(t)
+	tp := newTopology(t, conn, nil, nil)
+	publishConfirmed(t, conn, tp.workX, tp.key, workMessages(2)...)
+	kill(t, conn, tp.work, 2)
+	eventually(t, 10*time.Second, "2 dead letters", func() bool { return readyCount(t, conn, tp.dlq) == 2 })
+
+	c := testClient(t, Options{AMQPURL: amqpURL(), ManagementURL: mgmtURL()})
+	l := sqliteLedger(t)
+	p := planFor(t, c, tp.dlq, Selection{EventIDs: []string{"m1"}}, l)
+	if n := len(p.Included()); n != 1 {
+		t.Fatalf("plan includes %d, want 1", n)
+	}
+
+	// After approval, someone takes the real m1 out of the DLQ and puts a
+	// forged message there: same message_id and x-death, another body.
+	// Messages gotten before m1 stay unacked and return in place when the
+	// channel closes.
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var real amqp.Delivery
+	for real.MessageId != "m1" {
+		d, ok, err := ch.Get(tp.dlq, false)
+		if err != nil || !ok {
+			t.Fatalf("m1 not found in the DLQ: %v", err)
+		}
+		real = d
+	}
+	if err := real.Ack(false); err != nil {
+		t.Fatal(err)
+	}
+	ch.Close()
+	forged := amqp.Publishing{MessageId: real.MessageId, Timestamp: real.Timestamp, Headers: real.Headers,
+		Body: []byte(`{"eventId":"e1","n":1,"amount":999999}`)}
+	publishConfirmed(t, conn, "", tp.dlq, forged)
+	eventually(t, 10*time.Second, "the forged message in the DLQ", func() bool { return readyCount(t, conn, tp.dlq) == 2 })
+
+	res, err := c.Execute(context.Background(), p, l, ExecOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Sent != 0 {
+		t.Errorf("sent %d: the forged message went out under the approved plan", res.Sent)
+	}
+	if got := drain(t, conn, tp.work); len(got) != 0 {
+		t.Errorf("the work queue received %d message(s), first body %s", len(got), got[0].Body)
+	}
+	if len(res.Skipped) != 1 || res.Skipped[0].EventID != "m1" || res.Skipped[0].Reason != ReasonContentChanged {
+		t.Errorf("skipped %+v, want m1 reported as %s", res.Skipped, ReasonContentChanged)
+	}
+	if len(res.NotFound) != 0 {
+		t.Errorf("not found %v: a changed message is reported as changed, not missing", res.NotFound)
+	}
+	// Nothing is lost: both messages are still in the DLQ.
+	eventually(t, 10*time.Second, "both messages back in the DLQ", func() bool { return readyCount(t, conn, tp.dlq) == 2 })
+}
+
+func TestContentDigestPinsEverythingButTheDeliveryCount(t *testing.T) {
+	base := func() amqp.Delivery {
+		return amqp.Delivery{MessageId: "m1", ContentType: "application/json", Timestamp: time.Unix(1_700_000_000, 0),
+			Headers: amqp.Table{"n": int32(7), "x-delivery-count": int64(0), "x-death": []any{amqp.Table{"queue": "work", "count": int64(1)}}},
+			Body:    []byte(`{"eventId":"e1"}`)}
+	}
+	want := ContentDigest(base())
+	same := base()
+	same.Headers["x-delivery-count"] = int64(3) // a quorum queue's redelivery
+	same.Redelivered = true
+	if got := ContentDigest(same); got != want {
+		t.Errorf("a redelivery changed the digest")
+	}
+	changes := map[string]func(d *amqp.Delivery){
+		"body":                 func(d *amqp.Delivery) { d.Body = []byte(`{"eventId":"e1" }`) },
+		"header value":         func(d *amqp.Delivery) { d.Headers["n"] = int32(8) },
+		"header type":          func(d *amqp.Delivery) { d.Headers["n"] = int64(7) },
+		"header added":         func(d *amqp.Delivery) { d.Headers["extra"] = "" },
+		"x-death":              func(d *amqp.Delivery) { d.Headers["x-death"] = []any{amqp.Table{"queue": "work", "count": int64(2)}} },
+		"property":             func(d *amqp.Delivery) { d.ContentType = "text/plain" },
+		"timestamp":            func(d *amqp.Delivery) { d.Timestamp = d.Timestamp.Add(time.Second) },
+		"body moved to header": func(d *amqp.Delivery) { d.Body = nil; d.Headers["b"] = []byte(`{"eventId":"e1"}`) },
+	}
+	for name, change := range changes {
+		d := base()
+		change(&d)
+		if ContentDigest(d) == want {
+			t.Errorf("%s: changed without changing the digest", name)
+		}
+	}
+}
