@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -120,14 +119,4 @@ func (k *Cluster) MirroredAudit(ctx context.Context) (map[string][][]byte, error
 		return nil, fmt.Errorf("%s: could not read to the end", AuditTopic)
 	}
 	return out, nil
-}
-
-// Sources lists the mirrored sources in order.
-func Sources(m map[string][][]byte) []string {
-	out := make([]string, 0, len(m))
-	for s := range m {
-		out = append(out, s)
-	}
-	sort.Strings(out)
-	return out
 }

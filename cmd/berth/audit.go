@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-dev/berth/backends/kafka"
+	"github.com/berth-dev/berth/backends/rabbitmq"
 	"github.com/berth-dev/berth/internal/audit"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/output"
@@ -64,10 +65,11 @@ func auditPathFor(flag string, cfg *config.Config) string {
 	return cfg.Audit.File
 }
 
-// openAudit opens the audit log every destructive command appends to. For
-// Kafka contexts each entry is mirrored to the cluster's audit topic too,
-// so every operator sees the same history; a mirror failure is a warning
-// (the local log has the entry), never a lost action.
+// openAudit opens the audit log every destructive command appends to. Each
+// entry is mirrored into the cluster too (Kafka: the __berth_audit topic;
+// RabbitMQ: the berth.audit stream), so every operator sees the same
+// history and a cut tail shows; a mirror failure is a warning (the local
+// log has the entry), never a lost action.
 func (a *app) openAudit(flag string) (*audit.Log, error) {
 	path := a.auditPath(flag)
 	var opts []audit.Option
@@ -77,19 +79,27 @@ func (a *app) openAudit(flag string) (*audit.Log, error) {
 	return audit.Open(path, opts...)
 }
 
-// auditSink is the Kafka audit-topic mirror for the current context (nil
-// for other kinds).
-func (a *app) auditSink(path string) *kafka.AuditSink {
-	if a.ctx.Kind != "kafka" && a.ctx.Kind != "bundled" {
-		return nil
+// auditSink is the current context's audit mirror (nil when it has none).
+func (a *app) auditSink(path string) audit.Sink {
+	switch a.ctx.Kind {
+	case "kafka", "bundled":
+		opts, err := a.kafkaOptions()
+		if err != nil {
+			return nil
+		}
+		sink := kafka.NewAuditSink(opts, auditSource(path))
+		a.onClose(sink.Close)
+		return sink
+	case "rabbitmq":
+		opts, err := a.rabbitOptions()
+		if err != nil || opts.AMQPURL == "" {
+			return nil
+		}
+		sink := rabbitmq.NewAuditSink(opts, auditSource(path))
+		a.onClose(sink.Close)
+		return sink
 	}
-	opts, err := a.kafkaOptions()
-	if err != nil {
-		return nil
-	}
-	sink := kafka.NewAuditSink(opts, auditSource(path))
-	a.onClose(sink.Close)
-	return sink
+	return nil
 }
 
 // auditSource names a local log in the audit topic: host and absolute path.
@@ -215,14 +225,14 @@ func (a *app) runAuditVerify(file string) error {
 		}
 		if mirror != nil {
 			if !mirror.Checked {
-				fmt.Fprintf(a.stdout, "audit topic %s not checked: %s\n", kafka.AuditTopic, mirror.Error)
+				fmt.Fprintf(a.stdout, "audit mirror %s not checked: %s\n", mirror.Topic, sanitize.Text(mirror.Error))
 			}
 			for _, s := range mirror.Sources {
 				state := "OK"
 				if !s.OK {
 					state = "BROKEN: " + s.Problem
 				}
-				fmt.Fprintf(a.stdout, "audit topic %s: %s: %d entries, %s\n", kafka.AuditTopic, sanitize.Text(s.Source), s.Entries, state)
+				fmt.Fprintf(a.stdout, "audit mirror %s: %s: %d entries, %s\n", mirror.Topic, sanitize.Text(s.Source), s.Entries, state)
 			}
 		}
 	}
@@ -232,14 +242,15 @@ func (a *app) runAuditVerify(file string) error {
 	if mirror != nil {
 		for _, s := range mirror.Sources {
 			if !s.OK {
-				return &exitError{code: 1, err: fmt.Errorf("audit topic %s: %s: %s", kafka.AuditTopic, s.Source, s.Problem)}
+				return &exitError{code: 1, err: fmt.Errorf("audit mirror %s: %s: %s", mirror.Topic, s.Source, s.Problem)}
 			}
 		}
 	}
 	return nil
 }
 
-// auditMirror is the check of the cluster's audit topic.
+// auditMirror is the check of the cluster's audit mirror (Kafka: the
+// __berth_audit topic; RabbitMQ: the berth.audit stream).
 type auditMirror struct {
 	Topic   string               `json:"topic"`
 	Checked bool                 `json:"checked"`
@@ -247,24 +258,34 @@ type auditMirror struct {
 	Sources []audit.MirrorReport `json:"sources"`
 }
 
-// verifyAuditMirror checks every log mirrored to the Kafka context's audit
-// topic; this host's own log is compared entry by entry with the file, which
-// also catches entries removed from the end of the file. nil for contexts
-// with no audit topic.
+// verifyAuditMirror checks every log mirrored to the context's cluster;
+// this host's own log is compared entry by entry with the file, which also
+// catches entries removed from the end of the file. nil for contexts with
+// no mirror.
 func (a *app) verifyAuditMirror(log *audit.Log) *auditMirror {
-	if a.ctx.Kind != "kafka" && a.ctx.Kind != "bundled" {
-		return nil
-	}
-	m := &auditMirror{Topic: kafka.AuditTopic, Sources: []audit.MirrorReport{}}
+	var m *auditMirror
 	ctx, cancel := a.opCtx(context.Background())
 	defer cancel()
-	k, err := a.kafkaCluster(ctx)
-	if err != nil {
-		m.Error = err.Error()
-		return m
+	var mirrored map[string][][]byte
+	var err error
+	switch a.ctx.Kind {
+	case "kafka", "bundled":
+		m = &auditMirror{Topic: kafka.AuditTopic, Sources: []audit.MirrorReport{}}
+		var k *kafka.Cluster
+		if k, err = a.kafkaCluster(ctx); err == nil {
+			defer k.Close()
+			mirrored, err = k.MirroredAudit(ctx)
+		}
+	case "rabbitmq":
+		m = &auditMirror{Topic: rabbitmq.AuditStream, Sources: []audit.MirrorReport{}}
+		var c *rabbitmq.Client
+		if c, err = a.rabbitClient(ctx); err == nil {
+			defer c.Close()
+			mirrored, err = c.MirroredAudit(ctx)
+		}
+	default:
+		return nil
 	}
-	defer k.Close()
-	mirrored, err := k.MirroredAudit(ctx)
 	if err != nil {
 		m.Error = err.Error()
 		return m
@@ -276,7 +297,7 @@ func (a *app) verifyAuditMirror(log *audit.Log) *auditMirror {
 	}
 	m.Checked = true
 	self := auditSource(log.Path())
-	for _, src := range kafka.Sources(mirrored) {
+	for _, src := range audit.Sources(mirrored) {
 		var mine []audit.Entry
 		if src == self {
 			mine = local

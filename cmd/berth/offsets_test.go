@@ -485,7 +485,7 @@ func TestConsoleResetterWiring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if src := kafka.Sources(mirrored); len(src) != 1 || len(mirrored[src[0]]) != 2 {
+	if src := audit.Sources(mirrored); len(src) != 1 || len(mirrored[src[0]]) != 2 {
 		t.Fatalf("audit topic holds %v", mirrored)
 	}
 

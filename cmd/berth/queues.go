@@ -45,24 +45,33 @@ func init() {
 
 // rabbitClient attaches to the current context's RabbitMQ server.
 func (a *app) rabbitClient(ctx context.Context) (*rabbitmq.Client, error) {
+	o, err := a.rabbitOptions()
+	if err != nil {
+		return nil, err
+	}
+	return rabbitmq.Dial(ctx, o)
+}
+
+// rabbitOptions are the current RabbitMQ context's connection options.
+func (a *app) rabbitOptions() (rabbitmq.Options, error) {
 	if a.ctx.Kind != "rabbitmq" {
-		return nil, fmt.Errorf("context %s is a %s context; this command needs RabbitMQ (--amqp URL or a rabbitmq context)", a.ctxName, a.ctx.Kind)
+		return rabbitmq.Options{}, fmt.Errorf("context %s is a %s context; this command needs RabbitMQ (--amqp URL or a rabbitmq context)", a.ctxName, a.ctx.Kind)
 	}
 	pass, err := config.Password(a.ctx.PasswordEnv, a.ctx.PasswordFile)
 	if err != nil {
-		return nil, fmt.Errorf("contexts.%s.%w", a.ctxName, err)
+		return rabbitmq.Options{}, fmt.Errorf("contexts.%s.%w", a.ctxName, err)
 	}
 	var tc = a.ctx.TLS
 	t, err := tlsConfig(tc)
 	if err != nil {
-		return nil, fmt.Errorf("contexts.%s.%w", a.ctxName, err)
+		return rabbitmq.Options{}, fmt.Errorf("contexts.%s.%w", a.ctxName, err)
 	}
-	return rabbitmq.Dial(ctx, rabbitmq.Options{
+	return rabbitmq.Options{
 		AMQPURL: a.ctx.AMQPURL, ManagementURL: a.ctx.ManagementURL,
 		Username: a.ctx.Username, Password: pass,
 		Vhosts: a.ctx.Vhosts, Queues: a.ctx.Queues,
 		TLS: t, Timeout: a.timeout, ReadOnly: a.readOnly,
-	})
+	}, nil
 }
 
 // queueRow is one queue in `berth queues -o json` and `berth describe queue`.

@@ -929,9 +929,14 @@ func (a *app) rmqApprove(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Pla
 	if author != nil && author.Fingerprint == sig.Fingerprint {
 		return "", approval.Decision{}, 0, errors.New("refused: the plan's author cannot approve it (two-person rule)")
 	}
-	n, signers, _, err := a.rmqReview(p)
+	n, signers, required, err := a.rmqReview(p)
 	if err != nil {
 		return "", approval.Decision{}, 0, err
+	}
+	if required && signers == nil {
+		// Nothing to verify an approval against: storing it would show an
+		// approval that execute refuses to count (as for Kafka plans).
+		return "", approval.Decision{}, 0, errors.New("refused: the plan's policy requires review but no allowed_signers are configured; nothing stored")
 	}
 	principal := ""
 	if signers != nil {
@@ -953,7 +958,9 @@ func (a *app) rmqApprove(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Pla
 	if err != nil {
 		return "", approval.Decision{}, 0, err
 	}
-	a.auditRMQ(ctx, auditFile, "redrive.approved", hash, map[string]any{"dlq": p.DLQ, "signer": principal, "fingerprint": sig.Fingerprint, "approved": dec.Approved})
+	if err := a.auditRMQ(ctx, auditFile, "redrive.approved", hash, map[string]any{"dlq": p.DLQ, "signer": principal, "fingerprint": sig.Fingerprint, "approved": dec.Approved}); err != nil {
+		return principal, dec, n, err
+	}
 	return principal, dec, n, nil
 }
 
@@ -1153,7 +1160,10 @@ func (a *app) rmqRun(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledge
 	pol, _ := a.cfg.RedrivePolicyFor(p.DLQ)
 	o.StopOnFailure = pol.StopOnFailure || pol.RequireIdempotencyKey
 	o.Skip = skip
-	a.auditRMQ(ctx, auditFile, "redrive.execute", hash, map[string]any{"dlq": p.DLQ, "totals": p.Totals(), "phase": "start", "actor": actor, "approvers": dec.Approvers})
+	// Nothing is sent unless its start is on record.
+	if err := a.auditRMQ(ctx, auditFile, "redrive.execute", hash, map[string]any{"dlq": p.DLQ, "totals": p.Totals(), "phase": "start", "actor": actor, "approvers": dec.Approvers}); err != nil {
+		return rabbitmq.Result{Plan: hash}, &rmqRefused{fmt.Errorf("refused: %v (nothing sent)", err)}
+	}
 	res, err := cl.Execute(ctx, p, l, o)
 	stopped := cancelled()
 	a.auditRMQ(context.WithoutCancel(ctx), auditFile, "redrive.execute", hash, map[string]any{"dlq": p.DLQ, "phase": "end", "sent": res.Sent, "resent": res.Resent,
@@ -1362,13 +1372,21 @@ func (a *app) rmqPlanStatus(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.
 }
 
 // auditRMQ appends to the audit log; a failure to audit is reported, not
-// hidden.
-func (a *app) auditRMQ(ctx context.Context, file, action, target string, details map[string]any) {
+// hidden. The error is returned when the local log could not take the
+// entry (a mirror failure only warns: the file has it), so that an action
+// that must be audited first can refuse, as on Kafka.
+func (a *app) auditRMQ(ctx context.Context, file, action, target string, details map[string]any) error {
 	log, err := a.openAudit(file)
 	if err == nil {
 		_, err = log.Append(ctx, audit.Entry{Action: action, Context: a.ctxName, Target: target, Details: details})
 	}
-	if err != nil {
-		fmt.Fprintf(a.stderr, "warning: audit log: %v\n", err)
+	if err == nil {
+		return nil
 	}
+	fmt.Fprintf(a.stderr, "warning: audit log: %v\n", err)
+	var se *audit.SinkError
+	if errors.As(err, &se) {
+		return nil
+	}
+	return fmt.Errorf("audit log: %w", err)
 }

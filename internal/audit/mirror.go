@@ -3,6 +3,7 @@ package audit
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 )
 
 // Line is an entry in the exact encoding the log file holds (and a mirror
@@ -80,4 +81,15 @@ func VerifyMirror(source string, mirrored [][]byte, local []Entry) MirrorReport 
 		rep.Head = e.Hash
 	}
 	return rep
+}
+
+// Sources lists the sources of a mirror read back (each local log's
+// entries keyed by its source), in order.
+func Sources(mirrored map[string][][]byte) []string {
+	out := make([]string, 0, len(mirrored))
+	for s := range mirrored {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
 }

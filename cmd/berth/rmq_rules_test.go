@@ -1,0 +1,139 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// Divergences of issue 13's finding 7 on the RabbitMQ side, through the
+// command line: the audit log is mirrored into the server and verified
+// against it; an unwritable audit log refuses an execution; an approval
+// with nothing to verify it against is refused and stored nowhere.
+
+// rmqReadyCount is a queue's ready count (passive declare).
+func rmqReadyCount(t *testing.T, conn *amqp.Connection, q string) int {
+	t.Helper()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	n, err := ch.QueueDeclarePassive(q, false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n.Messages
+}
+
+func TestRabbitAuditIsMirroredAndACutTailShows(t *testing.T) {
+	isolateConfig(t)
+	_, _, _, dlq := rmqDLQ(t, 2)
+	dir := t.TempDir()
+	log := filepath.Join(dir, "audit.log")
+	r := []string{"--amqp", testAMQPURL(), "--management", testManagementURL(), "--audit-file", log}
+	run := func(args ...string) (string, string, int) { return runBerth(t, append(args, r...)...) }
+	plan := filepath.Join(dir, "plan.json")
+	if _, errOut, code := run("redrive", "plan", dlq, "--all", "--out", plan); code != 0 {
+		t.Fatalf("plan: %d %s", code, errOut)
+	}
+	if _, errOut, code := run("redrive", "execute", plan, "--yes"); code != 0 {
+		t.Fatalf("execute: %d %s", code, errOut)
+	}
+	out, errOut, code := run("audit", "verify")
+	if code != 0 || !strings.Contains(out, "audit mirror berth.audit") || !strings.Contains(out, log+": ") {
+		t.Fatalf("audit verify: exit %d\n%s%s", code, out, errOut)
+	}
+	// Cut the last entry: the file's chain alone cannot tell.
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) < 3 {
+		t.Fatalf("audit log has %d entries after plan and execute", len(lines))
+	}
+	if err := os.WriteFile(log, []byte(strings.Join(lines[:len(lines)-1], "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = run("audit", "verify")
+	if code != 1 || !strings.Contains(errOut, "berth.audit") || !strings.Contains(errOut, "not in the local file") {
+		t.Fatalf("a cut tail must fail audit verify: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+func TestRabbitExecuteRefusesWhenTheAuditLogIsUnwritable(t *testing.T) {
+	isolateConfig(t)
+	conn, _, work, dlq := rmqDLQ(t, 2)
+	dir := t.TempDir()
+	r := []string{"--amqp", testAMQPURL(), "--management", testManagementURL()}
+	run := func(args ...string) (string, string, int) { return runBerth(t, append(args, r...)...) }
+	plan := filepath.Join(dir, "plan.json")
+	if _, errOut, code := run("redrive", "plan", dlq, "--all", "--out", plan, "--audit-file", filepath.Join(dir, "audit.log")); code != 0 {
+		t.Fatalf("plan: %d %s", code, errOut)
+	}
+	// A directory where the log file should be: nothing can be appended.
+	blocked := filepath.Join(dir, "blocked.log")
+	if err := os.Mkdir(blocked, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := run("redrive", "execute", plan, "--yes", "--audit-file", blocked)
+	if code == 0 || !strings.Contains(errOut, "audit") {
+		t.Fatalf("execute with an unwritable audit log: exit %d %s", code, errOut)
+	}
+	if n := rmqReadyCount(t, conn, work); n != 0 {
+		t.Errorf("the work queue received %d message(s): an unaudited redrive ran", n)
+	}
+	if n := rmqReadyCount(t, conn, dlq); n != 2 {
+		t.Errorf("the DLQ holds %d, want both messages still there", n)
+	}
+}
+
+// The plan was made under a policy that requires review; today's config
+// names no allowed_signers for its DLQ (the policy was removed). Nothing
+// can verify an approval, so approving refuses and stores nothing.
+func TestRabbitApproveRefusesWithoutAllowedSigners(t *testing.T) {
+	isolateConfig(t)
+	_, _, _, dlq := rmqDLQ(t, 1)
+	dir := t.TempDir()
+	alice, alicePub := rmqSSHKey(t, dir, "alice")
+	bob, bobPub := rmqSSHKey(t, dir, "bob")
+	signers := filepath.Join(dir, "allowed_signers")
+	if err := os.WriteFile(signers, []byte("alice@hc "+alicePub+"\nbob@hc "+bobPub+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := fmt.Sprintf(`current_context: rmq
+contexts:
+  rmq:
+    kind: rabbitmq
+    amqp_url: %s
+    management_url: %s
+audit:
+  file: %s
+redrive:
+  store_dsn: %s
+`, testAMQPURL(), testManagementURL(), filepath.Join(dir, "audit.log"), filepath.Join(dir, "ledger.db"))
+	reviewed := writeConfig(t, base+fmt.Sprintf(`  policies:
+    - match: "berth.test.cmd.dlq.*"
+      review: required
+      approvals: 1
+      allowed_signers: %s
+`, signers))
+	unreviewed := writeConfig(t, base)
+	plan := filepath.Join(dir, "plan.json")
+	if _, errOut, code := runBerth(t, "redrive", "plan", dlq, "--all", "--key", alice, "--out", plan, "--config", reviewed); code != 0 {
+		t.Fatalf("plan: %d %s", code, errOut)
+	}
+	_, errOut, code := runBerth(t, "redrive", "approve", plan, "--key", bob, "--config", unreviewed)
+	if code == 0 || !strings.Contains(errOut, "allowed_signers") || !strings.Contains(errOut, "nothing stored") {
+		t.Fatalf("approve with no allowed_signers: exit %d %s; want refused, nothing stored", code, errOut)
+	}
+	out, _, _ := runBerth(t, "redrive", "show", plan, "-o", "json", "--config", reviewed)
+	if !strings.Contains(out, `"approvals": []`) {
+		t.Errorf("an approval was stored: %s", out)
+	}
+}
