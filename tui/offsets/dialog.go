@@ -25,6 +25,7 @@ import (
 	reset "github.com/berth-dev/berth/internal/offsets"
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/tui"
+	"github.com/berth-dev/berth/tui/components/textfield"
 )
 
 // NewResetter builds the reset action for the console's attached cluster;
@@ -76,6 +77,7 @@ type Dialog struct {
 	scope string
 
 	formErr string
+	req     reset.Request // the request behind plan (to dry-run it again)
 	plan    *reset.Plan
 	planErr string
 	scroll  int
@@ -133,6 +135,12 @@ func (d *Dialog) KeyBindings() []key.Binding {
 			key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close")),
 		}
 	case stepPlan:
+		if d.refusal() != "" {
+			return []key.Binding{
+				key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "dry run again")),
+				key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "edit")),
+			}
+		}
 		ks := []key.Binding{key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "execute…"))}
 		if d.plan != nil && d.plan.NeedsEffectsConfirmation() {
 			ks = append(ks, key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "confirm replay effects")))
@@ -207,6 +215,14 @@ func (d *Dialog) key(msg tea.KeyMsg) (tui.Page, tea.Cmd) {
 				d.confirmEffects = !d.confirmEffects
 			}
 		case "enter", "x":
+			if d.refusal() != "" {
+				// Refuse before asking for the group's name; enter checks
+				// again (the consumers may have been stopped since).
+				if k == "enter" {
+					return d, d.planCmd(d.req)
+				}
+				return d, nil
+			}
 			if d.env.ReadOnly {
 				return d, nil // shown as disabled; the action would refuse too
 			}
@@ -221,10 +237,8 @@ func (d *Dialog) key(msg tea.KeyMsg) (tui.Page, tea.Cmd) {
 				return d, nil
 			}
 			return d, d.execute()
-		case tea.KeyBackspace:
-			d.confirm = dropLast(d.confirm)
-		case tea.KeyRunes, tea.KeySpace:
-			d.confirm += string(msg.Runes)
+		default:
+			d.confirm, _ = textfield.Edit(d.confirm, msg)
 		}
 	case stepDone:
 		switch k {
@@ -284,21 +298,18 @@ func (d *Dialog) formKey(msg tea.KeyMsg) (tui.Page, tea.Cmd) {
 	if d.focus == fieldValue {
 		target = &d.value
 	}
-	switch msg.Type {
-	case tea.KeyBackspace:
-		*target = dropLast(*target)
-	case tea.KeyRunes, tea.KeySpace:
-		*target += string(msg.Runes)
-	}
+	*target, _ = textfield.Edit(*target, msg)
 	return d, nil
 }
 
-func dropLast(s string) string {
-	r := []rune(s)
-	if len(r) == 0 {
-		return s
+// refusal is why the dry run shown cannot be executed, known before the
+// confirmation is asked for ("" when it can): Kafka alters only an inactive
+// group's offsets. The action checks again when executing.
+func (d *Dialog) refusal() string {
+	if d.plan == nil || len(d.plan.Members) == 0 {
+		return ""
 	}
-	return string(r[:len(r)-1])
+	return (&reset.ActiveError{Group: d.plan.Group, State: d.plan.GroupState, Members: d.plan.Members}).Error()
 }
 
 func (d *Dialog) currentMode() reset.Mode { return reset.Modes[d.mode] }
@@ -407,6 +418,7 @@ func (d *Dialog) resetter(c backends.Cluster) (*reset.Resetter, error) {
 }
 
 func (d *Dialog) planCmd(req reset.Request) tea.Cmd {
+	d.req = req
 	d.seq++
 	d.step = stepPlanning
 	seq := d.seq
@@ -545,6 +557,10 @@ func (d *Dialog) planView(add func(string), muted, bad func(string) string) {
 	}
 	switch d.step {
 	case stepPlan:
+		if why := d.refusal(); why != "" {
+			footer = append(footer, bad(sanitize.Text(why)), muted("enter: dry run again   esc: edit"))
+			break
+		}
 		if p.NeedsEffectsConfirmation() {
 			box := "[ ]"
 			if d.confirmEffects {

@@ -226,7 +226,10 @@ func TestDialogDryRunThenTypedConfirmationExecutes(t *testing.T) {
 	}
 }
 
-func TestDialogShowsRefusalInPlaceForActiveGroup(t *testing.T) {
+// With active members the dry run says the reset is refused, and enter
+// does not ask for the group's name (a refusal after the name was typed
+// wasted the operator's time); it dry-runs again instead.
+func TestDialogRefusesActiveGroupBeforeAskingForItsName(t *testing.T) {
 	f := newFixture(t, 2)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(f.kc.Addrs...), kgo.ConsumerGroup("g"), kgo.ConsumeTopics("orders"),
 		kgo.ClientID("ledger-writer"), kgo.DisableAutoCommit())
@@ -258,12 +261,16 @@ func TestDialogShowsRefusalInPlaceForActiveGroup(t *testing.T) {
 	if d.step != stepPlan || !strings.Contains(d.View(), "ledger-writer") {
 		t.Fatalf("dry run does not warn about the member:\n%s", d.View())
 	}
-	keys(d, "enter")
+	v := d.View()
+	if !strings.Contains(v, "refused: group g has 1 active member(s)") || strings.Contains(v, "enter: execute") {
+		t.Fatalf("the dry run does not refuse up front:\n%s", v)
+	}
+	keys(d, "enter", "x")
 	typeText(d, "g")
 	keys(d, "enter")
-	v := d.View()
-	if d.step != stepDone || !strings.Contains(v, "Not executed: refused: group g has 1 active member(s)") || !strings.Contains(v, "ledger-writer") {
-		t.Fatalf("refusal not shown in place:\n%s", v)
+	v = d.View()
+	if d.step != stepPlan || strings.Contains(v, "Type the group's name") || !strings.Contains(v, "refused: group g has 1 active member(s)") {
+		t.Fatalf("the dialog asked for confirmation of a refused reset (step %d):\n%s", d.step, v)
 	}
 	if c := f.committed(t, "g"); c[0] != 5 {
 		t.Fatalf("refused reset committed %v", c)
@@ -460,5 +467,34 @@ func TestFlowRFromGroupPageResetsOffsets(t *testing.T) {
 	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
 	if c := f.committed(t, "g"); c[0] != 0 || c[1] != 0 {
 		t.Fatalf("console reset committed %v, want 0 and 0", c)
+	}
+}
+
+// Every field edits the same way: ctrl+u clears it (Scope included),
+// ctrl+w erases a word, pasted text is typed.
+func TestDialogFieldsShareTextEditing(t *testing.T) {
+	d := New(tui.PageEnv{}, "g")
+	keys(d, "tab") // to-earliest has no value: tab goes to Scope
+	if d.focus != fieldScope || d.scope != "all" {
+		t.Fatalf("focus %d scope %q", d.focus, d.scope)
+	}
+	d.Update(tea.KeyMsg{Type: tea.KeyCtrlU})
+	if d.scope != "" {
+		t.Fatalf("ctrl+u left scope %q", d.scope)
+	}
+	d.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("orders:0,1 payments\n"), Paste: true})
+	d.Update(tea.KeyMsg{Type: tea.KeyCtrlW})
+	if d.scope != "orders:0,1 " {
+		t.Fatalf("paste then ctrl+w: scope %q", d.scope)
+	}
+	keys(d, "right", "right", "right") // a mode with a value
+	if !needsValue(d.currentMode()) {
+		t.Fatalf("mode %s takes no value", d.currentMode())
+	}
+	d.focus = fieldValue
+	typeText(d, "15m")
+	d.Update(tea.KeyMsg{Type: tea.KeyCtrlU})
+	if d.value != "" {
+		t.Fatalf("ctrl+u left value %q", d.value)
 	}
 }
