@@ -60,7 +60,14 @@ type Options struct {
 	Now func() time.Time
 	// Start is the first page (default "overview").
 	Start string
+	// Notice is shown once, when the console opens, for noticeDuration
+	// (the demo's line for attaching another terminal, which the
+	// full-screen console would otherwise hide).
+	Notice string
 }
+
+// noticeDuration is how long Options.Notice stays on screen.
+const noticeDuration = 30 * time.Second
 
 // entry is one page on the stack with the id its results are routed by.
 type entry struct {
@@ -268,6 +275,9 @@ func (m *Model) route(id int, cmd tea.Cmd) tea.Cmd {
 // Init starts the clock, the page and the first dial or refresh.
 func (m *Model) Init() tea.Cmd {
 	cmds := []tea.Cmd{m.clockTick(), m.top().page.Init()}
+	if m.opts.Notice != "" {
+		cmds = append(cmds, m.flashFor(FlashMsg{Level: Info, Text: m.opts.Notice}, noticeDuration))
+	}
 	if m.source == nil {
 		cmds = append(cmds, m.dialCmd(m.ctxName))
 	} else {
@@ -511,12 +521,15 @@ func (m *Model) back() tea.Cmd {
 	return m.activate()
 }
 
-func (m *Model) setFlash(f FlashMsg) tea.Cmd {
+func (m *Model) setFlash(f FlashMsg) tea.Cmd { return m.flashFor(f, flashDuration) }
+
+// flashFor shows f for d.
+func (m *Model) flashFor(f FlashMsg, d time.Duration) tea.Cmd {
 	f.Text = oneLine(f.Text)
 	m.flash = f
 	m.flashID++
 	id := m.flashID
-	return m.tick(flashDuration, func(time.Time) tea.Msg { return flashClearMsg{id: id} })
+	return m.tick(d, func(time.Time) tea.Msg { return flashClearMsg{id: id} })
 }
 
 func oneLine(s string) string {

@@ -666,3 +666,17 @@ func TestInvisibleCharactersInGroupNamesAreShownEscaped(t *testing.T) {
 		t.Fatalf("breadcrumbs = %q, want the escaped name", got)
 	}
 }
+
+// The demo's attach line is shown when the console opens (the line the
+// demo printed before is hidden behind the full-screen console).
+func TestNoticeShownAtStart(t *testing.T) {
+	const notice = "another terminal: export BERTH_CONFIG=/tmp/demo/berth-demo.yaml"
+	m, _ := newTestModel(t, 80, 24, func(o *Options) { o.Notice = notice })
+	if v := m.View(); !strings.Contains(strings.Join(strings.Fields(v), " "), "export BERTH_CONFIG=/tmp/demo/berth-demo.yaml") {
+		t.Fatalf("notice not on the first screen:\n%s", v)
+	}
+	send(m, flashClearMsg{id: m.flashID})
+	if strings.Contains(m.View(), "BERTH_CONFIG") {
+		t.Fatal("the notice stayed after its time")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -306,4 +307,25 @@ func unwrapSyscall(err error) error {
 		return se.Err
 	}
 	return err
+}
+
+// PersistedClusterID is the cluster id a bundled broker keeps in dir ("" when
+// dir holds no broker data yet). A broker writes it when it starts, so it
+// tells which data dir a running broker uses: the one whose id it answers
+// with.
+func PersistedClusterID(dir string) (string, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, "meta.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("data dir %s: %w", dir, errors.Unwrap(err))
+	}
+	var meta struct {
+		ClusterID string `json:"cluster_id"`
+	}
+	if err := json.Unmarshal(raw, &meta); err != nil {
+		return "", fmt.Errorf("data dir %s: meta.json: %v", dir, err)
+	}
+	return meta.ClusterID, nil
 }

@@ -23,6 +23,8 @@ type consoleOptions struct {
 	// brokers is the demo's simulated broker switch; the brokers page
 	// offers it only when set.
 	brokers tui.BrokerSwitch
+	// notice is shown once when the console opens (the demo's attach line).
+	notice string
 	// refresh overrides the configured refresh interval when positive.
 	refresh time.Duration
 }
@@ -46,6 +48,7 @@ func (a *app) runConsole(o consoleOptions) error {
 		Timeout:        a.timeout,
 		Refresh:        o.refresh,
 		Brokers:        o.brokers,
+		Notice:         o.notice,
 		KindOf: func(name string) string {
 			if name == a.ctxName {
 				return a.ctx.Kind // an ad-hoc context (--amqp, --bootstrap) is not in the config

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/berth-dev/berth/backends/bundled"
 	"github.com/berth-dev/berth/internal/config"
@@ -58,13 +62,14 @@ It never writes into any other cluster. It opens the console, or with
 			defer stop()
 			out := cmd.OutOrStdout()
 
-			bootstrap, closeBroker, err := demoBroker(ctx, out, &f)
+			bootstrap, closeBroker, err := demoBroker(ctx, out, &f, cmd.Flags().Changed("data-dir"))
 			if err != nil {
 				return err
 			}
 			defer closeBroker()
 
 			dataDir := f.opts.DataDir
+			attach := ""
 			if a.cfg != nil {
 				if demo.ApplyConfig(a.cfg, dataDir) {
 					fmt.Fprintf(out, "demo: redrive policies for payments.DLT and shipment-jobs.DLT apply (system of record %s)\n", demo.PaymentsDB(dataDir))
@@ -76,6 +81,15 @@ It never writes into any other cluster. It opens the console, or with
 				a.cfg.Contexts[config.DefaultContextName] = bc
 				a.cfg.CurrentContext = config.DefaultContextName
 				a.ctxName, a.ctx = config.DefaultContextName, bc
+				// Another terminal (an approver, a second console) needs
+				// the same context and policies: a config file with just
+				// those, and the one line that uses it.
+				path, err := writeAttachConfig(a.cfg, bc, dataDir)
+				if err != nil {
+					return err
+				}
+				attach = "export BERTH_CONFIG=" + shellQuote(path)
+				fmt.Fprintf(out, "demo: another terminal attaches with the demo's context and policies after:\n  %s\n", attach)
 			}
 
 			interactive := !headless && tuiRun != nil
@@ -94,7 +108,7 @@ It never writes into any other cluster. It opens the console, or with
 			if interactive {
 				// The console (console.go) with the demo's broker switch on
 				// its brokers page when the broker runs in this process.
-				co := consoleOptions{}
+				co := consoleOptions{notice: attachNotice(attach)}
 				if demoBrokers != nil {
 					co.brokers = demoBrokers
 				}
@@ -127,11 +141,29 @@ It never writes into any other cluster. It opens the console, or with
 // in-process when nothing answers there. Anything else answering on the
 // address is refused: the demo writes, and must never write into a real
 // cluster. It returns the bootstrap addresses and how to release the broker.
-func demoBroker(ctx context.Context, out io.Writer, f *brokerFlags) ([]string, func(), error) {
+//
+// When --data-dir was given (explicitDir), the broker found on --listen must
+// be the one keeping its data there: the demo's system of record and
+// approvers' keys live in that directory, next to the broker's log.
+func demoBroker(ctx context.Context, out io.Writer, f *brokerFlags, explicitDir bool) ([]string, func(), error) {
 	listen := f.opts.Listen
 	if id, err := bundled.Probe(ctx, listen, 2*time.Second); err == nil {
 		if !bundled.IsBundledClusterID(id) {
 			return nil, nil, fmt.Errorf("%s answers as cluster %q, not a Berth bundled broker: the demo writes records and only runs against its own broker (choose a free address with --listen)", listen, sanitize.Text(id))
+		}
+		if explicitDir {
+			kept, err := bundled.PersistedClusterID(f.opts.DataDir)
+			if err != nil {
+				return nil, nil, err
+			}
+			if kept != id {
+				holds := "no broker data"
+				if kept != "" {
+					holds = "the data of cluster " + sanitize.Text(kept)
+				}
+				return nil, nil, usageErr("--data-dir: %s holds %s, but the bundled broker on %s is cluster %s; give that broker's data dir, or a free --listen to start the demo's own broker on %s",
+					sanitize.Text(f.opts.DataDir), holds, listen, sanitize.Text(id), sanitize.Text(f.opts.DataDir))
+			}
 		}
 		if len(f.down) > 0 {
 			return nil, nil, usageErr("--down-broker: the bundled broker on %s runs in another process; start it with `berth broker --down-broker ID`", listen)
@@ -180,4 +212,54 @@ func rateLimitedLog(w io.Writer, every time.Duration) func(string, ...any) {
 		last = time.Now()
 		fmt.Fprintln(w, "berth: demo: "+oneLine(strings.TrimSpace(fmt.Sprintf(format, args...))))
 	}
+}
+
+// attachConfigName is the config file the demo writes into its data dir.
+const attachConfigName = "berth-demo.yaml"
+
+// writeAttachConfig writes, into the demo's data dir, a config file holding
+// only the demo's context (as the current one) and the settings in effect
+// (policies, lag, audit file), so `export BERTH_CONFIG=FILE` in another
+// terminal attaches with the same context and policies. Other contexts of
+// the user's file are left out. It returns the file's path.
+func writeAttachConfig(cfg *config.Config, bc config.Context, dataDir string) (string, error) {
+	c := *cfg
+	c.CurrentContext = config.DefaultContextName
+	c.Contexts = map[string]config.Context{config.DefaultContextName: bc}
+	var buf bytes.Buffer
+	buf.WriteString("# Written by `berth demo` for other terminals: export BERTH_CONFIG=<this file>.\n")
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(config.View(&c, true)); err != nil {
+		return "", fmt.Errorf("demo config: %w", err)
+	}
+	path := filepath.Join(dataDir, attachConfigName)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, buf.Bytes(), 0o600); err != nil {
+		return "", fmt.Errorf("demo config: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return "", fmt.Errorf("demo config: %w", err)
+	}
+	return path, nil
+}
+
+// attachNotice is what the console shows once at start: the printed line
+// is hidden behind the full-screen console.
+func attachNotice(attach string) string {
+	if attach == "" {
+		return ""
+	}
+	return "another terminal: " + attach
+}
+
+// shellQuote quotes s for a POSIX shell when it needs quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == '+' || r == ':' || r == ',' || r == '@' ||
+			('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9'))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -58,9 +60,26 @@ func TestDemoAttachesToBundledBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	p := startBerthProc(t, 0, "demo", "--headless", "--listen", b.Addrs()[0], "--data-dir", t.TempDir())
+	p := startBerthProc(t, 0, "demo", "--headless", "--listen", b.Addrs()[0], "--data-dir", dir)
 	p.waitOutput(t, "attached to bundled broker "+b.ClusterID(), 15*time.Second)
 	p.waitOutput(t, "orders/s", 10*time.Second)
+
+	// The one line another terminal needs: a config file with the demo's
+	// context and policies, which a second berth uses as is.
+	attach := "export BERTH_CONFIG=" + filepath.Join(dir, "berth-demo.yaml")
+	if !strings.Contains(p.output(), attach) {
+		t.Fatalf("the demo did not print %q:\n%s", attach, p.output())
+	}
+	isolateConfig(t)
+	t.Setenv("BERTH_CONFIG", filepath.Join(dir, "berth-demo.yaml"))
+	out, stderr, code := runBerth(t, "config", "view", "-o", "json")
+	if code != 0 || !strings.Contains(out, `"active_context": "bundled"`) || !strings.Contains(out, b.Addrs()[0]) ||
+		!strings.Contains(out, `"match": "payments.DLT"`) || !strings.Contains(out, filepath.Join(dir, "allowed_signers")) {
+		t.Fatalf("second terminal's config view (exit %d, %s):\n%s", code, stderr, out)
+	}
+	if out, stderr, code := runBerth(t, "lag", "-o", "json"); code != 0 || !strings.Contains(out, "fraud-monitor") {
+		t.Fatalf("second terminal's lag (exit %d, %s):\n%s", code, stderr, out)
+	}
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
 	if err != nil {
@@ -86,6 +105,30 @@ func TestDemoAttachesToBundledBroker(t *testing.T) {
 	p.waitOutput(t, "orders ", 10*time.Second) // a status line
 	if code := p.stop(t, syscall.SIGTERM); code != 0 {
 		t.Fatalf("SIGTERM exit %d; output:\n%s", code, p.output())
+	}
+}
+
+// An explicit --data-dir that is not the data dir of the bundled broker
+// answering on --listen is refused: the demo would keep its system of
+// record and approvers' keys apart from the broker it writes to.
+func TestDemoRefusesDataDirOfAnotherBroker(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	b, err := bundled.Start(ctx, bundled.Options{Listen: "127.0.0.1:0", DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	isolateConfig(t)
+	other := t.TempDir()
+	_, stderr, code := runBerth(t, "demo", "--headless", "--listen", b.Addrs()[0], "--data-dir", other)
+	if code != 2 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 ||
+		!strings.Contains(stderr, "--data-dir: "+other+" holds no broker data") || !strings.Contains(stderr, b.ClusterID()) {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(other, "berth-demo.yaml")); err == nil {
+		t.Fatal("a refused demo wrote its config")
 	}
 }
 
