@@ -91,14 +91,7 @@ func (a *app) dialConsole(ctx context.Context, name string) (tui.Source, error) 
 		return nil, err
 	}
 	cluster := kafka.NewCluster(client)
-	cfg := a.cfg
-	mon := monitor.New(cluster, kafka.NewTimestampReader(client), monitor.Config{
-		Lag: lagEngineConfig(cfg),
-		SLO: func(group string) time.Duration {
-			_, slo := cfg.GroupPolicyFor(group)
-			return slo
-		},
-	})
+	mon := monitor.New(cluster, kafka.NewTimestampReader(client), monitorConfig(a.cfg))
 	return &consoleSource{cluster: cluster, mon: mon}, nil
 }
 

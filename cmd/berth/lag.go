@@ -77,22 +77,27 @@ func (a *app) newLagRun(ctx context.Context, groups []string) (*lagRun, error) {
 		return nil, err
 	}
 	cluster := kafka.NewCluster(c)
-	cfg := a.cfg
-	mon := monitor.New(cluster, kafka.NewTimestampReader(c), monitor.Config{
-		Lag:    lagEngineConfig(cfg),
-		Groups: groups,
+	mcfg := monitorConfig(a.cfg)
+	mcfg.Groups = groups
+	mon := monitor.New(cluster, kafka.NewTimestampReader(c), mcfg)
+	return &lagRun{cluster: cluster, mon: mon}, nil
+}
+
+// monitorConfig is the monitor's configuration from the config file; the
+// console and the CLI use it alike, so both judge the same data the same way.
+func monitorConfig(cfg *config.Config) monitor.Config {
+	declared := make([]string, 0, len(cfg.Redrive.DLQs))
+	for _, d := range cfg.Redrive.DLQs {
+		declared = append(declared, d.DLQ)
+	}
+	return monitor.Config{
+		Lag: lag.Config{Window: cfg.Lag.Window, RetentionMargin: cfg.Lag.RetentionMargin, CommitInterval: cfg.Lag.CommitInterval},
 		SLO: func(group string) time.Duration {
 			_, slo := cfg.GroupPolicyFor(group)
 			return slo
 		},
-	})
-	return &lagRun{cluster: cluster, mon: mon}, nil
-}
-
-// lagEngineConfig is the engine's configuration from the config file; the
-// console and the CLI use it alike, so both judge the same data the same way.
-func lagEngineConfig(cfg *config.Config) lag.Config {
-	return lag.Config{Window: cfg.Lag.Window, RetentionMargin: cfg.Lag.RetentionMargin, CommitInterval: cfg.Lag.CommitInterval}
+		DeadLetter: monitor.DeadLetterTopics(declared),
+	}
 }
 
 func (r *lagRun) refresh(a *app, ctx context.Context) (monitor.Snapshot, error) {

@@ -8,11 +8,13 @@ package monitor
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/internal/lag"
+	"github.com/berth-dev/berth/redrive"
 )
 
 // Config configures a Monitor. Zero fields take defaults.
@@ -29,6 +31,36 @@ type Config struct {
 	Now func() time.Time
 	// SkipAges disables timestamp reads (offset lag only).
 	SkipAges bool
+	// DeadLetter reports the topics that hold failures rather than
+	// traffic: dead-letter and retry topics. They are not judged for hot
+	// partitions (their rates follow failures, not keys). nil: the naming
+	// conventions (DeadLetterTopics(nil)).
+	DeadLetter func(topic string) bool
+}
+
+// DeadLetterTopics is the DeadLetter of a config: topics named like a DLQ
+// (redrive.IsDLQName) or a retry topic (IsRetryName), and the declared DLQs.
+func DeadLetterTopics(declared []string) func(string) bool {
+	set := make(map[string]bool, len(declared))
+	for _, d := range declared {
+		set[d] = true
+	}
+	return func(t string) bool { return set[t] || redrive.IsDLQName(t) || IsRetryName(t) }
+}
+
+// IsRetryName reports whether a topic is named like a retry topic: a
+// "-retry", ".retry" or "_retry" suffix, optionally followed by a number
+// (Spring's non-blocking retries: orders-retry-0, orders-retry-5000).
+func IsRetryName(t string) bool {
+	if i := strings.LastIndexAny(t, "-_"); i > 0 && i < len(t)-1 && strings.Trim(t[i+1:], "0123456789") == "" {
+		t = t[:i]
+	}
+	for _, suf := range []string{"-retry", ".retry", "_retry"} {
+		if strings.HasSuffix(t, suf) && len(t) > len(suf) {
+			return true
+		}
+	}
+	return false
 }
 
 // Monitor refreshes one cluster. It is safe for concurrent use: Refresh
@@ -53,6 +85,9 @@ func New(cluster backends.Cluster, ts backends.TimestampReader, cfg Config) *Mon
 	}
 	if cfg.SLO == nil {
 		cfg.SLO = func(string) time.Duration { return 5 * time.Minute }
+	}
+	if cfg.DeadLetter == nil {
+		cfg.DeadLetter = DeadLetterTopics(nil)
 	}
 	return &Monitor{cluster: cluster, ts: ts, cfg: cfg, st: newState()}
 }

@@ -488,6 +488,48 @@ func TestHotPartitionFromSkewedKey(t *testing.T) {
 	}
 }
 
+// Dead-letter and retry topics receive failures wherever they land: the
+// same skewed traffic that makes "events" hot is not judged on them, by name
+// or when the config declares the DLQ.
+func TestDeadLetterTopicsAreNeverHot(t *testing.T) {
+	r := newRig(t, 3, Config{DeadLetter: DeadLetterTopics([]string{"failed-events"})})
+	names := []string{"events", "events.DLT", "events-retry-5000", "failed-events"}
+	for _, n := range names {
+		r.kc.CreateTopic(t, n, 6, 1, nil)
+	}
+	r.refresh(t)
+	now := r.clock.now()
+	var recs []*kgo.Record
+	for _, n := range names {
+		for i := 0; i < 300; i++ {
+			recs = append(recs, &kgo.Record{Topic: n, Partition: 0, Value: []byte("v"), Timestamp: now})
+		}
+	}
+	r.kc.Produce(t, recs...)
+	r.clock.add(10 * time.Second)
+	s := r.refresh(t)
+	if len(s.Health.Hot) != 1 || s.Health.Hot[0].Topic != "events" || len(s.Health.Skewed) != 1 {
+		t.Fatalf("hot %+v, skewed %+v", s.Health.Hot, s.Health.Skewed)
+	}
+	for _, tp := range s.Topics {
+		if dl := tp.Name != "events"; tp.DeadLetter != dl || (dl && len(tp.Skew.Hot) != 0) {
+			t.Errorf("%s: dead letter %v, hot %v", tp.Name, tp.DeadLetter, tp.Skew.Hot)
+		}
+	}
+}
+
+func TestRetryNames(t *testing.T) {
+	for name, want := range map[string]bool{
+		"orders-retry": true, "orders.retry": true, "orders_retry": true, "orders-retry-0": true,
+		"orders-retry-5000": true, "orders-retry-": false, "retry": false, "-retry": false,
+		"orders-retryable": false, "orders-5000": false, "orders": false,
+	} {
+		if got := IsRetryName(name); got != want {
+			t.Errorf("IsRetryName(%q) = %v", name, got)
+		}
+	}
+}
+
 // A producer clock an hour ahead reads as age 0 with clock skew flagged.
 // (LogAppendTime is covered in backends/kafka with synthetic batches: kfake
 // stamps append time only when the producer asks for it.)

@@ -506,7 +506,12 @@ func (m *Monitor) topicHealth(info backends.ClusterInfo, topics []backends.Topic
 				health.ISR = append(health.ISR, h)
 			}
 		}
-		out.Skew = lag.TopicSkewOf(t.Name, out.Rates, lcfg)
+		if out.DeadLetter = m.cfg.DeadLetter(t.Name); out.DeadLetter {
+			// Failures arrive where they arrive: no hot-partition judgement.
+			out.Skew = lag.TopicSkew{Topic: t.Name, Partitions: len(t.Partitions)}
+		} else {
+			out.Skew = lag.TopicSkewOf(t.Name, out.Rates, lcfg)
+		}
 		if len(out.Skew.Hot) > 0 {
 			health.Hot = append(health.Hot, out.Skew.Hot...)
 			health.Skewed = append(health.Skewed, out.Skew)

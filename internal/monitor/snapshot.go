@@ -70,6 +70,9 @@ type Topic struct {
 	// Retention is retention.ms (0: infinite or unknown).
 	Retention time.Duration
 	MinISR    int
+	// DeadLetter: a dead-letter or retry topic (Config.DeadLetter); its
+	// Skew is not judged (no hot partitions).
+	DeadLetter bool
 }
 
 // Group is one consumer group: the engine's roll-up and rows, its members,
