@@ -137,7 +137,7 @@ func queueLevel(l lag.QueueLag) styles.Level {
 	switch {
 	case l.Breach || l.Status == lag.QueueStalled:
 		return styles.Bad
-	case l.Status == lag.QueueGrowing:
+	case l.Status == lag.QueueGrowing, l.Status == lag.QueueDLQReceiving:
 		return styles.Warn
 	}
 	return styles.Normal

@@ -10,6 +10,7 @@ import (
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/backends/rabbitmq"
 	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/lag"
 	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/tui"
 )
@@ -90,6 +91,10 @@ func (s *rabbitSource) Refresh(ctx context.Context) (*tui.Snapshot, error) {
 	r.Queues = make([]monitor.QueueState, len(qs.Queues))
 	rows := make([]monitor.QueueLag, len(qs.Queues))
 	for i, v := range qs.Queues {
+		if _, ok := dlqOf[v.Queue.Vhost+"\x00"+v.Queue.Name]; ok {
+			// Holding dead letters is a DLQ's job: never STALLED for it.
+			v.Lag = lag.EvaluateDeadLetterQueue(v.Queue, qs.Observed)
+		}
 		st := monitor.QueueState{Queue: v.Queue, Lag: v.Lag}
 		if d, ok := dlqOf[v.Queue.Vhost+"\x00"+v.Queue.Name]; ok {
 			st.DeadLetters, st.DLQFound = d.Sources, d.Found

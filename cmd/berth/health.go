@@ -213,7 +213,10 @@ func (a *app) runQueueHealth(ctx context.Context, f output.Format) error {
 	}
 	var bad []monitor.QueueLag
 	for _, r := range rows {
-		if r.Breach || r.Status != "OK" {
+		// A dead-letter queue that holds (or has no) dead letters is doing
+		// its job; one receiving them now is news.
+		quiet := r.Status == lag.QueueDLQHolding.String() || r.Status == lag.QueueDLQEmpty.String()
+		if r.Breach || (r.Status != lag.QueueOK.String() && !quiet) {
 			bad = append(bad, r)
 		}
 	}

@@ -132,6 +132,21 @@ func (a *app) queueViews(ctx context.Context) ([]QueueView, backends.QueueInvent
 		return nil, backends.QueueInventory{}, err
 	}
 	inv := backends.QueueInventory{Mode: snap.Mode, Missing: snap.Missing, Warnings: snap.Warnings}
+	// Dead-letter queues hold failures by design: judged as such, never
+	// STALLED or in breach for holding messages.
+	dlqs, err := cl.DLQs(ctx, a.cfg.Redrive.DLQs)
+	if err != nil {
+		inv.Warnings = append(inv.Warnings, "DLQ discovery: "+err.Error())
+	}
+	isDLQ := map[string]bool{}
+	for _, d := range dlqs {
+		isDLQ[d.Vhost+"\x00"+d.Name] = true
+	}
+	for i, v := range snap.Queues {
+		if isDLQ[v.Queue.Vhost+"\x00"+v.Queue.Name] {
+			snap.Queues[i].Lag = lag.EvaluateDeadLetterQueue(v.Queue, snap.Observed)
+		}
+	}
 	return snap.Queues, inv, nil
 }
 

@@ -34,9 +34,18 @@ const (
 	QueueDraining
 	QueueGrowing
 	QueueStalled
+	// Dead-letter queues (EvaluateDeadLetterQueue) are not consumers'
+	// queues: holding messages is what they are for. Their statuses say
+	// what they hold, outside the severity scale above.
+	QueueDLQEmpty     // no dead letters
+	QueueDLQHolding   // dead letters waiting for review or redrive
+	QueueDLQReceiving // dead letters arriving now
 )
 
-var queueStatusNames = [...]string{"OK", "DRAINING", "GROWING", "STALLED"}
+var queueStatusNames = [...]string{"OK", "DRAINING", "GROWING", "STALLED", "EMPTY", "HOLDING", "RECEIVING"}
+
+// DeadLetter reports whether s is one of a dead-letter queue's statuses.
+func (s QueueStatus) DeadLetter() bool { return s >= QueueDLQEmpty }
 
 func (s QueueStatus) String() string {
 	if int(s) < len(queueStatusNames) {
@@ -166,6 +175,36 @@ func EvaluateQueue(q backends.Queue, now time.Time, slo time.Duration) QueueLag 
 		out.ETA = &eta
 	default:
 		out.Status, out.Reason = QueueOK, "balanced"
+	}
+	return out
+}
+
+// EvaluateDeadLetterQueue judges a queue that receives dead letters. Its
+// messages are failures kept for review or redrive and nobody consumes
+// them, which is its normal state: it is never STALLED and never in breach
+// of an SLO for holding messages. It reads EMPTY, HOLDING (depth, and the
+// oldest message's age when its publisher timestamp is known) or RECEIVING
+// (dead letters arriving now: a publish rate above 0).
+func EvaluateDeadLetterQueue(q backends.Queue, now time.Time) QueueLag {
+	var out QueueLag
+	depth, depthKnown := q.Total()
+	if q.HeadPublisherTimestamp != nil && q.Type != backends.QueueQuorum && (!depthKnown || depth > 0) {
+		a := now.Sub(*q.HeadPublisherTimestamp)
+		if a < 0 {
+			a, out.ClockSkew = 0, true
+		}
+		out.Age, out.AgeSource = &a, AgePublisherTimestamp
+	}
+	switch {
+	case q.PublishRate != nil && *q.PublishRate > 0:
+		out.Status, out.Reason = QueueDLQReceiving, fmt.Sprintf("dead letters arriving at %.1f/s", *q.PublishRate)
+	case !depthKnown:
+		out.Status, out.Reason = QueueDLQHolding, "dead-letter queue (depth not produced yet)"
+	case depth == 0:
+		zero := time.Duration(0)
+		out.Status, out.Reason, out.Age, out.AgeSource = QueueDLQEmpty, "no dead letters", &zero, AgeEmpty
+	default:
+		out.Status, out.Reason = QueueDLQHolding, fmt.Sprintf("%d dead letters held for review or redrive", depth)
 	}
 	return out
 }

@@ -134,3 +134,37 @@ func fmtF(p *float64) any {
 	}
 	return *p
 }
+
+// A dead-letter queue holds messages nobody consumes, and that is its job:
+// the same queue that would read STALLED and in breach as a work queue reads
+// as what it holds, never STALLED, never in breach.
+func TestDeadLetterQueueIsNeverStalled(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	held := backends.Queue{Type: "classic", Ready: i64(40), Unacked: i64(0), Consumers: intp(0), PublishRate: f64(0), AckRate: f64(0), HeadPublisherTimestamp: tp(now.Add(-2 * time.Hour))}
+	if w := EvaluateQueue(held, now, time.Minute); w.Status != QueueStalled || !w.Breach {
+		t.Fatalf("as a work queue: %s breach %v", w.Status, w.Breach)
+	}
+	cases := []struct {
+		name   string
+		q      backends.Queue
+		status QueueStatus
+		age    *float64
+	}{
+		{"holding, oldest from the head's timestamp", held, QueueDLQHolding, f64(7200)},
+		{"receiving now", backends.Queue{Type: "quorum", Ready: i64(3), Unacked: i64(0), Consumers: intp(0), PublishRate: f64(2.5), HeadPublisherTimestamp: tp(now.Add(-time.Hour))}, QueueDLQReceiving, nil},
+		{"empty", backends.Queue{Type: "classic", Ready: i64(0), Unacked: i64(0), Consumers: intp(0), PublishRate: f64(0)}, QueueDLQEmpty, f64(0)},
+		{"statistics not produced yet", backends.Queue{Type: "classic"}, QueueDLQHolding, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l := EvaluateDeadLetterQueue(c.q, now)
+			if l.Status != c.status || l.Breach || l.Status == QueueStalled || !l.Status.DeadLetter() {
+				t.Fatalf("status %s breach %v (%s)", l.Status, l.Breach, l.Reason)
+			}
+			got := l.AgeSeconds()
+			if (got == nil) != (c.age == nil) || (got != nil && *got != *c.age) {
+				t.Fatalf("age %v, want %v", got, c.age)
+			}
+		})
+	}
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// A RabbitMQ dead-letter queue holds failures nobody consumes, which is its
+// job: berth lag reads it HOLDING (never STALLED, never over its SLO, even
+// an SLO of 1s) and berth health does not list it, while a work queue in
+// the same state reads STALLED and is listed.
+func TestRabbitDLQIsNeverStalled(t *testing.T) {
+	isolateConfig(t)
+	conn, err := amqp.DialConfig(testAMQPURL(), amqp.Config{Dial: amqp.DefaultDial(3 * time.Second)})
+	if err != nil {
+		if os.Getenv("BERTH_TEST_REQUIRE_SERVICES") != "" {
+			t.Fatalf("RabbitMQ unreachable: %v", err)
+		}
+		t.Skipf("RabbitMQ unreachable: %v", err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := time.Now().UnixNano()
+	work, dlq, dlx := fmt.Sprintf("berth.test.lagdlq.work.%d", id), fmt.Sprintf("berth.test.lagdlq.work.%d.dlq", id), fmt.Sprintf("berth.test.lagdlq.dlx.%d", id)
+	t.Cleanup(func() {
+		if ch, err := conn.Channel(); err == nil {
+			_, _ = ch.QueueDelete(work, false, false, false)
+			_, _ = ch.QueueDelete(dlq, false, false, false)
+			_ = ch.ExchangeDelete(dlx, false, false)
+		}
+	})
+	if err := ch.ExchangeDeclare(dlx, "fanout", false, true, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare(dlq, false, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.QueueBind(dlq, "", dlx, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare(work, false, false, false, false, amqp.Table{"x-dead-letter-exchange": dlx}); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	for _, q := range []string{work, dlq} {
+		for range 3 {
+			if err := ch.Publish("", q, false, false, amqp.Publishing{Timestamp: old, Body: []byte("x")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cfg := writeConfig(t, fmt.Sprintf(`current_context: rmq
+contexts:
+  rmq:
+    kind: rabbitmq
+    amqp_url: %s
+    management_url: %s
+groups:
+  - match: berth.test.lagdlq.*
+    slo: 1s
+`, testAMQPURL(), testManagementURL()))
+	rows := func(args ...string) map[string]map[string]any {
+		out, errOut, code := runBerth(t, append([]string{"--config", cfg, "-o", "json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		var doc struct {
+			Queues []map[string]any `json:"queues"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		m := map[string]map[string]any{}
+		for _, q := range doc.Queues {
+			if n, _ := q["queue"].(string); strings.HasPrefix(n, "berth.test.lagdlq.") && strings.Contains(n, fmt.Sprint(id)) {
+				m[n] = q
+			}
+		}
+		return m
+	}
+	// The management API publishes counts a few seconds after the fact.
+	deadline := time.Now().Add(30 * time.Second)
+	var lagRows map[string]map[string]any
+	for {
+		lagRows = rows("lag")
+		if w := lagRows[work]; w != nil && w["ready"] == 3.0 && lagRows[dlq] != nil && lagRows[dlq]["ready"] == 3.0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queues never showed 3 ready each: %v", lagRows)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if w := lagRows[work]; w["status"] != "STALLED" || w["breach"] != true {
+		t.Errorf("work queue: %v %v, want STALLED in breach", w["status"], w["breach"])
+	}
+	if d := lagRows[dlq]; d["status"] != "HOLDING" || d["breach"] != false {
+		t.Errorf("DLQ: %v breach %v, want HOLDING and no breach", d["status"], d["breach"])
+	}
+	health := rows("health")
+	if health[work] == nil || health[dlq] != nil {
+		t.Errorf("berth health lists %v; want the work queue and not the DLQ", health)
+	}
+}
