@@ -37,7 +37,10 @@ type Column struct {
 	Title string
 	// Width is the column's natural content width in cells.
 	Width int
-	// Flex is the column's share of spare width (0: fixed width).
+	// Flex is the column's weight when columns whose content is wider than
+	// their Width share the spare width (0 counts as 1). No column grows
+	// past its widest cell: spare width beyond that stays blank at the
+	// right, next to the numbers rather than pushing them away.
 	Flex int
 	// Right aligns the column to the right (numbers).
 	Right bool
@@ -87,6 +90,10 @@ type Model struct {
 	width, height int
 	visCols       []int // indices of columns shown at this width
 	widths        []int // widths of visCols
+	// content is each column's widest cell over all rows (not only those
+	// shown or matching the filter, so that scrolling and filtering never
+	// move the columns).
+	content []int
 
 	sortCol  int // -1: the rows' own order
 	sortDesc bool
@@ -152,6 +159,7 @@ func (m *Model) SetSort(col int, desc bool) {
 	id := m.selectedID()
 	m.sortCol, m.sortDesc = col, desc
 	m.recompute(id)
+	m.layout() // the sorted column's header needs room for its arrow
 }
 
 // Sort returns the sort column and direction.
@@ -185,18 +193,45 @@ func (m Model) CapturesKey(msg tea.KeyMsg) bool {
 func (m *Model) SetRows(rows []Row) {
 	id := m.selectedID()
 	m.rows = rows
+	m.content = contentWidths(len(m.cols), rows)
 	m.recompute(id)
+	m.layout()
+	m.clamp()
+}
+
+// contentWidths is the widest cell of each column.
+func contentWidths(n int, rows []Row) []int {
+	out := make([]int, n)
+	for i := range rows {
+		for c, s := range rows[i].Cells {
+			if c < n {
+				out[c] = max(out[c], cellWidth(s))
+			}
+		}
+	}
+	return out
+}
+
+// cellWidth is s's width in cells (len for printable ASCII).
+func cellWidth(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf || s[i] < 0x20 {
+			return ansi.StringWidth(s)
+		}
+	}
+	return len(s)
 }
 
 // Prepared is a row set already filtered and sorted, built off the UI
 // goroutine with Prepare so that a refresh of 10,000 rows costs Update only
 // a slice swap and a cursor search.
 type Prepared struct {
-	rows   []Row
-	view   []int
-	col    int
-	desc   bool
-	filter string
+	rows    []Row
+	view    []int
+	content []int
+	col     int
+	desc    bool
+	filter  string
 }
 
 // Prepare filters and sorts rows as a table with these columns, sort and
@@ -205,7 +240,7 @@ func Prepare(cols []Column, rows []Row, sortCol int, desc bool, filter string) P
 	t := Model{cols: cols, rows: rows, sortCol: sortCol, sortDesc: desc, filter: filter, height: 3}
 	t.compileFilter()
 	t.recompute("")
-	return Prepared{rows: rows, view: t.view, col: sortCol, desc: desc, filter: filter}
+	return Prepared{rows: rows, view: t.view, content: contentWidths(len(cols), rows), col: sortCol, desc: desc, filter: filter}
 }
 
 // SetPrepared installs rows from Prepare. If the user changed the sort or
@@ -216,8 +251,9 @@ func (m *Model) SetPrepared(p Prepared) {
 		return
 	}
 	id := m.selectedID()
-	m.rows, m.view = p.rows, p.view
+	m.rows, m.view, m.content = p.rows, p.view, p.content
 	m.follow(id)
+	m.layout()
 	m.clamp()
 }
 
@@ -615,17 +651,31 @@ func cmpNum(a, b float64) int {
 	return 0
 }
 
-// layout decides which columns fit and how wide each is.
+// layout decides which columns fit and how wide each is. Widths follow
+// the content: every column first gets its floor (its Width, and never less
+// than its title, with room for the sort arrow on the sorted column, so a
+// header is never cut); columns that drop out first when even the floors do
+// not fit. The space left goes to the columns whose content is wider than
+// their floor, shared by their Flex weights, text columns up to a cap (a long name must not push every number off the
+// screen); what is left after that lets capped names grow to their full
+// length. Cells still too wide are elided in the middle (see writeCell).
 func (m *Model) layout() {
 	avail := m.width - gutterW
 	vis := make([]int, 0, len(m.cols))
 	for i := range m.cols {
 		vis = append(vis, i)
 	}
+	floor := func(c int) int {
+		w := max(m.cols[c].Width, ansi.StringWidth(m.cols[c].Title))
+		if c == m.sortCol {
+			w = max(w, ansi.StringWidth(m.cols[c].Title)+1)
+		}
+		return w
+	}
 	need := func(v []int) int {
 		t := 0
 		for _, c := range v {
-			t += m.cols[c].Width
+			t += floor(c)
 		}
 		return t + gap*(len(v)-1)
 	}
@@ -642,25 +692,36 @@ func (m *Model) layout() {
 		vis = append(vis[:drop], vis[drop+1:]...)
 	}
 	widths := make([]int, len(vis))
-	flex := 0
+	capped := make([]int, len(vis)) // what each column would like, capped
+	full := make([]int, len(vis))   // its whole content
+	nameCap := max(24, min(48, avail/3))
 	for i, c := range vis {
-		widths[i] = m.cols[c].Width
-		flex += m.cols[c].Flex
-	}
-	spare := avail - need(vis)
-	if spare > 0 && flex > 0 {
-		given := 0
-		last := -1
-		for i, c := range vis {
-			if f := m.cols[c].Flex; f > 0 {
-				add := spare * f / flex
-				widths[i] += add
-				given += add
-				last = i
-			}
+		widths[i] = floor(c)
+		content := widths[i]
+		if c < len(m.content) {
+			content = max(content, m.content[c])
 		}
-		widths[last] += spare - given
+		full[i], capped[i] = content, content
+		if !m.cols[c].Right {
+			capped[i] = max(widths[i], min(content, nameCap))
+		}
 	}
+	weight := make([]int, len(vis))
+	for i, c := range vis {
+		weight[i] = max(1, m.cols[c].Flex)
+	}
+	// Numbers first: a cut number is a wrong number.
+	numbers := make([]int, len(vis))
+	for i, c := range vis {
+		numbers[i] = widths[i]
+		if m.cols[c].Right {
+			numbers[i] = full[i]
+		}
+	}
+	spare := avail - need2(widths)
+	spare = share(widths, numbers, weight, spare)
+	spare = share(widths, capped, weight, spare)
+	share(widths, full, weight, spare)
 	// Still too wide (only undroppable columns left): shrink the widest.
 	for over := need2(widths) - avail; over > 0; over = need2(widths) - avail {
 		wi := 0
@@ -679,6 +740,40 @@ func (m *Model) layout() {
 		widths[wi] -= cut
 	}
 	m.visCols, m.widths = vis, widths
+}
+
+// share gives up to spare cells to the columns narrower than want, in
+// proportion to their weights and never past want; it returns what is left.
+func share(widths, want, weight []int, spare int) int {
+	for spare > 0 {
+		total := 0
+		for i := range widths {
+			if want[i] > widths[i] {
+				total += weight[i]
+			}
+		}
+		if total == 0 {
+			return spare
+		}
+		given := 0
+		for i := range widths {
+			if want[i] > widths[i] {
+				add := min(want[i]-widths[i], spare*weight[i]/total)
+				widths[i] += add
+				given += add
+			}
+		}
+		if given == 0 { // fewer cells than shares: one each, left to right
+			for i := range widths {
+				if given < spare && want[i] > widths[i] {
+					widths[i]++
+					given++
+				}
+			}
+		}
+		spare -= given
+	}
+	return spare
 }
 
 func need2(w []int) int {
@@ -827,6 +922,10 @@ func writeCell(b *strings.Builder, s string, w int, right bool) {
 		sw = ansi.StringWidth(s)
 	}
 	if sw > w {
+		if !right && w >= 6 {
+			writeElided(b, s, sw, w, ascii)
+			return
+		}
 		if ascii {
 			b.WriteString(s[:w-1])
 		} else {
@@ -845,6 +944,39 @@ func writeCell(b *strings.Builder, s string, w int, right bool) {
 		return
 	}
 	writePadded(b, s, w-sw)
+}
+
+// writeElided writes s (sw cells wide) in exactly w cells with its middle
+// replaced by "…", so that the ending stays visible: names that differ only
+// at the end (orders-by-tenant-7, -11; eu-west-1-canary, -stable) stay
+// distinguishable. The tail is about two fifths of the cell, starting at a
+// separator when one falls inside it (orders-by-ten…-11).
+func writeElided(b *strings.Builder, s string, sw, w int, ascii bool) {
+	tail := (w - 1) * 2 / 5
+	if ascii {
+		t := s[len(s)-tail:]
+		if i := strings.IndexAny(t[:len(t)-1], "-_.:/@ "); i >= 0 && len(t)-i >= 2 {
+			tail = len(t) - i
+		}
+		head := w - 1 - tail
+		b.WriteString(s[:head])
+		b.WriteString("…")
+		b.WriteString(s[len(s)-tail:])
+		return
+	}
+	// Wide or escaped text: cut by cells from both ends.
+	h := ansi.Truncate(s, w-1-tail, "")
+	t := ansi.TruncateLeft(s, sw-tail, "")
+	for ansi.StringWidth(t) > tail {
+		_, n := utf8.DecodeRuneInString(t)
+		t = t[n:]
+	}
+	b.WriteString(h)
+	b.WriteString("…")
+	b.WriteString(t)
+	for p := w - 1 - ansi.StringWidth(h) - ansi.StringWidth(t); p > 0; p-- {
+		b.WriteByte(' ')
+	}
 }
 
 func (m Model) writeFooter(b *strings.Builder) {

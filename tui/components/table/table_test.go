@@ -238,3 +238,74 @@ func TestMouseClickSelectsAndSorts(t *testing.T) {
 		t.Fatalf("selection moved to %s", r.ID)
 	}
 }
+
+// Issue 15: COUNT in a 5-wide column read "COUN▼" once sorted, and LAST
+// SEEN "LAST SE…". A header is a floor: never cut, with room for its arrow.
+func TestHeadersAreNeverCut(t *testing.T) {
+	m := New([]Column{
+		{Title: "CLASS", Width: 12, Flex: 1},
+		{Title: "COUNT", Width: 5, Right: true, Numeric: true},
+		{Title: "LAST SEEN", Width: 8, Right: true, Numeric: true},
+	}, styles.New())
+	m.SetSize(60, 5)
+	m.SetRows([]Row{{ID: "a", Cells: []string{"c-1", "13", "0s"}, Nums: []float64{0, 13, 0}}})
+	m.SetSort(1, true)
+	hdr := strings.Split(m.View(), "\n")[0]
+	if !strings.Contains(hdr, "COUNT▼") || !strings.Contains(hdr, "LAST SEEN") || strings.Contains(hdr, "…") {
+		t.Fatalf("header: %q", hdr)
+	}
+}
+
+// Names get what they need up to a cap; beyond it the middle is elided so
+// that names differing only at the end stay apart, and numbers are whole.
+func TestLongNamesKeepTheirEndingsAndNumbersAreWhole(t *testing.T) {
+	m := New([]Column{
+		{Title: "GROUP", Width: 8, Flex: 1},
+		{Title: "LAG", Width: 3, Right: true, Numeric: true},
+		{Title: "WORST", Width: 6},
+	}, styles.New())
+	m.SetSize(60, 6)
+	m.SetRows([]Row{
+		{ID: "1", Cells: []string{"payments-capture-eu-west-1-canary", "123456789", "orders-by-tenant-7"}},
+		{ID: "2", Cells: []string{"payments-capture-eu-west-1-stable", "1", "orders-by-tenant-11"}},
+	})
+	v := m.View()
+	lines := strings.Split(v, "\n")
+	if !strings.Contains(lines[1], "…") || !strings.Contains(lines[1], "-canary ") || !strings.Contains(lines[2], "-stable ") || !strings.HasPrefix(strings.TrimLeft(lines[1], "▸ "), "payments-") {
+		t.Fatalf("endings lost:\n%s", v)
+	}
+	if !strings.Contains(lines[1], "123456789") || !strings.Contains(v, "orders-by-tenant-7") || !strings.Contains(v, "orders-by-tenant-11") {
+		t.Fatalf("a number or a short name was cut:\n%s", v)
+	}
+	for i, l := range lines {
+		if w := ansi.StringWidth(l); w != 60 {
+			t.Fatalf("line %d is %d wide: %q", i, w, l)
+		}
+	}
+	// Wide: everything whole, and the spare width stays at the right
+	// rather than padding the name column.
+	m.SetSize(120, 6)
+	v = m.View()
+	if !strings.Contains(v, "payments-capture-eu-west-1-canary  123456789") {
+		t.Fatalf("at 120 columns:\n%s", v)
+	}
+}
+
+func TestElisionKeepsTheEnd(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		w    int
+		want string
+	}{
+		{"orders-by-tenant-11", 16, "orders-by-te…-11"},
+		{"orders-by-tenant-7", 16, "orders-by-ten…-7"},
+		{"abcdefghijklmnopqrstuvwxyz", 11, "abcdef…wxyz"},
+		{"注文注文注文注文注文注文", 11, "注文注…注文"},
+	} {
+		var b strings.Builder
+		writeCell(&b, c.in, c.w, false)
+		if b.String() != c.want || ansi.StringWidth(b.String()) != c.w {
+			t.Errorf("writeCell(%q, %d) = %q, want %q", c.in, c.w, b.String(), c.want)
+		}
+	}
+}
