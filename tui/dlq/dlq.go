@@ -284,6 +284,10 @@ type session struct {
 	dlq    string
 	loaded planner.Loaded
 	picks[redrive.Coord]
+	// applied is what the system of record says about the pending
+	// records' idempotency keys (nil until it answered, or when the
+	// policy has none).
+	applied map[string]bool
 }
 
 func (s *session) selected() int {
@@ -333,6 +337,8 @@ func planCmd(s *session) tea.Cmd {
 type ClassesPage struct {
 	loadingPage
 	s *session
+	// appliedNote is what the system of record said, when it matters.
+	appliedNote string
 }
 
 type loadedMsg struct{ l planner.Loaded }
@@ -340,18 +346,9 @@ type loadedMsg struct{ l planner.Loaded }
 // NewClassesPage builds the classes page for a DLQ.
 func NewClassesPage(env tui.PageEnv, dlq string) *ClassesPage {
 	p := &ClassesPage{s: &session{dlq: dlq, picks: newPicks[redrive.Coord]()}}
-	p.loadingPage = loadingPage{loading: true, tablePage: newTablePage(env, 2, []table.Column{
-		{Title: "SEL", Width: 3},
-		{Title: "CLASS", Width: 12},
-		{Title: "COUNT", Width: 5, Right: true, Numeric: true},
-		{Title: "VERDICT", Width: 9},
-		{Title: "ORIGINAL", Width: 12, Flex: 1, Drop: 2},
-		{Title: "EXCEPTION", Width: 20, Flex: 1},
-		{Title: "LAST SEEN", Width: 8, Right: true, Numeric: true, Drop: 3},
-		{Title: "MESSAGE PATTERN", Width: 30, Flex: 3, Drop: 1},
-	})}
+	p.loadingPage = loadingPage{loading: true, tablePage: newTablePage(env, 2, classColumns(kafkaClassTitles))}
 	p.tbl.SetEmpty("no pending records")
-	p.tbl.SetSort(2, true) // biggest class first
+	p.tbl.SetSort(colClassCount, true) // biggest class first
 	p.fitToConsole()
 	return p
 }
@@ -394,6 +391,7 @@ func (p *ClassesPage) KeyBindings() []key.Binding {
 
 func (p *ClassesPage) rows() {
 	now := time.Now()
+	applied := p.s.appliedByClass()
 	rows := make([]table.Row, len(p.s.loaded.Classes))
 	for i, c := range p.s.loaded.Classes {
 		sel := ""
@@ -401,22 +399,89 @@ func (p *ClassesPage) rows() {
 			sel = "●"
 		}
 		age := now.Sub(c.LastSeen)
-		r := table.Row{ID: c.ID, Cells: []string{sel, c.ID, fmt.Sprint(c.Count), c.Verdict, sanitize.Text(c.OriginalTopic),
-			sanitize.Text(javaSimpleName(c.Exception)), ageText(age), sanitize.Text(c.Pattern)},
-			Nums: []float64{0, 0, float64(c.Count), 0, 0, 0, age.Seconds()}}
-		if c.Verdict == redrive.VerdictPermanent {
-			r.Level = styles.Warn
-		}
-		rows[i] = r
+		rows[i] = classRow(c, sel, ageText(age), age.Seconds(), applied[c.ID])
 	}
 	p.tbl.SetRows(rows)
 }
 
+// appliedByClass counts, per class, the pending records whose effect the
+// system of record says already committed.
+func (s *session) appliedByClass() map[string]int {
+	out := map[string]int{}
+	if s.applied == nil {
+		return out
+	}
+	for _, r := range s.loaded.Pending {
+		if r.IdempotencyKey != "" && s.applied[r.IdempotencyKey] {
+			out[r.Class]++
+		}
+	}
+	return out
+}
+
+// Applier is implemented by services that can ask a DLQ's system of record
+// which idempotency keys already have their effect committed (planner's
+// Console does); configured is false when the DLQ's policy names none.
+type Applier interface {
+	Applied(ctx context.Context, dlq string, keys []string) (applied map[string]bool, configured bool, err error)
+}
+
+type appliedMsg struct {
+	applied    map[string]bool
+	configured bool
+	err        error
+}
+
+// probeApplied asks the system of record about the pending records, off
+// the UI goroutine, so that a class that failed after its side effect is
+// labelled so rather than "transient".
+func (p *ClassesPage) probeApplied() tea.Cmd {
+	var keys []string
+	for _, r := range p.s.loaded.Pending {
+		if r.IdempotencyKey != "" {
+			keys = append(keys, r.IdempotencyKey)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	dlq := p.s.dlq
+	return do(p.env, func(ctx context.Context, s Service) tea.Msg {
+		a, ok := s.(Applier)
+		if !ok {
+			return nil
+		}
+		m, conf, err := a.Applied(ctx, dlq, keys)
+		return appliedMsg{m, conf, err}
+	})
+}
+
 func (p *ClassesPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
-	if msg, ok := msg.(loadedMsg); ok {
+	switch msg := msg.(type) {
+	case loadedMsg:
 		p.loaded()
-		p.s.loaded = msg.l
+		p.s.loaded, p.s.applied, p.appliedNote = msg.l, nil, ""
 		p.rows()
+		return p, p.probeApplied()
+	case appliedMsg:
+		switch {
+		case msg.err != nil:
+			p.appliedNote = "system of record not asked: " + msg.err.Error()
+		case msg.configured:
+			p.s.applied = msg.applied
+			if p.s.applied == nil {
+				p.s.applied = map[string]bool{}
+			}
+			n := 0
+			for _, c := range p.s.appliedByClass() {
+				n += c
+			}
+			if n > 0 {
+				p.appliedNote = fmt.Sprintf("system of record: %d pending record(s) already took effect (a plan excludes them)", n)
+			}
+		}
+		p.rows()
+		return p, nil
 	}
 	return p, p.update(msg, func(msg tea.KeyMsg) (tea.Cmd, bool) {
 		return p.s.pickKey(msg, p.tbl, pickKeys{
@@ -444,6 +509,9 @@ func (p *ClassesPage) View() string {
 	case p.err != "":
 		head = "error: " + sanitize.Text(p.err)
 	}
+	if p.appliedNote != "" {
+		head += " · " + sanitize.Text(p.appliedNote)
+	}
 	return p.render(head, p.s.selectionLine())
 }
 
@@ -467,7 +535,7 @@ func NewRecordsPage(env tui.PageEnv, s *session, class string) *RecordsPage {
 		{Title: "KEY", Width: 14, Flex: 1},
 		{Title: "EVENT", Width: 16, Flex: 1, Drop: 2},
 		{Title: "IDEMPOTENCY KEY", Width: 16, Flex: 1, Drop: 1},
-		{Title: "CLASS", Width: 12, Drop: 3},
+		{Title: "CLASS", Width: 24, Flex: 1, Drop: 3},
 	})}
 	p.fitToConsole()
 	p.rows()
@@ -487,6 +555,7 @@ func keyText(r redrive.Parsed) string {
 }
 
 func (p *RecordsPage) rows() {
+	labels := classLabels(p.s.loaded.Classes)
 	var rows []table.Row
 	for _, r := range p.s.loaded.Records {
 		if p.class != "" && r.Class != p.class {
@@ -501,7 +570,7 @@ func (p *RecordsPage) rows() {
 			state = "redriven"
 		}
 		rows = append(rows, table.Row{ID: coordID(r.Coord()), Cells: []string{sel, coordID(r.Coord()), state, keyText(r),
-			sanitize.Text(r.EventID), sanitize.Text(r.IdempotencyKey), r.Class}})
+			sanitize.Text(r.EventID), sanitize.Text(r.IdempotencyKey), sanitize.Text(labels.of(r.Class))}})
 	}
 	p.tbl.SetRows(rows)
 }
@@ -518,6 +587,7 @@ func (p *RecordsPage) record(id string) (redrive.Parsed, bool) {
 // view opens the record viewer on the record with this row id; n and p
 // step through the records of the list in its order on screen.
 func (p *RecordsPage) view(id string) tea.Cmd {
+	labels := classLabels(p.s.loaded.Classes)
 	byID := make(map[string]redrive.Parsed, len(p.s.loaded.Records))
 	for _, r := range p.s.loaded.Records {
 		byID[coordID(r.Coord())] = r
@@ -533,7 +603,7 @@ func (p *RecordsPage) view(id string) tea.Cmd {
 		if row.ID == id {
 			start = len(recs)
 		}
-		recs = append(recs, dlqRecord(p.s.dlq, r, p.s.loaded.Ledger.Done(r.Coord())))
+		recs = append(recs, dlqRecord(p.s.dlq, r, p.s.loaded.Ledger.Done(r.Coord()), labels.of(r.Class), p.s.applied))
 	}
 	if start < 0 {
 		return nil

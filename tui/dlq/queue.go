@@ -474,18 +474,9 @@ var keyAccept = binding("y", "read anyway, accepting the side effects")
 // NewQueueClassesPage builds the classes page of a RabbitMQ DLQ.
 func NewQueueClassesPage(env tui.PageEnv, dlq string) *QueueClassesPage {
 	p := &QueueClassesPage{s: &queueSession{dlq: dlq, picks: newPicks[string]()}}
-	p.loadingPage = loadingPage{loading: true, tablePage: newTablePage(env, 4, []table.Column{
-		{Title: "SEL", Width: 3},
-		{Title: "CLASS", Width: 12},
-		{Title: "COUNT", Width: 5, Right: true, Numeric: true},
-		{Title: "VERDICT", Width: 9},
-		{Title: "ORIGINAL QUEUE", Width: 14, Flex: 2},
-		{Title: "REASON", Width: 14},
-		{Title: "LAST DEATH", Width: 10, Right: true, Numeric: true, Drop: 2},
-		{Title: "ERROR PATTERN", Width: 30, Flex: 2, Drop: 1},
-	})}
+	p.loadingPage = loadingPage{loading: true, tablePage: newTablePage(env, 4, classColumns(queueClassTitles))}
 	p.tbl.SetEmpty("no messages")
-	p.tbl.SetSort(2, true)
+	p.tbl.SetSort(colClassCount, true)
 	p.fitToConsole()
 	return p
 }
@@ -526,12 +517,7 @@ func (p *QueueClassesPage) rows() {
 		if !c.LastSeen.IsZero() {
 			last, lastN = ageText(now.Sub(c.LastSeen)), now.Sub(c.LastSeen).Seconds()
 		}
-		r := table.Row{ID: c.ID, Cells: []string{sel, c.ID, fmt.Sprint(c.Count), c.Verdict, sanitize.Text(c.OriginalTopic), sanitize.Text(c.Exception), last, sanitize.Text(dash(c.Pattern))},
-			Nums: []float64{0, 0, float64(c.Count), 0, 0, 0, lastN}}
-		if c.Verdict == redrive.VerdictPermanent {
-			r.Level = styles.Warn
-		}
-		rows[i] = r
+		rows[i] = classRow(c, sel, last, lastN, 0)
 	}
 	p.tbl.SetRows(rows)
 }
@@ -642,7 +628,7 @@ func NewQueueMessagesPage(env tui.PageEnv, s *queueSession, class string) *Queue
 		{Title: "REASON", Width: 10},
 		{Title: "ORIGINAL QUEUE", Width: 14, Flex: 1, Drop: 2},
 		{Title: "IDEMPOTENCY KEY", Width: 16, Flex: 1, Drop: 1},
-		{Title: "CLASS", Width: 12, Drop: 3},
+		{Title: "CLASS", Width: 24, Flex: 1, Drop: 3},
 	})}
 	p.fitToConsole()
 	p.rows()
@@ -650,6 +636,7 @@ func NewQueueMessagesPage(env tui.PageEnv, s *queueSession, class string) *Queue
 }
 
 func (p *QueueMessagesPage) rows() {
+	labels := classLabels(p.s.read.Classes)
 	var rows []table.Row
 	for _, m := range p.s.read.Messages {
 		if p.class != "" && m.Class != p.class {
@@ -664,7 +651,7 @@ func (p *QueueMessagesPage) rows() {
 			state = "redriven"
 		}
 		rows = append(rows, table.Row{ID: fmt.Sprint(m.Position), Cells: []string{sel, fmt.Sprint(m.Position), state, sanitize.Text(m.EventID), sanitize.Text(m.Reason),
-			sanitize.Text(m.OriginalQueue), sanitize.Text(m.IdempotencyKey), m.Class}, Nums: []float64{0, float64(m.Position)}})
+			sanitize.Text(m.OriginalQueue), sanitize.Text(m.IdempotencyKey), sanitize.Text(labels.of(m.Class))}, Nums: []float64{0, float64(m.Position)}})
 	}
 	p.tbl.SetRows(rows)
 }
@@ -681,6 +668,7 @@ func (p *QueueMessagesPage) message(id string) (QueueMessage, bool) {
 // view opens the record viewer on the message with this row id; n and p
 // step through the messages of the list in its order on screen.
 func (p *QueueMessagesPage) view(id string) tea.Cmd {
+	labels := classLabels(p.s.read.Classes)
 	byID := make(map[string]QueueMessage, len(p.s.read.Messages))
 	for _, m := range p.s.read.Messages {
 		byID[fmt.Sprint(m.Position)] = m
@@ -696,7 +684,7 @@ func (p *QueueMessagesPage) view(id string) tea.Cmd {
 		if row.ID == id {
 			start = len(recs)
 		}
-		recs = append(recs, queueRecord(p.s.dlq, m))
+		recs = append(recs, queueRecord(p.s.dlq, m, labels.of(m.Class)))
 	}
 	if start < 0 {
 		return nil

@@ -14,10 +14,13 @@ import (
 // viewer's fields. The viewer sanitises every field, header and payload.
 
 // dlqRecord is a Kafka DLQ record for the viewer.
-func dlqRecord(dlq string, r redrive.Parsed, done bool) record.Record {
+func dlqRecord(dlq string, r redrive.Parsed, done bool, class string, applied map[string]bool) record.Record {
 	state := "pending"
-	if done {
+	switch {
+	case done:
 		state = "redriven or settled (ledger)"
+	case r.IdempotencyKey != "" && applied[r.IdempotencyKey]:
+		state = "pending, but the system of record has its key: it already took effect"
 	}
 	d := r.Diag
 	out := record.Record{
@@ -29,7 +32,7 @@ func dlqRecord(dlq string, r redrive.Parsed, done bool) record.Record {
 			{Label: "state", Value: state},
 			{Label: "event id", Value: dash(r.EventID)},
 			{Label: "idempotency key", Value: dash(r.IdempotencyKey)},
-			{Label: "class", Value: r.Class},
+			{Label: "class", Value: class},
 			{Label: "conventions", Value: dash(strings.Join(d.Conventions, ", "))},
 			{Label: "first origin", Value: hop(d.FirstOrigin())},
 			{Label: "last hop", Value: hop(d.LastHop()) + fmt.Sprintf("  (%d hop(s))", len(d.Hops))},
@@ -52,7 +55,7 @@ func dlqRecord(dlq string, r redrive.Parsed, done bool) record.Record {
 // queueRecord is a RabbitMQ DLQ message for the viewer: its properties,
 // the x-death history parsed (one field per entry), the other headers and
 // the body.
-func queueRecord(dlq string, m QueueMessage) record.Record {
+func queueRecord(dlq string, m QueueMessage, class string) record.Record {
 	state := "pending"
 	if m.Redriven {
 		state = "redriven (ledger: confirmed)"
@@ -67,7 +70,7 @@ func queueRecord(dlq string, m QueueMessage) record.Record {
 		{Label: "message id", Value: dash(m.MessageID)},
 		{Label: "idempotency key", Value: dash(m.IdempotencyKey)},
 		{Label: "ordering key", Value: dash(m.OrderingKey)},
-		{Label: "class", Value: m.Class},
+		{Label: "class", Value: class},
 		{Label: "original queue", Value: dash(m.OriginalQueue) + "   reason " + dash(m.Reason)},
 		{Label: "redrive target", Value: fmt.Sprintf("exchange %q routing key %s", m.Exchange, dash(m.RoutingKey))},
 		{Label: "error", Value: dash(m.Error)},
