@@ -11,6 +11,7 @@ import (
 
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/backends/rabbitmq"
+	"github.com/berth-dev/berth/internal/actions"
 	"github.com/berth-dev/berth/internal/audit"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/redrive"
@@ -20,11 +21,11 @@ import (
 )
 
 // The console's RabbitMQ dead-letter pages (tui/dlq's QueueService): the
-// same functions as `berth dlq` and `berth redrive` on a RabbitMQ context
-// (queues_dlq.go: rmqDLQRows, browse, rmqMakePlan, rmqRecordPlan,
-// rmqApprove, rmqPreflight, rmqRun, rmqPlanStatus), so the console and the
-// command line cannot disagree about a plan, store plans in the same
-// redrive store and audit the same entries. Nothing AMQP-shaped is handed
+// same actions as `berth dlq` and `berth redrive` on a RabbitMQ context
+// (internal/actions.RabbitRedrive: MakePlan, RecordPlan, Approve,
+// SignAsAuthor, Preflight, Run, Status), so the console and the command
+// line cannot disagree about a plan, store plans in the same redrive store
+// and audit the same entries. Nothing AMQP-shaped is handed
 // to tui/: the pages get plain view models.
 
 func init() {
@@ -160,8 +161,9 @@ func (s *consoleQueues) Plan(ctx context.Context, req tuidlq.QueuePlanRequest) (
 	}
 	defer l.Close()
 	sel := rabbitmq.Selection{Classes: req.Classes, EventIDs: req.EventIDs}
-	p, res, err := a.rmqMakePlan(ctx, s.cl, l, rmqPlanInput{DLQ: req.DLQ, Sel: sel, Read: rabbitDefaultRead, Browse: browseFlags{accept: req.Accept},
-		AllowHazards: req.AllowHazards, Rate: planner.DefaultRate, Window: 500})
+	rr := a.rabbitRedrive()
+	p, res, err := rr.MakePlan(ctx, s.cl, l, actions.RabbitPlanInput{DLQ: req.DLQ, Sel: sel, Read: rabbitDefaultRead, Accept: req.Accept,
+		AllowHazards: req.AllowHazards, Rate: planner.DefaultRate, Window: 500, Author: audit.CurrentUser()})
 	var ref *rabbitmq.RefusedError
 	if errors.As(err, &ref) {
 		return tuidlq.QueuePlan{}, errors.New(ref.Why)
@@ -169,7 +171,7 @@ func (s *consoleQueues) Plan(ctx context.Context, req tuidlq.QueuePlanRequest) (
 	if err != nil {
 		return tuidlq.QueuePlan{}, err
 	}
-	sum, err := a.rmqRecordPlan(ctx, l, p, nil, consolePlanFile, "")
+	sum, err := a.rmqRecordPlan(ctx, rr, l, p, nil, actions.ConsolePlanFile, "")
 	if err != nil {
 		return tuidlq.QueuePlan{}, err
 	}
@@ -230,12 +232,13 @@ func (s *consoleQueues) PlanStatus(ctx context.Context, hash string, readOnly bo
 // and, when full, the ledger's state per event and why executing it now
 // would be refused (the preflight, not audited: nothing is attempted).
 func (s *consoleQueues) status(ctx context.Context, a *app, l *rabbitmq.Ledger, p rabbitmq.Plan, full bool) tuidlq.QueuePlanStatus {
-	row := a.rmqPlanStatus(ctx, l, p)
+	rr := a.rabbitRedrive()
+	row := statusRowOf(rr.Status(ctx, l, p))
 	sum := a.rmqPlanSummary(ctx, l, p)
 	st := tuidlq.QueuePlanStatus{Plan: queuePlanView(p, sum), Redriven: row.Redriven, Intent: row.Intent, Failed: row.Failed,
 		Approvals: row.Approvals, Required: row.Required, Approved: row.Approved, Reason: row.Reason, State: row.State}
 	st.Plan.Stored = true
-	n, signers, required, serr := a.rmqReview(p)
+	n, signers, required, serr := rr.Review(p)
 	switch {
 	case serr != nil:
 		st.Policy = "allowed_signers: " + serr.Error()
@@ -262,7 +265,7 @@ func (s *consoleQueues) status(ctx context.Context, a *app, l *rabbitmq.Ledger, 
 	if states, err := l.PlanStates(ctx, p.Hash()); err == nil {
 		st.States = states
 	}
-	_, skip, perr := a.rmqPreflight(ctx, l, p, consoleActor(), "", false)
+	_, skip, perr := rr.Preflight(ctx, l, p, consoleActor(), "", false)
 	switch {
 	case perr != nil:
 		st.Refusal = strings.TrimPrefix(perr.Error(), "refused: ")
@@ -291,7 +294,7 @@ func (s *consoleQueues) Approve(ctx context.Context, hash string, sig approval.S
 	if err != nil {
 		return tuidlq.Approved{}, err
 	}
-	principal, dec, _, err := a.rmqApprove(ctx, l, p, sig, "")
+	principal, dec, _, err := a.rabbitRedrive().Approve(ctx, l, p, sig, "")
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "refused") {
 			err = fmt.Errorf("%v; nothing stored", err)
@@ -318,31 +321,11 @@ func (s *consoleQueues) SignAsAuthor(ctx context.Context, hash string, sig appro
 	if err != nil {
 		return err
 	}
-	h := p.Hash()
-	if sig.PlanHash != h || sig.Role != approval.RoleAuthor {
-		return fmt.Errorf("refused: not an author's signature over plan %s", shortHash(h))
-	}
-	author, approvals, err := l.Signatures(ctx, h)
-	if err != nil {
-		return err
-	}
-	if author != nil {
-		return fmt.Errorf("refused: plan %s is already signed by its author (%s); nothing stored", shortHash(h), author.Fingerprint)
-	}
-	for _, ap := range approvals {
-		if ap.Fingerprint == sig.Fingerprint {
-			return errors.New("refused: this key already approved the plan; it cannot also be its author")
-		}
-	}
-	if err := l.AddSignature(ctx, sig); err != nil {
-		return err
-	}
-	a.auditRMQ(ctx, "", "redrive.plan.signed", h, map[string]any{"dlq": p.DLQ, "author": p.Author, "author_key": sig.Fingerprint})
-	return nil
+	return a.rabbitRedrive().SignAsAuthor(ctx, l, p, sig)
 }
 
 func refusal(err error) error {
-	var ref *rmqRefused
+	var ref *actions.Refusal
 	if errors.As(err, &ref) {
 		return &tuidlq.ExecRefusal{Reason: strings.TrimPrefix(ref.Error(), "refused: ")}
 	}
@@ -360,12 +343,12 @@ func (s *consoleQueues) DryRun(ctx context.Context, hash string, readOnly bool) 
 	if err != nil {
 		return tuidlq.QueueDryRun{}, err
 	}
-	dec, skip, err := a.rmqPreflight(ctx, l, p, consoleActor(), "", true)
+	dec, skip, err := a.rabbitRedrive().Preflight(ctx, l, p, consoleActor(), "", true)
 	if err != nil {
 		return tuidlq.QueueDryRun{}, refusal(err)
 	}
 	t := p.Totals()
-	return tuidlq.QueueDryRun{WouldSend: t.Included - len(skip), Totals: t, Skipped: queueSkips(skipList(p, skip)), Approvers: dec.Approvers}, nil
+	return tuidlq.QueueDryRun{WouldSend: t.Included - len(skip), Totals: t, Skipped: queueSkips(actions.RabbitSkips(p, skip)), Approvers: dec.Approvers}, nil
 }
 
 func queueSkips(in []rabbitmq.Skip) []tuidlq.QueueSkip {
@@ -393,7 +376,8 @@ func (s *consoleQueues) Execute(ctx context.Context, hash string, req tuidlq.Que
 		return tuidlq.QueueResult{}, err
 	}
 	actor := consoleActor()
-	dec, skip, err := a.rmqPreflight(setup, l, p, actor, "", true)
+	rr := a.rabbitRedrive()
+	dec, skip, err := rr.Preflight(setup, l, p, actor, "", true)
 	if err != nil {
 		return tuidlq.QueueResult{}, refusal(err)
 	}
@@ -411,7 +395,7 @@ func (s *consoleQueues) Execute(ctx context.Context, hash string, req tuidlq.Que
 			return false
 		}
 	}
-	res, err := a.rmqRun(ctx, cl, l, p, dec, skip, actor, "", rabbitmq.ExecOptions{
+	res, err := rr.Run(ctx, cl, l, p, dec, skip, actor, "", rabbitmq.ExecOptions{
 		Verify: true, Pause: req.Pause, Cancel: req.Cancel,
 		Progress: func(r rabbitmq.Result) {
 			if req.Progress != nil {

@@ -16,13 +16,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-dev/berth/backends/rabbitmq"
+	"github.com/berth-dev/berth/internal/actions"
 	"github.com/berth-dev/berth/internal/audit"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/output"
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
-	"github.com/berth-dev/berth/redrive/sor"
 )
 
 // RabbitMQ dead letters and redrive. `berth dlq list|classes|show` and
@@ -100,17 +100,23 @@ func rabbitReadLimit(cmd *cobra.Command, flag string, v int) (int, error) {
 const rabbitDefaultRead = 1000
 
 func (a *app) extractorsFor(dlq string) rabbitmq.Extractors {
-	pol, _ := a.cfg.RedrivePolicyFor(dlq)
-	return rabbitmq.Extractors{IdempotencyKey: pol.IdempotencyKey, ErrorHeader: pol.ErrorHeader, OrderingKey: pol.OrderingKey}
+	return a.rabbitRedrive().Extractors(dlq)
+}
+
+// check refuses a --queue-type that is not a queue type.
+func (b browseFlags) check() error {
+	switch b.typ {
+	case "", "classic", "quorum", "stream":
+		return nil
+	}
+	return usageErr("--queue-type: %q is not classic, quorum or stream", b.typ)
 }
 
 func (a *app) browse(ctx context.Context, cl *rabbitmq.Client, dlq string, limit int, b browseFlags) (rabbitmq.BrowseResult, error) {
-	switch b.typ {
-	case "", "classic", "quorum", "stream":
-	default:
-		return rabbitmq.BrowseResult{}, usageErr("--queue-type: %q is not classic, quorum or stream", b.typ)
+	if err := b.check(); err != nil {
+		return rabbitmq.BrowseResult{}, err
 	}
-	return cl.Browse(ctx, dlq, rabbitmq.BrowseOptions{Limit: limit, QueueType: b.typ, AcceptQuorumSideEffects: b.accept, Extractors: a.extractorsFor(dlq)})
+	return a.rabbitRedrive().Browse(ctx, cl, dlq, limit, b.typ, b.accept)
 }
 
 func (a *app) browseNotes(res rabbitmq.BrowseResult) {
@@ -483,23 +489,6 @@ func (a *app) rmqLoadPlan(ctx context.Context, l *rabbitmq.Ledger, ref string, s
 	return p, "", err
 }
 
-func policySnapshot(p config.RedrivePolicy, matched bool) redrive.PolicySnapshot {
-	s := redrive.PolicySnapshot{IdempotencyKey: p.IdempotencyKey, RequireIdempotencyKey: p.RequireIdempotencyKey, Review: p.Review, Approvals: p.Approvals, MaxRedrives: p.MaxRedrives}
-	if matched {
-		s.Match = p.Match
-	}
-	if s.IdempotencyKey == "" {
-		s.IdempotencyKey = redrive.DefaultEventID
-	}
-	if s.Review == "" {
-		s.Review = "none"
-	}
-	if p.SystemOfRecord != nil {
-		s.SystemOfRecord = sor.Describe(*p.SystemOfRecord)
-	}
-	return s
-}
-
 // ---- berth redrive plan / show ----
 
 // qPlanSummary is a RabbitMQ plan as `redrive plan` and `redrive show`
@@ -674,8 +663,12 @@ func (a *app) rmqRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 		return err
 	}
 	defer l.Close()
-	p, res, err := a.rmqMakePlan(ctx, cl, l, rmqPlanInput{DLQ: dlq, Sel: sel, Read: read, Browse: ro.browse, AllowHazards: o.allowHazards,
-		Rate: o.rate, Window: window, ToQueue: ro.toQueue})
+	if err := ro.browse.check(); err != nil {
+		return err
+	}
+	rr := a.rabbitRedrive()
+	p, res, err := rr.MakePlan(ctx, cl, l, actions.RabbitPlanInput{DLQ: dlq, Sel: sel, Read: read, QueueType: ro.browse.typ, Accept: ro.browse.accept,
+		AllowHazards: o.allowHazards, Rate: o.rate, Window: window, ToQueue: ro.toQueue, Author: audit.CurrentUser()})
 	if res.Method != "" {
 		a.browseNotes(res)
 	}
@@ -693,7 +686,7 @@ func (a *app) rmqRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 		}
 		sig = &s
 	}
-	sum, err := a.rmqRecordPlan(ctx, l, p, sig, o.out, o.auditFile)
+	sum, err := a.rmqRecordPlan(ctx, rr, l, p, sig, o.out, o.auditFile)
 	if err != nil {
 		return err
 	}
@@ -708,101 +701,6 @@ func (a *app) rmqRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 		return &exitError{code: 1, err: fmt.Errorf("plan %s is blocked: %s", shortHash(sum.Hash), sum.BlockedReason)}
 	}
 	return nil
-}
-
-// rmqPlanInput is what a RabbitMQ plan is made from, on the command line
-// (`berth redrive plan`) or in the console (tui/dlq's queue pages).
-type rmqPlanInput struct {
-	DLQ          string
-	Sel          rabbitmq.Selection
-	Read         int // messages browsed
-	Browse       browseFlags
-	AllowHazards bool
-	Rate, Window int
-	ToQueue      bool
-}
-
-// rmqMakePlan browses the DLQ and makes a checked plan (ledger, system of
-// record, loop guard, duplicates, ordering by business key), written and
-// stored nowhere yet. The browse result is returned once the browse has
-// succeeded, even when planning then fails (its Method is empty when the
-// browse itself failed).
-func (a *app) rmqMakePlan(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledger, in rmqPlanInput) (rabbitmq.Plan, rabbitmq.BrowseResult, error) {
-	res, err := a.browse(ctx, cl, in.DLQ, in.Read, in.Browse)
-	if err != nil {
-		return rabbitmq.Plan{}, rabbitmq.BrowseResult{}, err
-	}
-	ci := rabbitmq.CheckInput{AllowHazards: in.AllowHazards}
-	if ci.Redriven, err = l.RedrivenEvents(ctx); err != nil {
-		return rabbitmq.Plan{}, res, err
-	}
-	pol, matched := a.cfg.RedrivePolicyFor(in.DLQ)
-	if pol.SystemOfRecord != nil {
-		ci.HasSOR = true
-		var keys []string
-		for _, m := range res.Messages {
-			if m.IdempotencyKey != "" && in.Sel.Matches(m) {
-				keys = append(keys, m.IdempotencyKey)
-			}
-		}
-		ci.Committed, ci.SORErr = sorLookup(ctx, *pol.SystemOfRecord, keys)
-	}
-	p, err := rabbitmq.MakePlan(res.Messages, in.Sel, policySnapshot(pol, matched), ci, time.Now())
-	if err != nil {
-		return p, res, usageErr("%v", err)
-	}
-	if !res.Complete && pol.OrderingKey != "" {
-		fmt.Fprintln(a.stderr, "note: ordering was checked among the messages read only; later messages are newer and cannot be overtaken")
-	}
-	p.Server, p.Vhost, p.DLQ, p.QueueType = cl.AMQPAddr(), cl.Vhost(), in.DLQ, res.Type
-	p.Rate, p.Window, p.AcceptQuorumSideEffects = in.Rate, in.Window, in.Browse.accept
-	if in.ToQueue {
-		p.ToQueues()
-	}
-	p.Author = audit.CurrentUser()
-	return p, res, nil
-}
-
-// rmqRecordPlan stores a plan just made (with its author's signature when
-// given), unless the context is read-only, and audits it (redrive.plan).
-// file is where the plan was written ("(console)" for the console).
-func (a *app) rmqRecordPlan(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan, sig *approval.Signature, file, auditFile string) (qPlanSummary, error) {
-	sum := a.rmqPlanSummary(ctx, nil, p)
-	sum.File = file
-	if sig != nil {
-		if err := l.AddSignature(ctx, *sig); err != nil {
-			return sum, fmt.Errorf("signing the plan: %v", err)
-		}
-		sum.AuthorKey = sig.Fingerprint
-	}
-	if a.readOnly {
-		sum.StoreNote = "read-only context: the plan was written to the file only"
-		if file == consolePlanFile {
-			sum.StoreNote = "read-only context: the plan was not stored"
-		}
-	} else if err := l.PutPlan(ctx, p); err != nil {
-		sum.StoreNote = "not stored: " + err.Error()
-	} else {
-		sum.Stored = true
-	}
-	a.auditRMQ(ctx, auditFile, "redrive.plan", sum.Hash, map[string]any{"dlq": p.DLQ, "vhost": p.Vhost, "author": p.Author, "author_key": sum.AuthorKey,
-		"totals": sum.Totals, "blocked": sum.Blocked, "stored": sum.Stored, "file": file})
-	return sum, nil
-}
-
-// consolePlanFile is the audit entry's "file" for a plan made in the
-// console (as for Kafka plans made there).
-const consolePlanFile = "(console)"
-
-// sorLookup asks the system of record about keys; an error is kept, never
-// read as "not applied".
-func sorLookup(ctx context.Context, s config.SystemOfRecord, keys []string) (map[string]bool, error) {
-	look, err := sor.Open(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	defer look.Close()
-	return look.Committed(ctx, keys)
 }
 
 func (a *app) rmqRedriveShow(cmd *cobra.Command, ref string) error {
@@ -830,39 +728,6 @@ func (a *app) rmqRedriveShow(cmd *cobra.Command, ref string) error {
 }
 
 // ---- berth redrive approve ----
-
-// approvalDecision applies the two-person rule to a plan whose policy (as
-// planned, or as configured now: the stricter) requires review.
-func (a *app) approvalDecision(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan) (approval.Decision, bool, error) {
-	n, signers, required, err := a.rmqReview(p)
-	if err != nil || !required {
-		return approval.Decision{Approved: !required, Approvers: []string{}}, required, err
-	}
-	if signers == nil {
-		return approval.Decision{Required: n, Approvers: []string{}, Reason: "the policy requires review but names no allowed_signers"}, true, nil
-	}
-	author, approvals, err := l.Signatures(ctx, p.Hash())
-	if err != nil {
-		return approval.Decision{}, true, err
-	}
-	return approval.Evaluate(approval.Subject{PlanHash: p.Hash()}, author, approvals, signers, n, time.Now()), true, nil
-}
-
-// rmqReview is the review a plan needs today: required approvals and the
-// allowed signers (nil when none are configured).
-func (a *app) rmqReview(p rabbitmq.Plan) (int, approval.AllowedSigners, bool, error) {
-	pol, _ := a.cfg.RedrivePolicyFor(p.DLQ)
-	required := p.Policy.Review == "required" || pol.Review == "required"
-	if !required {
-		return 0, nil, false, nil
-	}
-	n := max(p.Policy.Approvals, pol.Approvals, 1)
-	if pol.AllowedSigners == "" {
-		return n, nil, true, nil
-	}
-	s, err := approval.LoadAllowedSigners(pol.AllowedSigners)
-	return n, s, true, err
-}
 
 func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, auditFile string) error {
 	f, err := a.format(output.Table, output.JSON)
@@ -896,7 +761,7 @@ func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, audit
 			return err
 		}
 	}
-	principal, dec, n, err := a.rmqApprove(ctx, l, p, sig, auditFile)
+	principal, dec, n, err := a.rabbitRedrive().Approve(ctx, l, p, sig, auditFile)
 	if err != nil {
 		return err
 	}
@@ -910,58 +775,6 @@ func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, audit
 	}
 	fmt.Fprintf(a.stdout, "signed plan %s as %s (%s); the plan is %s\n", shortHash(hash), orUnknown(principal), sig.Fingerprint, state)
 	return nil
-}
-
-// rmqApprove stores an approval over a plan as `berth redrive approve`
-// does, for the command line and the console: it refuses, storing nothing,
-// the author's key or principal and a key allowed_signers does not list,
-// then audits redrive.approved. Callers refuse read-only contexts first.
-func (a *app) rmqApprove(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan, sig approval.Signature, auditFile string) (string, approval.Decision, int, error) {
-	hash := p.Hash()
-	if sig.PlanHash != hash {
-		return "", approval.Decision{}, 0, fmt.Errorf("refused: the signature is over plan %s, not %s", shortHash(sig.PlanHash), shortHash(hash))
-	}
-	// Refuse what cannot count, before storing anything (as for Kafka).
-	author, _, err := l.Signatures(ctx, hash)
-	if err != nil {
-		return "", approval.Decision{}, 0, err
-	}
-	if author != nil && author.Fingerprint == sig.Fingerprint {
-		return "", approval.Decision{}, 0, errors.New("refused: the plan's author cannot approve it (two-person rule)")
-	}
-	n, signers, required, err := a.rmqReview(p)
-	if err != nil {
-		return "", approval.Decision{}, 0, err
-	}
-	if required && signers == nil {
-		// Nothing to verify an approval against: storing it would show an
-		// approval that execute refuses to count (as for Kafka plans).
-		return "", approval.Decision{}, 0, errors.New("refused: the plan's policy requires review but no allowed_signers are configured; nothing stored")
-	}
-	principal := ""
-	if signers != nil {
-		v, err := approval.Verify(approval.Subject{PlanHash: hash}, sig, signers, sig.SignedAt)
-		if err != nil {
-			return "", approval.Decision{}, 0, fmt.Errorf("refused: %v", err)
-		}
-		principal = v.Principal
-		if author != nil {
-			if av, err := approval.Verify(approval.Subject{PlanHash: hash}, *author, signers, sig.SignedAt); err == nil && av.Principal == principal {
-				return "", approval.Decision{}, 0, errors.New("refused: the plan's author cannot approve it (two-person rule: same principal)")
-			}
-		}
-	}
-	if err := l.AddSignature(ctx, sig); err != nil {
-		return "", approval.Decision{}, 0, err
-	}
-	dec, _, err := a.approvalDecision(ctx, l, p)
-	if err != nil {
-		return "", approval.Decision{}, 0, err
-	}
-	if err := a.auditRMQ(ctx, auditFile, "redrive.approved", hash, map[string]any{"dlq": p.DLQ, "signer": principal, "fingerprint": sig.Fingerprint, "approved": dec.Approved}); err != nil {
-		return principal, dec, n, err
-	}
-	return principal, dec, n, nil
 }
 
 // ---- berth redrive execute ----
@@ -1004,19 +817,20 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 	l, p, _, err := a.rmqOpenPlan(setup, ref, true)
 	if err != nil {
 		if strings.Contains(err.Error(), "does not match its hash") {
-			a.auditRMQ(setup, auditFile, "redrive.refused", ref, map[string]any{"plan": ref, "reason": err.Error()})
+			_ = a.rabbitRedrive().Audit(setup, auditFile, "redrive.refused", ref, map[string]any{"plan": ref, "reason": err.Error()})
 		}
 		return err
 	}
 	defer l.Close()
 	hash := p.Hash()
-	dec, skip, err := a.rmqPreflight(setup, l, p, actor, auditFile, true)
+	rr := a.rabbitRedrive()
+	dec, skip, err := rr.Preflight(setup, l, p, actor, auditFile, true)
 	if err != nil {
 		return err
 	}
 	totals := p.Totals()
 	if !yes {
-		out := map[string]any{"dry_run": true, "plan": hash, "dlq": p.DLQ, "totals": totals, "would_send": totals.Included - len(skip), "approvers": dec.Approvers, "skipped": skipList(p, skip)}
+		out := map[string]any{"dry_run": true, "plan": hash, "dlq": p.DLQ, "totals": totals, "would_send": totals.Included - len(skip), "approvers": dec.Approvers, "skipped": actions.RabbitSkips(p, skip)}
 		if f == output.JSON {
 			return output.WriteJSON(a.stdout, out)
 		}
@@ -1032,15 +846,14 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 	}
 	defer cl.Close()
 	start := time.Now()
-	res, err := a.rmqRun(sigCtx, cl, l, p, dec, skip, actor, auditFile, rabbitmq.ExecOptions{
+	res, err := rr.Run(sigCtx, cl, l, p, dec, skip, actor, auditFile, rabbitmq.ExecOptions{
 		Verify: !noVerify,
 		Progress: func(r rabbitmq.Result) {
 			done := r.Sent + r.AlreadySent + len(r.Failed)
 			fmt.Fprintf(a.stderr, "progress %s: %d/%d sent %d already sent %d failed %d (%.0f msg/s)\n", shortHash(hash), done, totals.Included, r.Sent, r.AlreadySent, len(r.Failed), float64(r.Sent)/time.Since(start).Seconds())
 		},
 	}, func() bool { return sigCtx.Err() != nil })
-	var refused *rmqRefused
-	if errors.As(err, &refused) {
+	if actions.IsRefusal(err) {
 		return err
 	}
 	cancelled := sigCtx.Err() != nil
@@ -1063,7 +876,11 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 			fmt.Fprintf(a.stderr, "note: the re-failure watch read the first %d messages of %s only\n", rabbitDefaultRead, sanitize.Text(p.DLQ))
 		}
 		v.Refailed = back
-		a.auditRMQ(context.WithoutCancel(sigCtx), auditFile, "redrive.refailures", hash, map[string]any{"dlq": p.DLQ, "watched": v.Watched, "refailed": len(back), "error": errString(werr)})
+		werrText := ""
+		if werr != nil {
+			werrText = werr.Error()
+		}
+		_ = rr.Audit(context.WithoutCancel(sigCtx), auditFile, "redrive.refailures", hash, map[string]any{"dlq": p.DLQ, "watched": v.Watched, "refailed": len(back), "error": werrText})
 	}
 	out := qExecuteOutput{Plan: hash, DLQ: p.DLQ, Sent: res.Sent, Resent: res.Resent, AlreadySent: res.AlreadySent, Excluded: res.Excluded, Skipped: res.Skipped,
 		Failed: res.Failed, Returned: res.Returned, NotFound: res.NotFound, Passed: res.Passed, Stopped: res.Stopped, Cancelled: cancelled,
@@ -1089,147 +906,6 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 		return &exitError{code: 1, err: fmt.Errorf("verification: %s", v.Problem)}
 	}
 	return nil
-}
-
-// rmqRefused is an execution refused before anything was sent (audited
-// as redrive.refused).
-type rmqRefused struct{ err error }
-
-func (r *rmqRefused) Error() string { return r.err.Error() }
-func (r *rmqRefused) Unwrap() error { return r.err }
-
-// rmqPreflight decides whether a plan may run now, for `berth redrive
-// execute` and the console alike: read-only context, age, blocked checks,
-// today's approvals, and the ledger and system-of-record checks again
-// (what they now exclude is returned as skip). Every refusal is audited
-// (redrive.refused) and returned as an *rmqRefused.
-//
-// With audited false nothing is written: the console asks it for the reason
-// an action is disabled, which is not an attempt to run.
-func (a *app) rmqPreflight(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan, actor, auditFile string, audited bool) (approval.Decision, map[string]redrive.Verdict, error) {
-	hash := p.Hash()
-	refuse := func(why error) error {
-		if audited {
-			a.auditRMQ(ctx, auditFile, "redrive.refused", hash, map[string]any{"dlq": p.DLQ, "reason": why.Error(), "actor": actor})
-		}
-		return &rmqRefused{why}
-	}
-	if a.readOnly {
-		return approval.Decision{}, nil, refuse(errReadOnly)
-	}
-	if age := time.Since(p.CreatedAt); a.cfg.Redrive.PlanMaxAge > 0 && age > a.cfg.Redrive.PlanMaxAge {
-		return approval.Decision{}, nil, refuse(fmt.Errorf("refused: plan %s is %s old (redrive.plan_max_age %s): make a new one", shortHash(hash), age.Round(time.Minute), a.cfg.Redrive.PlanMaxAge))
-	}
-	if blocked, why := p.Blocked(); blocked {
-		return approval.Decision{}, nil, refuse(fmt.Errorf("refused: plan %s is blocked (a check could not run): %s; make the plan again", shortHash(hash), why))
-	}
-	dec, required, err := a.approvalDecision(ctx, l, p)
-	if err != nil {
-		return dec, nil, err
-	}
-	if required && !dec.Approved {
-		why := dec.Reason
-		if len(dec.Refused) > 0 {
-			why += " (" + strings.Join(dec.Refused, "; ") + ")"
-		}
-		return dec, nil, refuse(fmt.Errorf("refused: plan %s is not approved: %s", shortHash(hash), why))
-	}
-	// The checks run again with today's data: the ledger (an event another
-	// plan redrove meanwhile) and the system of record (an effect committed
-	// meanwhile). An unreachable system of record refuses the run.
-	skip, err := a.rmqRecheck(ctx, l, p)
-	if err != nil {
-		return dec, nil, refuse(fmt.Errorf("refused: %v", err))
-	}
-	return dec, skip, nil
-}
-
-// rmqRun sends a plan that passed rmqPreflight, for the command line and
-// the console: it refuses a plan made against another server, audits the
-// start, executes (o.Skip and StopOnFailure come from the preflight and
-// today's policy), and audits the end and the depth verification.
-// cancelled reports, after the run, whether the operator stopped it.
-func (a *app) rmqRun(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledger, p rabbitmq.Plan, dec approval.Decision, skip map[string]redrive.Verdict,
-	actor, auditFile string, o rabbitmq.ExecOptions, cancelled func() bool) (rabbitmq.Result, error) {
-	hash := p.Hash()
-	if cl.AMQPAddr() != p.Server {
-		why := fmt.Errorf("refused: plan %s was made on %s, this context is %s", shortHash(hash), p.Server, cl.AMQPAddr())
-		a.auditRMQ(ctx, auditFile, "redrive.refused", hash, map[string]any{"dlq": p.DLQ, "reason": why.Error(), "actor": actor})
-		return rabbitmq.Result{Plan: hash}, &rmqRefused{why}
-	}
-	pol, _ := a.cfg.RedrivePolicyFor(p.DLQ)
-	o.StopOnFailure = pol.StopOnFailure || pol.RequireIdempotencyKey
-	o.Skip = skip
-	// Nothing is sent unless its start is on record.
-	if err := a.auditRMQ(ctx, auditFile, "redrive.execute", hash, map[string]any{"dlq": p.DLQ, "totals": p.Totals(), "phase": "start", "actor": actor, "approvers": dec.Approvers}); err != nil {
-		return rabbitmq.Result{Plan: hash}, &rmqRefused{fmt.Errorf("refused: %v (nothing sent)", err)}
-	}
-	res, err := cl.Execute(ctx, p, l, o)
-	stopped := cancelled()
-	a.auditRMQ(context.WithoutCancel(ctx), auditFile, "redrive.execute", hash, map[string]any{"dlq": p.DLQ, "phase": "end", "sent": res.Sent, "resent": res.Resent,
-		"already_sent": res.AlreadySent, "failed": len(res.Failed), "returned": res.Returned, "not_found": len(res.NotFound), "skipped": len(res.Skipped),
-		"cancelled": stopped, "error": errString(err), "actor": actor})
-	if v := res.Verification; v != nil {
-		a.auditRMQ(context.WithoutCancel(ctx), auditFile, "redrive.verified", hash, map[string]any{"dlq": p.DLQ, "ok": v.OK, "depth_before": v.DepthBefore,
-			"depth_after": v.DepthAfter, "acked": v.Acked, "returned": v.Returned, "problem": v.Problem})
-	}
-	return res, err
-}
-
-// rmqRecheck runs the ledger and system-of-record checks again for the
-// plan's included records; what they now exclude is skipped.
-func (a *app) rmqRecheck(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan) (map[string]redrive.Verdict, error) {
-	hash := p.Hash()
-	skip := map[string]redrive.Verdict{}
-	entries, err := l.Entries(ctx, "")
-	if err != nil {
-		return nil, err
-	}
-	byOthers := map[string]rabbitmq.LedgerEntry{}
-	for _, e := range entries {
-		if e.State == rabbitmq.StateConfirmed && e.Plan != hash {
-			byOthers[e.EventID] = e
-		}
-	}
-	var keys []string
-	for _, r := range p.Records {
-		if !r.Included {
-			continue
-		}
-		if e, ok := byOthers[r.EventID]; ok {
-			skip[r.EventID] = redrive.Verdict{Reason: redrive.ReasonAlreadyRedriven, Detail: fmt.Sprintf("redriven meanwhile from %s by plan %s", e.DLQ, shortHash(e.Plan))}
-			continue
-		}
-		if r.IdempotencyKey != "" {
-			keys = append(keys, r.IdempotencyKey)
-		}
-	}
-	pol, _ := a.cfg.RedrivePolicyFor(p.DLQ)
-	if pol.SystemOfRecord == nil || len(keys) == 0 {
-		return skip, nil
-	}
-	committed, err := sorLookup(ctx, *pol.SystemOfRecord, keys)
-	if err != nil {
-		return nil, fmt.Errorf("system of record: %v (never read as not applied)", err)
-	}
-	for _, r := range p.Records {
-		if r.Included && committed[r.IdempotencyKey] {
-			if _, done := skip[r.EventID]; !done {
-				skip[r.EventID] = redrive.Verdict{Reason: redrive.ReasonEffectCommitted, Detail: fmt.Sprintf("the system of record has %s now (committed after the plan was made)", r.IdempotencyKey)}
-			}
-		}
-	}
-	return skip, nil
-}
-
-func skipList(p rabbitmq.Plan, skip map[string]redrive.Verdict) []rabbitmq.Skip {
-	out := []rabbitmq.Skip{}
-	for _, r := range p.Records {
-		if v, ok := skip[r.EventID]; ok && r.Included {
-			out = append(out, rabbitmq.Skip{EventID: r.EventID, Position: r.Position, Reason: v.Reason, Detail: v.Detail})
-		}
-	}
-	return out
 }
 
 func (a *app) writeQExecuteText(o qExecuteOutput) {
@@ -1264,13 +940,6 @@ func (a *app) writeQExecuteText(o qExecuteOutput) {
 	}
 }
 
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
-}
-
 // ---- berth redrive status ----
 
 type qStatusRow struct {
@@ -1303,8 +972,9 @@ func (a *app) rmqRedriveStatus(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	rows := []qStatusRow{}
+	rr := a.rabbitRedrive()
 	for _, p := range plans {
-		rows = append(rows, a.rmqPlanStatus(ctx, l, p))
+		rows = append(rows, statusRowOf(rr.Status(ctx, l, p)))
 	}
 	if f == output.JSON {
 		if len(args) == 1 {
@@ -1324,69 +994,24 @@ func (a *app) rmqRedriveStatus(cmd *cobra.Command, args []string) error {
 	return g.WriteTable(a.stdout)
 }
 
-func (a *app) rmqPlanStatus(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan) qStatusRow {
-	hash := p.Hash()
-	t := p.Totals()
-	row := qStatusRow{statusRow: statusRow{Plan: hash, DLQ: p.DLQ, Author: p.Author, Created: p.CreatedAt, Included: t.Included, Excluded: t.Excluded}, Vhost: p.Vhost}
-	states, err := l.PlanStates(ctx, hash)
-	if err != nil {
-		row.State, row.Reason = "error", err.Error()
-		return row
-	}
-	for _, st := range states {
-		switch st {
-		case rabbitmq.StateConfirmed:
-			row.Redriven++
-		case rabbitmq.StateIntent:
-			row.Intent++
-		case rabbitmq.StateFailed:
-			row.Failed++
-		}
-	}
-	dec, required, err := a.approvalDecision(ctx, l, p)
-	if err != nil {
-		row.State, row.Reason = "error", err.Error()
-		return row
-	}
-	row.Approved, row.Reason = dec.Approved, dec.Reason
-	if required {
-		row.Required, row.Approvals = dec.Required, len(dec.Approvers)
-	}
-	expired := a.cfg.Redrive.PlanMaxAge > 0 && time.Since(p.CreatedAt) > a.cfg.Redrive.PlanMaxAge
-	blocked, why := p.Blocked()
-	switch {
-	case row.Redriven >= t.Included && t.Included > 0:
-		row.State = "done"
-	case row.Redriven > 0 || row.Intent > 0 || row.Failed > 0:
-		row.State = fmt.Sprintf("partial (%d left)", t.Included-row.Redriven)
-	case blocked:
-		row.State, row.Reason = "blocked", why
-	case expired:
-		row.State = "expired"
-	case !row.Approved:
-		row.State = "pending approval"
-	default:
-		row.State = "ready"
-	}
-	return row
+// rabbitRedrive is the RabbitMQ redrive actions for this context: its
+// policies, read-only state and audit log; warnings go to stderr.
+func (a *app) rabbitRedrive() *actions.RabbitRedrive {
+	return &actions.RabbitRedrive{Config: a.cfg, ReadOnly: a.readOnly, Context: a.ctxName, OpenAudit: a.openAudit, Warn: a.stderr}
 }
 
-// auditRMQ appends to the audit log; a failure to audit is reported, not
-// hidden. The error is returned when the local log could not take the
-// entry (a mirror failure only warns: the file has it), so that an action
-// that must be audited first can refuse, as on Kafka.
-func (a *app) auditRMQ(ctx context.Context, file, action, target string, details map[string]any) error {
-	log, err := a.openAudit(file)
-	if err == nil {
-		_, err = log.Append(ctx, audit.Entry{Action: action, Context: a.ctxName, Target: target, Details: details})
-	}
-	if err == nil {
-		return nil
-	}
-	fmt.Fprintf(a.stderr, "warning: audit log: %v\n", err)
-	var se *audit.SinkError
-	if errors.As(err, &se) {
-		return nil
-	}
-	return fmt.Errorf("audit log: %w", err)
+// rmqRecordPlan stores and audits a plan just made (actions) and returns
+// it as `redrive plan` prints it.
+func (a *app) rmqRecordPlan(ctx context.Context, rr *actions.RabbitRedrive, l *rabbitmq.Ledger, p rabbitmq.Plan, sig *approval.Signature, file, auditFile string) (qPlanSummary, error) {
+	rec, err := rr.RecordPlan(ctx, l, p, sig, file, auditFile)
+	sum := a.rmqPlanSummary(ctx, nil, p)
+	sum.File, sum.AuthorKey, sum.Stored, sum.StoreNote = file, rec.AuthorKey, rec.Stored, rec.StoreNote
+	return sum, err
+}
+
+// statusRowOf is a plan's status as `redrive status` prints it.
+func statusRowOf(s actions.RabbitStatus) qStatusRow {
+	return qStatusRow{statusRow: statusRow{Plan: s.Plan, DLQ: s.DLQ, Author: s.Author, Created: s.Created, Included: s.Included, Excluded: s.Excluded,
+		Redriven: s.Redriven, Approvals: s.Approvals, Required: s.Required, Approved: s.Approved, Reason: s.Reason, State: s.State},
+		Vhost: s.Vhost, Intent: s.Intent, Failed: s.Failed}
 }

@@ -1,0 +1,539 @@
+package actions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/berth-dev/berth/backends/rabbitmq"
+	"github.com/berth-dev/berth/internal/audit"
+	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/redrive"
+	"github.com/berth-dev/berth/redrive/approval"
+	"github.com/berth-dev/berth/redrive/sor"
+)
+
+// RabbitRedrive is the redrive actions on one RabbitMQ context: what
+// `berth redrive plan|approve|execute|status` and the console's queue
+// pages call, so the two cannot disagree about a plan, store plans in the
+// same redrive store and audit the same entries. The AMQP client and the
+// redrive store (ledger, plans, signatures) are opened by the caller and
+// passed in: they are I/O; what is allowed is decided here.
+type RabbitRedrive struct {
+	// Config holds the redrive policies and redrive.plan_max_age.
+	Config *config.Config
+	// ReadOnly refuses every write (storing a plan, approve, execute).
+	ReadOnly bool
+	// Context names the Berth context in the audit log.
+	Context string
+	// OpenAudit opens the audit log named by an --audit-file value ("" for
+	// the configured one), mirrored off the machine.
+	OpenAudit func(file string) (*audit.Log, error)
+	// Warn receives notes and warnings (audit mirror failures, what a
+	// browse could not check); nil discards them.
+	Warn io.Writer
+	Now  func() time.Time
+}
+
+func (r *RabbitRedrive) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *RabbitRedrive) warn(format string, a ...any) {
+	if r.Warn != nil {
+		fmt.Fprintf(r.Warn, format+"\n", a...)
+	}
+}
+
+// ConsolePlanFile is the audit entry's "file" for a plan made in the
+// console (as for Kafka plans made there).
+const ConsolePlanFile = "(console)"
+
+// Extractors are where the policy for dlq finds ids and error texts.
+func (r *RabbitRedrive) Extractors(dlq string) rabbitmq.Extractors {
+	pol, _ := r.Config.RedrivePolicyFor(dlq)
+	return rabbitmq.Extractors{IdempotencyKey: pol.IdempotencyKey, ErrorHeader: pol.ErrorHeader, OrderingKey: pol.OrderingKey}
+}
+
+// PolicySnapshot is the policy a plan records when it is made.
+func PolicySnapshot(p config.RedrivePolicy, matched bool) redrive.PolicySnapshot {
+	s := redrive.PolicySnapshot{IdempotencyKey: p.IdempotencyKey, RequireIdempotencyKey: p.RequireIdempotencyKey, Review: p.Review, Approvals: p.Approvals, MaxRedrives: p.MaxRedrives}
+	if matched {
+		s.Match = p.Match
+	}
+	if s.IdempotencyKey == "" {
+		s.IdempotencyKey = redrive.DefaultEventID
+	}
+	if s.Review == "" {
+		s.Review = "none"
+	}
+	if p.SystemOfRecord != nil {
+		s.SystemOfRecord = sor.Describe(*p.SystemOfRecord)
+	}
+	return s
+}
+
+// RabbitPlanInput is what a RabbitMQ plan is made from, on the command
+// line (`berth redrive plan`) or in the console.
+type RabbitPlanInput struct {
+	DLQ  string
+	Sel  rabbitmq.Selection
+	Read int // messages browsed
+	// QueueType is the DLQ's type when there is no management API.
+	QueueType string
+	// Accept accepts a quorum DLQ's requeue side effects.
+	Accept       bool
+	AllowHazards bool
+	Rate, Window int
+	ToQueue      bool
+	Author       string
+}
+
+// Browse reads a DLQ without consuming it, with the policy's extractors.
+func (r *RabbitRedrive) Browse(ctx context.Context, cl *rabbitmq.Client, dlq string, limit int, queueType string, accept bool) (rabbitmq.BrowseResult, error) {
+	return cl.Browse(ctx, dlq, rabbitmq.BrowseOptions{Limit: limit, QueueType: queueType, AcceptQuorumSideEffects: accept, Extractors: r.Extractors(dlq)})
+}
+
+// MakePlan browses the DLQ and makes a checked plan (ledger, system of
+// record, loop guard, duplicates, ordering by business key), written and
+// stored nowhere yet. The browse result is returned once the browse has
+// succeeded, even when planning then fails (its Method is empty when the
+// browse itself failed).
+func (r *RabbitRedrive) MakePlan(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledger, in RabbitPlanInput) (rabbitmq.Plan, rabbitmq.BrowseResult, error) {
+	res, err := r.Browse(ctx, cl, in.DLQ, in.Read, in.QueueType, in.Accept)
+	if err != nil {
+		return rabbitmq.Plan{}, rabbitmq.BrowseResult{}, err
+	}
+	ci := rabbitmq.CheckInput{AllowHazards: in.AllowHazards}
+	if ci.Redriven, err = l.RedrivenEvents(ctx); err != nil {
+		return rabbitmq.Plan{}, res, err
+	}
+	pol, matched := r.Config.RedrivePolicyFor(in.DLQ)
+	if pol.SystemOfRecord != nil {
+		ci.HasSOR = true
+		var keys []string
+		for _, m := range res.Messages {
+			if m.IdempotencyKey != "" && in.Sel.Matches(m) {
+				keys = append(keys, m.IdempotencyKey)
+			}
+		}
+		ci.Committed, ci.SORErr = sorLookup(ctx, *pol.SystemOfRecord, keys)
+	}
+	p, err := rabbitmq.MakePlan(res.Messages, in.Sel, PolicySnapshot(pol, matched), ci, r.now())
+	if err != nil {
+		return p, res, err
+	}
+	if !res.Complete && pol.OrderingKey != "" {
+		r.warn("note: ordering was checked among the messages read only; later messages are newer and cannot be overtaken")
+	}
+	p.Server, p.Vhost, p.DLQ, p.QueueType = cl.AMQPAddr(), cl.Vhost(), in.DLQ, res.Type
+	p.Rate, p.Window, p.AcceptQuorumSideEffects = in.Rate, in.Window, in.Accept
+	if in.ToQueue {
+		p.ToQueues()
+	}
+	p.Author = in.Author
+	return p, res, nil
+}
+
+// RecordedPlan is what RecordPlan did with a plan just made.
+type RecordedPlan struct {
+	AuthorKey string
+	Stored    bool
+	// StoreNote says why the plan was not stored ("" when it was).
+	StoreNote string
+}
+
+// RecordPlan stores a plan just made (with its author's signature when
+// given), unless the context is read-only, and audits it (redrive.plan).
+// file is where the plan was written (ConsolePlanFile for the console).
+func (r *RabbitRedrive) RecordPlan(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan, sig *approval.Signature, file, auditFile string) (RecordedPlan, error) {
+	var out RecordedPlan
+	if sig != nil {
+		if err := l.AddSignature(ctx, *sig); err != nil {
+			return out, fmt.Errorf("signing the plan: %v", err)
+		}
+		out.AuthorKey = sig.Fingerprint
+	}
+	if r.ReadOnly {
+		out.StoreNote = "read-only context: the plan was written to the file only"
+		if file == ConsolePlanFile {
+			out.StoreNote = "read-only context: the plan was not stored"
+		}
+	} else if err := l.PutPlan(ctx, p); err != nil {
+		out.StoreNote = "not stored: " + err.Error()
+	} else {
+		out.Stored = true
+	}
+	blocked, _ := p.Blocked()
+	_ = r.Audit(ctx, auditFile, "redrive.plan", p.Hash(), map[string]any{"dlq": p.DLQ, "vhost": p.Vhost, "author": p.Author, "author_key": out.AuthorKey,
+		"totals": p.Totals(), "blocked": blocked, "stored": out.Stored, "file": file})
+	return out, nil
+}
+
+// sorLookup asks the system of record about keys; an error is kept, never
+// read as "not applied".
+func sorLookup(ctx context.Context, s config.SystemOfRecord, keys []string) (map[string]bool, error) {
+	look, err := sor.Open(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	defer look.Close()
+	return look.Committed(ctx, keys)
+}
+
+// Review is the review a plan needs today, the stricter of the plan's
+// policy and the configured one: required approvals and the allowed
+// signers (nil when none are configured).
+func (r *RabbitRedrive) Review(p rabbitmq.Plan) (n int, signers approval.AllowedSigners, required bool, err error) {
+	pol, _ := r.Config.RedrivePolicyFor(p.DLQ)
+	required = p.Policy.Review == "required" || pol.Review == "required"
+	if !required {
+		return 0, nil, false, nil
+	}
+	n = max(p.Policy.Approvals, pol.Approvals, 1)
+	if pol.AllowedSigners == "" {
+		return n, nil, true, nil
+	}
+	s, err := approval.LoadAllowedSigners(pol.AllowedSigners)
+	return n, s, true, err
+}
+
+// Decision applies the two-person rule to a plan whose policy requires
+// review.
+func (r *RabbitRedrive) Decision(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan) (approval.Decision, bool, error) {
+	n, signers, required, err := r.Review(p)
+	if err != nil || !required {
+		return approval.Decision{Approved: !required, Approvers: []string{}}, required, err
+	}
+	if signers == nil {
+		return approval.Decision{Required: n, Approvers: []string{}, Reason: "the policy requires review but names no allowed_signers"}, true, nil
+	}
+	author, approvals, err := l.Signatures(ctx, p.Hash())
+	if err != nil {
+		return approval.Decision{}, true, err
+	}
+	return approval.Evaluate(approval.Subject{PlanHash: p.Hash()}, author, approvals, signers, n, r.now()), true, nil
+}
+
+// Approve stores an approval over a plan: it refuses, storing nothing, a
+// read-only context, a plan whose review has no allowed_signers to verify
+// against, the author's key or principal and a key allowed_signers does
+// not list; then it audits redrive.approved. It returns the verified
+// principal, the decision now and the approvals required.
+func (r *RabbitRedrive) Approve(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan, sig approval.Signature, auditFile string) (string, approval.Decision, int, error) {
+	hash := p.Hash()
+	if r.ReadOnly {
+		return "", approval.Decision{}, 0, Refuse(ErrReadOnly, "the context is read-only: an approval is written to the plan store; nothing stored")
+	}
+	if sig.PlanHash != hash {
+		return "", approval.Decision{}, 0, Refuse(ErrSignature, "the signature is over plan %s, not %s", redrive.ShortHash(sig.PlanHash), redrive.ShortHash(hash))
+	}
+	author, _, err := l.Signatures(ctx, hash)
+	if err != nil {
+		return "", approval.Decision{}, 0, err
+	}
+	if author != nil && author.Fingerprint == sig.Fingerprint {
+		return "", approval.Decision{}, 0, Refuse(ErrTwoPersonRule, "the plan's author cannot approve it (two-person rule)")
+	}
+	n, signers, required, err := r.Review(p)
+	if err != nil {
+		return "", approval.Decision{}, 0, err
+	}
+	if required && signers == nil {
+		// Nothing to verify an approval against: storing it would show an
+		// approval that execute refuses to count (as for Kafka plans).
+		return "", approval.Decision{}, 0, Refuse(ErrNoAllowedSigners, "the plan's policy requires review but no allowed_signers are configured; nothing stored")
+	}
+	principal := ""
+	if signers != nil {
+		v, err := approval.Verify(approval.Subject{PlanHash: hash}, sig, signers, r.now())
+		if err != nil {
+			return "", approval.Decision{}, 0, Refuse(ErrSignature, "%v", err)
+		}
+		principal = v.Principal
+		if author != nil {
+			if av, err := approval.Verify(approval.Subject{PlanHash: hash}, *author, signers, r.now()); err == nil && av.Principal == principal {
+				return "", approval.Decision{}, 0, Refuse(ErrTwoPersonRule, "the plan's author cannot approve it (two-person rule: same principal)")
+			}
+		}
+	}
+	if err := l.AddSignature(ctx, sig); err != nil {
+		return "", approval.Decision{}, 0, err
+	}
+	dec, _, err := r.Decision(ctx, l, p)
+	if err != nil {
+		return "", approval.Decision{}, 0, err
+	}
+	if err := r.Audit(ctx, auditFile, "redrive.approved", hash, map[string]any{"dlq": p.DLQ, "signer": principal, "fingerprint": sig.Fingerprint, "approved": dec.Approved}); err != nil {
+		return principal, dec, n, err
+	}
+	return principal, dec, n, nil
+}
+
+// SignAsAuthor adds the author's signature to a stored plan that has none
+// (the console's plans; `berth redrive plan --key` signs in one step). An
+// approver cannot become the author.
+func (r *RabbitRedrive) SignAsAuthor(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan, sig approval.Signature) error {
+	if r.ReadOnly {
+		return Refuse(ErrReadOnly, "the context is read-only; nothing stored")
+	}
+	h := p.Hash()
+	if sig.PlanHash != h || sig.Role != approval.RoleAuthor {
+		return Refuse(ErrSignature, "not an author's signature over plan %s", redrive.ShortHash(h))
+	}
+	author, approvals, err := l.Signatures(ctx, h)
+	if err != nil {
+		return err
+	}
+	if author != nil {
+		return Refuse(ErrSignature, "plan %s is already signed by its author (%s); nothing stored", redrive.ShortHash(h), author.Fingerprint)
+	}
+	for _, ap := range approvals {
+		if ap.Fingerprint == sig.Fingerprint {
+			return Refuse(ErrTwoPersonRule, "this key already approved the plan; it cannot also be its author")
+		}
+	}
+	if err := l.AddSignature(ctx, sig); err != nil {
+		return err
+	}
+	_ = r.Audit(ctx, "", "redrive.plan.signed", h, map[string]any{"dlq": p.DLQ, "author": p.Author, "author_key": sig.Fingerprint})
+	return nil
+}
+
+// Preflight decides whether a plan may run now, for `berth redrive
+// execute` and the console alike: read-only context, age, blocked checks,
+// today's approvals, and the ledger and system-of-record checks again
+// (what they now exclude is returned as skip). Every refusal is audited
+// (redrive.refused) and returned as a *Refusal.
+//
+// With audited false nothing is written: the console asks it for the reason
+// an action is disabled, which is not an attempt to run.
+func (r *RabbitRedrive) Preflight(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan, actor, auditFile string, audited bool) (approval.Decision, map[string]redrive.Verdict, error) {
+	hash := p.Hash()
+	refuse := func(reason error, format string, a ...any) error {
+		err := Refuse(reason, format, a...)
+		if audited {
+			_ = r.Audit(ctx, auditFile, "redrive.refused", hash, map[string]any{"dlq": p.DLQ, "reason": err.Error(), "actor": actor})
+		}
+		return err
+	}
+	if r.ReadOnly {
+		return approval.Decision{}, nil, refuse(ErrReadOnly, "the context is read-only")
+	}
+	if maxAge := r.Config.Redrive.PlanMaxAge; maxAge > 0 {
+		if age := r.now().Sub(p.CreatedAt); age > maxAge {
+			return approval.Decision{}, nil, refuse(ErrPlanExpired, "plan %s is %s old (redrive.plan_max_age %s): make a new one", redrive.ShortHash(hash), age.Round(time.Minute), maxAge)
+		}
+	}
+	if blocked, why := p.Blocked(); blocked {
+		return approval.Decision{}, nil, refuse(ErrPlanBlocked, "plan %s is blocked (a check could not run): %s; make the plan again", redrive.ShortHash(hash), why)
+	}
+	dec, required, err := r.Decision(ctx, l, p)
+	if err != nil {
+		return dec, nil, err
+	}
+	if required && !dec.Approved {
+		why := dec.Reason
+		if len(dec.Refused) > 0 {
+			why += " (" + strings.Join(dec.Refused, "; ") + ")"
+		}
+		return dec, nil, refuse(ErrNotApproved, "plan %s is not approved: %s", redrive.ShortHash(hash), why)
+	}
+	// The checks run again with today's data: the ledger (an event another
+	// plan redrove meanwhile) and the system of record (an effect committed
+	// meanwhile). An unreachable system of record refuses the run.
+	skip, err := r.recheck(ctx, l, p)
+	if err != nil {
+		return dec, nil, refuse(ErrPlanBlocked, "%v", err)
+	}
+	return dec, skip, nil
+}
+
+// Run sends a plan that passed Preflight, for the command line and the
+// console: it refuses a plan made against another server, audits the
+// start (nothing is sent unless the start is on record), executes (o.Skip
+// and StopOnFailure come from the preflight and today's policy), and
+// audits the end and the depth verification. cancelled reports, after the
+// run, whether the operator stopped it.
+func (r *RabbitRedrive) Run(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledger, p rabbitmq.Plan, dec approval.Decision, skip map[string]redrive.Verdict,
+	actor, auditFile string, o rabbitmq.ExecOptions, cancelled func() bool) (rabbitmq.Result, error) {
+	hash := p.Hash()
+	if cl.AMQPAddr() != p.Server {
+		err := Refuse(ErrClusterMismatch, "plan %s was made on %s, this context is %s", redrive.ShortHash(hash), p.Server, cl.AMQPAddr())
+		_ = r.Audit(ctx, auditFile, "redrive.refused", hash, map[string]any{"dlq": p.DLQ, "reason": err.Error(), "actor": actor})
+		return rabbitmq.Result{Plan: hash}, err
+	}
+	pol, _ := r.Config.RedrivePolicyFor(p.DLQ)
+	o.StopOnFailure = pol.StopOnFailure || pol.RequireIdempotencyKey
+	o.Skip = skip
+	if err := r.Audit(ctx, auditFile, "redrive.execute", hash, map[string]any{"dlq": p.DLQ, "totals": p.Totals(), "phase": "start", "actor": actor, "approvers": dec.Approvers}); err != nil {
+		return rabbitmq.Result{Plan: hash}, Refuse(ErrAuditUnwritable, "%v (nothing sent)", err)
+	}
+	res, err := cl.Execute(ctx, p, l, o)
+	stopped := cancelled()
+	_ = r.Audit(context.WithoutCancel(ctx), auditFile, "redrive.execute", hash, map[string]any{"dlq": p.DLQ, "phase": "end", "sent": res.Sent, "resent": res.Resent,
+		"already_sent": res.AlreadySent, "failed": len(res.Failed), "returned": res.Returned, "not_found": len(res.NotFound), "skipped": len(res.Skipped),
+		"cancelled": stopped, "error": rabbitErrText(err), "actor": actor})
+	if v := res.Verification; v != nil {
+		_ = r.Audit(context.WithoutCancel(ctx), auditFile, "redrive.verified", hash, map[string]any{"dlq": p.DLQ, "ok": v.OK, "depth_before": v.DepthBefore,
+			"depth_after": v.DepthAfter, "acked": v.Acked, "returned": v.Returned, "problem": v.Problem})
+	}
+	return res, err
+}
+
+// recheck runs the ledger and system-of-record checks again for the
+// plan's included records; what they now exclude is skipped.
+func (r *RabbitRedrive) recheck(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan) (map[string]redrive.Verdict, error) {
+	hash := p.Hash()
+	skip := map[string]redrive.Verdict{}
+	entries, err := l.Entries(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	byOthers := map[string]rabbitmq.LedgerEntry{}
+	for _, e := range entries {
+		if e.State == rabbitmq.StateConfirmed && e.Plan != hash {
+			byOthers[e.EventID] = e
+		}
+	}
+	var keys []string
+	for _, rec := range p.Records {
+		if !rec.Included {
+			continue
+		}
+		if e, ok := byOthers[rec.EventID]; ok {
+			skip[rec.EventID] = redrive.Verdict{Reason: redrive.ReasonAlreadyRedriven, Detail: fmt.Sprintf("redriven meanwhile from %s by plan %s", e.DLQ, redrive.ShortHash(e.Plan))}
+			continue
+		}
+		if rec.IdempotencyKey != "" {
+			keys = append(keys, rec.IdempotencyKey)
+		}
+	}
+	pol, _ := r.Config.RedrivePolicyFor(p.DLQ)
+	if pol.SystemOfRecord == nil || len(keys) == 0 {
+		return skip, nil
+	}
+	committed, err := sorLookup(ctx, *pol.SystemOfRecord, keys)
+	if err != nil {
+		return nil, fmt.Errorf("system of record: %v (never read as not applied)", err)
+	}
+	for _, rec := range p.Records {
+		if rec.Included && committed[rec.IdempotencyKey] {
+			if _, done := skip[rec.EventID]; !done {
+				skip[rec.EventID] = redrive.Verdict{Reason: redrive.ReasonEffectCommitted, Detail: fmt.Sprintf("the system of record has %s now (committed after the plan was made)", rec.IdempotencyKey)}
+			}
+		}
+	}
+	return skip, nil
+}
+
+// RabbitSkips lists the included records skip excludes, in plan order.
+func RabbitSkips(p rabbitmq.Plan, skip map[string]redrive.Verdict) []rabbitmq.Skip {
+	out := []rabbitmq.Skip{}
+	for _, rec := range p.Records {
+		if v, ok := skip[rec.EventID]; ok && rec.Included {
+			out = append(out, rabbitmq.Skip{EventID: rec.EventID, Position: rec.Position, Reason: v.Reason, Detail: v.Detail})
+		}
+	}
+	return out
+}
+
+// RabbitStatus is a plan's state as `berth redrive status` shows it.
+type RabbitStatus struct {
+	Plan      string
+	Vhost     string
+	DLQ       string
+	Author    string
+	Created   time.Time
+	Included  int
+	Excluded  int
+	Redriven  int
+	Intent    int
+	Failed    int
+	Approvals int
+	Required  int
+	Approved  bool
+	Reason    string
+	State     string
+}
+
+// Status is a plan's state from the ledger, its approvals and its age.
+func (r *RabbitRedrive) Status(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan) RabbitStatus {
+	hash := p.Hash()
+	t := p.Totals()
+	row := RabbitStatus{Plan: hash, Vhost: p.Vhost, DLQ: p.DLQ, Author: p.Author, Created: p.CreatedAt, Included: t.Included, Excluded: t.Excluded}
+	states, err := l.PlanStates(ctx, hash)
+	if err != nil {
+		row.State, row.Reason = "error", err.Error()
+		return row
+	}
+	for _, st := range states {
+		switch st {
+		case rabbitmq.StateConfirmed:
+			row.Redriven++
+		case rabbitmq.StateIntent:
+			row.Intent++
+		case rabbitmq.StateFailed:
+			row.Failed++
+		}
+	}
+	dec, required, err := r.Decision(ctx, l, p)
+	if err != nil {
+		row.State, row.Reason = "error", err.Error()
+		return row
+	}
+	row.Approved, row.Reason = dec.Approved, dec.Reason
+	if required {
+		row.Required, row.Approvals = dec.Required, len(dec.Approvers)
+	}
+	expired := r.Config.Redrive.PlanMaxAge > 0 && r.now().Sub(p.CreatedAt) > r.Config.Redrive.PlanMaxAge
+	blocked, why := p.Blocked()
+	switch {
+	case row.Redriven >= t.Included && t.Included > 0:
+		row.State = "done"
+	case row.Redriven > 0 || row.Intent > 0 || row.Failed > 0:
+		row.State = fmt.Sprintf("partial (%d left)", t.Included-row.Redriven)
+	case blocked:
+		row.State, row.Reason = "blocked", why
+	case expired:
+		row.State = "expired"
+	case !row.Approved:
+		row.State = "pending approval"
+	default:
+		row.State = "ready"
+	}
+	return row
+}
+
+// Audit appends to the audit log; a failure to audit is reported (Warn),
+// not hidden. The error is returned when the local log could not take the
+// entry (a mirror failure only warns: the file has it), so that an action
+// that must be audited first can refuse, as on Kafka.
+func (r *RabbitRedrive) Audit(ctx context.Context, file, action, target string, details map[string]any) error {
+	log, err := r.OpenAudit(file)
+	if err == nil {
+		_, err = log.Append(ctx, audit.Entry{Action: action, Context: r.Context, Target: target, Details: details})
+	}
+	if err == nil {
+		return nil
+	}
+	r.warn("warning: audit log: %v", err)
+	var se *audit.SinkError
+	if errors.As(err, &se) {
+		return nil
+	}
+	return fmt.Errorf("audit log: %w", err)
+}
+
+func rabbitErrText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
