@@ -134,15 +134,15 @@ func FormatDuration(s float64) string {
 func FormatValue(o Output, v float64) string {
 	switch o {
 	case IngestMiBPerS, PeakMiBPerS, EgressMiBPerS, PeakEgressMiBPerS:
-		return groupThousands(v, 2) + " MiB/s"
+		return scaled(v, binaryUnits, 2, 2) + "/s"
 	case IngestTBPerDay:
-		return groupThousands(v, 3) + " TB/day"
+		return scaled(v, decimalUnits, 4, 3) + "/day"
 	case IngestTiBPerDay:
-		return groupThousands(v, 3) + " TiB/day"
+		return scaled(v, binaryUnits, 4, 3) + "/day"
 	case RetentionLogicalTiB, RetentionReplicatedTiB:
-		return groupThousands(v, 2) + " TiB"
+		return scaled(v, binaryUnits, 4, 2)
 	case PeakGrossGiB, PeakAboveBaselineGiB:
-		return groupThousands(v, 2) + " GiB"
+		return scaled(v, binaryUnits, 3, 2)
 	case DeliveriesPerS, PeakDeliveriesPerS, PartitionCapPerS, HotPartitionPerS:
 		return groupThousands(v, 0) + "/s"
 	case OtherPartitionPerS:
@@ -164,6 +164,35 @@ func FormatValue(o Output, v float64) string {
 		return groupThousands(v, 1) + "×"
 	}
 	return num(v)
+}
+
+// Byte units, smallest first: binary (the worksheet's MiB, GiB, TiB) and
+// decimal (its TB/day).
+var (
+	binaryUnits  = []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
+	decimalUnits = []string{"B", "KB", "MB", "GB", "TB", "PB"}
+)
+
+// scaled renders v, a figure in units[u], in the unit that keeps it
+// readable: the figure's own unit unless it is below 0.1 there (a small
+// load read "0.000014 GiB") or reaches 1024 (1000 for decimal units); then
+// the unit where it is at least 1 and below the next step. d decimals, none
+// for bytes.
+func scaled(v float64, units []string, u, d int) string {
+	step := 1024.0
+	if units[1] == "KB" {
+		step = 1000
+	}
+	for u > 0 && v != 0 && math.Abs(v) < 0.1 {
+		v, u = v*step, u-1
+	}
+	for u < len(units)-1 && math.Abs(v) >= step {
+		v, u = v/step, u+1
+	}
+	if u == 0 {
+		v, d = math.Round(v), 0 // whole bytes
+	}
+	return groupThousands(v, d) + " " + units[u]
 }
 
 // sigDecimals is how many decimals show n significant digits of v (v != 0).

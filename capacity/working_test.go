@@ -133,21 +133,25 @@ func TestFormatDuration(t *testing.T) {
 	}
 }
 
-// TestFormatValue_Small: figures below 1 keep two significant digits and
-// never use an exponent.
+// TestFormatValue_Small: byte figures scale to a unit where they read
+// (no "0.000037 GiB"), keep the worksheet's unit from 0.1 up (the seed's
+// "0.81 MiB/s"), step up at 1024, and never use an exponent.
 func TestFormatValue_Small(t *testing.T) {
 	for _, tc := range []struct {
 		o    Output
 		v    float64
 		want string
 	}{
-		{IngestMiBPerS, 0.046592, "0.047 MiB/s"},
+		{IngestMiBPerS, 0.046592, "47.71 KiB/s"},
 		{IngestMiBPerS, 0.8138, "0.81 MiB/s"},
-		{IngestTBPerDay, 0.0042211, "0.0042 TB/day"},
-		{PeakAboveBaselineGiB, 0.0000366, "0.000037 GiB"},
+		{IngestTBPerDay, 0.0042211, "4.221 GB/day"},
+		{PeakAboveBaselineGiB, 0.0000366, "38.38 KiB"},
+		{PeakGrossGiB, 0.0000000005, "1 B"},
+		{RetentionReplicatedTiB, 0, "0.00 TiB"},
 		{PeakBacklogEvents, 0.5, "0.5 events"},
 		{IngestMiBPerS, 19.53125, "19.53 MiB/s"},
-		{PeakEgressMiBPerS, 1234.5, "1,234.50 MiB/s"},
+		{PeakEgressMiBPerS, 1234.5, "1.21 GiB/s"},
+		{IngestTBPerDay, 1500, "1.500 PB/day"},
 		{HotPartitionMultiple, 0.24, "0.24×"},
 	} {
 		if got := FormatValue(tc.o, tc.v); got != tc.want {
