@@ -21,20 +21,27 @@ import (
 	"github.com/berth-dev/berth/tui/styles"
 )
 
-// KeyMap is the worksheet's keys. Everything else typed goes to the
-// focused field.
+// KeyMap is the worksheet's keys. Outside editing, keys behave as on every
+// page (":" opens the command line, q quits); while a field is being
+// edited, everything typed goes to it.
 type KeyMap struct {
-	Next, Prev, Submit, ScrollUp, ScrollDown key.Binding
+	Next, Prev, Edit, Prefill, TakeMeasured, ScrollUp, ScrollDown key.Binding
+	// While editing.
+	Done, Undo key.Binding
 }
 
 // DefaultKeyMap is the worksheet's default keys.
 func DefaultKeyMap() KeyMap {
 	return KeyMap{
-		Next:       key.NewBinding(key.WithKeys("tab", "down"), key.WithHelp("tab/↓", "next field")),
-		Prev:       key.NewBinding(key.WithKeys("shift+tab", "up"), key.WithHelp("shift+tab/↑", "previous field")),
-		Submit:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "next field; on the topic field: prefill")),
-		ScrollUp:   key.NewBinding(key.WithKeys("pgup"), key.WithHelp("pgup", "scroll results up")),
-		ScrollDown: key.NewBinding(key.WithKeys("pgdown"), key.WithHelp("pgdn", "scroll results down")),
+		Next:         key.NewBinding(key.WithKeys("tab", "down", "j"), key.WithHelp("tab/↓", "next field")),
+		Prev:         key.NewBinding(key.WithKeys("shift+tab", "up", "k"), key.WithHelp("shift+tab/↑", "previous field")),
+		Edit:         key.NewBinding(key.WithKeys("enter", "e"), key.WithHelp("enter", "edit (or type a figure)")),
+		Prefill:      key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "prefill from the topic")),
+		TakeMeasured: key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "take measured over typed")),
+		ScrollUp:     key.NewBinding(key.WithKeys("pgup"), key.WithHelp("pgup", "scroll results up")),
+		ScrollDown:   key.NewBinding(key.WithKeys("pgdown"), key.WithHelp("pgdn", "scroll results down")),
+		Done:         key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "keep (topic: prefill)")),
+		Undo:         key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "undo the edit")),
 	}
 }
 
@@ -64,12 +71,27 @@ type Model struct {
 	ws      engine.Worksheet
 	measure MeasureFunc // nil: no cluster attached, prefill unavailable
 
-	measured  [engine.NumFields]bool
+	measured [engine.NumFields]bool
+	// typed marks figures the planner typed: a prefill never overwrites
+	// them; it offers its figure instead (offer), taken with a.
+	typed     [engine.NumFields]bool
+	offer     [engine.NumFields]string
 	source    string // where measured values came from
 	measuring bool
 	gen       int
 	status    string // the last measurement's outcome
 	statusBad bool
+
+	// editing is set while the focused field takes every key; before is
+	// its text when editing started (esc restores it).
+	editing bool
+	before  string
+	// marks are the field's typed/measured/offer marks when editing
+	// started, restored with its text by esc.
+	marks struct {
+		typed, measured bool
+		offer           string
+	}
 
 	width, height int
 	scroll        int
@@ -88,7 +110,6 @@ func New(st *styles.Styles, measure MeasureFunc) Model {
 	m.topic = newInput("")
 	m.topic.Placeholder = "topic, or * for all"
 	m.topic.CharLimit = 249 // Kafka's topic name limit
-	m.inputs[0].Focus()
 	m.recompute()
 	return m
 }
@@ -133,6 +154,13 @@ func (m Model) Focused() engine.Field { return engine.Field(m.focus) }
 // SetTopic puts a topic in the prefill field.
 func (m *Model) SetTopic(topic string) { m.topic.SetValue(topic) }
 
+// Editing reports whether the focused field is being edited.
+func (m Model) Editing() bool { return m.editing }
+
+// Offer is the measured figure a prefill offered for f instead of
+// overwriting what the planner typed ("" when none).
+func (m Model) Offer(f engine.Field) string { return m.offer[f] }
+
 // Measuring reports whether a prefill is running.
 func (m Model) Measuring() bool { return m.measuring }
 
@@ -174,56 +202,140 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 }
 
 func (m Model) handleKey(msg tea.KeyMsg) (Model, tea.Cmd) {
+	if m.editing {
+		return m.editKey(msg)
+	}
 	switch {
 	case key.Matches(msg, m.keys.Next):
-		m.setFocus((m.focus + 1) % (topicRow + 1))
-		return m, nil
+		m.focus = (m.focus + 1) % (topicRow + 1)
 	case key.Matches(msg, m.keys.Prev):
-		m.setFocus((m.focus + topicRow) % (topicRow + 1))
-		return m, nil
-	case key.Matches(msg, m.keys.Submit):
-		if m.focus == topicRow {
-			cmd := m.StartMeasure()
-			return m, cmd
-		}
-		m.setFocus(m.focus + 1)
-		return m, nil
+		m.focus = (m.focus + topicRow) % (topicRow + 1)
+	case key.Matches(msg, m.keys.Edit):
+		m.startEdit(false)
+	case msg.Type == tea.KeyCtrlU:
+		m.startEdit(true)
+	case m.focus < topicRow && startsValue(msg):
+		// Typing a figure over the focused one, as in a spreadsheet.
+		m.startEdit(true)
+		return m.editKey(msg)
+	case key.Matches(msg, m.keys.Prefill):
+		return m, m.StartMeasure()
+	case key.Matches(msg, m.keys.TakeMeasured):
+		m.takeMeasured()
 	case key.Matches(msg, m.keys.ScrollDown):
 		m.scroll += max(1, m.resultsHeight()-1)
 		m.clampScroll()
-		return m, nil
 	case key.Matches(msg, m.keys.ScrollUp):
 		m.scroll -= max(1, m.resultsHeight()-1)
 		m.clampScroll()
+	}
+	return m, nil
+}
+
+// startsValue reports whether msg is a character a figure begins with.
+func startsValue(msg tea.KeyMsg) bool {
+	if msg.Type != tea.KeyRunes || len(msg.Runes) != 1 || msg.Alt || msg.Paste {
+		return false
+	}
+	r := msg.Runes[0]
+	return r >= '0' && r <= '9' || r == '.'
+}
+
+// input is the focused text field.
+func (m *Model) input() *textinput.Model {
+	if m.focus == topicRow {
+		return &m.topic
+	}
+	return &m.inputs[m.focus]
+}
+
+// startEdit makes the focused field take every key; clear empties it first.
+func (m *Model) startEdit(clear bool) {
+	in := m.input()
+	m.editing, m.before = true, in.Value()
+	if m.focus < topicRow {
+		f := engine.Field(m.focus)
+		m.marks.typed, m.marks.measured, m.marks.offer = m.typed[f], m.measured[f], m.offer[f]
+	}
+	if clear {
+		in.SetValue("")
+	}
+	in.CursorEnd()
+	in.Focus()
+	m.changed()
+}
+
+// stopEdit ends editing (the text stays as typed).
+func (m *Model) stopEdit() {
+	m.editing = false
+	m.input().Blur()
+}
+
+// editKey handles a key while the focused field is being edited.
+func (m Model) editKey(msg tea.KeyMsg) (Model, tea.Cmd) {
+	switch {
+	case key.Matches(msg, m.keys.Undo):
+		m.input().SetValue(m.before)
+		if m.focus < topicRow {
+			f := engine.Field(m.focus)
+			m.typed[f], m.measured[f], m.offer[f] = m.marks.typed, m.marks.measured, m.marks.offer
+			m.recompute()
+		}
+		m.stopEdit()
+		return m, nil
+	case key.Matches(msg, m.keys.Done):
+		m.stopEdit()
+		if m.focus == topicRow {
+			return m, m.StartMeasure()
+		}
+		m.focus++
+		return m, nil
+	case msg.Type == tea.KeyTab || msg.Type == tea.KeyDown:
+		m.stopEdit()
+		m.focus = (m.focus + 1) % (topicRow + 1)
+		return m, nil
+	case msg.Type == tea.KeyShiftTab || msg.Type == tea.KeyUp:
+		m.stopEdit()
+		m.focus = (m.focus + topicRow) % (topicRow + 1)
 		return m, nil
 	}
 	var cmd tea.Cmd
-	if m.focus == topicRow {
-		m.topic, cmd = m.topic.Update(msg)
-		return m, cmd
-	}
-	f := engine.Field(m.focus)
-	before := m.inputs[f].Value()
-	m.inputs[f], cmd = m.inputs[f].Update(msg)
-	if m.inputs[f].Value() != before {
-		m.measured[f] = false // typed over: no longer the measured value
-		m.recompute()
-	}
+	*m.input(), cmd = m.input().Update(msg)
+	m.changed()
 	return m, cmd
 }
 
-func (m *Model) setFocus(i int) {
-	if m.focus < topicRow {
-		m.inputs[m.focus].Blur()
-	} else {
-		m.topic.Blur()
+// changed records an edit of the focused field: a figure that differs from
+// what it was when editing started is the planner's own from now on.
+func (m *Model) changed() {
+	if m.focus == topicRow {
+		return
 	}
-	m.focus = i
-	if i < topicRow {
-		m.inputs[i].Focus()
-	} else {
-		m.topic.Focus()
+	f := engine.Field(m.focus)
+	if m.inputs[f].Value() != m.before {
+		m.typed[f], m.measured[f], m.offer[f] = true, false, ""
 	}
+	m.recompute()
+}
+
+// takeMeasured replaces typed figures with the ones the last prefill
+// offered beside them.
+func (m *Model) takeMeasured() {
+	n := 0
+	for _, f := range engine.Fields() {
+		if m.offer[f] == "" {
+			continue
+		}
+		m.inputs[f].SetValue(m.offer[f])
+		m.offer[f], m.typed[f], m.measured[f] = "", false, true
+		n++
+	}
+	if n == 0 {
+		m.status, m.statusBad = "no measured figures are waiting (p prefills from the topic field)", false
+		return
+	}
+	m.status, m.statusBad = fmt.Sprintf("took %d measured figure(s) from %s", n, m.source), false
+	m.recompute()
 }
 
 func (m Model) applyMeasurement(msg MeasuredMsg) Model {
@@ -237,35 +349,49 @@ func (m Model) applyMeasurement(msg MeasuredMsg) Model {
 	}
 	form := m.Form()
 	filled := msg.M.Prefill(&form)
+	applied, kept := 0, 0
 	for _, f := range filled {
 		if msg.M.Window == 0 && (f == engine.AvgRate || f == engine.PeakRate) {
 			continue // the rate was not measured
 		}
+		if m.typed[f] {
+			// The planner's figure stays; the measured one is offered.
+			if m.inputs[f].Value() != form[f] {
+				m.offer[f] = form[f]
+				kept++
+			}
+			continue
+		}
 		m.inputs[f].SetValue(form[f])
-		m.measured[f] = true
+		m.measured[f], m.offer[f] = true, ""
+		applied++
 	}
 	m.source = sanitize.Text(msg.M.Source())
-	m.status, m.statusBad = fmt.Sprintf("prefilled %d fields from %s", len(filled), m.source), false
+	m.status, m.statusBad = fmt.Sprintf("prefilled %d fields from %s", applied, m.source), false
+	if kept > 0 {
+		m.status += fmt.Sprintf("; kept %d typed figure(s): measured shown beside them, a takes them", kept)
+	}
 	m.recompute()
 	return m
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// KeyBindings are the page's own keys, for help.
+// KeyBindings are the page's own keys, for help and the status line.
 func (m Model) KeyBindings() []key.Binding {
-	return []key.Binding{m.keys.Next, m.keys.Prev, m.keys.Submit, m.keys.ScrollDown, m.keys.ScrollUp}
+	if m.editing {
+		return []key.Binding{m.keys.Done, m.keys.Undo}
+	}
+	return []key.Binding{m.keys.Edit, m.keys.Prefill, m.keys.TakeMeasured, m.keys.Next, m.keys.Prev, m.keys.ScrollDown, m.keys.ScrollUp}
 }
 
-// CapturesKey reports that the form takes every key but esc (back), ctrl+c (quit),
-// ctrl+r (refresh) and "?" (help), so digits, letters and ":" (as in 2:1)
-// reach the fields. No field value or topic name contains "?".
+// CapturesKey reports whether the page takes a key before the console's
+// global keys: while a field is being edited it takes every key but ctrl+c,
+// so ":" (as in 2:1), q and esc (undo) reach it; otherwise keys behave as on
+// every page (":" opens the command line, q quits, esc goes back) and the
+// page gets the rest.
 func (m Model) CapturesKey(msg tea.KeyMsg) bool {
-	switch msg.Type {
-	case tea.KeyEsc, tea.KeyCtrlC, tea.KeyCtrlR:
-		return false
-	}
-	return msg.String() != "?"
+	return m.editing && msg.Type != tea.KeyCtrlC
 }
 
 // ---- view ----
@@ -344,6 +470,8 @@ func (m Model) formLines(w int) []string {
 		switch {
 		case m.ws.Errors[f] != nil:
 			mark = st.Levels[styles.Bad].Render("✗")
+		case m.offer[f] != "":
+			mark = st.Levels[styles.Warn].Render("≠")
 		case m.measured[f]:
 			mark = st.Levels[styles.Accent].Render("m")
 		}
@@ -360,6 +488,8 @@ func (m Model) formLines(w int) []string {
 			if room >= 10 {
 				line += " " + st.Levels[styles.Bad].Render(ansi.Truncate(err.Error(), room, "…"))
 			}
+		} else if o := "measured " + m.offer[f]; m.offer[f] != "" && ansi.StringWidth(o) <= room {
+			line += " " + st.Levels[styles.Warn].Render(o)
 		} else if u := f.Unit(); u != "" && ansi.StringWidth(u) <= room {
 			line += " " + st.Muted.Render(u)
 		}
@@ -370,7 +500,10 @@ func (m Model) formLines(w int) []string {
 		gutter = "▸ "
 	}
 	prefill := "prefill from"
-	hint := "enter"
+	hint := "enter, then enter: prefill"
+	if m.editing && m.focus == topicRow {
+		hint = "enter: prefill"
+	}
 	if m.measure == nil {
 		hint = "no cluster"
 	}
@@ -381,6 +514,12 @@ func (m Model) formLines(w int) []string {
 	out = append(out, line)
 	if m.source != "" {
 		out = append(out, st.Muted.Render("m = "+m.source))
+		for _, f := range engine.Fields() {
+			if m.offer[f] != "" {
+				out = append(out, st.Levels[styles.Warn].Render("≠ = typed figure kept; a takes the measured"))
+				break
+			}
+		}
 	}
 	// The focused field's error in full (next to the field it may be cut).
 	if m.focus < topicRow {
@@ -402,7 +541,7 @@ func (m Model) resultLines(w int) []string {
 	var out []string
 	focused := engine.Field(m.focus)
 	lw := min(28, max(w-valueW-3, 8))
-	for _, s := range m.ws.Sections() {
+	for _, s := range bindingFirst(m.ws.Sections()) {
 		out = append(out, st.Title.Render(fmt.Sprintf("%d · %s", s.Number, s.Title)))
 		for _, l := range s.Lines {
 			dep := " "
@@ -428,8 +567,31 @@ func (m Model) resultLines(w int) []string {
 			}
 			out = append(out, line)
 		}
-		if s.Note != "" {
+		switch {
+		case s.Note != "" && s.Number == 7:
+			// The binding constraint's verdict is read whole: wrapped.
+			for _, l := range strings.Split(ansi.Wrap(s.Note, max(w-2, 10), " "), "\n") {
+				out = append(out, "  "+st.Muted.Render(l))
+			}
+		case s.Note != "":
 			out = append(out, "  "+st.Muted.Render(s.Note))
+		}
+	}
+	return out
+}
+
+// bindingFirst puts the binding constraint (step 7) at the top: it is
+// the answer a planner looks for, and at the bottom it was cut off.
+func bindingFirst(ss []engine.Section) []engine.Section {
+	out := make([]engine.Section, 0, len(ss))
+	for _, s := range ss {
+		if s.Number == 7 {
+			out = append(out, s)
+		}
+	}
+	for _, s := range ss {
+		if s.Number != 7 {
+			out = append(out, s)
 		}
 	}
 	return out
@@ -458,7 +620,15 @@ func (m Model) statusLine() string {
 	n := len(m.ws.Errors)
 	if n > 0 {
 		return m.st.Levels[styles.Warn].Render(fmt.Sprintf("%d invalid field(s); results that need them show —", n)) +
-			m.st.Muted.Render("  ·  tab/↑↓ move  pgup/pgdn scroll  esc back")
+			m.st.Muted.Render("  ·  "+m.keysHint())
 	}
-	return m.st.Muted.Render("tab/↑↓ move  enter next  pgup/pgdn scroll results  esc back")
+	return m.st.Muted.Render(m.keysHint())
+}
+
+// keysHint is the worksheet's key line, by mode.
+func (m Model) keysHint() string {
+	if m.editing {
+		return "editing: enter keep  esc undo  ctrl+u clear  ctrl+w erase word"
+	}
+	return "enter or a digit edits  tab/↑↓ move  p prefill  pgup/pgdn scroll  esc back"
 }

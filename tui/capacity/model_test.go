@@ -257,12 +257,13 @@ func TestModel_Prefill(t *testing.T) {
 	for m.Focused() != engine.NumFields {
 		m = press(m, tab)
 	}
+	m = press(m, enter) // edit the topic
 	m, cmd := m.Update(enter)
 	if cmd == nil || !m.Measuring() || len(fake.topics) != 1 || fake.topics[0] != "orders" {
 		t.Fatalf("enter on the topic field: cmd %v measuring %v requests %v", cmd != nil, m.Measuring(), fake.topics)
 	}
-	// a second enter while measuring does not start another
-	if m2, cmd2 := m.Update(enter); cmd2 != nil || len(fake.topics) != 1 {
+	// p while measuring does not start another
+	if m2, cmd2 := m.Update(typed("p")); cmd2 != nil || len(fake.topics) != 1 {
 		t.Fatalf("second measurement started: %v", m2.Measuring())
 	}
 	m, _ = m.Update(cmd())
@@ -338,22 +339,93 @@ func TestModel_NoCluster(t *testing.T) {
 	}
 }
 
-func TestModel_CapturesTyping(t *testing.T) {
-	m := New(nil, nil)
-	for _, k := range []tea.KeyMsg{typed("q"), typed(":"), typed("c"), typed("t"), typed("1"), tab, enter, backspace} {
-		if !m.CapturesKey(k) {
-			t.Errorf("%q not captured: it would leave the form", k.String())
-		}
-	}
-	for _, k := range []tea.KeyMsg{{Type: tea.KeyEsc}, {Type: tea.KeyCtrlC}, {Type: tea.KeyCtrlR}, typed("?")} {
+// Outside editing the worksheet's keys behave as everywhere (":" opens
+// the command line, q quits, esc goes back, ? helps); while a field is
+// being edited it takes every key but ctrl+c, so 2:1 can be typed, and esc
+// undoes the edit.
+func TestModel_KeysOutsideAndInsideEditing(t *testing.T) {
+	m := sized(New(nil, nil), 120, 40)
+	esc := tea.KeyMsg{Type: tea.KeyEsc}
+	for _, k := range []tea.KeyMsg{typed("q"), typed(":"), typed("?"), typed("c"), esc, {Type: tea.KeyCtrlR}} {
 		if m.CapturesKey(k) {
-			t.Errorf("%q captured: back, quit, refresh and help must stay reachable", k.String())
+			t.Errorf("%q captured outside editing: it would not reach the console", k.String())
 		}
 	}
-	// "q" and ":" reach the field (2:1 is a compression ratio)
-	m = focusField(sized(m, 120, 40), engine.Compression, "2:1")
-	if m.Form()[engine.Compression] != "2:1" || !m.Worksheet().Valid() {
-		t.Errorf("compression %q: %v", m.Form()[engine.Compression], m.Worksheet().Err())
+	m = press(m, typed("q"), typed(":"))
+	if m.Editing() || m.Form()[engine.AvgRate] != engine.DefaultForm()[engine.AvgRate] {
+		t.Fatalf("q or : was typed into a field: %q", m.Form()[engine.AvgRate])
+	}
+	for m.Focused() != engine.Compression {
+		m = press(m, tab)
+	}
+	m = press(m, enter)
+	if !m.Editing() {
+		t.Fatal("enter did not start editing")
+	}
+	for _, k := range []tea.KeyMsg{typed("q"), typed(":"), typed("?"), esc, tab, enter, backspace} {
+		if !m.CapturesKey(k) {
+			t.Errorf("%q not captured while editing", k.String())
+		}
+	}
+	if m.CapturesKey(tea.KeyMsg{Type: tea.KeyCtrlC}) {
+		t.Error("ctrl+c captured: it must always quit")
+	}
+	m = press(m, clearLine, typed("2"), typed(":"), typed("1"), enter)
+	if m.Editing() || m.Form()[engine.Compression] != "2:1" || !m.Worksheet().Valid() {
+		t.Errorf("compression %q (editing %v): %v", m.Form()[engine.Compression], m.Editing(), m.Worksheet().Err())
+	}
+	// A digit starts an edit over the figure; esc undoes it.
+	before := m.Form()[m.Focused()]
+	m = press(m, typed("9"), typed("9"))
+	if !m.Editing() || m.Form()[m.Focused()] != "99" {
+		t.Fatalf("digits: %q editing %v", m.Form()[m.Focused()], m.Editing())
+	}
+	m = press(m, esc)
+	if m.Editing() || m.Form()[m.Focused()] != before {
+		t.Fatalf("esc left %q (editing %v), want %q", m.Form()[m.Focused()], m.Editing(), before)
+	}
+}
+
+// A prefill never overwrites a figure the planner typed: it keeps it,
+// shows the measured one beside it with how long it measured, and a takes
+// the measured figures.
+func TestModel_PrefillKeepsTypedFigures(t *testing.T) {
+	fake := &fakeMeasure{m: ordersLoad}
+	m := sized(New(nil, fake.fn), 160, 50)
+	m = focusField(m, engine.PeakRate, "200000")
+	m = press(m, enter)
+	m.SetTopic("orders")
+	m, _ = m.Update(m.StartMeasure()())
+	form := m.Form()
+	if form[engine.PeakRate] != "200000" || m.Measured(engine.PeakRate) || m.Offer(engine.PeakRate) != "4000" {
+		t.Fatalf("peak %q measured %v offer %q", form[engine.PeakRate], m.Measured(engine.PeakRate), m.Offer(engine.PeakRate))
+	}
+	if form[engine.AvgRate] != "1234.5" || !m.Measured(engine.AvgRate) {
+		t.Fatalf("untyped average not prefilled: %q", form[engine.AvgRate])
+	}
+	v := checkView(t, m, 160, 50)
+	if !strings.Contains(lineWith(v, "peak rate"), "measured 4000") || !strings.Contains(v, "measured over 5s") ||
+		!strings.Contains(v, "kept 1 typed figure") {
+		t.Fatalf("offer not shown:\n%s", v)
+	}
+	m = press(m, typed("a"))
+	if m.Form()[engine.PeakRate] != "4000" || !m.Measured(engine.PeakRate) || m.Offer(engine.PeakRate) != "" {
+		t.Fatalf("a did not take the measured peak: %q", m.Form()[engine.PeakRate])
+	}
+}
+
+// The binding constraint is the first thing in the results.
+func TestModel_BindingConstraintFirst(t *testing.T) {
+	v := checkView(t, sized(New(nil, nil), 120, 40), 120, 40)
+	first := ""
+	for _, l := range strings.Split(v, "\n") {
+		if i := strings.Index(l, " · "); i >= 0 {
+			first = l
+			break
+		}
+	}
+	if !strings.Contains(first, "7 · Binding constraint") {
+		t.Fatalf("first section line %q:\n%s", first, v)
 	}
 }
 
