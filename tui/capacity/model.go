@@ -524,9 +524,17 @@ func (m Model) formLines(w int) []string {
 	// The focused field's error in full (next to the field it may be cut).
 	if m.focus < topicRow {
 		f := engine.Field(m.focus)
-		if err := m.ws.Errors[f]; err != nil {
+		switch err := m.ws.Errors[f]; {
+		case err != nil:
 			out = append(out, st.Levels[styles.Bad].Render(f.Label()+": "+err.Error()))
-		} else {
+		case m.offer[f] != "":
+			// Wrapped: at 80 columns the figure beside the field does not fit.
+			text := fmt.Sprintf("%s: typed %s, measured %s (%s); a takes it",
+				f.Label(), sanitize.Text(m.inputs[f].Value()), m.offer[f], m.source)
+			for _, l := range strings.Split(ansi.Wrap(text, max(w, 10), " "), "\n") {
+				out = append(out, st.Levels[styles.Warn].Render(l))
+			}
+		default:
 			out = append(out, st.Muted.Render(f.Help()))
 		}
 	}

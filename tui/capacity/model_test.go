@@ -408,6 +408,17 @@ func TestModel_PrefillKeepsTypedFigures(t *testing.T) {
 		!strings.Contains(v, "kept 1 typed figure") {
 		t.Fatalf("offer not shown:\n%s", v)
 	}
+	// At 80 columns the figure beside the field does not fit: the focused
+	// field's line below the form says it.
+	for m.Focused() != engine.PeakRate {
+		m = press(m, tab)
+	}
+	small := sized(m, 80, 24)
+	checkView(t, small, 80, 24)
+	if form := ansi.Strip(strings.Join(small.formLines(small.formWidth()), " ")); !strings.Contains(strings.Join(strings.Fields(form), " "),
+		"peak rate: typed 200000, measured 4000 (orders, measured over 5s); a takes it") {
+		t.Fatalf("offer not explained at 80x24:\n%s", checkView(t, small, 80, 24))
+	}
 	m = press(m, typed("a"))
 	if m.Form()[engine.PeakRate] != "4000" || !m.Measured(engine.PeakRate) || m.Offer(engine.PeakRate) != "" {
 		t.Fatalf("a did not take the measured peak: %q", m.Form()[engine.PeakRate])
