@@ -41,9 +41,18 @@ func groupColumns() []table.Column {
 
 // groupRows builds one row per group. The row ID is the raw group name
 // (what the group page is opened with); the cells are sanitised.
-func groupRows(s *Snapshot) []table.Row {
+func groupRows(s *Snapshot) []table.Row { return groupRowsOf(s, true) }
+
+// liveGroupRows leaves the inactive (abandoned) groups out: the overview
+// says how many there are and the groups page lists them.
+func liveGroupRows(s *Snapshot) []table.Row { return groupRowsOf(s, false) }
+
+func groupRowsOf(s *Snapshot, withInactive bool) []table.Row {
 	rows := make([]table.Row, 0, len(s.Groups))
 	for _, g := range s.Groups {
+		if g.Inactive && !withInactive {
+			continue
+		}
 		status := g.Status.String()
 		lv := statusLevel(g.Status)
 		if g.Breach {
@@ -68,6 +77,11 @@ func groupRows(s *Snapshot) []table.Row {
 		cells[colGroupWorst] = worst
 		nums := make([]float64, 8)
 		nums[colGroupAge] = durKey(g.MaxAge, g.MaxAgeKnown || g.TotalLag == 0)
+		if g.Inactive {
+			// Abandoned: dimmed, and after every live group in the
+			// worst-age-first order however old its backlog.
+			lv, nums[colGroupAge] = styles.Dim, -1-nums[colGroupAge]/1e12
+		}
 		nums[colGroupLag] = num(g.TotalLag)
 		nums[colGroupMembers] = num(len(g.Members))
 		nums[colGroupSLO] = g.SLO.Seconds()

@@ -33,7 +33,7 @@ func newOverview(env PageEnv) Page {
 	p.tbl = table.New(groupColumns(), env.Styles)
 	p.tbl.SetSort(colGroupAge, true)
 	p.tbl.SetEmpty("no consumer groups")
-	p.rows, p.async = groupRows, true
+	p.rows, p.async = liveGroupRows, true
 	p.header = p.summary
 	p.headerLines = func(h int) int { return min(8, max(0, h-6)) }
 	p.enter = func(r table.Row) tea.Cmd { return Open("group", r.ID) }
@@ -127,6 +127,15 @@ func (p *overviewPage) summary(s *Snapshot, w int) []string {
 	}
 	if len(s.Warnings) > 0 {
 		out = append(out, label("warnings")+st.Levels[2].Render(sanitize.Text(s.Warnings[0])))
+	}
+	inactive := 0
+	for _, g := range s.Groups {
+		if g.Inactive {
+			inactive++
+		}
+	}
+	if inactive > 0 {
+		out = append(out, label("inactive")+st.Muted.Render(fmt.Sprintf("%d group(s) with no members and nothing consumed for over an hour, not listed (:groups lists them)", inactive)))
 	}
 	out = append(out, "", st.Title.Render("Groups, worst age first"))
 	for i := range out {

@@ -65,6 +65,7 @@ type breachJSON struct {
 	SLOSeconds    float64 `json:"slo_seconds"`
 	Topic         string  `json:"topic"`
 	Partition     int32   `json:"partition"`
+	Inactive      bool    `json:"inactive"`
 }
 
 func (a *app) runHealth(cmd *cobra.Command, sample time.Duration) error {
@@ -106,7 +107,7 @@ func (a *app) runHealth(cmd *cobra.Command, sample time.Duration) error {
 	}
 	for _, b := range h.Breaches {
 		doc.Breaches = append(doc.Breaches, breachJSON{Group: b.Group, Status: b.Status.String(),
-			MaxAgeSeconds: roundTo(b.MaxAge.Seconds(), 3), SLOSeconds: b.SLO.Seconds(), Topic: b.Topic, Partition: b.Partition})
+			MaxAgeSeconds: roundTo(b.MaxAge.Seconds(), 3), SLOSeconds: b.SLO.Seconds(), Topic: b.Topic, Partition: b.Partition, Inactive: b.Inactive})
 	}
 	if doc.ISR.Partitions == nil {
 		doc.ISR.Partitions = []lag.PartitionHealth{}
@@ -185,15 +186,30 @@ func writeHealthTables(a *app, d healthJSON) error {
 		return err
 	}
 	fmt.Fprintln(w)
-	if len(d.Breaches) == 0 {
-		fmt.Fprintln(w, "SLO breaches: none")
-	} else {
-		fmt.Fprintln(w, "SLO breaches:")
+	var live, inactive []breachJSON
+	for _, b := range d.Breaches {
+		if b.Inactive {
+			inactive = append(inactive, b)
+		} else {
+			live = append(live, b)
+		}
+	}
+	breaches := func(title string, bs []breachJSON) error {
+		fmt.Fprintln(w, title)
 		g := output.Grid{Header: []string{"GROUP", "STATUS", "MAX AGE", "SLO", "AT"}, Right: map[int]bool{2: true, 3: true}}
-		for _, b := range d.Breaches {
+		for _, b := range bs {
 			g.Add(b.Group, b.Status, fmtAge(time.Duration(b.MaxAgeSeconds*float64(time.Second))), fmtAge(time.Duration(b.SLOSeconds*float64(time.Second))), fmt.Sprintf("%s[%d]", b.Topic, b.Partition))
 		}
-		if err := g.WriteTable(w); err != nil {
+		return g.WriteTable(w)
+	}
+	if len(live) == 0 {
+		fmt.Fprintln(w, "SLO breaches: none")
+	} else if err := breaches("SLO breaches:", live); err != nil {
+		return err
+	}
+	if len(inactive) > 0 {
+		fmt.Fprintln(w)
+		if err := breaches(inactiveTitle, inactive); err != nil {
 			return err
 		}
 	}

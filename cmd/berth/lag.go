@@ -295,6 +295,7 @@ type groupLagJSON struct {
 	Breach          bool           `json:"breach"`
 	ClockSkew       bool           `json:"clock_skew"`
 	RetentionRisk   bool           `json:"retention_risk"`
+	Inactive        bool           `json:"inactive"`
 	Partitions      int            `json:"partitions"`
 	ByStatus        map[string]int `json:"partitions_by_status"`
 	Error           string         `json:"error,omitempty"`
@@ -351,7 +352,7 @@ func groupJSON(g monitor.Group) groupLagJSON {
 		AgesUnknown: g.AgesUnknown, TotalLag: g.TotalLag, Lost: g.Lost,
 		ProduceRate: roundTo(g.ProduceRate, 3), ConsumeRate: roundTo(g.ConsumeRate, 3),
 		AgeSkew: roundTo(g.AgeSkew, 3), SLOSeconds: g.SLO.Seconds(), Breach: g.Breach,
-		ClockSkew: g.ClockSkew, RetentionRisk: g.RetentionRisk, Partitions: len(g.Partitions),
+		ClockSkew: g.ClockSkew, RetentionRisk: g.RetentionRisk, Inactive: g.Inactive, Partitions: len(g.Partitions),
 		ByStatus: map[string]int{}, Error: g.Err,
 	}
 	if j.IdleMembers == nil {
@@ -389,11 +390,18 @@ func writeLagTables(w io.Writer, s monitor.Snapshot) error {
 		_, err := fmt.Fprintln(w, "no consumer groups")
 		return err
 	}
-	g := output.Grid{
-		Header: []string{"GROUP", "STATUS", "MAX AGE", "AT", "LAG", "SLO", "BREACH", "MEMBERS", "PARTITIONS"},
-		Right:  map[int]bool{2: true, 4: true, 5: true, 7: true},
+	newGrid := func() output.Grid {
+		return output.Grid{
+			Header: []string{"GROUP", "STATUS", "MAX AGE", "AT", "LAG", "SLO", "BREACH", "MEMBERS", "PARTITIONS"},
+			Right:  map[int]bool{2: true, 4: true, 5: true, 7: true},
+		}
 	}
+	g, idle := newGrid(), newGrid()
 	for _, grp := range s.Groups {
+		grid := &g
+		if grp.Inactive {
+			grid = &idle
+		}
 		age := "?"
 		if grp.MaxAgeKnown {
 			age = fmtAge(grp.MaxAge)
@@ -410,10 +418,20 @@ func writeLagTables(w io.Writer, s monitor.Snapshot) error {
 		if n := len(grp.IdleMembers); n > 0 {
 			members += fmt.Sprintf(" (%d idle)", n)
 		}
-		g.Add(grp.Group, grp.Status.String(), age, at, fmt.Sprint(grp.TotalLag), fmtAge(grp.SLO), breach, members, statusCounts(grp.GroupLag))
+		grid.Add(grp.Group, grp.Status.String(), age, at, fmt.Sprint(grp.TotalLag), fmtAge(grp.SLO), breach, members, statusCounts(grp.GroupLag))
 	}
-	if err := g.WriteTable(w); err != nil {
+	// Live groups first; abandoned ones apart, after them, so an old
+	// Empty group never sits above a live incident.
+	if len(g.Rows) == 0 {
+		fmt.Fprintln(w, "no active consumer groups")
+	} else if err := g.WriteTable(w); err != nil {
 		return err
+	}
+	if len(idle.Rows) > 0 {
+		fmt.Fprintf(w, "\n%s\n", inactiveTitle)
+		if err := idle.WriteTable(w); err != nil {
+			return err
+		}
 	}
 	p := output.Grid{
 		Header: []string{"GROUP", "TOPIC", "PART", "COMMITTED", "END", "LAG", "AGE", "STATUS", "PRODUCE/s", "CONSUME/s", "ETA", "NOTE"},
@@ -421,6 +439,9 @@ func writeLagTables(w io.Writer, s monitor.Snapshot) error {
 	}
 	hidden := 0
 	for _, grp := range s.Groups {
+		if grp.Inactive {
+			continue // their rows would bury the live ones; -o json lists them
+		}
 		for _, r := range grp.Partitions {
 			// The table is for problems: OK rows are counted, not listed
 			// (a group can have thousands); -o json lists every row.
@@ -462,11 +483,17 @@ func writeLagTables(w io.Writer, s monitor.Snapshot) error {
 	if hidden > 0 {
 		fmt.Fprintf(w, "\n%d OK partition(s) not shown (-o json lists every partition)\n", hidden)
 	}
+	if len(idle.Rows) > 0 {
+		fmt.Fprintf(w, "partitions of the %d inactive group(s) not shown (-o json lists them)\n", len(idle.Rows))
+	}
 	for _, warn := range s.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warn)
 	}
 	return nil
 }
+
+// inactiveTitle heads the section of abandoned groups.
+const inactiveTitle = "Inactive groups (no members, nothing consumed for over an hour):"
 
 func statusCounts(g lag.GroupLag) string {
 	var parts []string

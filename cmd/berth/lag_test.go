@@ -194,3 +194,43 @@ func TestHealthJSON(t *testing.T) {
 		t.Fatalf("table:\n%s", out)
 	}
 }
+
+// An abandoned group (no members, its backlog three hours old) is listed
+// apart, after the live groups, in berth lag's table and berth health; JSON
+// marks it inactive.
+func TestLagListsInactiveGroupsApart(t *testing.T) {
+	isolateConfig(t)
+	kc := lagCluster(t)
+	kc.CreateTopic(t, "reports", 1, 1, nil)
+	kc.ProduceTo(t, "reports", 0, 5, time.Now().Add(-3*time.Hour), time.Second)
+	kc.Commit(t, "aa-old-reports", map[string]map[int32]int64{"reports": {0: 1}})
+	boot := strings.Join(kc.Addrs, ",")
+	out, errOut, code := runBerth(t, "--bootstrap", boot, "lag", "--sample", "0")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	live, idle, found := strings.Cut(out, inactiveTitle)
+	if !found || strings.Contains(live, "aa-old-reports") || !strings.Contains(idle, "aa-old-reports") || !strings.Contains(live, "billing") {
+		t.Fatalf("the abandoned group is not apart after the live ones:\n%s", out)
+	}
+	out, _, _ = runBerth(t, "--bootstrap", boot, "-o", "json", "lag", "--sample", "0")
+	var doc struct {
+		Groups []struct {
+			Group    string `json:"group"`
+			Inactive bool   `json:"inactive"`
+		} `json:"groups"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range doc.Groups {
+		if g.Inactive != (g.Group == "aa-old-reports") {
+			t.Errorf("%s: inactive %v", g.Group, g.Inactive)
+		}
+	}
+	out, _, _ = runBerth(t, "--bootstrap", boot, "health", "--sample", "0")
+	live, idle, found = strings.Cut(out, inactiveTitle)
+	if !found || strings.Contains(live, "aa-old-reports") || !strings.Contains(idle, "aa-old-reports") {
+		t.Fatalf("health does not list the abandoned group's breach apart:\n%s", out)
+	}
+}

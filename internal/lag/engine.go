@@ -379,7 +379,24 @@ func RollUp(info GroupInfo, rows []PartitionLag, cfg Config) GroupLag {
 		g.AgeSkew = float64(g.MaxAge) / float64(med)
 	}
 	g.Breach = info.SLO > 0 && g.MaxAgeKnown && g.MaxAge > info.SLO
+	g.Inactive = inactive(g, len(info.Members), cfg)
 	return g
+}
+
+// inactive: no members, no commit moving, and a backlog older than
+// InactiveAfter (nobody has read it for that long). A group that emptied a
+// minute ago with fresh records waiting is a live incident (STOPPED), not
+// abandoned; one with nothing to read is OK either way.
+func inactive(g GroupLag, members int, cfg Config) bool {
+	if members > 0 {
+		return false
+	}
+	for i := range g.Partitions {
+		if g.Partitions[i].CommitMoved {
+			return false
+		}
+	}
+	return g.TotalLag > 0 && g.MaxAgeKnown && g.MaxAge >= cfg.InactiveAfter
 }
 
 // refineStalled tells stuck from busy. A partition whose commit did not move

@@ -358,3 +358,33 @@ func TestMedianMatchesSort(t *testing.T) {
 		}
 	}
 }
+
+// Abandoned groups are told from live incidents: no members, nothing
+// moving, and nothing to read or a backlog older than InactiveAfter.
+func TestInactiveGroups(t *testing.T) {
+	cfg := Config{InactiveAfter: time.Hour}
+	row := func(lagN int64, age time.Duration, moved bool) PartitionLag {
+		return PartitionLag{Topic: Intern("t"), Lag: lagN, Age: age, AgeKnown: true, CommitMoved: moved, Status: STOPPED}
+	}
+	member := []backends.Member{{ID: "m", Assigned: []backends.TopicPartition{{Topic: "t"}}}}
+	cases := []struct {
+		name    string
+		members []backends.Member
+		rows    []PartitionLag
+		want    bool
+	}{
+		{"abandoned days ago", nil, []PartitionLag{row(500, 72*time.Hour, false)}, true},
+		{"emptied a minute ago, fresh backlog: a live incident", nil, []PartitionLag{row(50, time.Minute, false)}, false},
+		{"nothing to read, nobody there: OK, not abandoned", nil, []PartitionLag{row(0, 0, false)}, false},
+		{"old backlog but a member", member, []PartitionLag{row(500, 72*time.Hour, false)}, false},
+		{"old backlog, no members, commits moving (manual assignment)", nil, []PartitionLag{row(500, 72*time.Hour, true)}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := RollUp(GroupInfo{Name: "g", Members: c.members}, c.rows, cfg)
+			if g.Inactive != c.want {
+				t.Fatalf("inactive %v, want %v (%+v)", g.Inactive, c.want, g)
+			}
+		})
+	}
+}

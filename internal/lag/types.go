@@ -201,6 +201,12 @@ type GroupLag struct {
 	ClockSkew     bool
 	RetentionRisk bool
 
+	// Inactive: abandoned rather than in trouble. The group has no members,
+	// no commit moved, and its backlog is older than Config.InactiveAfter
+	// (nobody has consumed it for that long).
+	// Views list inactive groups after the live ones, apart.
+	Inactive bool
+
 	// Partitions are the rows, sorted by topic then partition.
 	Partitions []PartitionLag
 }
@@ -321,11 +327,14 @@ type Config struct {
 	// MinHotRate: topics producing less than this (records/s in total) are
 	// not judged for hot partitions (noise).
 	MinHotRate float64
+	// InactiveAfter: a memberless group whose backlog is older than this is
+	// inactive (GroupLag.Inactive), not an incident.
+	InactiveAfter time.Duration
 }
 
 // DefaultConfig returns the defaults: a 2 minute window, 15 s steady age,
 // 5 s commit interval, 6 h retention margin, 5 s skew tolerance, hot at 3x
-// median above 1 rec/s.
+// median above 1 rec/s, inactive after 1 h.
 func DefaultConfig() Config {
 	return Config{
 		Window:          2 * time.Minute,
@@ -335,6 +344,7 @@ func DefaultConfig() Config {
 		SkewTolerance:   5 * time.Second,
 		HotRatio:        3,
 		MinHotRate:      1,
+		InactiveAfter:   time.Hour,
 	}
 }
 
@@ -361,6 +371,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MinHotRate <= 0 {
 		c.MinHotRate = d.MinHotRate
+	}
+	if c.InactiveAfter <= 0 {
+		c.InactiveAfter = d.InactiveAfter
 	}
 	return c
 }

@@ -529,9 +529,10 @@ func (m *Monitor) topicHealth(info backends.ClusterInfo, topics []backends.Topic
 	health.Brokers = brokers
 	for _, g := range snapGroups {
 		if g.Breach {
-			health.Breaches = append(health.Breaches, Breach{Group: g.Group, Status: g.Status, MaxAge: g.MaxAge, SLO: g.SLO, Topic: g.MaxAgeTopic, Partition: g.MaxAgePartition})
+			health.Breaches = append(health.Breaches, Breach{Group: g.Group, Status: g.Status, MaxAge: g.MaxAge, SLO: g.SLO, Topic: g.MaxAgeTopic, Partition: g.MaxAgePartition, Inactive: g.Inactive})
 		}
 	}
+	sort.SliceStable(health.Breaches, func(i, j int) bool { return !health.Breaches[i].Inactive && health.Breaches[j].Inactive })
 
 	return snapTopics, window, health
 }

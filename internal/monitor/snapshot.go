@@ -111,7 +111,8 @@ type Health struct {
 	Hot []lag.HotPartition
 	// Skewed lists topics with at least one hot partition.
 	Skewed []lag.TopicSkew
-	// Breaches lists groups whose maximum age exceeds their SLO.
+	// Breaches lists groups whose maximum age exceeds their SLO, live
+	// groups first, then inactive ones.
 	Breaches []Breach
 	// Brokers is leadership and produce share per broker.
 	Brokers []lag.BrokerShare
@@ -126,6 +127,9 @@ type Breach struct {
 	Topic  string        `json:"topic"`
 	// Partition is the partition with the maximum age.
 	Partition int32 `json:"partition"`
+	// Inactive: the group is abandoned (lag.GroupLag.Inactive), listed
+	// after the live breaches.
+	Inactive bool `json:"inactive"`
 }
 
 // QueueLag is one RabbitMQ queue's row, the queue-shaped counterpart of a
