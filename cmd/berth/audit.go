@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -134,68 +132,16 @@ func (a *app) runAuditList(file string) error {
 		fmt.Fprintf(a.stdout, "No audit entries in %s.\n", sanitize.Text(log.Path()))
 		return nil
 	}
-	g := output.Grid{Header: []string{"SEQ", "TIME (UTC)", "ACTOR", "ACTION", "CONTEXT", "TARGET", "SUMMARY"}, Right: map[int]bool{0: true}}
+	g := output.Grid{Header: auditHeader, Right: map[int]bool{0: true}}
 	for _, e := range entries {
 		when := e.Time
 		if t := e.When(); !t.IsZero() {
 			when = t.UTC().Format("2006-01-02 15:04:05")
 		}
-		g.Add(fmt.Sprint(e.Seq), when, e.Actor, e.Action, e.Context, e.Target, summarise(e))
+		r := auditRowOf(e)
+		g.Add(fmt.Sprint(e.Seq), when, e.Actor, r.signer, e.Action, e.Context, r.target, r.outcome, r.details)
 	}
 	return g.WriteTable(a.stdout)
-}
-
-// summarise is a one-line view of an entry's details for the table: the
-// status and, for offset resets, before -> after per partition.
-func summarise(e audit.Entry) string {
-	var d struct {
-		Status     string `json:"status"`
-		Error      string `json:"error"`
-		Spec       string `json:"spec"`
-		Partitions []struct {
-			Topic     string `json:"topic"`
-			Partition int32  `json:"partition"`
-			Before    *int64 `json:"before"`
-			After     int64  `json:"after"`
-		} `json:"partitions"`
-	}
-	raw := e.DetailsJSON()
-	if raw == nil || json.Unmarshal(raw, &d) != nil {
-		return truncate(string(raw), 80)
-	}
-	var parts []string
-	if d.Status != "" {
-		parts = append(parts, d.Status)
-	}
-	if d.Spec != "" {
-		parts = append(parts, strings.TrimSpace(d.Spec))
-	}
-	var moves []string
-	for _, p := range d.Partitions {
-		before := "none"
-		if p.Before != nil {
-			before = fmt.Sprint(*p.Before)
-		}
-		moves = append(moves, fmt.Sprintf("%s[%d] %s->%d", p.Topic, p.Partition, before, p.After))
-	}
-	if len(moves) > 0 {
-		parts = append(parts, truncate(strings.Join(moves, " "), 120))
-	}
-	if d.Error != "" {
-		parts = append(parts, "error: "+d.Error)
-	}
-	if len(parts) == 0 {
-		return truncate(string(raw), 80)
-	}
-	return strings.Join(parts, "; ")
-}
-
-func truncate(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }
 
 func (a *app) runAuditVerify(file string) error {
