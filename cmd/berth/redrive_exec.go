@@ -308,10 +308,16 @@ type executeOutput struct {
 }
 
 type verification struct {
-	Checked    int               `json:"checked"`
-	Mismatches []kafka.Mismatch  `json:"mismatches"`
-	Watched    string            `json:"watched"`
-	Refailed   []kafka.Refailure `json:"refailed"`
+	Checked    int              `json:"checked"`
+	Mismatches []kafka.Mismatch `json:"mismatches"`
+	// Watched is how long the DLQ was watched for re-failures, WatchFor
+	// the most it would have been, WatchEnded why it ended (see
+	// watchEnded), WatchGroups the consumer groups it waited for.
+	Watched     string            `json:"watched"`
+	WatchFor    string            `json:"watch_for"`
+	WatchEnded  string            `json:"watch_ended"`
+	WatchGroups []string          `json:"watch_groups"`
+	Refailed    []kafka.Refailure `json:"refailed"`
 }
 
 func newRedriveExecuteCmd(a *app) *cobra.Command {
@@ -468,7 +474,7 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 // verifyRedrive reads back every copy this plan has produced and compares
 // payload hashes, then watches the DLQ for records that fail again.
 func (a *app) verifyRedrive(ctx context.Context, s *redriveSession, pf redrive.File, watch time.Duration) (*verification, error) {
-	v := &verification{Mismatches: []kafka.Mismatch{}, Refailed: []kafka.Refailure{}, Watched: watch.String()}
+	v := &verification{Mismatches: []kafka.Mismatch{}, Refailed: []kafka.Refailure{}, Watched: "0s", WatchFor: watch.String(), WatchEnded: watchSkipped, WatchGroups: []string{}}
 	ends, err := s.cluster.DLQEnds(ctx, pf.Plan.DLQ)
 	if err != nil {
 		return v, err
@@ -494,17 +500,65 @@ func (a *app) verifyRedrive(ctx context.Context, s *redriveSession, pf redrive.F
 	if v.Mismatches == nil {
 		v.Mismatches = []kafka.Mismatch{}
 	}
-	if watch > 0 {
-		fmt.Fprintf(a.stderr, "watching %s for re-failures for %s (ctrl+c to stop)\n", pf.Plan.DLQ, watch)
-		ref, err := s.cluster.WatchRefailures(ctx, pf.Plan.DLQ, pf.Hash, ends, watch)
-		if ref != nil {
-			v.Refailed = ref
-		}
+	// Nothing sent by this plan: nothing can fail again.
+	if watch > 0 && len(mine) > 0 {
+		wr, err := a.watchRefailures(ctx, s, kafka.Watch{DLQ: pf.Plan.DLQ, Plan: pf.Hash, From: ends, Max: watch, Copies: mine})
+		v.Refailed, v.Watched, v.WatchEnded, v.WatchGroups = wr.Refailed, wr.Watched.Round(time.Millisecond).String(), wr.Ended, wr.Groups
 		if err != nil && ctx.Err() == nil {
 			return v, err
 		}
 	}
 	return v, nil
+}
+
+// watchSkipped is verification.watch_ended when no watch ran (--watch 0,
+// or nothing was sent).
+const watchSkipped = "skipped"
+
+// watchRefailures runs the re-failure watch and says so on stderr: what it
+// watches, for whom and for how long at most, and how to leave it. On a
+// terminal, enter leaves it early (ctrl+c too); leaving never touches what
+// was sent, which is committed before the watch begins.
+func (a *app) watchRefailures(ctx context.Context, s *redriveSession, w kafka.Watch) (kafka.WatchResult, error) {
+	topics := map[string]bool{}
+	for _, e := range w.Copies {
+		topics[e.Target] = true
+	}
+	names := make([]string, 0, len(topics))
+	for t := range topics {
+		names = append(names, t)
+	}
+	sort.Strings(names)
+	how := "ctrl+c stops watching"
+	if isTerminal(os.Stdin) && isTerminal(a.stderr) {
+		stop := make(chan struct{})
+		w.Stop = stop
+		go func() {
+			// A line on stdin (enter) leaves the watch. The goroutine may
+			// outlive the watch; the process ends soon after.
+			var b [1]byte
+			if n, _ := os.Stdin.Read(b[:]); n > 0 {
+				close(stop)
+			}
+		}()
+		how = "enter or ctrl+c stops watching"
+	}
+	fmt.Fprintf(a.stderr, "watching %s for re-failures of plan %s until the consumers of %s pass its %d copies, at most %s (%s; what was sent stays sent)\n",
+		sanitize.Text(w.DLQ), shortHash(w.Plan), sanitize.Text(strings.Join(names, ", ")), len(w.Copies), w.Max, how)
+	wr, err := s.cluster.WatchRefailuresUntil(ctx, w)
+	why := map[string]string{
+		kafka.WatchCaughtUp: "the consumers (" + strings.Join(wr.Groups, ", ") + ") passed every copy",
+		kafka.WatchTimeout:  "watched the whole window",
+		kafka.WatchStopped:  "stopped by you",
+		kafka.WatchCanceled: "interrupted",
+	}[wr.Ended]
+	if wr.Ended == kafka.WatchTimeout && len(wr.Groups) == 0 {
+		why += " (no consumer group has committed offsets on " + strings.Join(names, ", ") + ": nothing told it the copies were processed)"
+	} else if wr.Ended == kafka.WatchTimeout {
+		why += " (still behind the copies: " + strings.Join(wr.Behind, ", ") + ")"
+	}
+	fmt.Fprintf(a.stderr, "watch ended after %s: %s; %d re-failed\n", wr.Watched.Round(time.Millisecond), sanitize.Text(why), len(wr.Refailed))
+	return wr, err
 }
 
 type statusRow struct {
@@ -741,7 +795,7 @@ func writeExecuteTable(w io.Writer, o executeOutput) {
 		fmt.Fprintf(w, "FAILED %d records: %s\n", len(f.Records), f.Error)
 	}
 	if v := o.Verified; v != nil {
-		fmt.Fprintf(w, "verified: %d copies read back, %d mismatches; %d re-failed within %s\n", v.Checked, len(v.Mismatches), len(v.Refailed), v.Watched)
+		fmt.Fprintf(w, "verified: %d copies read back, %d mismatches; %d re-failed within %s (watch: %s)\n", v.Checked, len(v.Mismatches), len(v.Refailed), v.Watched, v.WatchEnded)
 		for _, m := range v.Mismatches {
 			fmt.Fprintf(w, "  mismatch %s -> %s %s: %s\n", m.DLQ, m.Target, m.Where, m.Reason)
 		}

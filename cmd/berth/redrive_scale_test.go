@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -83,5 +85,52 @@ func TestRedriveStatusSkipsABadStoreRecord(t *testing.T) {
 	out, errOut, code = runBerth(t, "--config", f.config, "redrive", "execute", plan[:12], "--no-verify", "-o", "json")
 	if code != 0 || !strings.Contains(out, `"sent": 4`) {
 		t.Fatalf("execute beside a bad record: exit %d: %s %s", code, errOut, out)
+	}
+}
+
+// TestRedriveWatchEndsWhenTheConsumersCatchUp: execute's re-failure watch
+// says what it watches and for how long, and ends as soon as the consumer
+// group reading the target has committed past every copy, not after its
+// whole window (2 minutes here); JSON says how long it watched and why it
+// ended.
+func TestRedriveWatchEndsWhenTheConsumersCatchUp(t *testing.T) {
+	f := newRedriveFixture(t, 20, "    - match: \"ledger-events.DLT\"\n      review: none\n")
+	plan := f.plan(t, "--rate", "1000")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(f.kc.Addrs...), kgo.ConsumerGroup("ledger-svc"), kgo.ConsumeTopics("ledger-events"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.AutoCommitInterval(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	go func() {
+		for ctx.Err() == nil {
+			consumer.PollFetches(ctx)
+		}
+	}()
+	out, errOut, code := runBerth(t, "--config", f.config, "redrive", "execute", plan[:12], "--watch", "2m", "-o", "json")
+	if code != 0 {
+		t.Fatalf("execute: exit %d: %s", code, errOut)
+	}
+	var res struct {
+		Sent     int `json:"sent"`
+		Verified struct {
+			Watched     string   `json:"watched"`
+			WatchFor    string   `json:"watch_for"`
+			WatchEnded  string   `json:"watch_ended"`
+			WatchGroups []string `json:"watch_groups"`
+		} `json:"verification"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	v := res.Verified
+	if res.Sent != 20 || v.WatchEnded != "consumers_caught_up" || v.WatchFor != "2m0s" || len(v.WatchGroups) != 1 || v.WatchGroups[0] != "ledger-svc" {
+		t.Fatalf("watch: %+v (sent %d)\n%s", v, res.Sent, errOut)
+	}
+	if !strings.Contains(errOut, "watching ledger-events.DLT for re-failures of plan "+plan[:12]+" until the consumers of ledger-events pass its 20 copies, at most 2m0s") ||
+		!strings.Contains(errOut, "passed every copy; 0 re-failed") {
+		t.Fatalf("the watch does not say what it watches and why it ended:\n%s", errOut)
 	}
 }
