@@ -186,241 +186,289 @@ func (p *publisher) closeReason() string {
 // Callers enforce read-only contexts and approvals before calling (the
 // action layer refuses too: Execute itself refuses a read-only client).
 func (c *Client) Execute(ctx context.Context, p Plan, l *Ledger, o ExecOptions) (Result, error) {
+	r, err := c.newRun(ctx, p, l, o)
+	if err != nil || len(r.included) == 0 {
+		return r.res, err
+	}
+	// The DLQ's ready count before anything is consumed, for verification.
+	before, berr := c.passive(ctx, p.DLQ)
+	if err := r.open(ctx); err != nil {
+		if r.conn != nil {
+			r.close()
+		}
+		return r.res, err
+	}
+	defer r.close()
+	settled := r.settleInOrder(ctx)
+	readErr := r.read(ctx)
+	if readErr == nil && !r.cancelled {
+		readErr = r.flush(ctx)
+	}
+	if r.cancelled {
+		r.mu.Lock()
+		r.res.Stopped = Cancelled
+		r.mu.Unlock()
+	}
+	close(r.inflight)
+	if err := <-settled; err != nil && readErr == nil {
+		readErr = err
+	}
+	// Stop the consumer; closing the channel returns every held message
+	// (unselected, failed, changed) to the DLQ in place.
+	_ = r.cch.Close()
+	r.account()
+	if readErr != nil {
+		return r.res, readErr
+	}
+	if o.Verify {
+		r.res.Verification = c.verifyDepth(ctx, p.DLQ, before, berr, r.res)
+	}
+	return r.res, nil
+}
+
+// run is one execution of a plan: what it was asked, what it holds, and
+// the two stages that share its result (reading and publishing; settling).
+type run struct {
+	c        *Client
+	p        Plan
+	hash     string
+	l        *Ledger
+	o        ExecOptions
+	included map[string]PlanRecord // by event id, less the skipped
+	states   map[string]string     // the ledger's state per event id
+
+	conn       *amqp.Connection
+	cch        *amqp.Channel // consumes the DLQ; acks what arrived
+	deliveries <-chan amqp.Delivery
+	pub        *publisher // nil after the broker closed it: reopened on use
+	x          Extractors
+	origin     string
+
+	seen    map[string]bool // included ids found (with the plan's content)
+	changed map[string]bool // ids met on content other than the plan's
+	cur     []item          // the chunk being filled
+	pace    *time.Ticker    // nil: no rate limit
+
+	inflight  chan chunk
+	stop      chan string
+	cancelled bool
+	// exhausted: the DLQ was read to its end; remaining: included ids not
+	// yet found.
+	exhausted bool
+	remaining int
+
+	mu  sync.Mutex // guards res between the two stages
+	res Result
+}
+
+// newRun checks that the plan may run on this client, fills in the
+// defaults and reads the plan's ledger states.
+func (c *Client) newRun(ctx context.Context, p Plan, l *Ledger, o ExecOptions) (*run, error) {
 	hash := p.Hash()
-	res := Result{Plan: hash, Failed: []Failure{}, NotFound: []string{}, Skipped: []Skip{}}
+	r := &run{c: c, p: p, hash: hash, l: l, o: o, res: Result{Plan: hash, Failed: []Failure{}, NotFound: []string{}, Skipped: []Skip{}}}
 	if p.Kind != PlanKind {
-		return res, fmt.Errorf("plan %s is not a RabbitMQ plan (kind %q)", short(hash), p.Kind)
+		return r, fmt.Errorf("plan %s is not a RabbitMQ plan (kind %q)", short(hash), p.Kind)
 	}
 	if p.Vhost != c.Vhost() {
-		return res, fmt.Errorf("plan %s is for vhost %q; this connection is to %q", short(hash), p.Vhost, c.Vhost())
+		return r, fmt.Errorf("plan %s is for vhost %q; this connection is to %q", short(hash), p.Vhost, c.Vhost())
 	}
-	if o.Window <= 0 {
-		o.Window = p.Window
-	}
-	if o.Window <= 0 {
-		o.Window = 500
-	}
-	if o.Rate <= 0 {
-		o.Rate = p.Rate
-	}
-	if o.MaxHeld <= 0 {
-		o.MaxHeld = 50_000
-	}
+	r.o.Window = firstPositive(o.Window, p.Window, 500)
+	r.o.Rate = firstPositive(o.Rate, p.Rate, 0)
+	r.o.MaxHeld = firstPositive(o.MaxHeld, 50_000)
 	if c.opts.ReadOnly {
-		return res, errors.New("refused: the context is read-only")
+		return r, errors.New("refused: the context is read-only")
 	}
 	if err := c.execAllowed(ctx, p); err != nil {
-		return res, err
+		return r, err
 	}
-	included := p.Included()
-	for _, r := range p.Records {
-		if !r.Included {
-			res.Excluded++
+	r.included = p.Included()
+	for _, rec := range p.Records {
+		if !rec.Included {
+			r.res.Excluded++
 		}
 	}
 	for id, v := range o.Skip {
-		if r, ok := included[id]; ok && !v.Included {
-			res.Skipped = append(res.Skipped, Skip{EventID: id, Position: r.Position, Reason: v.Reason, Detail: v.Detail})
-			delete(included, id)
+		if rec, ok := r.included[id]; ok && !v.Included {
+			r.res.Skipped = append(r.res.Skipped, Skip{EventID: id, Position: rec.Position, Reason: v.Reason, Detail: v.Detail})
+			delete(r.included, id)
 		}
 	}
-	sort.Slice(res.Skipped, func(i, j int) bool { return res.Skipped[i].Position < res.Skipped[j].Position })
-	states, err := l.PlanStates(ctx, hash)
-	if err != nil {
-		return res, err
+	sort.Slice(r.res.Skipped, func(i, j int) bool { return r.res.Skipped[i].Position < r.res.Skipped[j].Position })
+	var err error
+	if r.states, err = l.PlanStates(ctx, hash); err != nil {
+		return r, err
 	}
-	if len(included) == 0 {
-		return res, nil
-	}
+	r.remaining = len(r.included)
+	return r, nil
+}
 
-	// The DLQ's ready count before anything is consumed, for verification.
-	before, berr := c.passive(ctx, p.DLQ)
+func firstPositive(v ...int) int {
+	for _, n := range v {
+		if n > 0 {
+			return n
+		}
+	}
+	return 0
+}
+
+// open dials the run's own connection, starts consuming the DLQ (prefetch
+// large enough to hold the unselected messages passed over and two chunks)
+// and opens the first publisher.
+func (r *run) open(ctx context.Context) error {
+	c := r.c
 	conn, err := c.dial(ctx)
 	if err != nil {
-		return res, err
+		return err
 	}
-	defer conn.Close()
-	cch, err := conn.Channel()
-	if err != nil {
-		return res, c.amqpErr(err)
+	r.conn = conn
+	if r.cch, err = conn.Channel(); err != nil {
+		return c.amqpErr(err)
 	}
-	if err := cch.Qos(o.MaxHeld+2*o.Window, 0, false); err != nil {
-		return res, c.amqpErr(err)
+	if err := r.cch.Qos(r.o.MaxHeld+2*r.o.Window, 0, false); err != nil {
+		return c.amqpErr(err)
 	}
-	deliveries, err := cch.Consume(p.DLQ, "", false, false, false, false, nil)
-	if err != nil {
-		return res, c.amqpErr(err)
+	if r.deliveries, err = r.cch.Consume(r.p.DLQ, "", false, false, false, false, nil); err != nil {
+		return c.amqpErr(err)
 	}
-	newPublisher := func() (*publisher, error) {
-		ch, err := conn.Channel()
-		if err != nil {
-			return nil, c.amqpErr(err)
-		}
-		if err := ch.Confirm(false); err != nil {
-			return nil, c.amqpErr(err)
-		}
-		// Returns arrive before their confirm; the buffer holds every return
-		// of the chunks in flight so none is dropped.
-		return &publisher{ch: ch, returns: ch.NotifyReturn(make(chan amqp.Return, 4*o.Window+16)), closed: ch.NotifyClose(make(chan *amqp.Error, 1))}, nil
+	if r.pub, err = r.newPublisher(); err != nil {
+		return err
 	}
-	pub, err := newPublisher()
-	if err != nil {
-		return res, err
+	r.x = Extractors{IdempotencyKey: r.p.Policy.IdempotencyKey}
+	r.origin = url.PathEscape(r.p.Vhost) + "/" + r.p.DLQ
+	r.seen, r.changed = map[string]bool{}, map[string]bool{}
+	r.inflight = make(chan chunk, 2)
+	r.stop = make(chan string, 1)
+	if r.o.Rate > 0 {
+		r.pace = time.NewTicker(time.Second / time.Duration(r.o.Rate))
 	}
+	return nil
+}
 
-	x := Extractors{IdempotencyKey: p.Policy.IdempotencyKey}
-	origin := url.PathEscape(p.Vhost) + "/" + p.DLQ
-	seen := map[string]bool{}
-	changed := map[string]bool{} // ids met on content other than the plan's
-	var mu sync.Mutex            // guards res between the two stages
-	inflight := make(chan chunk, 2)
-	settleErr := make(chan error, 1)
-	stop := make(chan string, 1)
-	stopOnce := func(why string) {
-		select {
-		case stop <- why:
-		default:
-		}
+// close releases the run's connection and rate ticker.
+func (r *run) close() {
+	if r.pace != nil {
+		r.pace.Stop()
 	}
+	_ = r.conn.Close()
+}
 
-	// Stage 2: settle chunks in order: confirms and returns, ledger, acks.
+// newPublisher opens a confirm-mode channel. Returns arrive before their
+// confirm; the buffer holds every return of the chunks in flight so none
+// is dropped.
+func (r *run) newPublisher() (*publisher, error) {
+	ch, err := r.conn.Channel()
+	if err != nil {
+		return nil, r.c.amqpErr(err)
+	}
+	if err := ch.Confirm(false); err != nil {
+		return nil, r.c.amqpErr(err)
+	}
+	return &publisher{ch: ch, returns: ch.NotifyReturn(make(chan amqp.Return, 4*r.o.Window+16)), closed: ch.NotifyClose(make(chan *amqp.Error, 1))}, nil
+}
+
+// stopWith asks the reading stage to stop (the first reason wins).
+func (r *run) stopWith(why string) {
+	select {
+	case r.stop <- why:
+	default:
+	}
+}
+
+// settleInOrder is the second stage: it settles chunks in the order they
+// were published (confirms and returns, ledger, acks) until inflight is
+// closed, then reports its first error.
+func (r *run) settleInOrder(ctx context.Context) <-chan error {
+	done := make(chan error, 1)
 	go func() {
 		var firstErr error
-		for ch := range inflight {
+		for ch := range r.inflight {
 			if firstErr != nil {
 				continue // drain; unacked messages return to the DLQ
 			}
-			firstErr = c.settleChunk(ctx, ch, p, hash, l, cch, &mu, &res, o, stopOnce)
+			firstErr = r.c.settleChunk(ctx, ch, r.p, r.hash, r.l, r.cch, &r.mu, &r.res, r.o, r.stopWith)
 			if firstErr != nil {
-				stopOnce("error: " + firstErr.Error())
+				r.stopWith("error: " + firstErr.Error())
 			}
 		}
-		settleErr <- firstErr
+		done <- firstErr
 	}()
+	return done
+}
 
-	var cur []item
-	cancelled := false
-	var pace *time.Ticker
-	if o.Rate > 0 {
-		pace = time.NewTicker(time.Second / time.Duration(o.Rate))
-		defer pace.Stop()
-	}
-	flush := func() error {
-		if len(cur) == 0 {
-			return nil
-		}
-		if o.Pause != nil && !o.Pause(ctx) {
-			cancelled = true
-			return nil
-		}
-		intents := make([]LedgerEntry, len(cur))
-		for i, it := range cur {
-			intents[i] = LedgerEntry{Plan: hash, EventID: it.rec.EventID, Vhost: p.Vhost, DLQ: p.DLQ, Exchange: it.rec.Exchange, RoutingKey: it.rec.RoutingKey, State: StateIntent}
-		}
-		if err := l.Record(ctx, intents); err != nil {
-			return err
-		}
-		for i := range cur {
-			it := &cur[i]
-			if pace != nil {
-				select {
-				case <-pace.C:
-				case <-ctx.Done():
-					it.err = ctx.Err()
-					continue
-				}
-			}
-			if pub == nil {
-				if pub, err = newPublisher(); err != nil {
-					return err
-				}
-			}
-			msg := redriveMessage(it.d, it.rec, hash, origin)
-			it.dc, it.err = pub.ch.PublishWithDeferredConfirmWithContext(ctx, it.rec.Exchange, it.rec.RoutingKey, true, false, msg)
-		}
-		inflight <- chunk{items: cur, pub: pub}
-		if pub.ch.IsClosed() {
-			pub = nil // a missing exchange closes the channel: open another
-		}
-		cur = nil
+// flush records the chunk's intents, publishes it (paced) and hands it to
+// the settling stage. A pause that ends in a stop cancels the run instead.
+func (r *run) flush(ctx context.Context) error {
+	if len(r.cur) == 0 {
 		return nil
 	}
+	if r.o.Pause != nil && !r.o.Pause(ctx) {
+		r.cancelled = true
+		return nil
+	}
+	intents := make([]LedgerEntry, len(r.cur))
+	for i, it := range r.cur {
+		intents[i] = LedgerEntry{Plan: r.hash, EventID: it.rec.EventID, Vhost: r.p.Vhost, DLQ: r.p.DLQ, Exchange: it.rec.Exchange, RoutingKey: it.rec.RoutingKey, State: StateIntent}
+	}
+	if err := r.l.Record(ctx, intents); err != nil {
+		return err
+	}
+	for i := range r.cur {
+		it := &r.cur[i]
+		if r.pace != nil {
+			select {
+			case <-r.pace.C:
+			case <-ctx.Done():
+				it.err = ctx.Err()
+				continue
+			}
+		}
+		if r.pub == nil {
+			var err error
+			if r.pub, err = r.newPublisher(); err != nil {
+				return err
+			}
+		}
+		msg := redriveMessage(it.d, it.rec, r.hash, r.origin)
+		it.dc, it.err = r.pub.ch.PublishWithDeferredConfirmWithContext(ctx, it.rec.Exchange, it.rec.RoutingKey, true, false, msg)
+	}
+	r.inflight <- chunk{items: r.cur, pub: r.pub}
+	if r.pub.ch.IsClosed() {
+		r.pub = nil // a missing exchange closes the channel: open another
+	}
+	r.cur = nil
+	return nil
+}
 
-	// Every included event is looked for, confirmed ones too: their DLQ
-	// copy may be a leftover of a run that stopped before the ack.
-	remaining := len(included)
-	exhausted, emptySeen := false, false
+// read is the first stage: it consumes the DLQ, holds what it passes over,
+// and fills and flushes chunks until every included message was found, the
+// DLQ is exhausted, or the run stops. Every included event is looked for,
+// confirmed ones too: their DLQ copy may be a leftover of a run that
+// stopped before the ack.
+func (r *run) read(ctx context.Context) error {
+	emptySeen := false
 	idle := time.NewTimer(250 * time.Millisecond)
 	defer idle.Stop()
-	var loopErr error
-read:
-	for remaining > 0 {
+	for r.remaining > 0 {
 		select {
-		case why := <-stop:
-			mu.Lock()
-			res.Stopped = why
-			mu.Unlock()
-			break read
+		case why := <-r.stop:
+			r.mu.Lock()
+			r.res.Stopped = why
+			r.mu.Unlock()
+			return nil
 		case <-ctx.Done():
-			loopErr = ctx.Err()
-			break read
-		case <-o.Cancel:
-			cancelled = true
-			break read
-		case d, ok := <-deliveries:
+			return ctx.Err()
+		case <-r.o.Cancel:
+			r.cancelled = true
+			return nil
+		case d, ok := <-r.deliveries:
 			if !ok {
-				loopErr = fmt.Errorf("rabbitmq amqp %s: the DLQ consumer was closed", c.AMQPAddr())
-				break read
+				return fmt.Errorf("rabbitmq amqp %s: the DLQ consumer was closed", r.c.AMQPAddr())
 			}
-			m := ToMessage(0, d, x)
-			rec, want := included[m.EventID]
-			if want && !seen[m.EventID] && !rec.sameContent(m) {
-				// The approved id on other content: never sent under this
-				// plan; held like an unselected message (it stays in place).
-				changed[m.EventID] = true
-				want = false
+			done, err := r.take(ctx, d)
+			if err != nil || done {
+				return err
 			}
-			if !want || seen[m.EventID] {
-				mu.Lock()
-				res.Passed++
-				held := res.Passed
-				mu.Unlock()
-				if held >= o.MaxHeld {
-					mu.Lock()
-					res.Stopped = fmt.Sprintf("%d unselected messages lie ahead of the selected ones (limit %d); nothing lost, run again after draining or narrowing", held, o.MaxHeld)
-					mu.Unlock()
-					break read
-				}
-				continue
-			}
-			seen[m.EventID] = true
-			remaining--
 			emptySeen = false
-			switch states[m.EventID] {
-			case StateConfirmed:
-				// Arrived in an earlier run that stopped before the ack.
-				if err := cch.Ack(d.DeliveryTag, false); err != nil {
-					loopErr = c.amqpErr(err)
-					break read
-				}
-				mu.Lock()
-				res.AlreadySent++
-				mu.Unlock()
-				continue
-			case StateIntent:
-				cur = append(cur, item{d: d, rec: rec, again: true})
-			default:
-				cur = append(cur, item{d: d, rec: rec})
-			}
-			if len(cur) >= o.Window {
-				if err := flush(); err != nil {
-					loopErr = err
-					break read
-				}
-				if cancelled {
-					break read
-				}
-			}
 			if !idle.Stop() {
 				select {
 				case <-idle.C:
@@ -429,26 +477,21 @@ read:
 			}
 			idle.Reset(250 * time.Millisecond)
 		case <-idle.C:
-			if err := flush(); err != nil {
-				loopErr = err
-				break read
-			}
-			if cancelled {
-				break read
+			if err := r.flush(ctx); err != nil || r.cancelled {
+				return err
 			}
 			// Nothing arriving: is the DLQ exhausted? Everything we hold is
 			// unacked, so ready 0 means every message has been seen.
-			q, err := c.passive(ctx, p.DLQ)
+			q, err := r.c.passive(ctx, r.p.DLQ)
 			if err != nil {
-				loopErr = err
-				break read
+				return err
 			}
 			if q.Ready != nil && *q.Ready == 0 {
 				// Twice in a row with nothing delivered in between: a message
 				// pushed just before the count has had time to arrive.
 				if emptySeen {
-					exhausted = true
-					break read
+					r.exhausted = true
+					return nil
 				}
 				emptySeen = true
 			} else {
@@ -457,42 +500,77 @@ read:
 			idle.Reset(250 * time.Millisecond)
 		}
 	}
-	if loopErr == nil && !cancelled {
-		loopErr = flush()
+	return nil
+}
+
+// take handles one delivery: passed over (held) unless it is an included
+// message with the plan's content; acked at once when an earlier run
+// confirmed it; else added to the chunk, flushed when full. done reports
+// that the run must stop reading.
+func (r *run) take(ctx context.Context, d amqp.Delivery) (done bool, err error) {
+	m := ToMessage(0, d, r.x)
+	rec, want := r.included[m.EventID]
+	if want && !r.seen[m.EventID] && !rec.sameContent(m) {
+		// The approved id on other content: never sent under this plan;
+		// held like an unselected message (it stays in place).
+		r.changed[m.EventID] = true
+		want = false
 	}
-	if cancelled {
-		mu.Lock()
-		res.Stopped = Cancelled
-		mu.Unlock()
-	}
-	close(inflight)
-	if err := <-settleErr; err != nil && loopErr == nil {
-		loopErr = err
-	}
-	// Stop the consumer; closing the channel returns every held message
-	// (unselected, failed) to the DLQ in place.
-	_ = cch.Close()
-	if exhausted || remaining == 0 {
-		for id, r := range included {
-			switch {
-			case seen[id] || states[id] == StateConfirmed:
-			case changed[id]:
-				res.Skipped = append(res.Skipped, Skip{EventID: id, Position: r.Position, Reason: ReasonContentChanged,
-					Detail: "the DLQ holds a message with this id whose body, properties or headers differ from the plan's: not sent, left in the DLQ"})
-			default:
-				res.NotFound = append(res.NotFound, id)
-			}
+	if !want || r.seen[m.EventID] {
+		r.mu.Lock()
+		r.res.Passed++
+		held := r.res.Passed
+		if held >= r.o.MaxHeld {
+			r.res.Stopped = fmt.Sprintf("%d unselected messages lie ahead of the selected ones (limit %d); nothing lost, run again after draining or narrowing", held, r.o.MaxHeld)
 		}
-		sort.Strings(res.NotFound)
-		sort.Slice(res.Skipped, func(i, j int) bool { return res.Skipped[i].Position < res.Skipped[j].Position })
+		r.mu.Unlock()
+		return held >= r.o.MaxHeld, nil
 	}
-	if loopErr != nil {
-		return res, loopErr
+	r.seen[m.EventID] = true
+	r.remaining--
+	switch r.states[m.EventID] {
+	case StateConfirmed:
+		// Arrived in an earlier run that stopped before the ack.
+		if err := r.cch.Ack(d.DeliveryTag, false); err != nil {
+			return true, r.c.amqpErr(err)
+		}
+		r.mu.Lock()
+		r.res.AlreadySent++
+		r.mu.Unlock()
+		return false, nil
+	case StateIntent:
+		r.cur = append(r.cur, item{d: d, rec: rec, again: true})
+	default:
+		r.cur = append(r.cur, item{d: d, rec: rec})
 	}
-	if o.Verify {
-		res.Verification = c.verifyDepth(ctx, p.DLQ, before, berr, res)
+	if len(r.cur) >= r.o.Window {
+		if err := r.flush(ctx); err != nil {
+			return true, err
+		}
+		return r.cancelled, nil
 	}
-	return res, nil
+	return false, nil
+}
+
+// account reports, once the DLQ was read to its end or every included id
+// was found, the included ids that were not: a changed message as skipped
+// (payload_changed), a missing one as not found.
+func (r *run) account() {
+	if !r.exhausted && r.remaining != 0 {
+		return
+	}
+	for id, rec := range r.included {
+		switch {
+		case r.seen[id] || r.states[id] == StateConfirmed:
+		case r.changed[id]:
+			r.res.Skipped = append(r.res.Skipped, Skip{EventID: id, Position: rec.Position, Reason: ReasonContentChanged,
+				Detail: "the DLQ holds a message with this id whose body, properties or headers differ from the plan's: not sent, left in the DLQ"})
+		default:
+			r.res.NotFound = append(r.res.NotFound, id)
+		}
+	}
+	sort.Strings(r.res.NotFound)
+	sort.Slice(r.res.Skipped, func(i, j int) bool { return r.res.Skipped[i].Position < r.res.Skipped[j].Position })
 }
 
 // verifyDepth compares the DLQ's ready count after the run (once held
