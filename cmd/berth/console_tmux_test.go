@@ -59,7 +59,9 @@ func (tt *tmuxTerm) run(args ...string) string {
 func (tt *tmuxTerm) screen() string { return tt.run("capture-pane", "-p", "-t", "b") }
 
 // keys sends tmux key names and strings in one send-keys: one burst.
-func (tt *tmuxTerm) keys(keys ...string) { tt.run(append([]string{"send-keys", "-t", "b"}, keys...)...) }
+func (tt *tmuxTerm) keys(keys ...string) {
+	tt.run(append([]string{"send-keys", "-t", "b"}, keys...)...)
+}
 
 func (tt *tmuxTerm) resize(w, h int) {
 	tt.run("resize-window", "-t", "b", "-x", fmt.Sprint(w), "-y", fmt.Sprint(h))
