@@ -38,6 +38,8 @@ type Candidate struct {
 	// plan names another); Origin.Located() is needed for the ordering scan.
 	Origin        Origin
 	PriorRedrives int
+	// Target is where the record would go ("" when nowhere: blocked).
+	Target string
 }
 
 // CandidateOf builds the check input for a parsed record.

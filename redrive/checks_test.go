@@ -226,19 +226,15 @@ func TestPlanHashChangesWhenAnythingChanges(t *testing.T) {
 		"rate":        func(p *Plan) { p.Rate = 101 },
 		"batch":       func(p *Plan) { p.BatchSize = 49 },
 		"hazards":     func(p *Plan) { p.AllowOrderingHazards = true },
-		"author":      func(p *Plan) { p.Author = "mallory@host" },
-		"created":     func(p *Plan) { p.CreatedAt = p.CreatedAt.Add(time.Nanosecond) },
+		"created":     func(p *Plan) { p.CreatedAt = p.CreatedAt.Add(time.Millisecond) },
+		"cluster":     func(p *Plan) { p.Cluster = "other" },
 		"selection":   func(p *Plan) { p.Selection.Classes = append(p.Selection.Classes, "c-2") },
 		"policy":      func(p *Plan) { p.Policy.Approvals = 2 },
-		"narrowed":    func(p *Plan) { p.Records[1].Included, p.Records[1].Reason = false, "excluded_by_reviewer" },
+		"narrowed":    func(p *Plan) { p.Records[1].Included, p.Records[1].Reason = false, ReasonDuplicate },
 		"dropped":     func(p *Plan) { p.Records = p.Records[:2] },
-		"verdict":     func(p *Plan) { p.Records[0].Detail = "x" },
-		"payload":     func(p *Plan) { p.Records[2].ValueSHA256 = strings.Repeat("0", 64) },
-		"key":         func(p *Plan) { p.Records[0].Key = []byte("other") },
-		"origin":      func(p *Plan) { p.Records[0].Origin.Offset++ },
-		"event":       func(p *Plan) { p.Records[0].EventID = "e9" },
-		"idempotency": func(p *Plan) { p.Records[0].IdempotencyKey = "k" },
+		"content":     func(p *Plan) { p.Records[2].Digest = Record{Value: []byte("other")}.Digest() },
 		"record tgt":  func(p *Plan) { p.Records[0].Target = "elsewhere" },
+		"event id in": func(p *Plan) { p.Policy.EventID = "header:id" },
 	}
 	for name, mutate := range mutations {
 		p := samplePlan()
@@ -246,6 +242,22 @@ func TestPlanHashChangesWhenAnythingChanges(t *testing.T) {
 		mutate(&p)
 		if p.Hash() == h {
 			t.Errorf("changing %s kept the hash", name)
+		}
+	}
+	// What is derived from the record is not the plan's to say: editing it
+	// leaves the hash (and execute derives it again from the record).
+	for name, mutate := range map[string]func(p *Plan){
+		"author":      func(p *Plan) { p.Author = "mallory@host" },
+		"detail":      func(p *Plan) { p.Records[0].Detail = "x" },
+		"key":         func(p *Plan) { p.Records[0].Key = []byte("other") },
+		"origin":      func(p *Plan) { p.Records[0].Origin.Offset++ },
+		"event":       func(p *Plan) { p.Records[0].EventID = "e9" },
+		"idempotency": func(p *Plan) { p.Records[0].IdempotencyKey = "k\u200b" },
+	} {
+		p := samplePlan()
+		mutate(&p)
+		if p.Hash() != h {
+			t.Errorf("derived field %s is in the hash", name)
 		}
 	}
 	// Record order in memory does not matter: the encoding sorts them.
@@ -276,12 +288,15 @@ func TestPlanFileRoundTripAndSignaturesOutsideTheHash(t *testing.T) {
 		t.Fatal("a signature changed the hash")
 	}
 	// Editing the content is detected.
-	edited := strings.Replace(string(raw), `"rate": 100`, `"rate": 1000`, 1)
+	edited := strings.Replace(string(raw), `"rate":100`, `"rate":1000`, 1)
 	if _, err := DecodeFile([]byte(edited)); !errors.Is(err, ErrHashMismatch) {
 		t.Fatalf("edited plan: %v", err)
 	}
 	// A signature over another plan is refused.
-	other := strings.Replace(string(raw), `"plan_hash": "`+f.Hash, `"plan_hash": "`+strings.Repeat("a", 64), 1)
+	other := strings.Replace(string(raw), `"plan_hash":"`+f.Hash, `"plan_hash":"`+strings.Repeat("a", 64), 1)
+	if edited == string(raw) || other == string(raw) {
+		t.Fatal("the test's edits did not apply")
+	}
 	if _, err := DecodeFile([]byte(other)); err == nil || !strings.Contains(err.Error(), "signature is for plan") {
 		t.Fatalf("foreign signature: %v", err)
 	}

@@ -13,33 +13,35 @@ import (
 	"github.com/berth-dev/berth/redrive/approval"
 )
 
-// PlanVersion is the plan format; it is part of the hashed content.
-const PlanVersion = 1
+// PlanVersion is the plan format's version (see PlanFormat).
+const PlanVersion = 2
 
-// hashDomain prefixes the canonical encoding so a plan hash can never be
-// confused with the hash of another kind of document.
-const hashDomain = "berth-redrive-plan/v1\n"
-
-// Plan is a reviewed, checked selection of DLQ records to redrive. It is
-// immutable: any change makes a new plan with a new hash. Signatures are not
-// part of it (see File).
+// Plan is a reviewed, checked selection of DLQ records to redrive, as held
+// in memory. It is immutable: any change makes a new plan with a new hash.
+// Only its Core is stored, exchanged and hashed (Plan's JSON is its Core);
+// the per-record fields marked "derived" are filled from the records by
+// whoever read them (the planner when it makes the plan, Derive when a
+// stored plan is shown or executed) and are never trusted from a file.
+// Signatures are not part of it (see File).
 type Plan struct {
-	Version   int       `json:"version"`
-	Cluster   string    `json:"cluster"`
-	DLQ       string    `json:"dlq"`
-	Selection Selection `json:"selection"`
+	Version   int
+	Cluster   string
+	DLQ       string
+	Selection Selection
 	// Target is the topic every record goes to; "" means each record's
 	// original topic (its last hop).
-	Target    string `json:"target,omitempty"`
-	Rate      int    `json:"rate"`       // records per second
-	BatchSize int    `json:"batch_size"` // records per transaction
+	Target    string
+	Rate      int // records per second
+	BatchSize int // records per transaction
 	// AllowOrderingHazards includes records that would arrive behind a
 	// newer same-key record (they are excluded unless this is set).
-	AllowOrderingHazards bool           `json:"allow_ordering_hazards"`
-	Policy               PolicySnapshot `json:"policy"`
-	Author               string         `json:"author"`
-	CreatedAt            time.Time      `json:"created_at"`
-	Records              []PlanRecord   `json:"records"`
+	AllowOrderingHazards bool
+	Policy               PolicySnapshot
+	// Author is who ran `redrive plan` (the OS user): informative only,
+	// never stored; the author is whoever signed as author.
+	Author    string
+	CreatedAt time.Time
+	Records   []PlanRecord
 }
 
 // Selection records how the records were chosen: always explicit.
@@ -62,6 +64,7 @@ func (s Selection) Empty() bool {
 // (secrets such as the system of record's DSN are never copied).
 type PolicySnapshot struct {
 	Match                 string `json:"match,omitempty"`
+	EventID               string `json:"event_id,omitempty"`
 	IdempotencyKey        string `json:"idempotency_key"`
 	RequireIdempotencyKey bool   `json:"require_idempotency_key"`
 	SystemOfRecord        string `json:"system_of_record,omitempty"` // driver: query
@@ -70,20 +73,24 @@ type PolicySnapshot struct {
 	MaxRedrives           int    `json:"max_redrives"`
 }
 
-// PlanRecord is one selected record with its checks' verdict.
+// PlanRecord is one selected record with its checks' verdict. Coordinates,
+// Digest, Target and the verdict's Included/Reason are in the hashed core;
+// the rest is derived from the record (see Plan).
 type PlanRecord struct {
-	Partition      int32  `json:"partition"`
-	Offset         int64  `json:"offset"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	Digest    string `json:"digest"`
+	Target    string `json:"target"`
+	// Derived from the record and the plan's policy:
 	Key            []byte `json:"key"` // base64 in JSON; null for a null key
 	EventID        string `json:"event_id"`
 	IdempotencyKey string `json:"idempotency_key"`
 	Class          string `json:"class"`
 	Origin         Origin `json:"origin"`
-	// OriginHasPartition/Offset keep Origin's decode flags in the hash.
-	OriginLocated bool   `json:"origin_located"`
-	Target        string `json:"target"`
-	ValueSHA256   string `json:"value_sha256"`
-	PriorRedrives int    `json:"prior_redrives"`
+	OriginLocated  bool   `json:"origin_located"`
+	PriorRedrives  int    `json:"prior_redrives"`
+	// Derived holds whether the fields above were filled from the record.
+	Derived bool `json:"derived"`
 	Verdict
 }
 
@@ -95,51 +102,41 @@ func (r PlanRecord) Coord() Coord { return Coord{r.Partition, r.Offset} }
 func (r PlanRecord) Candidate() Candidate {
 	o := r.Origin
 	o.HasPartition, o.HasOffset = r.OriginLocated, r.OriginLocated
-	return Candidate{Coord: r.Coord(), EventID: r.EventID, IdempotencyKey: r.IdempotencyKey, Key: r.Key, KeyNull: r.Key == nil, Origin: o, PriorRedrives: r.PriorRedrives}
+	return Candidate{Coord: r.Coord(), EventID: r.EventID, IdempotencyKey: r.IdempotencyKey, Key: r.Key, KeyNull: r.Key == nil, Origin: o, PriorRedrives: r.PriorRedrives, Target: r.Target}
 }
 
 // NewPlanRecord fills a plan record from a parsed DLQ record.
 func NewPlanRecord(p Parsed, target string) PlanRecord {
-	sum := sha256.Sum256(p.Value)
-	r := PlanRecord{
-		Partition: p.Partition, Offset: p.Offset, EventID: p.EventID, IdempotencyKey: p.IdempotencyKey,
-		Class: p.Class, ValueSHA256: hex.EncodeToString(sum[:]), PriorRedrives: p.Diag.PriorRedrives(),
-		Verdict: include(),
-	}
-	if !p.KeyNull {
-		r.Key = append([]byte{}, p.Key...)
-	}
-	if h := p.Diag.LastHop(); h != nil {
-		r.Origin, r.OriginLocated = *h, h.Located()
-	}
-	r.Target = target
-	if r.Target == "" {
-		r.Target = r.Origin.Topic
-	}
+	r := PlanRecord{Partition: p.Partition, Offset: p.Offset, Digest: p.Record.Digest(), Verdict: include()}
+	r.Fill(p)
+	r.Target = DeriveTarget(p, target)
 	return r
 }
 
-// Canonical is the plan's canonical encoding: Go's encoding/json of the
-// struct (fields in declaration order, no maps, times in UTC RFC 3339 with
-// nanoseconds, []byte as base64), records sorted by (partition, offset).
-func (p Plan) Canonical() ([]byte, error) {
-	q := p
-	q.CreatedAt = q.CreatedAt.UTC()
-	q.Records = append([]PlanRecord(nil), p.Records...)
-	sort.SliceStable(q.Records, func(i, j int) bool { return less(q.Records[i].Coord(), q.Records[j].Coord()) })
-	for i := range q.Records {
-		r := &q.Records[i]
-		r.Origin.Timestamp = r.Origin.Timestamp.UTC()
+// Fill sets the derived fields from the parsed record.
+func (r *PlanRecord) Fill(p Parsed) {
+	r.EventID, r.IdempotencyKey, r.Class, r.PriorRedrives = p.EventID, p.IdempotencyKey, p.Class, p.Diag.PriorRedrives()
+	r.Key = nil
+	if !p.KeyNull {
+		r.Key = append([]byte{}, p.Key...)
 	}
-	if q.Selection.Since != nil {
-		t := q.Selection.Since.UTC()
-		q.Selection.Since = &t
+	r.Origin, r.OriginLocated = Origin{}, false
+	if h := p.Diag.LastHop(); h != nil {
+		r.Origin, r.OriginLocated = *h, h.Located()
 	}
-	if q.Selection.Until != nil {
-		t := q.Selection.Until.UTC()
-		q.Selection.Until = &t
+	r.Derived = true
+}
+
+// DeriveTarget is where a record goes: the plan's --target, else the topic
+// of its last hop ("" when it names none: such a record is blocked).
+func DeriveTarget(p Parsed, planTarget string) string {
+	if planTarget != "" {
+		return planTarget
 	}
-	return CanonicalJSON(q)
+	if h := p.Diag.LastHop(); h != nil {
+		return h.Topic
+	}
+	return ""
 }
 
 // CanonicalJSON is the encoding plans are hashed in: Go's encoding/json
@@ -164,15 +161,150 @@ func DomainHash(domain string, b []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Hash is the plan's identity: hex SHA-256 over "berth-redrive-plan/v1\n"
-// followed by the canonical encoding. Any change to the plan changes it.
+// Hash is the plan's identity: the hash of its Core (see Core.Hash). Any
+// change to what the core holds changes it.
 func (p Plan) Hash() string {
-	c, err := p.Canonical()
+	h, err := p.Core().Hash()
 	if err != nil {
-		// Only unencodable values (none exist in Plan) can fail.
+		// Only unencodable values (none exist in Core) can fail.
 		panic(fmt.Sprintf("redrive: plan does not encode: %v", err))
 	}
-	return DomainHash(hashDomain, c)
+	return h
+}
+
+// Core is the plan's hashed content: records sorted by (partition, offset),
+// targets tabled in order of first use.
+func (p Plan) Core() Core {
+	c := Core{
+		Format: PlanFormat, Backend: BackendKafka, Cluster: p.Cluster, DLQ: p.DLQ,
+		CreatedAt: FormatCreatedAt(p.CreatedAt), Policy: p.Policy, Rate: p.Rate, Batch: p.BatchSize,
+		AllowHazards: p.AllowOrderingHazards, Targets: []string{}, Rows: make([]Row, 0, len(p.Records)),
+		Selection: CoreSelection{Classes: p.Selection.Classes, Locs: len(p.Selection.Offsets) > 0, Key: p.Selection.Key, Header: p.Selection.Header, Target: p.Target},
+	}
+	if p.Selection.Since != nil {
+		c.Selection.Since = FormatCreatedAt(*p.Selection.Since)
+	}
+	if p.Selection.Until != nil {
+		c.Selection.Until = FormatCreatedAt(*p.Selection.Until)
+	}
+	recs := append([]PlanRecord(nil), p.Records...)
+	sort.SliceStable(recs, func(i, j int) bool { return less(recs[i].Coord(), recs[j].Coord()) })
+	index := map[string]int{}
+	for _, r := range recs {
+		t := -1
+		if r.Target != "" {
+			i, ok := index[r.Target]
+			if !ok {
+				i = len(c.Targets)
+				index[r.Target] = i
+				c.Targets = append(c.Targets, r.Target)
+			}
+			t = i
+		}
+		v := Reason("")
+		if !r.Included {
+			v = r.Reason
+		}
+		c.Rows = append(c.Rows, Row{Loc: r.Coord().String(), Digest: r.Digest, Target: t, Verdict: v})
+	}
+	return c
+}
+
+// PlanFromCore rebuilds a plan from a validated Kafka core; the records'
+// derived fields are empty until Derive fills them.
+func PlanFromCore(c Core) (Plan, error) {
+	if err := c.Validate(); err != nil {
+		return Plan{}, err
+	}
+	if c.Backend != BackendKafka {
+		return Plan{}, fmt.Errorf("a %s plan is not a Kafka plan", c.Backend)
+	}
+	created, _ := ParseCreatedAt(c.CreatedAt)
+	p := Plan{
+		Version: PlanVersion, Cluster: c.Cluster, DLQ: c.DLQ, Target: c.Selection.Target, Rate: c.Rate, BatchSize: c.Batch,
+		AllowOrderingHazards: c.AllowHazards, Policy: c.Policy, CreatedAt: created,
+		Selection: Selection{Classes: c.Selection.Classes, Key: c.Selection.Key, Header: c.Selection.Header},
+	}
+	for _, w := range []struct {
+		s   string
+		dst **time.Time
+	}{{c.Selection.Since, &p.Selection.Since}, {c.Selection.Until, &p.Selection.Until}} {
+		if w.s == "" {
+			continue
+		}
+		t, err := ParseCreatedAt(w.s)
+		if err != nil {
+			return Plan{}, fmt.Errorf("selection: %v", err)
+		}
+		*w.dst = &t
+	}
+	for _, r := range c.Rows {
+		var co Coord
+		if n, err := fmt.Sscanf(r.Loc, "%d:%d", &co.Partition, &co.Offset); n != 2 || err != nil || co.String() != r.Loc {
+			return Plan{}, fmt.Errorf("row %q: want PARTITION:OFFSET", r.Loc)
+		}
+		if c.Selection.Locs {
+			p.Selection.Offsets = append(p.Selection.Offsets, co)
+		}
+		pr := PlanRecord{Partition: co.Partition, Offset: co.Offset, Digest: r.Digest, Verdict: Verdict{Included: r.Included(), Reason: r.Verdict}}
+		if r.Target >= 0 {
+			pr.Target = c.Targets[r.Target]
+		}
+		if !r.Included() && !knownReason(r.Verdict) {
+			return Plan{}, fmt.Errorf("row %s: verdict %q is not a reason", r.Loc, r.Verdict)
+		}
+		p.Records = append(p.Records, pr)
+	}
+	return p, nil
+}
+
+func knownReason(r Reason) bool {
+	for _, x := range Reasons {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+// MarshalJSON writes the plan as its Core: the only form a plan leaves
+// memory in.
+func (p Plan) MarshalJSON() ([]byte, error) { return json.Marshal(p.Core()) }
+
+// UnmarshalJSON reads a Core (unknown fields refused) and validates it.
+func (p *Plan) UnmarshalJSON(b []byte) error {
+	var c Core
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return err
+	}
+	q, err := PlanFromCore(c)
+	if err != nil {
+		return err
+	}
+	*p = q
+	return nil
+}
+
+// Derive fills each record's derived fields from the records read now
+// (keyed by coordinates), parsed with the plan's own extractors. It returns
+// the records whose content no longer matches the plan's digest, and those
+// gone from the log; their derived fields stay empty.
+func (p *Plan) Derive(recs map[Coord]Record, x Extractors) (changed, gone []Coord) {
+	for i := range p.Records {
+		r := &p.Records[i]
+		rec, ok := recs[r.Coord()]
+		switch {
+		case !ok:
+			gone = append(gone, r.Coord())
+		case rec.Digest() != r.Digest:
+			changed = append(changed, r.Coord())
+		default:
+			r.Fill(ParseRecord(rec, x))
+		}
+	}
+	return changed, gone
 }
 
 // Totals counts a plan's records.
@@ -278,37 +410,21 @@ func (f File) Approvals() []approval.Signature {
 // ErrHashMismatch means a plan file was edited after it was made.
 var ErrHashMismatch = errors.New("the plan's content does not match its hash (edited after it was made?)")
 
-// DecodeFile parses a plan file and checks its hash against its content, and
-// that every signature names this hash.
+// DecodeFile parses a plan file (format v2, see SignedPlan): the core must
+// validate and hash to the file's hash, and every signature must name it.
 func DecodeFile(raw []byte) (File, error) {
-	var f File
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		return File{}, fmt.Errorf("not a Berth plan file: %v", err)
+	sp, err := DecodeSignedPlan(raw)
+	if err != nil {
+		return File{}, err
 	}
-	if f.Plan.Version != PlanVersion {
-		return File{}, fmt.Errorf("plan version %d is not supported (want %d)", f.Plan.Version, PlanVersion)
+	p, err := PlanFromCore(sp.Plan)
+	if err != nil {
+		return File{}, err
 	}
-	if got := f.Plan.Hash(); got != f.Hash {
-		return File{}, fmt.Errorf("%w: hash %s, content hashes to %s", ErrHashMismatch, short(f.Hash), short(got))
-	}
-	for _, s := range f.Signatures {
-		if s.PlanHash != f.Hash {
-			return File{}, fmt.Errorf("a %s signature is for plan %s, not %s", s.Role, short(s.PlanHash), short(f.Hash))
-		}
-	}
-	if f.Signatures == nil {
-		f.Signatures = []approval.Signature{}
-	}
-	return f, nil
+	return File{Hash: sp.Hash, Plan: p, Signatures: sp.Signatures}, nil
 }
 
-// Encode writes the file as indented JSON.
+// Encode writes the file as compact JSON (SignedPlan.Encode).
 func (f File) Encode() ([]byte, error) {
-	b, err := json.MarshalIndent(f, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
+	return SignedPlan{Hash: f.Hash, Plan: f.Plan.Core(), Signatures: f.Signatures}.Encode()
 }

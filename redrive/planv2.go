@@ -89,6 +89,8 @@ type CoreSelection struct {
 	EventIDs       []string `json:"event_ids,omitempty"`
 	Reasons        []string `json:"reasons,omitempty"`
 	OriginalQueues []string `json:"original_queues,omitempty"`
+	// Target is the --target every record was sent to ("" each its own).
+	Target string `json:"target,omitempty"`
 }
 
 // Row is one selected record: encoded as the JSON array
@@ -493,4 +495,89 @@ func (f SignedPlan) Encode() ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+// DLQRecord is one DLQ record (Kafka) or message (RabbitMQ) as read now,
+// with everything its content digest covers.
+type DLQRecord struct {
+	// Loc is where it is, in the plan's row syntax (Row.Loc).
+	Loc string
+	// Record holds key, value (the body) and headers in the order the
+	// broker returned them. RabbitMQ: KeyNull is true and Key empty.
+	Record Record
+	// Props are RabbitMQ's message properties as name=value text
+	// (message_id, correlation_id, content_type, type, app_id, timestamp,
+	// ...); nil on Kafka.
+	Props []Header
+}
+
+// Digest is the record's content digest, as a plan row stores it.
+func (r DLQRecord) Digest() string {
+	return ContentDigest(r.Record.Key, r.Record.KeyNull, r.Record.Value, r.Record.Headers, r.Props)
+}
+
+// Outgoing is one record to send, with the ledger entry that must be
+// written with it (atomically on Kafka, after its confirm on RabbitMQ).
+type Outgoing struct {
+	// Target is a Kafka topic, or RabbitMQ "exchange\x00routing-key".
+	Target string
+	Record Record // key, value, headers to send
+	Props  []Header
+	Ledger LedgerEntry
+}
+
+// Stricter is the policy an execution runs under: review if either the
+// plan's or today's policy requires it, the larger number of approvals, an
+// idempotency key required if either requires one, the smaller loop limit,
+// and today's system of record. What the reviewer saw was derived with the
+// plan's extractors: if today's extract ids differently, or the plan was
+// checked against a system of record today's policy no longer names, the
+// two do not combine and it is an error.
+func Stricter(plan, today PolicySnapshot) (PolicySnapshot, error) {
+	s := plan
+	if orDefault(plan.IdempotencyKey) != orDefault(today.IdempotencyKey) || orDefault(plan.EventID) != orDefault(today.EventID) {
+		return s, fmt.Errorf("the policy now reads event id %s and idempotency key %s, the plan was made reading %s and %s",
+			orDefault(today.EventID), orDefault(today.IdempotencyKey), orDefault(plan.EventID), orDefault(plan.IdempotencyKey))
+	}
+	if plan.SystemOfRecord != "" && today.SystemOfRecord == "" {
+		return s, errors.New("the plan was checked against a system of record that today's policy no longer names")
+	}
+	s.Match = today.Match
+	s.SystemOfRecord = today.SystemOfRecord
+	if today.Review == "required" {
+		s.Review = "required"
+	}
+	s.Approvals = max(plan.Approvals, today.Approvals)
+	if s.Review == "required" && s.Approvals < 1 {
+		s.Approvals = 1
+	}
+	s.RequireIdempotencyKey = plan.RequireIdempotencyKey || today.RequireIdempotencyKey
+	switch {
+	case plan.MaxRedrives <= 0:
+		s.MaxRedrives = today.MaxRedrives
+	case today.MaxRedrives > 0:
+		s.MaxRedrives = min(plan.MaxRedrives, today.MaxRedrives)
+	}
+	return s, nil
+}
+
+func orDefault(spec string) string {
+	if spec == "" {
+		return DefaultEventID
+	}
+	return spec
+}
+
+// ExtractorsOf parses the policy's event id and idempotency key fields (an
+// empty one reads DefaultEventID).
+func ExtractorsOf(p PolicySnapshot) (Extractors, error) {
+	ev, err := ParseField(orDefault(p.EventID))
+	if err != nil {
+		return Extractors{}, fmt.Errorf("event_id: %v", err)
+	}
+	idem, err := ParseField(orDefault(p.IdempotencyKey))
+	if err != nil {
+		return Extractors{}, fmt.Errorf("idempotency_key: %v", err)
+	}
+	return Extractors{EventID: ev, IdempotencyKey: idem}, nil
 }

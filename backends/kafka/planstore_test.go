@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -25,7 +23,7 @@ func testPlan(dlq string, created time.Time) redrive.Plan {
 	return redrive.Plan{
 		Version: redrive.PlanVersion, Cluster: "test", DLQ: dlq, Selection: redrive.Selection{Classes: []string{"c-1"}},
 		Rate: 10, BatchSize: 5, Author: "alice", CreatedAt: created,
-		Records: []redrive.PlanRecord{{Partition: 0, Offset: 1, EventID: "e1", Target: "payments", Verdict: redrive.Verdict{Included: true}}},
+		Records: []redrive.PlanRecord{{Partition: 0, Offset: 1, Digest: redrive.Record{Value: []byte("e1")}.Digest(), Target: "payments", Verdict: redrive.Verdict{Included: true}}},
 	}
 }
 
@@ -125,7 +123,13 @@ func TestBadStoreRecordsAreSkippedAndReported(t *testing.T) {
 	}
 	// Someone writes a different plan body under the victim's key, a record
 	// that is not JSON, and a broken signature.
-	tampered := `{"hash":"` + victim.Hash + `","plan":{"version":1,"dlq":"shipments.DLT","rate":999}}`
+	other := victim.Plan
+	other.Rate = 999
+	body, err := json.Marshal(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tampered := `{"hash":"` + victim.Hash + `","plan":` + string(body) + `}`
 	kc.Produce(t, &kgo.Record{Topic: PlanTopic, Key: []byte("plan/" + victim.Hash), Value: []byte(tampered)})
 	kc.Produce(t, &kgo.Record{Topic: PlanTopic, Key: []byte("plan/deadbeefdeadbeef"), Value: []byte("\x1b[31mnot json")})
 	kc.Produce(t, &kgo.Record{Topic: PlanTopic, Key: []byte("sig/" + good.Hash + "/approval/x"), Value: []byte("{")})
@@ -163,11 +167,10 @@ func TestLargePlanIsChunkedAndFetchedAlone(t *testing.T) {
 	store := NewPlanStore(dialCluster(t, kc).Client())
 	big := testPlan("payments.DLT", time.Now())
 	big.Records = nil
-	for i := 0; i < 10000; i++ {
-		sum := sha256.Sum256([]byte(strconv.Itoa(i)))
-		big.Records = append(big.Records, redrive.PlanRecord{Partition: int32(i % 3), Offset: int64(i), Key: []byte("acct-" + strconv.Itoa(i%977)),
-			EventID: "evt-" + strconv.Itoa(i), IdempotencyKey: "idem-" + hex.EncodeToString(sum[:8]), Class: "c-0123456789", Target: "payments",
-			ValueSHA256: hex.EncodeToString(sum[:]), Verdict: redrive.Verdict{Included: true}})
+	// A v2 plan row is about 63 bytes (location, digest, target, verdict).
+	for i := 0; i < 70000; i++ {
+		big.Records = append(big.Records, redrive.PlanRecord{Partition: int32(i % 3), Offset: int64(i), Target: "payments",
+			Digest: redrive.Record{Value: []byte(strconv.Itoa(i))}.Digest(), Verdict: redrive.Verdict{Included: true}})
 	}
 	f := redrive.NewFile(big)
 	raw, _ := f.Encode()

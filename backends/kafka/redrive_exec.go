@@ -11,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/berth-dev/berth/redrive"
-	"github.com/berth-dev/berth/redrive/execute"
 )
 
 // RedriveTransport executes redrive batches on Kafka: each batch's records
@@ -65,11 +64,17 @@ func (k *Cluster) NewRedriveTransport(ctx context.Context, planHash string) (*Re
 }
 
 // Close releases the producer.
-func (t *RedriveTransport) Close() { t.tx.Close() }
+func (t *RedriveTransport) Close() error { t.tx.Close(); return nil }
 
 // Read returns the DLQ records at coords.
 func (t *RedriveTransport) Read(ctx context.Context, dlq string, coords []redrive.Coord) (map[redrive.Coord]redrive.Record, error) {
-	recs, _, err := t.k.ReadDLQAt(ctx, dlq, coords)
+	return t.k.ReadDLQByCoord(ctx, dlq, coords)
+}
+
+// ReadDLQByCoord returns the DLQ records at coords by coordinates; a record
+// that is gone (retention, compaction) is absent.
+func (k *Cluster) ReadDLQByCoord(ctx context.Context, dlq string, coords []redrive.Coord) (map[redrive.Coord]redrive.Record, error) {
+	recs, _, err := k.ReadDLQAt(ctx, dlq, coords)
 	if err != nil {
 		return nil, err
 	}
@@ -80,8 +85,8 @@ func (t *RedriveTransport) Read(ctx context.Context, dlq string, coords []redriv
 	return out, nil
 }
 
-// Send produces one batch and its ledger entries in one transaction.
-func (t *RedriveTransport) Send(ctx context.Context, batch []execute.Outgoing) ([]redrive.LedgerEntry, error) {
+// Publish produces one batch and its ledger entries in one transaction.
+func (t *RedriveTransport) Publish(ctx context.Context, batch []redrive.Outgoing) ([]redrive.LedgerEntry, error) {
 	if err := t.tx.BeginTransaction(); err != nil {
 		return nil, fmt.Errorf("begin transaction: %w", err)
 	}
@@ -94,11 +99,11 @@ func (t *RedriveTransport) Send(ctx context.Context, batch []execute.Outgoing) (
 	}
 	recs := make([]*kgo.Record, len(batch))
 	for i, o := range batch {
-		r := &kgo.Record{Topic: o.Topic, Value: o.Value}
-		if !o.KeyNull {
-			r.Key = o.Key
+		r := &kgo.Record{Topic: o.Target, Value: o.Record.Value}
+		if !o.Record.KeyNull {
+			r.Key = o.Record.Key
 		}
-		for _, h := range o.Headers {
+		for _, h := range o.Record.Headers {
 			r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
 		}
 		recs[i] = r

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/backends/kafka"
+	"github.com/berth-dev/berth/internal/actions"
 	"github.com/berth-dev/berth/internal/audit"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
-	"github.com/berth-dev/berth/redrive/execute"
 	"github.com/berth-dev/berth/redrive/planner"
 	tuidlq "github.com/berth-dev/berth/tui/dlq"
 )
@@ -90,23 +90,20 @@ func (s consoleRedrive) statusOf(f redrive.File, redriven int, readOnly bool) tu
 	row := s.cli().planStatus(s.session(), f, redriven)
 	st := tuidlq.PlanStatus{File: f, Redriven: row.Redriven, Approvals: row.Approvals, Required: row.Required,
 		Approved: row.Approved, Reason: row.Reason, State: row.State}
-	pol, err := s.session().policyFor(f)
-	if err != nil {
-		st.Refusal = err.Error()
-		return st
-	}
-	st.Policy = policyLine(pol)
-	signers, serr := signersFor(pol)
-	st.Signatures = signatureInfos(subjectOf(f), f.Author(), f.Signatures, signers, serr)
-	_, perr := execute.Preflight(f, execute.Options{ReadOnly: readOnly, MaxAge: s.cfg.Redrive.PlanMaxAge,
-		Policy: pol.Snapshot(), HasPolicy: true, Signers: signers})
-	var ref *execute.Refusal
+	// The review the executor applies: the stricter of the plan's policy
+	// and today's.
+	r := s.actions("", readOnly, "").ReviewOf(f)
+	st.Policy = policyLine(r)
+	st.Signatures = signatureInfos(subjectOf(f), f.Author(), f.Signatures, r.Signers, r.Err)
+	_, perr := actions.Preflight(f, actions.Options{ReadOnly: readOnly, MaxAge: s.cfg.Redrive.PlanMaxAge,
+		Cluster: f.Plan.Cluster, Policy: r.Today.Snapshot(), HasPolicy: r.Matched, Signers: r.Signers})
+	var ref *actions.Refusal
 	t := f.Plan.Totals()
 	switch {
-	case serr != nil && pol.Review == "required":
-		st.Refusal = serr.Error()
+	case r.Err != nil:
+		st.Refusal = r.Err.Error()
 	case errors.As(perr, &ref):
-		st.Refusal = ref.Reason
+		st.Refusal = ref.Why()
 	case perr != nil:
 		st.Refusal = perr.Error()
 	case t.Included == 0:
@@ -143,15 +140,15 @@ func signatureInfos(subj approval.Subject, author *approval.Signature, sigs []ap
 	return out
 }
 
-func policyLine(pol planner.Policy) string {
-	if pol.Review != "required" {
+func policyLine(r actions.Review) string {
+	if r.Required() == 0 {
 		return "review none"
 	}
-	signers := pol.AllowedSigners
+	signers := r.Today.AllowedSigners
 	if signers == "" {
 		signers = "(none configured)"
 	}
-	return fmt.Sprintf("review required, %d approval(s), allowed_signers %s", requiredApprovals(pol), signers)
+	return fmt.Sprintf("review required, %d approval(s), allowed_signers %s", r.Required(), signers)
 }
 
 // Approve stores an approval as `berth redrive approve` does: it refuses,
@@ -159,50 +156,21 @@ func policyLine(pol planner.Policy) string {
 // not list; and, unlike the CLI, in a read-only context (the console never
 // writes to a cluster it was told not to change).
 func (s consoleRedrive) Approve(ctx context.Context, hash string, sig approval.Signature, contextName string, readOnly bool) (tuidlq.Approved, error) {
-	if readOnly {
-		return tuidlq.Approved{}, errors.New("refused: the context is read-only; nothing stored")
-	}
 	pf, err := s.P.Store.Plan(ctx, hash)
 	if err != nil {
 		return tuidlq.Approved{}, err
 	}
-	if sig.PlanHash != pf.Hash {
-		return tuidlq.Approved{}, fmt.Errorf("refused: the signature is over plan %s, not %s", shortHash(sig.PlanHash), shortHash(pf.Hash))
-	}
-	pol, err := s.session().policyFor(pf)
+	res, err := s.actions(contextName, readOnly, "").Approve(ctx, pf, sig)
 	if err != nil {
 		return tuidlq.Approved{}, err
 	}
-	signers, err := signersFor(pol)
-	if err != nil {
-		return tuidlq.Approved{}, err
-	}
-	if signers == nil && pol.Review == "required" {
-		// Nothing to verify an approval against: storing it would show an
-		// approval that execute refuses to count.
-		return tuidlq.Approved{}, errors.New("refused: the plan's policy requires review but no allowed_signers are configured; nothing stored")
-	}
-	now := time.Now()
-	if author := pf.Author(); author != nil && author.Fingerprint == sig.Fingerprint {
-		return tuidlq.Approved{}, errors.New("refused: the plan's author cannot approve it (two-person rule); nothing stored")
-	}
-	principal := ""
-	if signers != nil {
-		v, err := approval.Verify(subjectOf(pf), sig, signers, now)
-		if err != nil {
-			return tuidlq.Approved{}, fmt.Errorf("refused: %v; nothing stored", err)
-		}
-		principal = v.Principal
-	}
-	if err := s.P.Store.AddSignature(ctx, pf.Hash, sig); err != nil {
-		return tuidlq.Approved{}, err
-	}
-	pf.Signatures = append(pf.Signatures, sig)
-	dec := approval.Evaluate(subjectOf(pf), pf.Author(), approvalsOnly(pf), signers, requiredApprovals(pol), now)
-	if err := s.audit(ctx, contextName, "redrive.approved", pf, map[string]any{"signer": principal, "fingerprint": sig.Fingerprint, "approved": dec.Approved}); err != nil {
-		return tuidlq.Approved{}, err
-	}
-	return tuidlq.Approved{Principal: principal, Fingerprint: sig.Fingerprint, Decision: dec}, nil
+	return tuidlq.Approved{Principal: res.Principal, Fingerprint: res.Fingerprint, Decision: res.Decision}, nil
+}
+
+// actions is the redrive actions the CLI runs, on the console's cluster.
+func (s consoleRedrive) actions(contextName string, readOnly bool, actor string) *actions.KafkaRedrive {
+	return &actions.KafkaRedrive{Planner: s.P, Store: s.P.Store, ReadOnly: readOnly, Context: contextName, Actor: actor,
+		MaxAge: s.cfg.Redrive.PlanMaxAge, OpenAudit: s.openAudit}
 }
 
 // RecordPlan audits a plan made in the console as `berth redrive plan`
@@ -236,7 +204,7 @@ func (s consoleRedrive) SignAsAuthor(ctx context.Context, hash string, sig appro
 	if a := pf.Author(); a != nil {
 		return fmt.Errorf("refused: plan %s is already signed by its author (%s); nothing stored", shortHash(pf.Hash), a.Fingerprint)
 	}
-	for _, a := range approvalsOnly(pf) {
+	for _, a := range pf.Approvals() {
 		if a.Fingerprint == sig.Fingerprint {
 			return errors.New("refused: this key already approved the plan; it cannot also be its author")
 		}
@@ -268,12 +236,12 @@ func (s consoleRedrive) dial(ctx context.Context) (*kafka.Client, *kafka.Cluster
 // Execute runs a stored plan as `berth redrive execute` does: today's
 // policy and allowed_signers, the checks again, one Kafka transaction per
 // batch with its ledger entries, every step audited.
-func (s consoleRedrive) Execute(ctx context.Context, hash string, req tuidlq.ExecRequest) (execute.Result, error) {
+func (s consoleRedrive) Execute(ctx context.Context, hash string, req tuidlq.ExecRequest) (actions.Result, error) {
 	if req.ReadOnly {
 		// Refused before the cluster is touched, audited in the local log
 		// only (the audit topic is in the cluster), as the CLI does.
-		ref := &execute.Refusal{Reason: "the context is read-only"}
-		res := execute.Result{Plan: hash, Skipped: []execute.Skip{}, Failed: []execute.Failure{}}
+		ref := actions.Refuse(actions.ErrReadOnly, "the context is read-only: nothing sent")
+		res := actions.Result{Plan: hash, Skipped: []actions.Skip{}, Failed: []actions.Failure{}}
 		if log, err := audit.Open(auditPathFor("", s.cfg)); err == nil {
 			_, err = log.Append(ctx, audit.Entry{Action: "redrive.refused", Context: req.Context, Target: hash, Details: map[string]any{"plan": hash, "reason": ref.Error()}})
 			if err != nil {
@@ -284,41 +252,18 @@ func (s consoleRedrive) Execute(ctx context.Context, hash string, req tuidlq.Exe
 	}
 	c, k, store, err := s.dial(ctx)
 	if err != nil {
-		return execute.Result{}, err
+		return actions.Result{}, err
 	}
 	defer c.Close()
 	setup, cancel := context.WithTimeout(ctx, max(c.Options().Timeout, 10*time.Second))
 	defer cancel()
-	p := planner.New(k, s.cfg)
 	pf, err := store.Plan(setup, hash)
 	if err != nil {
-		return execute.Result{}, err
+		return actions.Result{}, err
 	}
-	pol, err := (&redriveSession{planner: p}).policyFor(pf)
-	if err != nil {
-		return execute.Result{}, err
-	}
-	signers, err := signersFor(pol)
-	if err != nil {
-		return execute.Result{}, err
-	}
-	log, closeLog, err := s.openAudit()
-	if err != nil {
-		return execute.Result{}, err
-	}
-	defer closeLog()
-	tr, err := k.NewRedriveTransport(setup, pf.Hash)
-	if err != nil {
-		return execute.Result{}, err
-	}
-	defer tr.Close()
-	return execute.Execute(ctx, pf, execute.Options{
-		ReadOnly: req.ReadOnly, Context: req.Context, Actor: audit.CurrentUser() + " (console)", MaxAge: s.cfg.Redrive.PlanMaxAge,
-		Policy: pol.Snapshot(), HasPolicy: true, Signers: signers,
-		StopOnFailure: pol.StopOnFailure || pol.RequireIdempotencyKey,
-		Recheck:       p.Check,
-		Transport:     tr, Audit: log, Control: req.Control, Progress: req.Progress,
-	})
+	// The execution's own connection, so it outlives the console's.
+	own := consoleRedrive{Console: planner.Console{P: planner.New(k, s.cfg)}, k: k, cfg: s.cfg}
+	return own.actions(req.Context, req.ReadOnly, audit.CurrentUser()+" (console)").Execute(ctx, pf, actions.ExecControl{Control: req.Control, Progress: req.Progress})
 }
 
 // Verify reads back what the plan produced and watches for re-failures,

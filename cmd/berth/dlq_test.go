@@ -216,6 +216,17 @@ type planJSON struct {
 		NewerOffset *int64 `json:"newer_offset"`
 	} `json:"records"`
 	Totals redrive.Totals `json:"totals"`
+	Review struct {
+		Cluster string `json:"cluster"`
+		Targets []struct {
+			Target   string `json:"target"`
+			Included int    `json:"included"`
+			Excluded int    `json:"excluded"`
+		} `json:"targets"`
+		Keys    []string        `json:"idempotency_keys"`
+		Changed []redrive.Coord `json:"changed"`
+		Gone    []redrive.Coord `json:"gone"`
+	} `json:"review"`
 }
 
 func TestRedrivePlanChecksSignsStoresAndShows(t *testing.T) {
@@ -266,8 +277,16 @@ func TestRedrivePlanChecksSignsStoresAndShows(t *testing.T) {
 	if fromFile.Hash != p.Hash || fromStore.Hash != p.Hash || !fromStore.Stored || fromStore.AuthorKey != p.AuthorKey {
 		t.Fatalf("show: file %s store %s", fromFile.Hash, fromStore.Hash)
 	}
+	// The review is derived from the records: where they go, and the keys.
+	if r := fromFile.Review; r.Cluster == "" || len(r.Targets) != 1 || r.Targets[0].Target != "payments" || r.Targets[0].Included != p.Totals.Included || len(r.Keys) != p.Totals.Included {
+		t.Fatalf("review %+v for totals %+v", r, p.Totals)
+	}
 	// An edited plan file is refused.
-	os.WriteFile(planFile, bytes.Replace(raw, []byte(`"rate": 100`), []byte(`"rate": 5000`), 1), 0o600)
+	edited := bytes.Replace(raw, []byte(`"rate":100`), []byte(`"rate":5000`), 1)
+	if bytes.Equal(edited, raw) {
+		t.Fatalf("no rate in the plan file: %s", raw)
+	}
+	os.WriteFile(planFile, edited, 0o600)
 	if _, errOut, code := runBerth(t, "--config", cfg, "--bootstrap", bs, "redrive", "show", planFile); code != 1 || !strings.Contains(errOut, "does not match its hash") {
 		t.Fatalf("edited plan: exit %d %s", code, errOut)
 	}

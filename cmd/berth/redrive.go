@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/berth-dev/berth/backends/kafka"
+	"github.com/berth-dev/berth/internal/actions"
 	"github.com/berth-dev/berth/internal/audit"
 	"github.com/berth-dev/berth/internal/output"
 	"github.com/berth-dev/berth/internal/sanitize"
@@ -209,6 +210,31 @@ type redrivePlanSummary struct {
 	planFacts
 	Records []redrivePlanRow `json:"records"`
 	Totals  redrive.Totals   `json:"totals"`
+	// Review is what a reviewer signs, derived from the records: counts
+	// per target and the included records' idempotency keys.
+	Review *planReview `json:"review,omitempty"`
+}
+
+// planReview is actions.Summary with every string sanitised for output.
+type planReview struct {
+	Cluster string                `json:"cluster"`
+	Targets []actions.TargetCount `json:"targets"`
+	Keys    []string              `json:"idempotency_keys"`
+	// Changed and Gone are records whose content no longer matches the
+	// plan's digest, or that left the DLQ: execute skips them.
+	Changed []redrive.Coord `json:"changed"`
+	Gone    []redrive.Coord `json:"gone"`
+}
+
+func reviewOf(s actions.Summary) *planReview {
+	r := &planReview{Targets: s.Targets, Keys: make([]string, len(s.Keys)), Changed: s.Changed, Gone: s.Gone}
+	for i := range r.Targets {
+		r.Targets[i].Target = sanitize.Text(r.Targets[i].Target)
+	}
+	for i, k := range s.Keys {
+		r.Keys[i] = sanitize.Text(k)
+	}
+	return r
 }
 
 // planFacts are the fields every backend's plan summary shares, under the
@@ -344,6 +370,8 @@ func (a *app) runRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 	}
 	sum := planSummaryOf(file)
 	sum.File = o.out
+	sum.Review = reviewOf(actions.Summarise(file.Plan, nil, nil))
+	sum.Review.Cluster = sanitize.Text(file.Plan.Cluster)
 	if a.readOnly {
 		sum.StoreNote = "read-only context: the plan was written to the file only"
 	} else if err := p.Store.PutPlan(ctx, file); err != nil {
@@ -469,6 +497,48 @@ func writePlanText(w io.Writer, s redrivePlanSummary) {
 	if s.Blocked {
 		fmt.Fprintf(w, "BLOCKED: %s\n", s.BlockedReason)
 	}
+	if r := s.Review; r != nil {
+		writeReviewText(w, r)
+	}
+}
+
+// reviewKeysShown bounds the keys printed as text; -o json has them all.
+const reviewKeysShown = 20
+
+func writeReviewText(w io.Writer, r *planReview) {
+	fmt.Fprintf(w, "review (derived from the records as they are now):\n")
+	g := output.Grid{Header: []string{"TARGET", "INCLUDED", "EXCLUDED"}, Right: map[int]bool{1: true, 2: true}}
+	for _, t := range r.Targets {
+		g.Add(t.Target, strconv.Itoa(t.Included), strconv.Itoa(t.Excluded))
+	}
+	g.WriteTable(w)
+	keys := r.Keys
+	more := 0
+	if len(keys) > reviewKeysShown {
+		keys, more = keys[:reviewKeysShown], len(keys)-reviewKeysShown
+	}
+	for i := range keys {
+		keys[i] = dashIfEmpty(keys[i])
+	}
+	fmt.Fprintf(w, "idempotency keys of the included records: %s", strings.Join(keys, ", "))
+	if more > 0 {
+		fmt.Fprintf(w, " ... and %d more (all with -o json)", more)
+	}
+	fmt.Fprintln(w)
+	if len(r.Changed) > 0 {
+		fmt.Fprintf(w, "CHANGED since the plan was made (execute skips them): %s\n", coordList(r.Changed))
+	}
+	if len(r.Gone) > 0 {
+		fmt.Fprintf(w, "GONE from the DLQ (execute skips them): %s\n", coordList(r.Gone))
+	}
+}
+
+func coordList(cs []redrive.Coord) string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.String()
+	}
+	return strings.Join(out, ",")
 }
 
 func newRedriveShowCmd(a *app) *cobra.Command {
@@ -494,9 +564,24 @@ JSON: as berth redrive plan, plus approvals (signers' key fingerprints).`,
 			if err != nil {
 				return err
 			}
+			// What a reviewer sees is derived from the records now, with
+			// the plan's policy: the file says only which records.
+			ctx, cancel := a.opCtx(cmd.Context())
+			defer cancel()
+			s, err := a.redriveSession(ctx)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			changed, gone, err := a.kafkaRedrive(s, "", "").Derive(ctx, &file)
+			if err != nil {
+				return err
+			}
 			sum := planSummaryOf(file)
 			sum.File = where
 			sum.Stored = where == ""
+			sum.Review = reviewOf(actions.Summarise(file.Plan, changed, gone))
+			sum.Review.Cluster = sanitize.Text(file.Plan.Cluster)
 			if f == output.JSON {
 				return output.WriteJSON(a.stdout, sum)
 			}

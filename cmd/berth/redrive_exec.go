@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"context"
-	"encoding/json"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/berth-dev/berth/backends/bundled"
 	"github.com/berth-dev/berth/backends/kafka"
+	"github.com/berth-dev/berth/internal/actions"
 	"github.com/berth-dev/berth/internal/audit"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/demo"
@@ -26,7 +29,6 @@ import (
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
-	"github.com/berth-dev/berth/redrive/execute"
 	"github.com/berth-dev/berth/redrive/planner"
 )
 
@@ -55,6 +57,19 @@ func (a *app) redriveSession(ctx context.Context) (*redriveSession, error) {
 }
 
 func (s *redriveSession) Close() { s.cl.Close() }
+
+// actions is the redrive actions on the session's cluster, as this
+// invocation runs them (read-only, audit log, actor).
+func (a *app) kafkaRedrive(s *redriveSession, auditFile, actor string) *actions.KafkaRedrive {
+	return &actions.KafkaRedrive{
+		Planner: s.planner, Store: s.store, ReadOnly: a.readOnly, Context: a.ctxName, Actor: actor,
+		MaxAge: a.cfg.Redrive.PlanMaxAge,
+		OpenAudit: func() (*audit.Log, func(), error) {
+			l, err := a.openAudit(auditFile)
+			return l, func() {}, err
+		},
+	}
+}
 
 // redriveConfig is the configuration whose policies govern plans and
 // resets, resolved as `redrive plan` resolves it (a.planner in dlq.go): on
@@ -85,16 +100,6 @@ func demoAwareConfig(cfg *config.Config, ctx config.Context) *config.Config {
 	return cfg
 }
 
-// policyFor is today's policy for the plan's DLQ. When no configured policy
-// matches it any more, the plan keeps the review it was made under: deleting
-// a policy must not make an unapproved payments plan runnable.
-func (s *redriveSession) policyFor(pf redrive.File) (planner.Policy, error) {
-	pol, err := s.planner.PolicyFor(pf.Plan.DLQ)
-	if err == nil && !pol.Matched && pf.Plan.Policy.Review == "required" {
-		pol.Review, pol.Approvals = "required", pf.Plan.Policy.Approvals
-	}
-	return pol, err
-}
 
 // loadPlan finds a plan by hash prefix in the shared store, or reads a plan
 // file (from `berth redrive plan --out`) and stores it so approvers at other
@@ -105,12 +110,20 @@ func (s *redriveSession) loadPlan(ctx context.Context, ref string) (redrive.File
 		if err != nil {
 			return redrive.File{}, err
 		}
-		var f redrive.File
-		if err := json.Unmarshal(raw, &f); err != nil {
-			return redrive.File{}, fmt.Errorf("%s: not a plan file: %v", ref, err)
-		}
-		if f.Plan.Hash() != f.Hash {
+		f, err := redrive.DecodeFile(raw)
+		if errors.Is(err, redrive.ErrHashMismatch) {
 			return redrive.File{}, fmt.Errorf("%s: %w", ref, errPlanEdited)
+		}
+		if err != nil {
+			return redrive.File{}, fmt.Errorf("%s: %w: %v", ref, actions.ErrPlanMalformed, err)
+		}
+		// Another cluster's plan is not stored here.
+		info, err := s.cluster.Describe(ctx)
+		if err != nil {
+			return redrive.File{}, err
+		}
+		if info.ID != f.Plan.Cluster {
+			return redrive.File{}, actions.Refuse(actions.ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q: a plan runs only where it was made; nothing stored", shortHash(f.Hash), f.Plan.Cluster, info.ID)
 		}
 		// Signatures already in the store are kept; the file's are added.
 		if err := s.store.PutPlan(ctx, f); err != nil {
@@ -121,7 +134,7 @@ func (s *redriveSession) loadPlan(ctx context.Context, ref string) (redrive.File
 	return s.store.Plan(ctx, ref)
 }
 
-var errPlanEdited = errors.New("plan content does not match its hash (edited after it was made)")
+var errPlanEdited = actions.ErrPlanEdited
 
 // auditRefused records a refusal that happens before a plan is loaded (so
 // without its hash): target is the plan as the user named it. mirror says
@@ -145,13 +158,6 @@ func (a *app) auditRefused(ctx context.Context, file, target string, refusal err
 	return refusal
 }
 
-// signers loads the policy's allowed_signers (nil when none is configured).
-func signersFor(pol planner.Policy) (approval.AllowedSigners, error) {
-	if pol.AllowedSigners == "" {
-		return nil, nil
-	}
-	return approval.LoadAllowedSigners(pol.AllowedSigners)
-}
 
 type approveOutput struct {
 	Plan     string            `json:"plan"`
@@ -166,7 +172,7 @@ type approveOutput struct {
 // class, and every excluded record with its reason.
 type planSummary struct {
 	Totals   redrive.Totals         `json:"totals"`
-	Excluded []execute.Skip         `json:"excluded"`
+	Excluded []actions.Skip         `json:"excluded"`
 	Policy   redrive.PolicySnapshot `json:"policy"`
 	Author   string                 `json:"author"`
 	Created  time.Time              `json:"created_at"`
@@ -174,10 +180,10 @@ type planSummary struct {
 }
 
 func summaryOf(f redrive.File) planSummary {
-	s := planSummary{Totals: f.Plan.Totals(), Excluded: []execute.Skip{}, Policy: f.Plan.Policy, Author: f.Plan.Author, Created: f.Plan.CreatedAt, Target: f.Plan.Target}
+	s := planSummary{Totals: f.Plan.Totals(), Excluded: []actions.Skip{}, Policy: f.Plan.Policy, Author: f.Plan.Author, Created: f.Plan.CreatedAt, Target: f.Plan.Target}
 	for _, r := range f.Plan.Records {
 		if !r.Included {
-			s.Excluded = append(s.Excluded, execute.Skip{Partition: r.Partition, Offset: r.Offset, EventID: r.EventID, Reason: r.Reason, Detail: r.Detail})
+			s.Excluded = append(s.Excluded, actions.Skip{Partition: r.Partition, Offset: r.Offset, EventID: r.EventID, Reason: r.Reason, Detail: r.Detail})
 		}
 	}
 	return s
@@ -185,6 +191,7 @@ func summaryOf(f redrive.File) planSummary {
 
 func newRedriveApproveCmd(a *app) *cobra.Command {
 	var keyFile, sigFile, auditFile string
+	var yes bool
 	cmd := &cobra.Command{
 		Use:   "approve PLAN",
 		Short: "Approve a redrive plan with your SSH key (SSHSIG over the plan hash)",
@@ -224,19 +231,6 @@ and given with --signature. The author's own key never counts.`,
 			if err != nil {
 				return err
 			}
-			pol, err := s.policyFor(pf)
-			if err != nil {
-				return err
-			}
-			signers, err := signersFor(pol)
-			if err != nil {
-				return err
-			}
-			if signers == nil && pol.Review == "required" {
-				// Nothing to verify an approval against: storing it would
-				// show an approval that execute refuses to count.
-				return errors.New("refused: the plan's policy requires review but no allowed_signers are configured; nothing stored")
-			}
 			now := time.Now()
 			var sig approval.Signature
 			if keyFile != "" {
@@ -257,26 +251,19 @@ and given with --signature. The author's own key never counts.`,
 					return err
 				}
 			}
-			// Refuse what cannot count, before storing anything.
-			if author := pf.Author(); author != nil && author.Fingerprint == sig.Fingerprint {
-				return errors.New("refused: the plan's author cannot approve it (two-person rule)")
-			}
-			principal := ""
-			if signers != nil {
-				v, err := approval.Verify(subjectOf(pf), sig, signers, now)
-				if err != nil {
-					return fmt.Errorf("refused: %v", err)
+			k := a.kafkaRedrive(s, auditFile, "")
+			if !yes {
+				// What is signed is what the records say now: re-read and
+				// derived, never the plan's word for it.
+				if err := a.confirmReview(ctx, k, &pf, "approve"); err != nil {
+					return err
 				}
-				principal = v.Principal
 			}
-			if err := s.store.AddSignature(ctx, pf.Hash, sig); err != nil {
+			res, err := k.Approve(ctx, pf, sig)
+			if err != nil {
 				return err
 			}
-			pf.Signatures = append(pf.Signatures, sig)
-			dec := approval.Evaluate(subjectOf(pf), pf.Author(), approvalsOnly(pf), signers, requiredApprovals(pol), now)
-			if err := a.auditRedrive(ctx, auditFile, "redrive.approved", pf, map[string]any{"signer": principal, "fingerprint": sig.Fingerprint, "approved": dec.Approved}); err != nil {
-				return err
-			}
+			principal, dec := res.Principal, res.Decision
 			out := approveOutput{Plan: pf.Hash, DLQ: pf.Plan.DLQ, Signer: principal, Key: sig.Fingerprint, Decision: dec, Summary: summaryOf(pf)}
 			if f == output.JSON {
 				return output.WriteJSON(a.stdout, out)
@@ -292,6 +279,7 @@ and given with --signature. The author's own key never counts.`,
 	}
 	cmd.Flags().StringVar(&keyFile, "key", "", "your SSH private key (unencrypted OpenSSH format)")
 	cmd.Flags().StringVar(&sigFile, "signature", "", "an SSH signature made with ssh-keygen -Y sign -n berth-redrive")
+	cmd.Flags().BoolVar(&yes, "yes", false, "sign without showing the review and asking (as without a terminal)")
 	addAuditFlag(cmd, &auditFile)
 	return cmd
 }
@@ -300,8 +288,8 @@ type executeOutput struct {
 	Plan      string            `json:"plan"`
 	DLQ       string            `json:"dlq"`
 	Sent      int               `json:"sent"`
-	Skipped   []execute.Skip    `json:"skipped"`
-	Failed    []execute.Failure `json:"failed"`
+	Skipped   []actions.Skip    `json:"skipped"`
+	Failed    []actions.Failure `json:"failed"`
 	Cancelled bool              `json:"cancelled"`
 	Approvers []string          `json:"approvers"`
 	Verified  *verification     `json:"verification,omitempty"`
@@ -385,51 +373,28 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 			if err != nil {
 				return err
 			}
-			pol, err := s.policyFor(pf)
-			if err != nil {
-				return err
-			}
-			signers, err := signersFor(pol)
-			if err != nil {
-				return err
-			}
-			log, err := a.openAudit(auditFile)
-			if err != nil {
-				return err
-			}
-			tr, err := s.cluster.NewRedriveTransport(setup, pf.Hash)
-			if err != nil {
-				return err
-			}
-			defer tr.Close()
-			control := make(chan execute.Control, 4)
+			control := make(chan actions.Control, 4)
 			usr := make(chan os.Signal, 4)
 			signal.Notify(usr, syscall.SIGUSR1, syscall.SIGUSR2)
 			defer signal.Stop(usr)
 			go func() {
 				for sig := range usr {
 					if sig == syscall.SIGUSR1 {
-						control <- execute.Pause
+						control <- actions.Pause
 					} else {
-						control <- execute.Resume
+						control <- actions.Resume
 					}
 				}
 			}()
 			start := time.Now()
-			res, err := execute.Execute(sigCtx, pf, execute.Options{
-				Context: a.ctxName, Actor: actor, MaxAge: a.cfg.Redrive.PlanMaxAge,
-				Policy: pol.Snapshot(), HasPolicy: true, Signers: signers,
-				StopOnFailure: pol.StopOnFailure || pol.RequireIdempotencyKey,
-				Recheck:       s.planner.Check,
-				Transport:     tr, Audit: log, Control: control,
-				Progress: func(p execute.Progress) { progressLine(a.stderr, p) },
+			res, err := a.kafkaRedrive(s, auditFile, actor).Execute(sigCtx, pf, actions.ExecControl{
+				Control: control, Progress: func(p actions.Progress) { progressLine(a.stderr, p) },
 			})
 			out := executeOutput{Plan: pf.Hash, DLQ: pf.Plan.DLQ, Sent: res.Sent, Skipped: res.Skipped, Failed: res.Failed, Cancelled: res.Cancelled, Approvers: res.Approval.Approvers}
 			if out.Approvers == nil {
 				out.Approvers = []string{}
 			}
-			var ref *execute.Refusal
-			if errors.As(err, &ref) {
+			if actions.IsRefusal(err) {
 				return err
 			}
 			if err == nil && !noVerify && sigCtx.Err() == nil {
@@ -489,9 +454,26 @@ func (a *app) verifyRedrive(ctx context.Context, s *redriveSession, pf redrive.F
 			mine = append(mine, e)
 		}
 	}
-	want := map[redrive.Coord]string{}
+	// Each copy must carry the value of the DLQ record it came from, as
+	// that record is now (its digest still the plan's).
+	coords := make([]redrive.Coord, 0, len(mine))
+	for _, e := range mine {
+		coords = append(coords, redrive.Coord{Partition: e.Partition, Offset: e.Offset})
+	}
+	recs, _, err := s.cluster.ReadDLQAt(ctx, pf.Plan.DLQ, coords)
+	if err != nil {
+		return v, err
+	}
+	digest := map[redrive.Coord]string{}
 	for _, r := range pf.Plan.Records {
-		want[r.Coord()] = r.ValueSHA256
+		digest[r.Coord()] = r.Digest
+	}
+	want := map[redrive.Coord]string{}
+	for _, r := range recs {
+		if r.Digest() == digest[r.Coord()] {
+			sum := sha256.Sum256(r.Value)
+			want[r.Coord()] = hex.EncodeToString(sum[:])
+		}
 	}
 	v.Checked = len(mine)
 	if v.Mismatches, err = s.cluster.VerifyRedriven(ctx, mine, want); err != nil {
@@ -562,9 +544,13 @@ func (a *app) watchRefailures(ctx context.Context, s *redriveSession, w kafka.Wa
 }
 
 type statusRow struct {
-	Plan      string    `json:"plan"`
-	DLQ       string    `json:"dlq"`
+	Plan string `json:"plan"`
+	DLQ  string `json:"dlq"`
+	// Author is the verified signer of the author's signature (as
+	// allowed_signers names it today), "(unsigned)" or "(unverified)":
+	// never what the plan says about itself.
 	Author    string    `json:"author"`
+	Approvers []string  `json:"approvers"`
 	Created   time.Time `json:"created_at"`
 	Included  int       `json:"included"`
 	Excluded  int       `json:"excluded"`
@@ -661,26 +647,19 @@ func newRedriveStatusCmd(a *app) *cobra.Command {
 
 func (a *app) planStatus(s *redriveSession, pf redrive.File, redriven int) statusRow {
 	t := pf.Plan.Totals()
-	row := statusRow{Plan: pf.Hash, DLQ: pf.Plan.DLQ, Author: pf.Plan.Author, Created: pf.Plan.CreatedAt, Included: t.Included, Excluded: t.Excluded, Redriven: redriven}
-	pol, err := s.policyFor(pf)
-	if err != nil {
-		row.State, row.Reason = "error", err.Error()
+	row := statusRow{Plan: pf.Hash, DLQ: pf.Plan.DLQ, Created: pf.Plan.CreatedAt, Included: t.Included, Excluded: t.Excluded, Redriven: redriven, Approvers: []string{}}
+	k := a.kafkaRedrive(s, "", "")
+	r := k.ReviewOf(pf)
+	d := k.Decision(pf, r)
+	row.Author = verifiedAuthor(pf, d)
+	row.Approvers = d.Approvers
+	// Count what counts today: not a key since removed from
+	// allowed_signers, an expired one, or a second signature by a signer.
+	row.Approvals, row.Required = len(d.Approvers), r.Required()
+	row.Approved, row.Reason = d.Approved, d.Reason
+	if r.Err != nil {
+		row.State, row.Reason, row.Approved = "error", r.Err.Error(), false
 		return row
-	}
-	row.Required = requiredApprovals(pol)
-	row.Approvals = len(approvalsOnly(pf))
-	signers, err := signersFor(pol)
-	switch {
-	case pol.Review != "required":
-		row.Approved = true
-	case err != nil:
-		row.Reason = err.Error()
-	default:
-		d := approval.Evaluate(subjectOf(pf), pf.Author(), approvalsOnly(pf), signers, row.Required, time.Now())
-		row.Approved, row.Reason = d.Approved, d.Reason
-		// Count what counts today: not a key since removed from
-		// allowed_signers, an expired one, or a second signature by a signer.
-		row.Approvals = len(d.Approvers)
 	}
 	expired := a.cfg.Redrive.PlanMaxAge > 0 && time.Since(pf.Plan.CreatedAt) > a.cfg.Redrive.PlanMaxAge
 	blocked, blockedWhy := pf.Plan.Blocked()
@@ -702,30 +681,23 @@ func (a *app) planStatus(s *redriveSession, pf redrive.File, redriven int) statu
 	return row
 }
 
-func requiredApprovals(pol planner.Policy) int {
-	if pol.Review != "required" {
-		return 0
+// verifiedAuthor names the plan's author as its verified signature does.
+func verifiedAuthor(pf redrive.File, d approval.Decision) string {
+	switch {
+	case d.Author != "":
+		return d.Author
+	case pf.Author() == nil:
+		return "(unsigned)"
 	}
-	if pol.Approvals < 1 {
-		return 1
-	}
-	return pol.Approvals
+	return "(unverified)"
 }
+
 
 // subjectOf is what signatures over a Kafka plan are about.
 func subjectOf(f redrive.File) approval.Subject {
 	return approval.Subject{PlanHash: f.Hash, Cluster: f.Plan.Cluster}
 }
 
-func approvalsOnly(f redrive.File) []approval.Signature {
-	var out []approval.Signature
-	for _, s := range f.Signatures {
-		if s.Role == approval.RoleApproval {
-			out = append(out, s)
-		}
-	}
-	return out
-}
 
 func (a *app) auditRedrive(ctx context.Context, file, action string, pf redrive.File, details map[string]any) error {
 	log, err := a.openAudit(file)
@@ -805,7 +777,7 @@ func writeExecuteTable(w io.Writer, o executeOutput) {
 	}
 }
 
-func progressLine(w io.Writer, p execute.Progress) {
+func progressLine(w io.Writer, p actions.Progress) {
 	done := p.Sent + p.Skipped + p.Failed
 	pct := 100.0
 	if p.Total > 0 {
@@ -846,4 +818,27 @@ func ageString(d time.Duration) string {
 
 func fingerprint(s interface{ PublicKey() ssh.PublicKey }) string {
 	return ssh.FingerprintSHA256(s.PublicKey())
+}
+
+// confirmReview re-reads a plan's records, derives what a reviewer sees
+// from them (targets, idempotency keys, classes) and, on a terminal, shows
+// it and asks for the first 8 hex digits of the plan hash before going on.
+// Without a terminal it goes on (scripts pass --key or --signature).
+func (a *app) confirmReview(ctx context.Context, k *actions.KafkaRedrive, pf *redrive.File, verb string) error {
+	if !isTerminal(os.Stdin) || !isTerminal(a.stderr) {
+		return nil
+	}
+	changed, gone, err := k.Derive(ctx, pf)
+	if err != nil {
+		return err
+	}
+	sum := planSummaryOf(*pf)
+	sum.Review = reviewOf(actions.Summarise(pf.Plan, changed, gone))
+	writePlanText(a.stderr, sum)
+	fmt.Fprintf(a.stderr, "\nto %s plan %s, type the first 8 hex digits of its hash: ", verb, shortHash(pf.Hash))
+	line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+	if strings.TrimSpace(line) != pf.Hash[:8] {
+		return actions.Refuse(actions.ErrNotConfirmed, "not confirmed: nothing signed")
+	}
+	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/berth-dev/berth/backends/kafka"
@@ -33,10 +34,10 @@ type redriveFixture struct {
 	n      int
 }
 
-func newRedriveFixture(t *testing.T, n int, policy string) *redriveFixture {
+func newRedriveFixture(t *testing.T, n int, policy string, opts ...kfake.Opt) *redriveFixture {
 	t.Helper()
 	isolateConfig(t)
-	kc := kafkatest.Start(t, 1)
+	kc := kafkatest.Start(t, 1, opts...)
 	kc.CreateTopic(t, "ledger-events", 3, 1, nil)
 	kc.CreateTopic(t, "ledger-events.DLT", 2, 1, nil)
 	// The originals: keys cycle over 5 accounts, so each key has many events.

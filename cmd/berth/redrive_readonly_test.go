@@ -61,7 +61,7 @@ func TestRedriveExecuteEditedPlanFileRefusalIsAudited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	edited := strings.Replace(string(raw), `"rate": 100`, `"rate": 100000`, 1)
+	edited := strings.Replace(string(raw), `"rate":100`, `"rate":100000`, 1)
 	if edited == string(raw) {
 		t.Fatalf("no rate in the plan file:\n%s", raw)
 	}

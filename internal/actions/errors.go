@@ -59,11 +59,14 @@ type Refusal struct {
 	Detail string
 }
 
-func (r *Refusal) Error() string {
+func (r *Refusal) Error() string { return "refused: " + r.Why() }
+
+// Why is the refusal without the "refused: " prefix.
+func (r *Refusal) Why() string {
 	if r.Detail == "" {
-		return "refused: " + r.Reason.Error()
+		return r.Reason.Error()
 	}
-	return "refused: " + r.Detail
+	return r.Detail
 }
 
 // Unwrap lets errors.Is(err, ErrReadOnly) and friends work.

@@ -14,24 +14,9 @@ import (
 // policy, no checks, no audit decisions, no read-only test. A method either
 // does what it says or returns an error; it never decides to skip.
 
-// DLQRecord is one DLQ record (Kafka) or message (RabbitMQ) as read now,
-// with everything its content digest covers.
-type DLQRecord struct {
-	// Loc is where it is, in the plan's row syntax (redrive.Row.Loc).
-	Loc string
-	// Record holds key, value (the body) and headers in the order the
-	// broker returned them. RabbitMQ: KeyNull is true and Key empty.
-	Record redrive.Record
-	// Props are RabbitMQ's message properties as name=value text
-	// (message_id, correlation_id, content_type, type, app_id, timestamp,
-	// ...); nil on Kafka.
-	Props []redrive.Header
-}
-
-// Digest is the record's content digest, as a plan row stores it.
-func (r DLQRecord) Digest() string {
-	return redrive.ContentDigest(r.Record.Key, r.Record.KeyNull, r.Record.Value, r.Record.Headers, r.Props)
-}
+// DLQRecord is one DLQ record or message as read now (redrive.DLQRecord:
+// plain data, so backends need not import this package).
+type DLQRecord = redrive.DLQRecord
 
 // Reader reads a DLQ by location.
 type Reader interface {
@@ -43,14 +28,8 @@ type Reader interface {
 	ReadAt(ctx context.Context, dlq string, locs []string) (map[string]DLQRecord, error)
 }
 
-// Outgoing is one record to send with the ledger entry that goes with it.
-type Outgoing struct {
-	// Target is a Kafka topic, or RabbitMQ "exchange\x00routing-key".
-	Target string
-	Record redrive.Record // key, value, headers to send
-	Props  []redrive.Header
-	Ledger redrive.LedgerEntry
-}
+// Outgoing is one record to send with its ledger entry (redrive.Outgoing).
+type Outgoing = redrive.Outgoing
 
 // Publisher sends a plan's batches. Kafka: each batch and its ledger entries
 // in one transaction under a transactional id derived from the plan hash

@@ -46,7 +46,9 @@ type Entry struct {
 	Time string `json:"time"`
 	// Actor is who acted: the OS user unless the caller says otherwise.
 	Actor string `json:"actor"`
-	// Action names the step, dotted: "offsets.reset", "redrive.approve".
+	// Action names the step, dotted, as internal/actions writes it:
+	// "offsets.reset", "redrive.approved", "redrive.execute.started",
+	// "redrive.batch.sent", "redrive.refused".
 	Action string `json:"action"`
 	// Context is the Berth context (cluster) the action ran against.
 	Context string `json:"context"`

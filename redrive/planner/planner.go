@@ -75,7 +75,7 @@ func (p *Planner) PolicyFor(dlq string) (Policy, error) {
 // Snapshot is the policy as recorded in a plan (no secrets).
 func (pol Policy) Snapshot() redrive.PolicySnapshot {
 	s := redrive.PolicySnapshot{
-		Match: pol.Match, IdempotencyKey: pol.Extractors.IdempotencyKey.String(),
+		Match: pol.Match, EventID: pol.Extractors.EventID.String(), IdempotencyKey: pol.Extractors.IdempotencyKey.String(),
 		RequireIdempotencyKey: pol.RequireIdempotencyKey, Review: pol.Review,
 		Approvals: pol.Approvals, MaxRedrives: pol.MaxRedrives,
 	}
@@ -326,7 +326,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (redrive.File, error) {
 		c.Progress = func(sp kafka.ScanProgress) { req.Progress(sp.Read, sp.Total) }
 		checker = &c
 	}
-	vs, err := checker.Check(ctx, plan)
+	vs, err := checker.Check(ctx, plan, plan.Candidates(), plan.Policy)
 	if err != nil {
 		return redrive.File{}, err
 	}
@@ -334,15 +334,16 @@ func (p *Planner) Plan(ctx context.Context, req Request) (redrive.File, error) {
 	return redrive.NewFile(plan), nil
 }
 
-// Check runs the five checks over a plan's records as they are now (when
-// the plan is made, and again before it executes). A record with no target
-// (no original topic and no --target) is blocked.
-func (p *Planner) Check(ctx context.Context, plan redrive.Plan) ([]redrive.Verdict, error) {
-	pol, err := p.PolicyFor(plan.DLQ)
+// Check runs the five checks over candidates derived from a plan's records
+// as they are now (when the plan is made, and again before it executes),
+// under pol (at execute: the stricter of the plan's and today's). The
+// system of record is today's configured one (its DSN is never in a plan).
+// A candidate with no target (no original topic and no --target) is blocked.
+func (p *Planner) Check(ctx context.Context, plan redrive.Plan, cs []redrive.Candidate, pol redrive.PolicySnapshot) ([]redrive.Verdict, error) {
+	today, err := p.PolicyFor(plan.DLQ)
 	if err != nil {
 		return nil, err
 	}
-	cs := plan.Candidates()
 	src := redrive.Sources{
 		Ledger: p.Store.Ledger,
 		Scan: func(ctx context.Context, s *redrive.OrderingScan) error {
@@ -350,8 +351,11 @@ func (p *Planner) Check(ctx context.Context, plan redrive.Plan) ([]redrive.Verdi
 			return p.Cluster.ScanOrdering(ctx, s, p.ScanLimit, p.Progress)
 		},
 	}
-	if pol.SystemOfRecord != nil {
-		s := *pol.SystemOfRecord
+	if pol.SystemOfRecord != "" && today.SystemOfRecord == nil {
+		return nil, fmt.Errorf("the policy names a system of record (%s) that is not configured for %s", pol.SystemOfRecord, plan.DLQ)
+	}
+	if today.SystemOfRecord != nil {
+		s := *today.SystemOfRecord
 		src.Committed = func(ctx context.Context, keys []string) (map[string]bool, error) {
 			l, err := sor.Open(ctx, s)
 			if err != nil {
@@ -367,8 +371,8 @@ func (p *Planner) Check(ctx context.Context, plan redrive.Plan) ([]redrive.Verdi
 	if err != nil {
 		return nil, err
 	}
-	for i, r := range plan.Records {
-		if r.Target == "" && vs[i].Included {
+	for i, c := range cs {
+		if c.Target == "" && vs[i].Included {
 			vs[i] = redrive.Verdict{Reason: redrive.ReasonCheckFailed, Detail: "no target: the record names no original topic; plan with --target"}
 		}
 	}

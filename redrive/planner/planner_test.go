@@ -210,7 +210,7 @@ func TestEveryCheckAgainstTheBundledBrokerAndPostgres(t *testing.T) {
 	// The system of record changes (pay-1 captured meanwhile): checking
 	// again before execution excludes it.
 	conn.Exec(tctx(t), "update "+table+" set status = 'captured' where idempotency_key = 'pay-1'")
-	vs, err := p.Check(tctx(t), file.Plan)
+	vs, err := p.Check(tctx(t), file.Plan, file.Plan.Candidates(), file.Plan.Policy)
 	if err != nil {
 		t.Fatal(err)
 	}

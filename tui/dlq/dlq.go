@@ -26,11 +26,11 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/berth-dev/berth/backends"
+	"github.com/berth-dev/berth/internal/actions"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
-	"github.com/berth-dev/berth/redrive/execute"
 	"github.com/berth-dev/berth/redrive/planner"
 	"github.com/berth-dev/berth/tui"
 	"github.com/berth-dev/berth/tui/components/table"
@@ -73,7 +73,7 @@ type PlanActions interface {
 	SignAsAuthor(ctx context.Context, hash string, sig approval.Signature, contextName string, readOnly bool) error
 	// Execute runs a stored plan to its end (or until cancelled through
 	// req.Control); it blocks, so the console calls it in a goroutine.
-	Execute(ctx context.Context, hash string, req ExecRequest) (execute.Result, error)
+	Execute(ctx context.Context, hash string, req ExecRequest) (actions.Result, error)
 	// Verify reads back what the plan produced and compares payload
 	// hashes, then watches the DLQ for re-failures for watch (until ctx
 	// ends); it audits redrive.verified.

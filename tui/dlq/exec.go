@@ -12,10 +12,10 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/berth-dev/berth/internal/actions"
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
-	"github.com/berth-dev/berth/redrive/execute"
 	"github.com/berth-dev/berth/tui"
 )
 
@@ -59,8 +59,8 @@ type Approved struct {
 type ExecRequest struct {
 	Context  string // the console's context name, for the audit log
 	ReadOnly bool   // refused by the executor when set
-	Progress func(execute.Progress)
-	Control  <-chan execute.Control
+	Progress func(actions.Progress)
+	Control  <-chan actions.Control
 }
 
 // Verification is the read-back after an execution and the re-failure watch.
@@ -95,7 +95,7 @@ const (
 // wakes the pages' listeners.
 type execRun struct {
 	hash    string
-	control chan execute.Control
+	control chan actions.Control
 
 	changes
 	runState
@@ -108,9 +108,9 @@ type execRun struct {
 type runState struct {
 	phase      phase
 	started    time.Time
-	progress   execute.Progress
+	progress   actions.Progress
 	cancelling bool
-	result     execute.Result
+	result     actions.Result
 	err        error
 	verify     *Verification
 	verifyErr  error
@@ -132,7 +132,7 @@ func runFor(hash string) *execRun { return runs.get(hash) }
 // startRun registers a new run for hash unless one is still going.
 func startRun(hash string) (*execRun, bool) {
 	return runs.start(hash, func() *execRun {
-		r := &execRun{hash: hash, control: make(chan execute.Control, 8), changes: newChanges(), runState: runState{phase: phaseSending, started: time.Now()}}
+		r := &execRun{hash: hash, control: make(chan actions.Control, 8), changes: newChanges(), runState: runState{phase: phaseSending, started: time.Now()}}
 		r.progress.Plan = hash
 		return r
 	})
@@ -161,7 +161,7 @@ func (r *execRun) wait(seen uint64) tea.Cmd {
 // send passes a control to the executor (between batches) without ever
 // blocking the UI: the channel is buffered, and a full buffer means the
 // same requests are already queued.
-func (r *execRun) send(c execute.Control) {
+func (r *execRun) send(c actions.Control) {
 	select {
 	case r.control <- c:
 	default:
@@ -178,18 +178,18 @@ func (r *execRun) cancel() {
 			r.stopWatch()
 		}
 	})
-	r.send(execute.Cancel)
+	r.send(actions.Cancel)
 }
 
 // execute runs the plan, then verifies what it sent; it is the body of the
 // goroutine a page starts from a tea.Cmd.
 func (r *execRun) execute(s PlanActions, req ExecRequest, watch time.Duration) {
-	req.Progress = func(p execute.Progress) { r.update(func() { r.progress = p }) }
+	req.Progress = func(p actions.Progress) { r.update(func() { r.progress = p }) }
 	req.Control = r.control
 	res, err := s.Execute(context.Background(), r.hash, req)
 	r.update(func() {
 		r.result, r.err = res, err
-		var refused *execute.Refusal
+		var refused *actions.Refusal
 		if errors.As(err, &refused) || err != nil && res.Sent == 0 && len(res.Failed) == 0 {
 			r.phase = phaseDone
 		} else {
@@ -218,10 +218,10 @@ func (r *execRun) execute(s PlanActions, req ExecRequest, watch time.Duration) {
 func (r *execRun) notifyWhenDone() tea.Cmd {
 	return r.changes.notifyWhenDone(func() bool { return r.phase == phaseDone }, func() tui.FlashMsg {
 		v := r.snapshot()
-		var ref *execute.Refusal
+		var ref *actions.Refusal
 		switch {
 		case errors.As(v.err, &ref):
-			return refusedFlash(r.hash, ref.Reason)
+			return refusedFlash(r.hash, ref.Why())
 		case v.err != nil || len(v.result.Failed) > 0 || v.verify != nil && len(v.verify.Mismatches) > 0:
 			return stoppedFlash(r.hash, fmt.Sprintf("sent %d, skipped %d, failed %d", v.result.Sent, len(v.result.Skipped), failedRecords(v.result)), v.err)
 		}
@@ -270,7 +270,7 @@ func signatureLine(s SignatureInfo) string {
 }
 
 // skipSummary counts skipped records by reason.
-func skipSummary(skips []execute.Skip) string {
+func skipSummary(skips []actions.Skip) string {
 	by := map[redrive.Reason]int{}
 	for _, s := range skips {
 		by[s.Reason]++
@@ -283,7 +283,7 @@ func skipSummary(skips []execute.Skip) string {
 	return strings.Join(parts, ", ")
 }
 
-func failedRecords(r execute.Result) int {
+func failedRecords(r actions.Result) int {
 	n := 0
 	for _, f := range r.Failed {
 		n += len(f.Records)

@@ -12,10 +12,10 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/berth-dev/berth/internal/actions"
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
-	"github.com/berth-dev/berth/redrive/execute"
 	"github.com/berth-dev/berth/redrive/planner"
 	"github.com/berth-dev/berth/tui"
 	"github.com/berth-dev/berth/tui/components/table"
@@ -214,12 +214,12 @@ func (p *PlanPage) rows() {
 }
 
 // outcomeRows replaces the verdicts with what the run did to each record.
-func (p *PlanPage) outcomeRows(res execute.Result) {
+func (p *PlanPage) outcomeRows(res actions.Result) {
 	sent := map[redrive.Coord]redrive.LedgerEntry{}
 	for _, e := range res.Ledger {
 		sent[redrive.Coord{Partition: e.Partition, Offset: e.Offset}] = e
 	}
-	skipped := map[redrive.Coord]execute.Skip{}
+	skipped := map[redrive.Coord]actions.Skip{}
 	for _, s := range res.Skipped {
 		skipped[redrive.Coord{Partition: s.Partition, Offset: s.Offset}] = s
 	}
@@ -270,10 +270,10 @@ func (p *PlanPage) listen() tea.Cmd { return p.route(p.run.wait(p.view.version))
 func (p *PlanPage) finish() {
 	v := p.view
 	p.runOver()
-	var ref *execute.Refusal
+	var ref *actions.Refusal
 	switch {
 	case errors.As(v.err, &ref):
-		p.note, p.noteBad = "execution refused, nothing sent: "+ref.Reason, true
+		p.note, p.noteBad = "execution refused, nothing sent: "+ref.Why(), true
 	case v.err != nil && v.result.Sent == 0 && len(v.result.Failed) == 0 && len(v.result.Skipped) == 0:
 		p.note, p.noteBad = "execution failed: "+v.err.Error(), true
 	default:
@@ -398,9 +398,9 @@ func (p *PlanPage) runKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 				return
 			}
 			if p.view.progress.Paused {
-				p.run.send(execute.Resume)
+				p.run.send(actions.Resume)
 			} else {
-				p.run.send(execute.Pause)
+				p.run.send(actions.Pause)
 			}
 		},
 		cancel: p.run.cancel,
@@ -602,7 +602,7 @@ func (p *PlanPage) runLines() []string {
 		}
 		return []string{p.barLine("executed ", pct), counts, line}
 	}
-	var ref *execute.Refusal
+	var ref *actions.Refusal
 	if errors.As(v.err, &ref) || v.err != nil && v.result.Sent == 0 && len(v.result.Failed) == 0 && len(v.result.Skipped) == 0 {
 		return nil // the note says why
 	}
@@ -654,7 +654,7 @@ func (p *PlanPage) runLines() []string {
 // eta is the executor's estimate, but never less than what the plan's
 // rate allows: early batches go out at once, and an estimate from them
 // alone would promise a rate-limited plan far too soon.
-func (p *PlanPage) eta(pr execute.Progress) time.Duration {
+func (p *PlanPage) eta(pr actions.Progress) time.Duration {
 	eta := pr.ETA
 	if rate := p.file.Plan.Rate; rate > 0 {
 		left := pr.Total - pr.Sent - pr.Skipped - pr.Failed

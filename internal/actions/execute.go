@@ -1,16 +1,7 @@
-// Package execute runs an approved redrive plan: it enforces the
-// preconditions (read-only, review policy and approvals, expiry, blocked
-// checks), runs the checks again, re-reads every record and refuses one whose
-// payload changed, sends records in batches that keep same-key order, rate
-// limited, pausable and cancellable, and audits every step. The transport
-// (Kafka transactions, RabbitMQ confirms) sits behind Transport, so the same
-// rules apply to every backend.
-package execute
+package actions
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -22,26 +13,23 @@ import (
 	"github.com/berth-dev/berth/redrive/approval"
 )
 
-// Outgoing is one record ready to send, with the ledger entry that must be
-// written atomically with it.
-type Outgoing struct {
-	Topic   string
-	Key     []byte
-	KeyNull bool
-	Value   []byte
-	Headers []redrive.Header
-	Ledger  redrive.LedgerEntry
-}
+// Redrive execution: the preconditions (read-only, cluster, age, review
+// under the stricter policy, approvals), then every record re-read and
+// everything a reviewer saw derived again from it, the checks re-run over
+// what was derived, and the records sent in batches that keep same-key
+// order, rate limited, pausable and cancellable, every step audited. The
+// transport (Kafka transactions, RabbitMQ confirms) sits behind Reader and
+// Publisher, so the same rules apply to every backend.
 
-// Transport is what the executor needs from a backend.
-type Transport interface {
-	// Read returns the DLQ records at the given coordinates; a record that is
-	// gone (retention, compaction) is absent from the map.
+// ClockMargin is how far ahead of this machine's clock a plan's created_at
+// may be (clocks differ a little); further ahead, the plan is refused: it
+// would otherwise never expire.
+const ClockMargin = 2 * time.Minute
+
+// RecordReader reads Kafka DLQ records by coordinates; a record that is
+// gone (retention, compaction) is absent from the map.
+type RecordReader interface {
 	Read(ctx context.Context, dlq string, coords []redrive.Coord) (map[redrive.Coord]redrive.Record, error)
-	// Send delivers one batch and writes its ledger entries in one atomic
-	// unit (a Kafka transaction), returning the entries with their target
-	// coordinates. On error nothing of the batch is visible.
-	Send(ctx context.Context, batch []Outgoing) ([]redrive.LedgerEntry, error)
 }
 
 // Control steers a running execution.
@@ -73,18 +61,25 @@ type Options struct {
 	Now      func() time.Time
 	// MaxAge is how long after its creation a plan may still run.
 	MaxAge time.Duration
-	// Policy is the redrive policy that applies to the plan's DLQ today
-	// (review and approvals are taken from it, not from the plan).
+	// Cluster is the identity of the cluster connected to; the plan must
+	// have been made on it.
+	Cluster string
+	// Policy is the redrive policy that applies to the plan's DLQ today;
+	// the execution runs under the stricter of it and the plan's
+	// (redrive.Stricter). HasPolicy is false when no configured policy
+	// matches the DLQ any more: the plan's own policy then applies.
 	Policy    redrive.PolicySnapshot
 	HasPolicy bool
 	// Signers is the policy's allowed_signers (required when review is).
 	Signers approval.AllowedSigners
-	// Recheck runs the redrive checks over the plan's records as they are
-	// now, with today's policy (one verdict per record, in order).
-	Recheck func(ctx context.Context, p redrive.Plan) ([]redrive.Verdict, error)
+	// Recheck runs the redrive checks over candidates derived from the
+	// records as they are now, under the given (stricter) policy; one
+	// verdict per candidate, in order.
+	Recheck func(ctx context.Context, p redrive.Plan, cs []redrive.Candidate, pol redrive.PolicySnapshot) ([]redrive.Verdict, error)
 	// StopOnFailure stops at the first failed batch (payment policies).
 	StopOnFailure bool
-	Transport     Transport
+	Reader        RecordReader
+	Publisher     Publisher
 	Audit         *audit.Log
 	Progress      func(Progress)
 	Control       <-chan Control
@@ -119,57 +114,62 @@ type Result struct {
 	Ledger    []redrive.LedgerEntry `json:"-"`
 }
 
-// Refusal is returned when a precondition fails; nothing was sent.
-type Refusal struct{ Reason string }
-
-func (r *Refusal) Error() string { return "refused: " + r.Reason }
-
-func refuse(format string, a ...any) error { return &Refusal{Reason: fmt.Sprintf(format, a...)} }
-
 // Reason values the executor adds to the checks' reasons.
 const (
-	ReasonChanged redrive.Reason = "payload_changed" // the DLQ record no longer matches the plan
+	ReasonChanged redrive.Reason = "payload_changed" // the DLQ record's content no longer matches the plan's digest
 	ReasonGone    redrive.Reason = "record_gone"     // the DLQ record is no longer in the log
 )
 
-// Preflight checks everything that must hold before anything is sent and
-// returns the approval decision. It does no I/O beyond what o holds.
+// policy is the policy an execution runs under: the stricter of the plan's
+// and today's (when a policy still matches the DLQ).
+func (o Options) policy(f redrive.File) (redrive.PolicySnapshot, error) {
+	if !o.HasPolicy {
+		return f.Plan.Policy, nil
+	}
+	return redrive.Stricter(f.Plan.Policy, o.Policy)
+}
+
+// Preflight checks everything that must hold before anything is read or
+// sent and returns the approval decision. It does no I/O beyond what o
+// holds.
 func Preflight(f redrive.File, o Options) (approval.Decision, error) {
 	now := o.now()
 	var d approval.Decision
 	if o.ReadOnly {
-		return d, refuse("the context is read-only")
+		return d, Refuse(ErrReadOnly, "the context is read-only: nothing sent")
 	}
 	if got := f.Plan.Hash(); got != f.Hash {
-		return d, refuse("plan content does not match its hash %s (edited after it was made: make and approve a new plan)", short(f.Hash))
+		return d, Refuse(ErrPlanEdited, "plan content does not match its hash %s (edited after it was made: make and approve a new plan)", short(f.Hash))
+	}
+	if f.Plan.Cluster != o.Cluster {
+		return d, Refuse(ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q: a plan runs only where it was made", short(f.Hash), f.Plan.Cluster, o.Cluster)
+	}
+	if ahead := f.Plan.CreatedAt.Sub(now); ahead > ClockMargin {
+		return d, Refuse(ErrPlanFromFuture, "plan %s claims to be made %s in the future (%s): make it again", short(f.Hash), ahead.Round(time.Second), redrive.FormatCreatedAt(f.Plan.CreatedAt))
 	}
 	if o.MaxAge > 0 && now.Sub(f.Plan.CreatedAt) > o.MaxAge {
-		return d, refuse("plan %s expired: made %s ago, plans run within %s", short(f.Hash), now.Sub(f.Plan.CreatedAt).Round(time.Second), o.MaxAge)
+		return d, Refuse(ErrPlanExpired, "plan %s expired: made %s ago, plans run within %s", short(f.Hash), now.Sub(f.Plan.CreatedAt).Round(time.Second), o.MaxAge)
 	}
 	if blocked, why := f.Plan.Blocked(); blocked {
-		return d, refuse("plan %s is blocked (a check could not run): %s", short(f.Hash), why)
+		return d, Refuse(ErrPlanBlocked, "plan %s is blocked (a check could not run): %s", short(f.Hash), why)
 	}
-	review := o.Policy.Review == "required" || (!o.HasPolicy && f.Plan.Policy.Review == "required")
-	required := o.Policy.Approvals
-	if !o.HasPolicy {
-		required = f.Plan.Policy.Approvals
+	pol, err := o.policy(f)
+	if err != nil {
+		return d, Refuse(ErrPolicyChanged, "plan %s: %v: make the plan again", short(f.Hash), err)
 	}
-	if review && required < 1 {
-		required = 1
-	}
-	if !review {
+	if pol.Review != "required" {
 		return approval.Decision{Approved: true, Approvers: []string{}}, nil
 	}
 	if len(o.Signers) == 0 {
-		return d, refuse("policy requires review but no allowed_signers are configured")
+		return d, Refuse(ErrNoAllowedSigners, "the policy requires review but no allowed_signers are configured")
 	}
-	d = approval.Evaluate(approval.Subject{PlanHash: f.Hash, Cluster: f.Plan.Cluster}, f.Author(), approvalsOf(f), o.Signers, required, now)
+	d = approval.Evaluate(approval.Subject{PlanHash: f.Hash, Cluster: f.Plan.Cluster}, f.Author(), f.Approvals(), o.Signers, max(pol.Approvals, 1), now)
 	if !d.Approved {
 		why := d.Reason
 		if len(d.Refused) > 0 {
 			why += " (" + joinLimit(d.Refused, 3) + ")"
 		}
-		return d, refuse("plan %s is not approved: %s", short(f.Hash), why)
+		return d, Refuse(ErrNotApproved, "plan %s is not approved: %s", short(f.Hash), why)
 	}
 	return d, nil
 }
@@ -182,66 +182,89 @@ func Execute(ctx context.Context, f redrive.File, o Options) (Result, error) {
 	dec, err := Preflight(f, o)
 	res.Approval = dec
 	if err != nil {
-		if aerr := o.audit(ctx, "redrive.refused", f, map[string]any{"reason": err.Error()}); aerr != nil {
-			return res, errors.Join(err, aerr)
-		}
-		return res, err
+		return res, o.refused(ctx, f, err)
 	}
 	if err := o.audit(ctx, "redrive.execute.started", f, map[string]any{"records": len(f.Plan.Records), "approvers": dec.Approvers}); err != nil {
 		return res, err
 	}
 
-	// Checks again, over the plan as approved.
 	if o.Recheck == nil {
-		return res, refuse("no checks configured: a plan is never executed without running its checks again")
+		return res, o.refused(ctx, f, Refuse(ErrPlanBlocked, "no checks configured: a plan is never executed without running its checks again"))
 	}
-	verdicts, err := o.Recheck(ctx, f.Plan)
+	pol, _ := o.policy(f) // Preflight refused a policy that does not combine
+	x, err := redrive.ExtractorsOf(pol)
+	if err != nil {
+		return res, o.refused(ctx, f, Refuse(ErrPolicyChanged, "plan %s: %v", short(f.Hash), err))
+	}
+
+	// Re-read every included record: what is sent, and everything the
+	// checks see, comes from the record as it is now, never from the plan.
+	var want []redrive.Coord
+	for _, r := range f.Plan.Records {
+		if r.Included {
+			want = append(want, r.Coord())
+		} else {
+			res.Skipped = append(res.Skipped, skipOf(r, r.Verdict))
+		}
+	}
+	recs, err := o.Reader.Read(ctx, f.Plan.DLQ, want)
+	if err != nil {
+		return res, fmt.Errorf("read %s: %w", f.Plan.DLQ, err)
+	}
+	var todo []redrive.PlanRecord
+	var raw []redrive.Record
+	for _, r := range f.Plan.Records {
+		if !r.Included {
+			continue
+		}
+		rec, ok := recs[r.Coord()]
+		switch {
+		case !ok:
+			res.Skipped = append(res.Skipped, Skip{r.Partition, r.Offset, "", ReasonGone, "no longer in the DLQ's log"})
+			continue
+		case rec.Digest() != r.Digest:
+			res.Skipped = append(res.Skipped, Skip{r.Partition, r.Offset, "", ReasonChanged, "key, value or headers differ from the plan's digest"})
+			continue
+		}
+		parsed := redrive.ParseRecord(rec, x)
+		if t := redrive.DeriveTarget(parsed, f.Plan.Target); t != r.Target {
+			// The plan says where a record goes and the reviewer saw it;
+			// the record says otherwise. Nothing of such a plan is sent.
+			return res, o.refused(ctx, f, Refuse(ErrTargetChanged, "plan %s gives record %s the target %q, but the record names %q: nothing sent; make the plan again", short(f.Hash), r.Coord(), r.Target, orNone(t)))
+		}
+		r.Fill(parsed)
+		todo = append(todo, r)
+		raw = append(raw, rec)
+	}
+
+	// Checks again, over what the records say now, under the stricter policy.
+	cs := make([]redrive.Candidate, len(todo))
+	for i, r := range todo {
+		cs[i] = r.Candidate()
+	}
+	verdicts, err := o.Recheck(ctx, f.Plan, cs, pol)
 	if err != nil {
 		return res, fmt.Errorf("checks: %w", err)
 	}
-	if len(verdicts) != len(f.Plan.Records) {
-		return res, fmt.Errorf("checks: %d verdicts for %d records", len(verdicts), len(f.Plan.Records))
+	if len(verdicts) != len(todo) {
+		return res, fmt.Errorf("checks: %d verdicts for %d records", len(verdicts), len(todo))
 	}
-	var todo []redrive.PlanRecord
-	for i, r := range f.Plan.Records {
-		v := verdicts[i]
-		switch {
-		case !r.Included:
-			res.Skipped = append(res.Skipped, skipOf(r, r.Verdict))
-		case v.Reason == redrive.ReasonCheckFailed:
-			// A check that cannot run blocks the record: never read as "not applied".
-			res.Skipped = append(res.Skipped, skipOf(r, v))
-		case !v.Included:
-			res.Skipped = append(res.Skipped, skipOf(r, v))
-		default:
-			todo = append(todo, r)
-		}
-	}
-
-	// Re-read the records and refuse any whose payload changed.
-	coords := make([]redrive.Coord, len(todo))
+	var send []int
 	for i, r := range todo {
-		coords[i] = r.Coord()
-	}
-	recs, err := o.Transport.Read(ctx, f.Plan.DLQ, coords)
-	if err != nil {
-		return res, fmt.Errorf("read %s: %w", f.Plan.DLQ, err)
+		// A check that cannot run blocks the record: never read as "not applied".
+		if v := verdicts[i]; !v.Included {
+			res.Skipped = append(res.Skipped, skipOf(r, v))
+			continue
+		}
+		send = append(send, i)
 	}
 	// Same-key order: send in the order the records were first consumed
 	// (original topic, partition, offset); records with no known origin
 	// follow in DLQ order.
-	sort.SliceStable(todo, func(i, j int) bool { return originBefore(todo[i], todo[j]) })
-	var out []Outgoing
-	for _, r := range todo {
-		rec, ok := recs[r.Coord()]
-		switch {
-		case !ok:
-			res.Skipped = append(res.Skipped, Skip{r.Partition, r.Offset, r.EventID, ReasonGone, "no longer in the DLQ's log"})
-		case sha(rec.Value) != r.ValueSHA256:
-			res.Skipped = append(res.Skipped, Skip{r.Partition, r.Offset, r.EventID, ReasonChanged, "payload hash differs from the plan's"})
-		default:
-			out = append(out, outgoing(f, r, rec, o.now()))
-		}
+	sort.SliceStable(send, func(a, b int) bool { return originBefore(todo[send[a]], todo[send[b]]) })
+	out := make([]Outgoing, 0, len(send))
+	for _, i := range send {
+		out = append(out, outgoing(f, todo[i], raw[i], o.now()))
 	}
 
 	err = o.sendAll(ctx, f, out, &res)
@@ -312,7 +335,7 @@ func (o Options) sendAll(ctx context.Context, f redrive.File, out []Outgoing, re
 		}
 		b := out[i:end]
 		// The batch in flight finishes even if ctx is cancelled meanwhile.
-		entries, err := o.Transport.Send(context.WithoutCancel(ctx), b)
+		entries, err := o.Publisher.Publish(context.WithoutCancel(ctx), b)
 		if err != nil {
 			fl := Failure{Error: err.Error()}
 			for _, x := range b {
@@ -394,12 +417,9 @@ func outgoing(f redrive.File, r redrive.PlanRecord, rec redrive.Record, now time
 		redrive.Header{Key: redrive.HeaderOrigin, Value: []byte(redrive.FormatOrigin(f.Plan.DLQ, r.Partition, r.Offset))},
 		redrive.Header{Key: redrive.HeaderAttempt, Value: []byte(strconv.Itoa(attempt))},
 	)
-	target := r.Target
-	if f.Plan.Target != "" {
-		target = f.Plan.Target
-	}
+	target := r.Target // equal to the re-derived target (checked)
 	return Outgoing{
-		Topic: target, Key: rec.Key, KeyNull: rec.KeyNull, Value: rec.Value, Headers: hs,
+		Target: target, Record: redrive.Record{Topic: target, Key: rec.Key, KeyNull: rec.KeyNull, Value: rec.Value, Headers: hs},
 		Ledger: redrive.LedgerEntry{
 			DLQ: f.Plan.DLQ, Partition: r.Partition, Offset: r.Offset, EventID: r.EventID,
 			Action: redrive.LedgerRedriven, Plan: f.Hash, Target: target, Attempt: attempt, At: now.UTC(),
@@ -428,14 +448,20 @@ func originBefore(a, b redrive.PlanRecord) bool {
 	return a.Offset < b.Offset
 }
 
-func approvalsOf(f redrive.File) []approval.Signature {
-	var out []approval.Signature
-	for _, s := range f.Signatures {
-		if s.Role == approval.RoleApproval {
-			out = append(out, s)
-		}
+// refused audits a refusal and returns it; a refusal that cannot be
+// audited is still a refusal, and says the log failed too.
+func (o Options) refused(ctx context.Context, f redrive.File, err error) error {
+	if aerr := o.audit(ctx, "redrive.refused", f, map[string]any{"reason": err.Error()}); aerr != nil {
+		return errors.Join(err, aerr)
 	}
-	return out
+	return err
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(no original topic)"
+	}
+	return s
 }
 
 func skipOf(r redrive.PlanRecord, v redrive.Verdict) Skip {
@@ -475,7 +501,7 @@ func (o Options) audit(ctx context.Context, action string, f redrive.File, detai
 	_, err := o.Audit.Append(context.WithoutCancel(ctx), audit.Entry{Actor: o.Actor, Action: action, Context: o.Context, Target: f.Hash, Details: details})
 	var se *audit.SinkError
 	if err != nil && !errors.As(err, &se) {
-		return fmt.Errorf("audit log: %w", err)
+		return &Refusal{Reason: ErrAuditUnwritable, Detail: fmt.Sprintf("audit log: %v: a write that cannot be recorded does not go on", err)}
 	}
 	return nil
 }
@@ -490,11 +516,6 @@ func failedCount(r *Result) int {
 
 func coordOf(e redrive.LedgerEntry) string {
 	return fmt.Sprintf("%s/%d/%d", e.Target, e.TargetPartition, e.TargetOffset)
-}
-
-func sha(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
 }
 
 func short(h string) string {

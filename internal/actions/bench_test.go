@@ -1,4 +1,4 @@
-package execute_test
+package actions_test
 
 import (
 	"context"
@@ -12,10 +12,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/berth-dev/berth/backends/kafka"
+	"github.com/berth-dev/berth/internal/actions"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/kafkatest"
 	"github.com/berth-dev/berth/redrive"
-	"github.com/berth-dev/berth/redrive/execute"
 	"github.com/berth-dev/berth/redrive/planner"
 )
 
@@ -25,7 +25,7 @@ import (
 // bundled broker, and compares it with producing the same records plainly
 // (no transaction, no checks) in the same run:
 //
-//	go test -run '^$' -bench ExecutePlan -benchtime 1x ./redrive/execute/
+//	go test -run '^$' -bench ExecutePlan -benchtime 1x ./internal/actions/
 //
 // records/s is the executor's rate over the included records; ratio is the
 // executor's time over the plain produce's.
@@ -120,7 +120,7 @@ func BenchmarkExecutePlan(b *testing.B) {
 
 		b.StartTimer()
 		start := time.Now()
-		res, err := execute.Execute(ctx, f, execute.Options{Policy: pol.Snapshot(), HasPolicy: true, Recheck: pl.Check, Transport: tr})
+		res, err := actions.Execute(ctx, f, actions.Options{Cluster: f.Plan.Cluster, Policy: pol.Snapshot(), HasPolicy: true, Recheck: pl.Check, Reader: tr, Publisher: tr})
 		elapsed := time.Since(start)
 		b.StopTimer()
 		if err != nil || res.Sent != tot.Included {

@@ -1,4 +1,4 @@
-package execute
+package actions
 
 import (
 	"errors"
@@ -107,10 +107,53 @@ func TestPreflightRefusals(t *testing.T) {
 		})
 	}
 
-	// No review required: no signatures needed.
+	// Today's config saying review: none does not lift the review the plan
+	// was made under (the stricter policy applies) ...
 	none := base
 	none.Policy = redrive.PolicySnapshot{Review: "none"}
-	if _, err := Preflight(mk(), none); err != nil {
+	if _, err := Preflight(mk(), none); !errors.Is(err, ErrNotApproved) {
+		t.Fatalf("review none today ran a review-required plan: %v", err)
+	}
+	// ... but a plan made and run under review: none needs no signatures.
+	plain := mk()
+	plain.Plan.Policy = redrive.PolicySnapshot{Review: "none"}
+	plain = redrive.NewFile(plain.Plan)
+	if _, err := Preflight(plain, none); err != nil {
 		t.Fatalf("review none refused: %v", err)
+	}
+}
+
+// Each refusal is typed, so the CLI and the console need not parse text.
+func TestPreflightRefusalsAreTyped(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	mk := func(created time.Time) redrive.File {
+		p := redrive.Plan{Cluster: "cluster-a", DLQ: "d.DLT", Policy: redrive.PolicySnapshot{Review: "none"}, CreatedAt: created,
+			Records: []redrive.PlanRecord{{Partition: 0, Offset: 1, Target: "d", Verdict: redrive.Verdict{Included: true}}}}
+		return redrive.NewFile(p)
+	}
+	base := Options{Cluster: "cluster-a", MaxAge: 24 * time.Hour, Now: func() time.Time { return now }}
+	other, ro := base, base
+	other.Cluster = "cluster-b"
+	ro.ReadOnly = true
+	unsigners := base
+	unsigners.HasPolicy, unsigners.Policy = true, redrive.PolicySnapshot{Review: "required", Approvals: 1}
+	for name, c := range map[string]struct {
+		f    redrive.File
+		o    Options
+		want error
+	}{
+		"another cluster":                {mk(now), other, ErrClusterMismatch},
+		"made next year":                 {mk(now.Add(365 * 24 * time.Hour)), base, ErrPlanFromFuture},
+		"expired":                        {mk(now.Add(-25 * time.Hour)), base, ErrPlanExpired},
+		"read-only":                      {mk(now), ro, ErrReadOnly},
+		"review without allowed_signers": {mk(now), unsigners, ErrNoAllowedSigners},
+	} {
+		if _, err := Preflight(c.f, c.o); !errors.Is(err, c.want) {
+			t.Errorf("%s: got %v, want %v", name, err, c.want)
+		}
+	}
+	// A clock a little behind the planner's is not "the future".
+	if _, err := Preflight(mk(now.Add(ClockMargin/2)), base); err != nil {
+		t.Errorf("created_at within the clock margin: %v", err)
 	}
 }

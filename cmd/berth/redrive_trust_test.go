@@ -1,0 +1,345 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/berth-dev/berth/internal/kafkatest"
+	"github.com/berth-dev/berth/redrive"
+	"github.com/berth-dev/berth/redrive/approval"
+)
+
+// Issue 13's trust findings, reproduced through the CLI: a plan is a signed
+// selection, and execution is derived from the records re-read at execute,
+// never from what the plan file says about them.
+
+// people are three allowed signers and their allowed_signers file.
+type people struct {
+	alice, bob, carol string // private key files
+	signers           string
+}
+
+func newPeople(t *testing.T) people {
+	t.Helper()
+	dir := t.TempDir()
+	p := people{signers: filepath.Join(dir, "allowed_signers")}
+	var lines []string
+	for _, who := range []struct {
+		name string
+		file *string
+	}{{"alice", &p.alice}, {"bob", &p.bob}, {"carol", &p.carol}} {
+		key, pub := sshKey(t, dir, who.name)
+		*who.file = key
+		lines = append(lines, who.name+"@hc "+pub)
+	}
+	if err := os.WriteFile(p.signers, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func reviewPolicy(signers, extra string) string {
+	return fmt.Sprintf("    - match: \"ledger-events.DLT\"\n      review: required\n      approvals: 1\n      allowed_signers: %s\n%s", signers, extra)
+}
+
+// planFile makes a plan over every DLQ record into a file and returns the
+// file and the plan's hash.
+func (f *redriveFixture) planFile(t *testing.T, extra ...string) (string, string) {
+	t.Helper()
+	out, errOut, code := runBerth(t, "--config", f.config, "dlq", "classes", "ledger-events.DLT", "-o", "json")
+	var classes []struct {
+		Class string `json:"class"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &classes) != nil || len(classes) != 1 {
+		t.Fatalf("dlq classes: exit %d %s %s", code, errOut, out)
+	}
+	file := filepath.Join(t.TempDir(), "plan.json")
+	out, errOut, code = runBerth(t, append([]string{"--config", f.config, "redrive", "plan", "ledger-events.DLT", "--class", classes[0].Class, "--out", file, "-o", "json"}, extra...)...)
+	var p struct {
+		Hash string `json:"hash"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &p) != nil {
+		t.Fatalf("redrive plan: exit %d %s %s", code, errOut, out)
+	}
+	return file, p.Hash
+}
+
+// forge edits a plan file the way its own author could: decode, edit,
+// recompute the hash (it is unkeyed), and sign the result as author with
+// key. It returns the new file and hash.
+func forge(t *testing.T, file, key string, edit func(*redrive.Plan)) (string, string) {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := redrive.DecodeFile(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(&f.Plan)
+	nf := redrive.NewFile(f.Plan)
+	if key != "" {
+		s, err := approval.LoadSigner(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sig, err := approval.Sign(approval.Subject{PlanHash: nf.Hash, Cluster: nf.Plan.Cluster}, s, approval.RoleAuthor, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		nf.Signatures = append(nf.Signatures, sig)
+	}
+	b, err := nf.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "forged.json")
+	if err := os.WriteFile(out, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return out, nf.Hash
+}
+
+// topicRecords counts the records in a topic (read_committed).
+func topicRecords(t *testing.T, kc *kafkatest.Cluster, topic string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ends, err := kc.Admin.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, ps := range ends {
+		for _, o := range ps {
+			if o.Err != nil {
+				t.Fatal(o.Err)
+			}
+			n += int(o.Offset)
+		}
+	}
+	return n
+}
+
+// Finding 1: the author edits their own plan so that a captured payment
+// reads as not captured (its idempotency key gains an invisible character)
+// and is included; the reviewer sees "3 included" and approves. Execute
+// must derive the key from the record it re-reads, find it captured in the
+// system of record, and send it nowhere.
+func TestRedriveExecuteDerivesIdempotencyKeysFromTheRecordNotThePlan(t *testing.T) {
+	dsn, conn := rmqPostgres(t)
+	table := fmt.Sprintf("payments_trust_%d", time.Now().UnixNano())
+	if _, err := conn.Exec(context.Background(), "create table "+table+" (idempotency_key text primary key, status text)"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Exec(context.Background(), "drop table "+table) })
+	if _, err := conn.Exec(context.Background(), "insert into "+table+" values ('evt-0001','captured')"); err != nil {
+		t.Fatal(err)
+	}
+	ppl := newPeople(t)
+	sorCfg := fmt.Sprintf("      idempotency_key: json:eventId\n      system_of_record:\n        driver: postgres\n        dsn: %s\n        query: select 1 from %s where idempotency_key = $1 and status = 'captured'\n", dsn, table)
+	f := newRedriveFixture(t, 3, reviewPolicy(ppl.signers, sorCfg))
+	file, _ := f.planFile(t, "--key", ppl.alice)
+
+	forged, hash := forge(t, file, ppl.alice, func(p *redrive.Plan) {
+		for i := range p.Records {
+			r := &p.Records[i]
+			if r.Reason == redrive.ReasonEffectCommitted {
+				r.IdempotencyKey += "\u200b"
+				r.Verdict = redrive.Verdict{Included: true}
+			}
+		}
+	})
+	out, errOut, code := runBerth(t, "--config", f.config, "redrive", "approve", forged, "--key", ppl.bob, "-o", "json")
+	if code != 0 {
+		t.Fatalf("approve: exit %d %s %s", code, errOut, out)
+	}
+	out, errOut, code = runBerth(t, "--config", f.config, "redrive", "execute", hash[:12], "--yes", "--no-verify", "-o", "json")
+	if code != 0 {
+		t.Fatalf("execute: exit %d %s %s", code, errOut, out)
+	}
+	var res struct {
+		Sent    int `json:"sent"`
+		Skipped []struct {
+			Reason string `json:"reason"`
+		} `json:"skipped"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Sent != 2 || len(res.Skipped) != 1 || res.Skipped[0].Reason != string(redrive.ReasonEffectCommitted) {
+		t.Fatalf("the captured payment was redriven (charged twice): %s", out)
+	}
+	if got := f.state(t, hash); got != 2 {
+		t.Fatalf("%d copies reached the target, want 2", got)
+	}
+}
+
+// Finding 2: a per-record target the reviewer never saw. The review shows
+// counts per target, and execute re-derives each record's target from the
+// record and refuses the plan when one differs: nothing is sent.
+func TestRedriveExecuteRefusesATargetTheRecordDoesNotName(t *testing.T) {
+	f := newRedriveFixture(t, 3, "    - match: \"ledger-events.DLT\"\n      review: none\n")
+	f.kc.CreateTopic(t, "shipment-jobs", 1, 1, nil)
+	file, _ := f.planFile(t)
+	forged, hash := forge(t, file, "", func(p *redrive.Plan) { p.Records[1].Target = "shipment-jobs" })
+
+	out, errOut, code := runBerth(t, "--config", f.config, "redrive", "show", forged)
+	if code != 0 || !strings.Contains(out, "shipment-jobs") {
+		t.Fatalf("the review hides a record's target: exit %d %s %s", code, errOut, out)
+	}
+	out, errOut, code = runBerth(t, "--config", f.config, "redrive", "execute", forged, "--yes", "--no-verify", "-o", "json")
+	if code == 0 || !strings.Contains(errOut, "target") {
+		t.Fatalf("plan %s with a forged target executed: exit %d %s %s", hash[:12], code, errOut, out)
+	}
+	if n := topicRecords(t, f.kc, "shipment-jobs"); n != 0 {
+		t.Fatalf("%d records went to shipment-jobs", n)
+	}
+	if got := topicRecords(t, f.kc, "ledger-events") - f.n; got != 0 {
+		t.Fatalf("%d records sent by a refused plan", got)
+	}
+}
+
+// Finding 4: the executor's config is not the plan's policy. A plan made
+// under review: required is not run unapproved because today's config says
+// review: none, or because a catch-all policy now matches first.
+func TestRedriveExecuteAppliesTheStricterPolicy(t *testing.T) {
+	ppl := newPeople(t)
+	f := newRedriveFixture(t, 2, reviewPolicy(ppl.signers, ""))
+	_, hash := f.planFile(t, "--key", ppl.alice)
+	for name, policies := range map[string]string{
+		"review none":       "    - match: \"ledger-events.DLT\"\n      review: none\n",
+		"catch-all first":   "    - match: \"*\"\n      review: none\n" + reviewPolicy(ppl.signers, ""),
+		"approvals lowered": fmt.Sprintf("    - match: \"ledger-events.DLT\"\n      review: required\n      approvals: 0\n      allowed_signers: %s\n", ppl.signers),
+	} {
+		cfg := writeConfig(t, fmt.Sprintf("current_context: test\ncontexts:\n  test:\n    kind: kafka\n    bootstrap: [%s]\naudit:\n  file: %s\nredrive:\n  policies:\n%s", f.kc.Addrs[0], f.audit, policies))
+		out, errOut, code := runBerth(t, "--config", cfg, "redrive", "execute", hash[:12], "--yes", "--no-verify", "-o", "json")
+		if code == 0 || !strings.Contains(errOut, "refused") {
+			t.Fatalf("%s: an unapproved review-required plan ran: exit %d %s %s", name, code, errOut, out)
+		}
+	}
+	if got := topicRecords(t, f.kc, "ledger-events") - f.n; got != 0 {
+		t.Fatalf("%d records sent", got)
+	}
+}
+
+// Finding 5: a plan runs only on the cluster it was made on.
+func TestRedriveExecuteRefusesAPlanFromAnotherCluster(t *testing.T) {
+	policy := "    - match: \"ledger-events.DLT\"\n      review: none\n"
+	a := newRedriveFixture(t, 2, policy)
+	file, _ := a.planFile(t)
+	b := newRedriveFixture(t, 2, policy, kfake.ClusterID("another-cluster")) // same topics, same records, another cluster
+	out, errOut, code := runBerth(t, "--config", b.config, "redrive", "execute", file, "--yes", "--no-verify", "-o", "json")
+	if code == 0 || !strings.Contains(errOut, "cluster") {
+		t.Fatalf("a plan made on another cluster executed: exit %d %s %s", code, errOut, out)
+	}
+	if got := topicRecords(t, b.kc, "ledger-events") - b.n; got != 0 {
+		t.Fatalf("%d records sent", got)
+	}
+}
+
+// Finding 5: a created_at in the future would never expire.
+func TestRedriveExecuteRefusesAPlanMadeInTheFuture(t *testing.T) {
+	f := newRedriveFixture(t, 2, "    - match: \"ledger-events.DLT\"\n      review: none\n")
+	file, _ := f.planFile(t)
+	forged, _ := forge(t, file, "", func(p *redrive.Plan) {
+		p.CreatedAt = time.Now().Add(24 * 365 * time.Hour).UTC().Truncate(time.Millisecond)
+	})
+	out, errOut, code := runBerth(t, "--config", f.config, "redrive", "execute", forged, "--yes", "--no-verify", "-o", "json")
+	if code == 0 || !strings.Contains(errOut, "future") {
+		t.Fatalf("a plan dated next year executed: exit %d %s %s", code, errOut, out)
+	}
+	if got := topicRecords(t, f.kc, "ledger-events") - f.n; got != 0 {
+		t.Fatalf("%d records sent", got)
+	}
+}
+
+// Finding 5: the signature covers its role. Bob authored a plan; Alice
+// re-signs it as author and relabels Bob's author signature as an approval:
+// Bob never approved it, so it is not approved.
+func TestRedriveAnAuthorSignatureDoesNotCountAsAnApproval(t *testing.T) {
+	ppl := newPeople(t)
+	f := newRedriveFixture(t, 2, reviewPolicy(ppl.signers, ""))
+	file, hash := f.planFile(t, "--key", ppl.bob)
+	raw, _ := os.ReadFile(file)
+	pf, err := redrive.DecodeFile(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := approval.LoadSigner(ppl.alice)
+	alice, err := approval.Sign(approval.Subject{PlanHash: pf.Hash, Cluster: pf.Plan.Cluster}, s, approval.RoleAuthor, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := pf.Signatures[0]
+	bob.Role = approval.RoleApproval
+	pf.Signatures = []approval.Signature{alice, bob}
+	b, _ := pf.Encode()
+	relabelled := filepath.Join(t.TempDir(), "relabelled.json")
+	os.WriteFile(relabelled, b, 0o600)
+	out, errOut, code := runBerth(t, "--config", f.config, "redrive", "execute", relabelled, "--yes", "--no-verify", "-o", "json")
+	if code == 0 {
+		t.Fatalf("plan %s ran on a relabelled author signature: %s %s", hash[:12], errOut, out)
+	}
+	if got := topicRecords(t, f.kc, "ledger-events") - f.n; got != 0 {
+		t.Fatalf("%d records sent", got)
+	}
+}
+
+// Finding 5: status names the verified signers, never a self-declared author.
+func TestRedriveStatusShowsVerifiedSigners(t *testing.T) {
+	ppl := newPeople(t)
+	f := newRedriveFixture(t, 2, reviewPolicy(ppl.signers, ""))
+	_, hash := f.planFile(t, "--key", ppl.alice)
+	if _, errOut, code := runBerth(t, "--config", f.config, "redrive", "approve", hash[:12], "--key", ppl.carol); code != 0 {
+		t.Fatalf("approve: %s", errOut)
+	}
+	out, errOut, code := runBerth(t, "--config", f.config, "redrive", "status", hash[:12], "-o", "json")
+	if code != 0 {
+		t.Fatalf("status: %s", errOut)
+	}
+	var st struct {
+		Author    string   `json:"author"`
+		Approvers []string `json:"approvers"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Author != "alice@hc" || len(st.Approvers) != 1 || st.Approvers[0] != "carol@hc" {
+		t.Fatalf("status shows author %q approvers %v, want verified alice@hc and carol@hc: %s", st.Author, st.Approvers, out)
+	}
+}
+
+// The plan format is documented precisely enough for an independent script
+// to verify a plan the CLI made, and to notice an edit.
+func TestRedrivePlanHashVerifiesWithAnIndependentScript(t *testing.T) {
+	f := newRedriveFixture(t, 5, "    - match: \"ledger-events.DLT\"\n      review: none\n")
+	file, hash := f.planFile(t)
+	script := filepath.Join("..", "..", "testdata", "redrive", "planhash.py")
+	out, err := exec.Command("python3", script, file).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != hash {
+		t.Fatalf("planhash.py on the CLI's plan: %v: %q, want %s", err, out, hash)
+	}
+	raw, _ := os.ReadFile(file)
+	if per := len(raw) / 5; per > 400 {
+		t.Errorf("a 5-record plan file is %d bytes, %d a record", len(raw), per)
+	}
+	edited := strings.Replace(string(raw), `"rate":100`, `"rate":101`, 1)
+	if edited == string(raw) {
+		t.Fatalf("no rate in %s", raw)
+	}
+	os.WriteFile(file, []byte(edited), 0o600)
+	if err := exec.Command("python3", script, file).Run(); err == nil {
+		t.Fatal("planhash.py accepted an edited plan")
+	}
+}

@@ -1,0 +1,380 @@
+package actions
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"time"
+
+	"github.com/berth-dev/berth/backends/kafka"
+	"github.com/berth-dev/berth/internal/audit"
+	"github.com/berth-dev/berth/redrive"
+	"github.com/berth-dev/berth/redrive/approval"
+	"github.com/berth-dev/berth/redrive/planner"
+)
+
+// KafkaRedrive is the redrive actions on one Kafka cluster: what `berth
+// redrive approve|execute|status|show` and the console's plan pages call,
+// so the two cannot disagree about a plan.
+type KafkaRedrive struct {
+	Planner *planner.Planner // reads, policies, checks
+	Store   *kafka.PlanStore
+	// ReadOnly refuses every write (approve, execute).
+	ReadOnly bool
+	// Context names the Berth context in the audit log.
+	Context string
+	// Actor is who acts, as the audit log records it.
+	Actor string
+	// MaxAge is redrive.plan_max_age.
+	MaxAge time.Duration
+	// OpenAudit opens the audit log (local file, mirrored off the machine);
+	// the returned func releases the mirror.
+	OpenAudit func() (*audit.Log, func(), error)
+	Now       func() time.Time
+}
+
+func (k *KafkaRedrive) now() time.Time {
+	if k.Now != nil {
+		return k.Now()
+	}
+	return time.Now()
+}
+
+// Review is the policy a plan is judged under today, with its signers.
+type Review struct {
+	// Today is the configured policy for the plan's DLQ; Matched is false
+	// when no configured policy matches it any more.
+	Today   planner.Policy
+	Matched bool
+	// Strict is the stricter of the plan's policy and today's.
+	Strict redrive.PolicySnapshot
+	// Signers is today's allowed_signers (nil: none configured).
+	Signers approval.AllowedSigners
+	// Err is why the policies do not combine or the signers cannot be read.
+	Err error
+}
+
+// Required is the number of approvals the plan needs (0: no review).
+func (r Review) Required() int {
+	if r.Strict.Review != "required" {
+		return 0
+	}
+	return max(r.Strict.Approvals, 1)
+}
+
+// ReviewOf resolves the policy a plan is judged under.
+func (k *KafkaRedrive) ReviewOf(f redrive.File) Review {
+	var r Review
+	today, err := k.Planner.PolicyFor(f.Plan.DLQ)
+	if err != nil {
+		r.Err, r.Strict = err, f.Plan.Policy
+		return r
+	}
+	r.Today, r.Matched = today, today.Matched
+	r.Strict = f.Plan.Policy
+	if today.Matched {
+		if r.Strict, err = redrive.Stricter(f.Plan.Policy, today.Snapshot()); err != nil {
+			r.Err = Refuse(ErrPolicyChanged, "plan %s: %v: make the plan again", short(f.Hash), err)
+			return r
+		}
+	}
+	if today.AllowedSigners != "" {
+		r.Signers, r.Err = approval.LoadAllowedSigners(today.AllowedSigners)
+	}
+	return r
+}
+
+// Decision evaluates the plan's verified signatures under the review.
+func (k *KafkaRedrive) Decision(f redrive.File, r Review) approval.Decision {
+	if r.Required() == 0 {
+		d := approval.Evaluate(subject(f), f.Author(), f.Approvals(), r.Signers, 0, k.now())
+		d.Approved = true
+		return d
+	}
+	return approval.Evaluate(subject(f), f.Author(), f.Approvals(), r.Signers, r.Required(), k.now())
+}
+
+func subject(f redrive.File) approval.Subject {
+	return approval.Subject{PlanHash: f.Hash, Cluster: f.Plan.Cluster}
+}
+
+// Identity is the cluster's id, the identity plans are bound to.
+func (k *KafkaRedrive) Identity(ctx context.Context) (string, error) {
+	info, err := k.Planner.Cluster.Describe(ctx)
+	if err != nil {
+		return "", err
+	}
+	return info.ID, nil
+}
+
+// Approved is the outcome of an approval.
+type Approved struct {
+	Principal   string            `json:"signer"`
+	Fingerprint string            `json:"fingerprint"`
+	Decision    approval.Decision `json:"decision"`
+}
+
+// Approve stores an approval signature over a stored plan after checking
+// everything that would make it not count, storing nothing otherwise:
+// read-only, another cluster's plan, no allowed_signers, a signature that
+// does not verify as an approval of this plan on this cluster, the
+// author's key or principal. It audits redrive.approved.
+func (k *KafkaRedrive) Approve(ctx context.Context, f redrive.File, sig approval.Signature) (Approved, error) {
+	if k.ReadOnly {
+		return Approved{}, k.refused(ctx, f, Refuse(ErrReadOnly, "the context is read-only: an approval is written to the plan store; nothing stored"))
+	}
+	id, err := k.Identity(ctx)
+	if err != nil {
+		return Approved{}, err
+	}
+	if id != f.Plan.Cluster {
+		return Approved{}, k.refused(ctx, f, Refuse(ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q; nothing stored", short(f.Hash), f.Plan.Cluster, id))
+	}
+	r := k.ReviewOf(f)
+	if r.Err != nil {
+		return Approved{}, r.Err
+	}
+	if r.Signers == nil {
+		return Approved{}, k.refused(ctx, f, Refuse(ErrNoAllowedSigners, "the plan's policy names no allowed_signers: an approval could never be verified; nothing stored"))
+	}
+	if sig.PlanHash != f.Hash || sig.Role != approval.RoleApproval {
+		return Approved{}, Refuse(ErrSignature, "not an approval of plan %s; nothing stored", short(f.Hash))
+	}
+	now := k.now()
+	v, err := approval.Verify(subject(f), sig, r.Signers, now)
+	if err != nil {
+		return Approved{}, Refuse(ErrSignature, "%v; nothing stored", err)
+	}
+	if a := f.Author(); a != nil {
+		if a.Fingerprint == v.Fingerprint {
+			return Approved{}, Refuse(ErrTwoPersonRule, "the plan's author cannot approve it (two-person rule); nothing stored")
+		}
+		if av, err := approval.Verify(subject(f), *a, r.Signers, now); err == nil && av.Principal == v.Principal {
+			return Approved{}, Refuse(ErrTwoPersonRule, "the plan's author cannot approve it (two-person rule: same principal %s); nothing stored", v.Principal)
+		}
+	}
+	// Recorded first: an approval the audit log cannot hold is not stored.
+	with := f
+	with.Signatures = append(append([]approval.Signature(nil), f.Signatures...), sig)
+	dec := k.Decision(with, r)
+	if err := k.audit(ctx, "redrive.approved", f, map[string]any{"signer": v.Principal, "fingerprint": v.Fingerprint, "approved": dec.Approved}); err != nil {
+		return Approved{}, err
+	}
+	if err := k.Store.AddSignature(ctx, f.Hash, sig); err != nil {
+		_ = k.audit(ctx, "redrive.approve.failed", f, map[string]any{"signer": v.Principal, "error": err.Error()})
+		return Approved{}, err
+	}
+	return Approved{Principal: v.Principal, Fingerprint: v.Fingerprint, Decision: dec}, nil
+}
+
+// ExecControl steers an execution from its caller.
+type ExecControl struct {
+	Control  <-chan Control
+	Progress func(Progress)
+}
+
+// Execute runs a plan under the stricter policy, re-deriving everything
+// from the records; the transactional producer (which writes: it fences an
+// earlier run of the plan) is opened only after every precondition holds.
+func (k *KafkaRedrive) Execute(ctx context.Context, f redrive.File, x ExecControl) (Result, error) {
+	res := Result{Plan: f.Hash, DLQ: f.Plan.DLQ, Skipped: []Skip{}, Failed: []Failure{}}
+	log, closeLog, err := k.OpenAudit()
+	if err != nil {
+		return res, Refuse(ErrAuditUnwritable, "audit log: %v: nothing sent", err)
+	}
+	defer closeLog()
+	o := Options{ReadOnly: k.ReadOnly, Context: k.Context, Actor: k.Actor, Now: k.Now, MaxAge: k.MaxAge, Audit: log,
+		Control: x.Control, Progress: x.Progress}
+	if k.ReadOnly {
+		return res, o.refused(ctx, f, Refuse(ErrReadOnly, "the context is read-only: nothing sent"))
+	}
+	if o.Cluster, err = k.Identity(ctx); err != nil {
+		return res, err
+	}
+	r := k.ReviewOf(f)
+	if r.Err != nil {
+		return res, o.refused(ctx, f, r.Err)
+	}
+	o.Policy, o.HasPolicy, o.Signers = r.Today.Snapshot(), r.Matched, r.Signers
+	o.StopOnFailure = r.Today.StopOnFailure || r.Strict.RequireIdempotencyKey
+	o.Recheck = k.Planner.Check
+	tr := &lazyTransport{open: func(ctx context.Context) (*kafka.RedriveTransport, error) {
+		return k.Planner.Cluster.NewRedriveTransport(ctx, f.Hash)
+	}, read: k.Planner.Cluster}
+	defer tr.Close()
+	o.Reader, o.Publisher = tr, tr
+	return Execute(ctx, f, o)
+}
+
+// lazyTransport reads through the cluster and opens the transactional
+// producer at the first batch, after every check passed.
+type lazyTransport struct {
+	open func(context.Context) (*kafka.RedriveTransport, error)
+	read *kafka.Cluster
+	tr   *kafka.RedriveTransport
+}
+
+func (l *lazyTransport) Read(ctx context.Context, dlq string, coords []redrive.Coord) (map[redrive.Coord]redrive.Record, error) {
+	return l.read.ReadDLQByCoord(ctx, dlq, coords)
+}
+
+func (l *lazyTransport) Publish(ctx context.Context, batch []redrive.Outgoing) ([]redrive.LedgerEntry, error) {
+	if l.tr == nil {
+		tr, err := l.open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		l.tr = tr
+	}
+	return l.tr.Publish(ctx, batch)
+}
+
+func (l *lazyTransport) Close() error {
+	if l.tr != nil {
+		return l.tr.Close()
+	}
+	return nil
+}
+
+// Derive re-reads a stored plan's records and fills what a reviewer sees
+// (event id, idempotency key, class, origin) from them, with the plan's
+// extractors. Records whose content changed or that are gone are returned.
+func (k *KafkaRedrive) Derive(ctx context.Context, f *redrive.File) (changed, gone []redrive.Coord, err error) {
+	x, err := redrive.ExtractorsOf(f.Plan.Policy)
+	if err != nil {
+		return nil, nil, err
+	}
+	coords := make([]redrive.Coord, len(f.Plan.Records))
+	for i, r := range f.Plan.Records {
+		coords[i] = r.Coord()
+	}
+	byCoord, err := k.Planner.Cluster.ReadDLQByCoord(ctx, f.Plan.DLQ, coords)
+	if err != nil {
+		return nil, nil, err
+	}
+	rules, err := k.Planner.Rules()
+	if err != nil {
+		return nil, nil, err
+	}
+	changed, gone = f.Plan.Derive(byCoord, x)
+	// Classes are computed over the records read, as the planner does.
+	var parsed []redrive.Parsed
+	idx := map[redrive.Coord]int{}
+	for i, r := range f.Plan.Records {
+		if rec, ok := byCoord[r.Coord()]; ok && r.Derived {
+			idx[r.Coord()] = i
+			parsed = append(parsed, redrive.ParseRecord(rec, x))
+		}
+	}
+	redrive.Classify(parsed, rules)
+	for _, p := range parsed {
+		f.Plan.Records[idx[p.Coord()]].Class = p.Class
+	}
+	return changed, gone, nil
+}
+
+// Summary is what a reviewer is asked to sign: counts per target, and the
+// idempotency keys of the records included, derived from the records.
+type Summary struct {
+	Targets []TargetCount `json:"targets"`
+	// Keys are the idempotency keys of the included records, in plan
+	// order (empty for a record with none).
+	Keys    []string        `json:"idempotency_keys"`
+	Changed []redrive.Coord `json:"changed"`
+	Gone    []redrive.Coord `json:"gone"`
+}
+
+// TargetCount is how many records go to one target.
+type TargetCount struct {
+	Target   string `json:"target"`
+	Included int    `json:"included"`
+	Excluded int    `json:"excluded"`
+}
+
+// Summarise counts a (derived) plan per target and lists its keys.
+func Summarise(p redrive.Plan, changed, gone []redrive.Coord) Summary {
+	s := Summary{Targets: []TargetCount{}, Keys: []string{}, Changed: changed, Gone: gone}
+	if s.Changed == nil {
+		s.Changed = []redrive.Coord{}
+	}
+	if s.Gone == nil {
+		s.Gone = []redrive.Coord{}
+	}
+	by := map[string]*TargetCount{}
+	for _, r := range p.Records {
+		t := r.Target
+		if t == "" {
+			t = "(none)"
+		}
+		tc, ok := by[t]
+		if !ok {
+			tc = &TargetCount{Target: t}
+			by[t] = tc
+		}
+		if r.Included {
+			tc.Included++
+			s.Keys = append(s.Keys, r.IdempotencyKey)
+		} else {
+			tc.Excluded++
+		}
+	}
+	for _, tc := range by {
+		s.Targets = append(s.Targets, *tc)
+	}
+	sort.Slice(s.Targets, func(i, j int) bool { return s.Targets[i].Target < s.Targets[j].Target })
+	return s
+}
+
+// refused audits a refusal (local log and mirror) and returns it.
+func (k *KafkaRedrive) refused(ctx context.Context, f redrive.File, err error) error {
+	if aerr := k.audit(ctx, "redrive.refused", f, map[string]any{"reason": err.Error()}); aerr != nil {
+		return errors.Join(err, aerr)
+	}
+	return err
+}
+
+// audit appends one entry; a mirror failure is not fatal (the local log
+// has the entry), a local one is: the action does not happen.
+func (k *KafkaRedrive) audit(ctx context.Context, action string, f redrive.File, details map[string]any) error {
+	if k.OpenAudit == nil {
+		return Refuse(ErrAuditUnwritable, "no audit log configured")
+	}
+	log, closeLog, err := k.OpenAudit()
+	if err != nil {
+		return Refuse(ErrAuditUnwritable, "audit log: %v", err)
+	}
+	defer closeLog()
+	details["plan"] = f.Hash
+	details["dlq"] = f.Plan.DLQ
+	_, err = log.Append(context.WithoutCancel(ctx), audit.Entry{Actor: k.Actor, Action: action, Context: k.Context, Target: f.Hash, Details: details})
+	var se *audit.SinkError
+	if err != nil && !errors.As(err, &se) {
+		return Refuse(ErrAuditUnwritable, "audit log: %v", err)
+	}
+	return nil
+}
+
+// Verified is a signature over a plan as allowed_signers says today.
+type Verified struct {
+	Role        approval.Role `json:"role"`
+	Principal   string        `json:"principal,omitempty"`
+	Fingerprint string        `json:"fingerprint"`
+	Problem     string        `json:"problem,omitempty"`
+}
+
+// Signers verifies each signature over the plan (role, cluster, hash).
+func Signers(f redrive.File, signers approval.AllowedSigners, now time.Time) []Verified {
+	out := []Verified{}
+	for _, s := range f.Signatures {
+		v := Verified{Role: s.Role, Fingerprint: s.Fingerprint}
+		if signers == nil {
+			v.Problem = "no allowed_signers configured"
+		} else if ok, err := approval.Verify(subject(f), s, signers, now); err != nil {
+			v.Problem = err.Error()
+		} else {
+			v.Principal, v.Fingerprint = ok.Principal, ok.Fingerprint
+		}
+		out = append(out, v)
+	}
+	return out
+}
