@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/berth-dev/berth/internal/kafkatest"
 	"github.com/berth-dev/berth/redrive"
@@ -110,7 +111,8 @@ func forge(t *testing.T, file, key string, edit func(*redrive.Plan)) (string, st
 	return out, nf.Hash
 }
 
-// topicRecords counts the records in a topic (read_committed).
+// topicRecords is a topic's end offsets summed: the records in it plus any
+// transaction markers (so 0 above the originals means nothing was sent).
 func topicRecords(t *testing.T, kc *kafkatest.Cluster, topic string) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -341,5 +343,35 @@ func TestRedrivePlanHashVerifiesWithAnIndependentScript(t *testing.T) {
 	os.WriteFile(file, []byte(edited), 0o600)
 	if err := exec.Command("python3", script, file).Run(); err == nil {
 		t.Fatal("planhash.py accepted an edited plan")
+	}
+}
+
+// Finding 5: one malformed record in the plan store does not block status,
+// approve or execute of the other plans; status names it.
+func TestRedriveAMalformedStoredPlanBlocksOnlyItself(t *testing.T) {
+	ppl := newPeople(t)
+	f := newRedriveFixture(t, 2, reviewPolicy(ppl.signers, ""))
+	_, hash := f.planFile(t, "--key", ppl.alice)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(f.kc.Addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	bad := &kgo.Record{Topic: "__berth_redrive_plans", Key: []byte("plan/" + strings.Repeat("e", 64)), Value: []byte(`{"hash":"eee","plan":`)}
+	if err := cl.ProduceSync(context.Background(), bad).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runBerth(t, "--config", f.config, "redrive", "status")
+	if code != 0 || !strings.Contains(out, hash[:12]) || !strings.Contains(out+errOut, "eeeeeeee") {
+		t.Fatalf("status with one malformed stored plan: exit %d %s %s", code, errOut, out)
+	}
+	if _, errOut, code := runBerth(t, "--config", f.config, "redrive", "approve", hash[:12], "--key", ppl.bob); code != 0 {
+		t.Fatalf("approve: %s", errOut)
+	}
+	if out, errOut, code := runBerth(t, "--config", f.config, "redrive", "execute", hash[:12], "--yes", "--no-verify", "-o", "json"); code != 0 {
+		t.Fatalf("execute: exit %d %s %s", code, errOut, out)
+	}
+	if got := f.state(t, hash); got != 2 {
+		t.Fatalf("%d records sent, want 2", got)
 	}
 }
