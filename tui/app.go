@@ -25,6 +25,7 @@ import (
 
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/durations"
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/tui/keys"
 	"github.com/berth-dev/berth/tui/styles"
@@ -875,12 +876,12 @@ func (m *Model) freshness() string {
 		at = " as of " + m.lastGood.Local().Format("15:04:05")
 	}
 	if m.lastErr != nil {
-		return st.Stale.Render(" STALE " + ago(now.Sub(m.lastGood)) + at + " ")
+		return st.Stale.Render(" STALE " + durations.Format(now.Sub(m.lastGood)) + at + " ")
 	}
 	if at != "" {
-		return st.StatusBar.Render(at + " (" + ago(now.Sub(m.lastGood)) + " ago) ")
+		return st.StatusBar.Render(at + " (" + durations.Format(now.Sub(m.lastGood)) + " ago) ")
 	}
-	return st.StatusBar.Render(" " + ago(now.Sub(m.lastGood)) + " ago ")
+	return st.StatusBar.Render(" " + durations.Format(now.Sub(m.lastGood)) + " ago ")
 }
 
 // jumpPages are the pages only ":" reaches (no letter key opens them): the
@@ -934,19 +935,4 @@ func (m *Model) hints(room int) string {
 		}
 	}
 	return strings.Join(parts, " · ")
-}
-
-// ago formats a duration as the status line shows it ("3s", "2m05s").
-func ago(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
-	d = d.Round(time.Second)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	}
-	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }

@@ -7,51 +7,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berth-dev/berth/internal/durations"
 	"github.com/berth-dev/berth/internal/lag"
 	"github.com/berth-dev/berth/tui/styles"
 )
 
-// fmtDur formats a duration compactly: "0s", "45s", "12m05s", "3h12m", "2d04h".
-// It avoids fmt: it runs for every cell of 10,000-row tables per refresh.
-func fmtDur(d time.Duration) string {
-	if d < 0 {
-		return "-" + fmtDur(-d)
-	}
-	s := int64(d.Round(time.Second) / time.Second)
-	var b [24]byte
-	out := b[:0]
-	two := func(n int64) {
-		out = append(out, byte('0'+n/10), byte('0'+n%10))
-	}
-	switch {
-	case s < 60:
-		out = strconv.AppendInt(out, s, 10)
-		out = append(out, 's')
-	case s < 3600:
-		out = strconv.AppendInt(out, s/60, 10)
-		out = append(out, 'm')
-		two(s % 60)
-		out = append(out, 's')
-	case s < 86400:
-		out = strconv.AppendInt(out, s/3600, 10)
-		out = append(out, 'h')
-		two((s % 3600) / 60)
-		out = append(out, 'm')
-	default:
-		out = strconv.AppendInt(out, s/86400, 10)
-		out = append(out, 'd')
-		two((s % 86400) / 3600)
-		out = append(out, 'h')
-	}
-	return string(out)
-}
-
-// fmtAge is fmtDur, or "?" when the age could not be read.
+// fmtAge is durations.Format, or "?" when the age could not be read.
 func fmtAge(d time.Duration, known bool) string {
 	if !known {
 		return "?"
 	}
-	return fmtDur(d)
+	return durations.Format(d)
 }
 
 // fmtRate formats records per second: "-" until two samples exist.

@@ -10,6 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/berth-dev/berth/internal/durations"
 	"github.com/berth-dev/berth/internal/lag"
 	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/sanitize"
@@ -281,12 +282,12 @@ func partitionLagRow(pl lag.PartitionLag, names rowNames, cells []string, nums [
 	case pl.FallingBehind:
 		cells[colPETA], nums[colPETA] = "behind", 1e18
 	case pl.ETAKnown:
-		cells[colPETA], nums[colPETA] = fmtDur(pl.ETA), pl.ETA.Seconds()
+		cells[colPETA], nums[colPETA] = durations.Format(pl.ETA), pl.ETA.Seconds()
 	default:
 		cells[colPETA], nums[colPETA] = "-", unknown
 	}
 	if pl.TimeToLossKnown {
-		cells[colPLoss], nums[colPLoss] = fmtDur(pl.TimeToLoss), pl.TimeToLoss.Seconds()
+		cells[colPLoss], nums[colPLoss] = durations.Format(pl.TimeToLoss), pl.TimeToLoss.Seconds()
 		if pl.RetentionRisk {
 			cells[colPLoss] += "!"
 		}
@@ -353,7 +354,7 @@ func (p *groupPage) headerView(s *Snapshot, w int) []string {
 	if g.MaxAgeKnown && g.MaxAge > 0 {
 		age += fmt.Sprintf(" (%s-%d)", sanitize.Text(g.MaxAgeTopic), g.MaxAgePartition)
 	}
-	slo := "SLO " + fmtDur(g.SLO)
+	slo := "SLO " + durations.Format(g.SLO)
 	if g.Breach {
 		slo = st.Levels[styles.Bad].Render(slo + " BREACHED")
 	}
@@ -386,7 +387,7 @@ func (p *groupPage) headerView(s *Snapshot, w int) []string {
 	}
 	span := "no history yet"
 	if n := len(g.History); n > 1 {
-		span = "last " + fmtDur(g.History[n-1].At.Sub(g.History[0].At))
+		span = "last " + durations.Format(g.History[n-1].At.Sub(g.History[0].At))
 	}
 	cw := max(10, (w-4)/2)
 	peakAge, peakLag := time.Duration(0), int64(0)
@@ -394,7 +395,7 @@ func (p *groupPage) headerView(s *Snapshot, w int) []string {
 		peakAge = max(peakAge, pt.MaxAge)
 		peakLag = max(peakLag, pt.TotalLag)
 	}
-	l1 := padRight(fit(st.ChartAge.Render("max age")+st.Muted.Render(fmt.Sprintf(" peak %s, %s", fmtDur(peakAge), span)), cw), cw+4)
+	l1 := padRight(fit(st.ChartAge.Render("max age")+st.Muted.Render(fmt.Sprintf(" peak %s, %s", durations.Format(peakAge), span)), cw), cw+4)
 	l2 := fit(st.ChartLag.Render("total lag")+st.Muted.Render(fmt.Sprintf(" peak %d", peakLag)), cw)
 	lines = append(lines, l1+l2)
 	ageRows, lagRows := p.ageRows, p.lagRows

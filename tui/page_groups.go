@@ -5,6 +5,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/berth-dev/berth/internal/durations"
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/tui/components/table"
 	"github.com/berth-dev/berth/tui/styles"
@@ -73,7 +74,7 @@ func groupRowsOf(s *Snapshot, withInactive bool) []table.Row {
 		cells[colGroupLag] = fmt.Sprint(g.TotalLag)
 		cells[colGroupState] = sanitize.Text(g.State)
 		cells[colGroupMembers] = fmt.Sprint(len(g.Members))
-		cells[colGroupSLO] = fmtDur(g.SLO)
+		cells[colGroupSLO] = durations.Format(g.SLO)
 		cells[colGroupWorst] = worst
 		nums := make([]float64, 8)
 		nums[colGroupAge] = durKey(g.MaxAge, g.MaxAgeKnown || g.TotalLag == 0)

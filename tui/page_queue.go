@@ -11,6 +11,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/berth-dev/berth/backends"
+	"github.com/berth-dev/berth/internal/durations"
 	"github.com/berth-dev/berth/internal/lag"
 	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/sanitize"
@@ -333,14 +334,14 @@ func queueStatusLines(b *queueLines, q backends.Queue, l lag.QueueLag) {
 		src += st.Levels[styles.Warn].Render(" (publisher clock ahead: age reads 0)")
 	}
 	add("age", age+"  "+st.Muted.Render(src))
-	slo := fmtDur(l.SLO)
+	slo := durations.Format(l.SLO)
 	if l.Breach {
 		slo = st.Levels[styles.Bad].Render(slo + " BREACHED")
 	}
 	add("slo", slo)
 	eta, _ := queueETA(q, l)
 	if l.EstimatedWait != nil && l.AgeSource != lag.AgeEstimate {
-		eta += st.Muted.Render("  (estimated wait " + fmtDur(*l.EstimatedWait) + ")")
+		eta += st.Muted.Render("  (estimated wait " + durations.Format(*l.EstimatedWait) + ")")
 	}
 	add("eta to drain", eta)
 
@@ -402,7 +403,7 @@ func (p *queuePage) wiringLines(b *queueLines, qs monitor.QueueState, q backends
 	}
 	ttl := n(w.MessageTTLMs, "message_ttl_ms", " ms")
 	if w.MessageTTLMs != nil && !unknownWiring {
-		ttl = fmtDur(time.Duration(*w.MessageTTLMs)*time.Millisecond) + " (" + strconv.FormatInt(*w.MessageTTLMs, 10) + " ms)" + from("message_ttl_ms")
+		ttl = durations.Format(time.Duration(*w.MessageTTLMs)*time.Millisecond) + " (" + strconv.FormatInt(*w.MessageTTLMs, 10) + " ms)" + from("message_ttl_ms")
 	}
 	add("dead-letter exchange", str(w.DeadLetterExchange, "dead_letter_exchange", `"" (default exchange)`))
 	add("dead-letter routing key", str(w.DeadLetterRoutingKey, "dead_letter_routing_key", `""`))

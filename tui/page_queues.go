@@ -18,6 +18,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/berth-dev/berth/backends"
+	"github.com/berth-dev/berth/internal/durations"
 	"github.com/berth-dev/berth/internal/lag"
 	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/sanitize"
@@ -160,7 +161,7 @@ func queueAgeText(q backends.Queue, l lag.QueueLag) (age, src string) {
 	if l.Age == nil {
 		return "?", "—"
 	}
-	age = fmtDur(*l.Age)
+	age = durations.Format(*l.Age)
 	switch l.AgeSource {
 	case lag.AgePublisherTimestamp:
 		src = ageSrcPublisher
@@ -189,7 +190,7 @@ func queueETA(q backends.Queue, l lag.QueueLag) (string, float64) {
 	case known && depth == 0:
 		return "0s", 0
 	case l.ETA != nil:
-		return fmtDur(*l.ETA), l.ETA.Seconds()
+		return durations.Format(*l.ETA), l.ETA.Seconds()
 	case l.Status == lag.QueueGrowing || l.Status == lag.QueueStalled:
 		return "behind", 1e18
 	}

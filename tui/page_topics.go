@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/berth-dev/berth/internal/durations"
 	"github.com/berth-dev/berth/internal/lag"
 	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/sanitize"
@@ -219,7 +220,7 @@ func (p *topicPage) headerView(s *Snapshot, w int) []string {
 	}
 	ret := "∞"
 	if t.Retention > 0 {
-		ret = fmtDur(t.Retention)
+		ret = durations.Format(t.Retention)
 	}
 	cleanup := sanitize.Text(t.Configs["cleanup.policy"])
 	if cleanup == "" {
@@ -290,7 +291,7 @@ func (p *topicPage) readers(s *Snapshot) string {
 	sort.SliceStable(rs, func(i, j int) bool { return rs[i].age > rs[j].age })
 	parts := make([]string, 0, len(rs))
 	for _, r := range rs {
-		txt := fmt.Sprintf("%s %s %s", sanitize.Text(r.name), r.status, fmtDur(r.age))
+		txt := fmt.Sprintf("%s %s %s", sanitize.Text(r.name), r.status, durations.Format(r.age))
 		parts = append(parts, st.Levels[statusLevel(r.status)].Render(txt))
 	}
 	return st.Label.Render("read by ") + strings.Join(parts, " · ")

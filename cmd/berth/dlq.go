@@ -18,6 +18,7 @@ import (
 	"github.com/berth-dev/berth/backends/kafka"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/demo"
+	"github.com/berth-dev/berth/internal/durations"
 	"github.com/berth-dev/berth/internal/output"
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/redrive"
@@ -147,7 +148,7 @@ found, original_queues, depth, depth_source, head_publisher_age_seconds.`,
 			for _, r := range rows {
 				age := "-"
 				if r.OldestAt != nil {
-					age = ageText(r.OldestAge)
+					age = durations.Format(r.OldestAge)
 				}
 				classes := strconv.Itoa(r.Classes)
 				if r.Sampled {
@@ -551,16 +552,4 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string(r[:n]) + "…"
-}
-
-func ageText(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/berth-dev/berth/internal/durations"
 	"github.com/berth-dev/berth/internal/lag"
 	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/output"
@@ -198,7 +199,7 @@ func writeHealthTables(a *app, d healthJSON) error {
 		fmt.Fprintln(w, title)
 		g := output.Grid{Header: []string{"GROUP", "STATUS", "MAX AGE", "SLO", "AT"}, Right: map[int]bool{2: true, 3: true}}
 		for _, b := range bs {
-			g.Add(b.Group, b.Status, fmtAge(time.Duration(b.MaxAgeSeconds*float64(time.Second))), fmtAge(time.Duration(b.SLOSeconds*float64(time.Second))), fmt.Sprintf("%s[%d]", b.Topic, b.Partition))
+			g.Add(b.Group, b.Status, durations.Format(time.Duration(b.MaxAgeSeconds*float64(time.Second))), durations.Format(time.Duration(b.SLOSeconds*float64(time.Second))), fmt.Sprintf("%s[%d]", b.Topic, b.Partition))
 		}
 		return g.WriteTable(w)
 	}
@@ -252,7 +253,7 @@ func (a *app) runQueueHealth(ctx context.Context, f output.Format) error {
 		for _, r := range bad {
 			age := "?"
 			if r.AgeSeconds != nil {
-				age = fmtAge(time.Duration(*r.AgeSeconds * float64(time.Second)))
+				age = durations.Format(time.Duration(*r.AgeSeconds * float64(time.Second)))
 			}
 			g.Add(r.Vhost, r.Queue, r.Status, optInt(r.Ready), optIntp(r.Consumers), age, strings.TrimSpace(map[bool]string{true: "BREACH"}[r.Breach]))
 		}

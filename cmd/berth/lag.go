@@ -14,6 +14,7 @@ import (
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/backends/kafka"
 	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/durations"
 	"github.com/berth-dev/berth/internal/lag"
 	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/output"
@@ -242,7 +243,7 @@ func breachErr(enabled bool, s monitor.Snapshot) error {
 	}
 	var parts []string
 	for _, b := range s.Health.Breaches {
-		parts = append(parts, fmt.Sprintf("%s (max age %s > SLO %s)", b.Group, fmtAge(b.MaxAge), fmtAge(b.SLO)))
+		parts = append(parts, fmt.Sprintf("%s (max age %s > SLO %s)", b.Group, durations.Format(b.MaxAge), durations.Format(b.SLO)))
 	}
 	return &exitError{code: 3, err: fmt.Errorf("SLO breached: %s", strings.Join(parts, ", "))}
 }
@@ -380,7 +381,7 @@ func (a *app) writeLag(f output.Format, s monitor.Snapshot, watching bool) error
 		return writeLagJSONL(w, a.ctxName, s)
 	}
 	if watching {
-		fmt.Fprintf(w, "--- %s  (window %s)\n", s.Observed.Format("15:04:05"), fmtAge(s.Window))
+		fmt.Fprintf(w, "--- %s  (window %s)\n", s.Observed.Format("15:04:05"), durations.Format(s.Window))
 	}
 	return writeLagTables(w, s)
 }
@@ -404,7 +405,7 @@ func writeLagTables(w io.Writer, s monitor.Snapshot) error {
 		}
 		age := "?"
 		if grp.MaxAgeKnown {
-			age = fmtAge(grp.MaxAge)
+			age = durations.Format(grp.MaxAge)
 		}
 		at := ""
 		if grp.MaxAgeKnown && grp.MaxAge > 0 {
@@ -418,7 +419,7 @@ func writeLagTables(w io.Writer, s monitor.Snapshot) error {
 		if n := len(grp.IdleMembers); n > 0 {
 			members += fmt.Sprintf(" (%d idle)", n)
 		}
-		grid.Add(grp.Group, grp.Status.String(), age, at, fmt.Sprint(grp.TotalLag), fmtAge(grp.SLO), breach, members, statusCounts(grp.GroupLag))
+		grid.Add(grp.Group, grp.Status.String(), age, at, fmt.Sprint(grp.TotalLag), durations.Format(grp.SLO), breach, members, statusCounts(grp.GroupLag))
 	}
 	// Live groups first; abandoned ones apart, after them, so an old
 	// Empty group never sits above a live incident.
@@ -455,7 +456,7 @@ func writeLagTables(w io.Writer, s monitor.Snapshot) error {
 			}
 			age := "?"
 			if r.AgeKnown {
-				age = fmtAge(r.Age)
+				age = durations.Format(r.Age)
 				if r.AgeApprox {
 					age = "~" + age
 				}
@@ -469,7 +470,7 @@ func writeLagTables(w io.Writer, s monitor.Snapshot) error {
 			case r.FallingBehind:
 				eta = "falling behind"
 			case r.ETAKnown && r.Lag > 0:
-				eta = fmtAge(r.ETA)
+				eta = durations.Format(r.ETA)
 			}
 			p.Add(grp.Group, r.Topic.String(), fmt.Sprint(r.Partition), committed, fmt.Sprint(r.End), fmt.Sprint(r.Lag), age, r.Status.String(), prod, cons, eta, partNote(r))
 		}
@@ -518,7 +519,7 @@ func partNote(r lag.PartitionLag) string {
 		notes = append(notes, "clock skew (timestamp in the future)")
 	}
 	if r.RetentionRisk && r.TimeToLossKnown {
-		notes = append(notes, "data loss in "+fmtAge(r.TimeToLoss))
+		notes = append(notes, "data loss in "+durations.Format(r.TimeToLoss))
 	}
 	if r.Owner == 0 && r.Lag > 0 {
 		notes = append(notes, "no owner")
@@ -530,25 +531,6 @@ func partNote(r lag.PartitionLag) string {
 		notes = append(notes, "broker time")
 	}
 	return strings.Join(notes, "; ")
-}
-
-// fmtAge renders a duration compactly: 45s, 7m30s, 2h05m, 3d04h.
-func fmtAge(d time.Duration) string {
-	if d < 0 {
-		return "-" + fmtAge(-d)
-	}
-	s := int64(d.Round(time.Second) / time.Second)
-	switch {
-	case d > 0 && d < time.Second:
-		return fmt.Sprintf("%dms", d.Milliseconds())
-	case s < 60:
-		return fmt.Sprintf("%ds", s)
-	case s < 3600:
-		return fmt.Sprintf("%dm%02ds", s/60, s%60)
-	case s < 86400:
-		return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
-	}
-	return fmt.Sprintf("%dd%02dh", s/86400, s%86400/3600)
 }
 
 func fmtRate(r float64) string {
@@ -609,13 +591,13 @@ func (a *app) runQueueLag(ctx context.Context, o lagOptions, f output.Format) er
 		for _, r := range rows {
 			age := "?"
 			if r.AgeSeconds != nil {
-				age = fmtAge(time.Duration(*r.AgeSeconds * float64(time.Second)))
+				age = durations.Format(time.Duration(*r.AgeSeconds * float64(time.Second)))
 			}
 			breach := ""
 			if r.Breach {
 				breach = "BREACH"
 			}
-			g.Add(r.Vhost, r.Queue, r.Type, optInt(r.Ready), optInt(r.Unacked), optIntp(r.Consumers), age, r.AgeSource, r.Status, fmtAge(time.Duration(r.SLOSeconds*float64(time.Second))), breach)
+			g.Add(r.Vhost, r.Queue, r.Type, optInt(r.Ready), optInt(r.Unacked), optIntp(r.Consumers), age, r.AgeSource, r.Status, durations.Format(time.Duration(r.SLOSeconds*float64(time.Second))), breach)
 		}
 		if err := g.WriteTable(a.stdout); err != nil {
 			return err

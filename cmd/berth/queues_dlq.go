@@ -19,6 +19,7 @@ import (
 	"github.com/berth-dev/berth/internal/actions"
 	"github.com/berth-dev/berth/internal/audit"
 	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/durations"
 	"github.com/berth-dev/berth/internal/output"
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/redrive"
@@ -255,7 +256,7 @@ func (a *app) rmqDLQClasses(cmd *cobra.Command, dlq string, limit int, b browseF
 	}
 	a.browseNotes(res)
 	if t := rabbitmq.OldestDeath(res.Messages); t != nil {
-		fmt.Fprintf(a.stderr, "oldest death %s (%s ago)\n", t.UTC().Format(time.RFC3339), ageText(time.Since(*t)))
+		fmt.Fprintf(a.stderr, "oldest death %s (%s ago)\n", t.UTC().Format(time.RFC3339), durations.Format(time.Since(*t)))
 	}
 	if f == output.JSON {
 		return output.WriteJSON(a.stdout, rows)
@@ -988,7 +989,7 @@ func (a *app) rmqRedriveStatus(cmd *cobra.Command, args []string) error {
 	}
 	g := output.Grid{Header: []string{"PLAN", "VHOST", "DLQ", "AUTHOR", "AGE", "RECORDS", "REDRIVEN", "INTENT", "FAILED", "APPROVALS", "STATE"}, Right: map[int]bool{5: true, 6: true, 7: true, 8: true}}
 	for _, r := range rows {
-		g.Add(shortHash(r.Plan), r.Vhost, sanitize.Text(r.DLQ), r.Author, ageString(time.Since(r.Created)), fmt.Sprint(r.Included), fmt.Sprint(r.Redriven),
+		g.Add(shortHash(r.Plan), r.Vhost, sanitize.Text(r.DLQ), r.Author, durations.Format(time.Since(r.Created)), fmt.Sprint(r.Included), fmt.Sprint(r.Redriven),
 			fmt.Sprint(r.Intent), fmt.Sprint(r.Failed), fmt.Sprintf("%d/%d", r.Approvals, r.Required), r.State)
 	}
 	return g.WriteTable(a.stdout)

@@ -25,6 +25,7 @@ import (
 	"github.com/berth-dev/berth/internal/audit"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/demo"
+	"github.com/berth-dev/berth/internal/durations"
 	"github.com/berth-dev/berth/internal/output"
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/redrive"
@@ -631,7 +632,7 @@ func newRedriveStatusCmd(a *app) *cobra.Command {
 			}
 			g := output.Grid{Header: []string{"PLAN", "DLQ", "AUTHOR", "AGE", "RECORDS", "REDRIVEN", "APPROVALS", "STATE"}, Right: map[int]bool{4: true, 5: true}}
 			for _, r := range rows {
-				g.Add(shortHash(r.Plan), r.DLQ, r.Author, ageString(time.Since(r.Created)), fmt.Sprint(r.Included), fmt.Sprint(r.Redriven), fmt.Sprintf("%d/%d", r.Approvals, r.Required), r.State)
+				g.Add(shortHash(r.Plan), r.DLQ, r.Author, durations.Format(time.Since(r.Created)), fmt.Sprint(r.Included), fmt.Sprint(r.Redriven), fmt.Sprintf("%d/%d", r.Approvals, r.Required), r.State)
 			}
 			if err := g.WriteTable(a.stdout); err != nil {
 				return err
@@ -802,18 +803,6 @@ func orUnknown(s string) string {
 		return "(no allowed_signers configured)"
 	}
 	return s
-}
-
-func ageString(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
 func fingerprint(s interface{ PublicKey() ssh.PublicKey }) string {

@@ -21,6 +21,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/berth-dev/berth/internal/durations"
 )
 
 // Topics and groups of the workload.
@@ -268,7 +270,7 @@ func (s Status) Line() string {
 	}
 	if s.FraudStuck != nil {
 		fmt.Fprintf(&b, " | fraud-monitor stuck at orders/%d@%d for %s", s.FraudStuck.Partition, s.FraudStuck.Offset,
-			time.Since(s.FraudStuck.Since).Round(time.Second))
+			durations.Format(time.Since(s.FraudStuck.Since)))
 	}
 	fmt.Fprintf(&b, " | shipment-jobs.DLT +%d | payments captured %d, payments.DLT +%d (%d after capture)",
 		s.ShipmentsDLT, s.PaymentsCaptured, s.PaymentsDLT, s.PaymentsHalf)

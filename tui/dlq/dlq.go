@@ -28,6 +28,7 @@ import (
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/internal/actions"
 	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/durations"
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
@@ -180,20 +181,6 @@ func body(lines []string, w, h int) string {
 	return strings.Join(lines, "\n")
 }
 
-func ageText(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "0s"
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
-}
-
 func javaSimpleName(s string) string {
 	if i := strings.LastIndexByte(s, '.'); i >= 0 && i < len(s)-1 {
 		return s[i+1:]
@@ -254,7 +241,7 @@ func (p *ListPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 			}
 			oldest := "-"
 			if d.OldestAt != nil {
-				oldest = ageText(d.OldestAge)
+				oldest = durations.Format(d.OldestAge)
 			}
 			r := table.Row{ID: d.Name, Cells: []string{sanitize.Text(d.Name), fmt.Sprint(d.Depth), fmt.Sprint(d.Records), oldest, classes, sanitize.Text(strings.Join(d.Originals, ","))},
 				Nums: []float64{0, float64(d.Depth), float64(d.Records), d.OldestAge.Seconds(), float64(d.Classes)}}
@@ -399,7 +386,7 @@ func (p *ClassesPage) rows() {
 			sel = "●"
 		}
 		age := now.Sub(c.LastSeen)
-		rows[i] = classRow(c, sel, ageText(age), age.Seconds(), applied[c.ID])
+		rows[i] = classRow(c, sel, durations.Format(age), age.Seconds(), applied[c.ID])
 	}
 	p.tbl.SetRows(rows)
 }

@@ -189,7 +189,7 @@ func TestListClassesRecordsAndRecordDetail(t *testing.T) {
 	// Classes read by exception and pattern, the id last; the PSP timeouts
 	// are "transient" by their exception, but pay-1 is captured in the
 	// system of record: the class says it already took effect.
-	if !regexp.MustCompile(`PspTimeoutException\s+PSP timed out after <n> ms\s+2\s+took effect 1/2!\s+payments\s+5m\s+c-[0-9a-f]{10}`).MatchString(v) ||
+	if !regexp.MustCompile(`PspTimeoutException\s+PSP timed out after <n> ms\s+2\s+took effect 1/2!\s+payments\s+5m00s\s+c-[0-9a-f]{10}`).MatchString(v) ||
 		!strings.Contains(v, "system of record: 1 pending record(s) already took effect") {
 		t.Fatalf("classes view:\n%s", v)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/durations"
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
@@ -345,7 +346,7 @@ func (p *QueueListPage) rows() {
 		}
 		age, ageN := "?", -1.0
 		if d.HeadAge != nil {
-			age, ageN = ageText(*d.HeadAge), d.HeadAge.Seconds()
+			age, ageN = durations.Format(*d.HeadAge), d.HeadAge.Seconds()
 		}
 		classes, oldest, oldestN := "enter", "?", -1.0
 		classCounts.Lock()
@@ -357,7 +358,7 @@ func (p *QueueListPage) rows() {
 				classes += "+"
 			}
 			if seen.oldest != nil {
-				oldest, oldestN = ageText(now.Sub(*seen.oldest)), now.Sub(*seen.oldest).Seconds()
+				oldest, oldestN = durations.Format(now.Sub(*seen.oldest)), now.Sub(*seen.oldest).Seconds()
 			} else {
 				oldest = "-"
 			}
@@ -515,7 +516,7 @@ func (p *QueueClassesPage) rows() {
 		}
 		last, lastN := "?", -1.0
 		if !c.LastSeen.IsZero() {
-			last, lastN = ageText(now.Sub(c.LastSeen)), now.Sub(c.LastSeen).Seconds()
+			last, lastN = durations.Format(now.Sub(c.LastSeen)), now.Sub(c.LastSeen).Seconds()
 		}
 		rows[i] = classRow(c, sel, last, lastN, 0)
 	}
@@ -603,7 +604,7 @@ func (p *QueueClassesPage) View() string {
 	}
 	head := fmt.Sprintf("%s (%s, vhost %s): %d message(s) read, %d class(es)", sanitize.Text(p.s.dlq), sanitize.Text(dash(b.Type)), sanitize.Text(b.Vhost), len(b.Messages), len(b.Classes))
 	if b.OldestDeath != nil {
-		head += " · oldest death " + ageText(time.Since(*b.OldestDeath)) + " ago"
+		head += " · oldest death " + durations.Format(time.Since(*b.OldestDeath)) + " ago"
 	}
 	head += " · enter: messages · a: all messages"
 	return p.render(append(append([]string{head}, readLines(b)...), p.s.selectionLine())...)

@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 
 	"github.com/berth-dev/berth/backends"
+	"github.com/berth-dev/berth/internal/durations"
 	"github.com/berth-dev/berth/tui"
 )
 
@@ -117,7 +118,7 @@ func FromKafka(r backends.Record, t tui.PartitionTarget, now time.Time) Record {
 		ts += " (" + tt + ")"
 	}
 	if age := now.Sub(r.Timestamp); age >= 0 {
-		ts += ", " + age.Round(time.Second).String() + " ago"
+		ts += ", " + durations.Format(age) + " ago"
 	}
 	out := Record{
 		Where: fmt.Sprintf("%s[%d]@%d", r.Topic, r.Partition, r.Offset),
