@@ -558,7 +558,11 @@ func (d *Dialog) planView(add func(string), muted, bad func(string) string) {
 	switch d.step {
 	case stepPlan:
 		if why := d.refusal(); why != "" {
-			footer = append(footer, bad(sanitize.Text(why)), muted("enter: dry run again   esc: edit"))
+			// Wrapped: what to do ("stop its consumers first") ends it.
+			for _, l := range strings.Split(ansi.Wrap(sanitize.Text(why), max(d.width, 20), " "), "\n") {
+				footer = append(footer, bad(l))
+			}
+			footer = append(footer, muted("enter: dry run again   esc: edit"))
 			break
 		}
 		if p.NeedsEffectsConfirmation() {

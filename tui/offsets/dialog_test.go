@@ -265,6 +265,11 @@ func TestDialogRefusesActiveGroupBeforeAskingForItsName(t *testing.T) {
 	if !strings.Contains(v, "refused: group g has 1 active member(s)") || strings.Contains(v, "enter: execute") {
 		t.Fatalf("the dry run does not refuse up front:\n%s", v)
 	}
+	d.Update(tea.WindowSizeMsg{Width: 40, Height: 30}) // narrow: the refusal wraps, its end is read
+	if v := strings.Join(strings.Fields(d.View()), " "); !strings.Contains(v, "stop its consumers first") {
+		t.Fatalf("the refusal is cut at 40 columns:\n%s", d.View())
+	}
+	d.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
 	keys(d, "enter", "x")
 	typeText(d, "g")
 	keys(d, "enter")
