@@ -1,7 +1,16 @@
-// Package keys is the console's keymap: every key the console reacts to is a
-// bubbles key.Binding here, and the `?` help screen is generated from these
-// bindings, so help can never disagree with behaviour. Code matches keys with
-// key.Matches, never by comparing strings.
+// Package keys holds the keymaps more than one page shares: the global keys
+// the app handles on every page, the table's (cursor, sort, filter), the ":"
+// command line's and the editing keys of every one-line text field.
+//
+// A page's own keys are not here: each page declares them as key.Bindings in
+// its own file or package (tui/page_*.go, tui/capacity, tui/offsets,
+// tui/record, tui/dlq) and returns them from KeyBindings. Row actions
+// registered with tui.RegisterAction carry their key in the Action (R on a
+// group, v on a partition, D on a DLQ topic). The `?` help screen is built
+// from the global bindings, the active page's KeyBindings and the text-field
+// keys, so a key shows in help only when it is declared as a binding: match
+// those with key.Matches. (The offsets dialog and the DLQ plan pages still
+// compare a few modal keys, such as esc, enter and y, as strings.)
 package keys
 
 import "github.com/charmbracelet/bubbles/key"
