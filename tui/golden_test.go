@@ -3,46 +3,16 @@ package tui
 import (
 	"context"
 	"errors"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/charmbracelet/x/ansi"
+	"github.com/berth-dev/berth/internal/golden"
 )
 
-// updating reports whether -update was given (go test ./tui/ -run Golden
-// -update rewrites the golden views). The flag itself is registered by
-// x/exp/golden, which teatest imports; registering it twice would panic.
-func updating() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
-
-// goldenDir is the repository's testdata/golden/tui.
-var goldenDir = filepath.Join("..", "testdata", "golden", "tui")
-
-// requireGolden compares a frame, colour stripped, with its golden file.
+// requireGolden compares a frame with testdata/golden/tui/NAME.golden
+// (internal/golden: colour stripped, rewritten with -update).
 func requireGolden(t *testing.T, name, view string) {
 	t.Helper()
-	got := ansi.Strip(view) + "\n"
-	path := filepath.Join(goldenDir, name+".golden")
-	if updating() {
-		if err := os.MkdirAll(goldenDir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Fatalf("%s differs from %s (run with -update if the change is intended)\n--- got\n%s--- want\n%s", name, path, got, want)
-	}
+	golden.Assert(t, "tui", name, view)
 }
 
 // TestGoldenViews pins what each page looks like at fixed sizes. The

@@ -1,17 +1,11 @@
 package capacity
 
 import (
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/charmbracelet/x/ansi"
-
 	engine "github.com/berth-dev/berth/capacity"
+	"github.com/berth-dev/berth/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden views in testdata")
 
 // TestGoldenViews pins what the worksheet page looks like at fixed sizes:
 // the default load, an invalid field, and a prefilled form.
@@ -34,24 +28,7 @@ func TestGoldenViews(t *testing.T) {
 		{"prefilled-160x45", prefilled(), 160, 45},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := ansi.Strip(sized(tc.m, tc.w, tc.h).View()) + "\n"
-			path := filepath.Join("testdata", tc.name+".golden")
-			if *update {
-				if err := os.MkdirAll("testdata", 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Fatalf("%s differs (run with -update if intended)\n--- got\n%s--- want\n%s", tc.name, got, want)
-			}
+			golden.Assert(t, "tui/capacity", tc.name, sized(tc.m, tc.w, tc.h).View())
 		})
 	}
 }
