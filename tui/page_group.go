@@ -45,7 +45,7 @@ func partitionLagColumns() []table.Column {
 		colPEnd:       {Title: "END", Width: 7, Right: true, Numeric: true},
 		colPLag:       {Title: "LAG", Width: 6, Right: true, Numeric: true},
 		colPAge:       {Title: "AGE", Width: 6, Right: true, Numeric: true},
-		colPStatus:    {Title: "STATUS", Width: 8},
+		colPStatus:    {Title: "STATUS", Width: 8, Whole: true},
 		colPETA:       {Title: "CATCH-UP", Width: 8, Right: true, Numeric: true},
 		colPLoss:      {Title: "LOSS IN", Width: 7, Right: true, Numeric: true},
 		colPMember:    {Title: "MEMBER", Width: 16, Flex: 1, Drop: 1},
@@ -100,9 +100,11 @@ func newGroup(env PageEnv) Page {
 		// Actions on a group page act on the group, whatever row is selected.
 		p.keys[i].run = func(table.Row, bool) tea.Cmd { return run(table.Row{ID: p.groupName()}, true) }
 	}
-	p.keys = append([]pageKey{membersKey(p.groupName)}, p.keys...)
 	// Actions on a partition row (the record viewer's "v") get the row's
-	// raw topic, partition and the group's committed offset on it.
+	// raw topic, partition and the group's committed offset on it. They go
+	// before the group's actions: reading comes before changing, and the
+	// status line shows the first keys.
+	var rowKeys []pageKey
 	for _, k := range actionKeys(env, "partition") {
 		run := k.run
 		k.run = func(r table.Row, ok bool) tea.Cmd {
@@ -112,8 +114,9 @@ func newGroup(env PageEnv) Page {
 			}
 			return run(table.Row{ID: t.Encode()}, true)
 		}
-		p.keys = append(p.keys, k)
+		rowKeys = append(rowKeys, k)
 	}
+	p.keys = append(append([]pageKey{membersKey(p.groupName)}, rowKeys...), p.keys...)
 	return p
 }
 

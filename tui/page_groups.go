@@ -30,7 +30,7 @@ const (
 func groupColumns() []table.Column {
 	return []table.Column{
 		colGroupName:    {Title: "GROUP", Width: 14, Flex: 1},
-		colGroupStatus:  {Title: "STATUS", Width: 8},
+		colGroupStatus:  {Title: "STATUS", Width: 8, Whole: true},
 		colGroupAge:     {Title: "MAX AGE", Width: 8, Right: true, Numeric: true},
 		colGroupLag:     {Title: "LAG", Width: 8, Right: true, Numeric: true},
 		colGroupState:   {Title: "STATE", Width: 11, Drop: 3},

@@ -56,7 +56,7 @@ func queueColumns() []table.Column {
 		colQName:      {Title: "QUEUE", Width: 18, Flex: 1},
 		colQVhost:     {Title: "VHOST", Width: 6, Drop: 12},
 		colQType:      {Title: "TYPE", Width: 7, Drop: 9},
-		colQStatus:    {Title: "STATUS", Width: 8},
+		colQStatus:    {Title: "STATUS", Width: 8, Whole: true},
 		colQAge:       {Title: "AGE", Width: 7, Right: true, Numeric: true},
 		colQAgeSrc:    {Title: "AGE FROM", Width: 12},
 		colQReady:     {Title: "READY", Width: 7, Right: true, Numeric: true},

@@ -41,7 +41,7 @@ func topicColumns() []table.Column {
 		colTRF:    {Title: "RF", Width: 2, Right: true, Numeric: true, Drop: 2},
 		colTMsgs:  {Title: "MESSAGES", Width: 10, Right: true, Numeric: true},
 		colTRate:  {Title: "RATE", Width: 7, Right: true, Numeric: true},
-		colTISR:   {Title: "ISR", Width: 14},
+		colTISR:   {Title: "ISR", Width: 14, Whole: true},
 		colTHot:   {Title: "HOT", Width: 10, Drop: 1},
 	}
 }

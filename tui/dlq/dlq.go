@@ -333,7 +333,7 @@ type loadedMsg struct{ l planner.Loaded }
 // NewClassesPage builds the classes page for a DLQ.
 func NewClassesPage(env tui.PageEnv, dlq string) *ClassesPage {
 	p := &ClassesPage{s: &session{dlq: dlq, picks: newPicks[redrive.Coord]()}}
-	p.loadingPage = loadingPage{loading: true, tablePage: newTablePage(env, 2, classColumns(kafkaClassTitles))}
+	p.loadingPage = loadingPage{loading: true, tablePage: newTablePage(env, 3, classColumns(kafkaClassTitles))}
 	p.tbl.SetEmpty("no pending records")
 	p.tbl.SetSort(colClassCount, true) // biggest class first
 	p.fitToConsole()
@@ -464,7 +464,7 @@ func (p *ClassesPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 				n += c
 			}
 			if n > 0 {
-				p.appliedNote = fmt.Sprintf("system of record: %d pending record(s) already took effect (a plan excludes them)", n)
+				p.appliedNote = fmt.Sprintf("system of record: %d pending record(s) already took effect", n)
 			}
 		}
 		p.rows()
@@ -496,10 +496,9 @@ func (p *ClassesPage) View() string {
 	case p.err != "":
 		head = "error: " + sanitize.Text(p.err)
 	}
-	if p.appliedNote != "" {
-		head += " · " + sanitize.Text(p.appliedNote)
-	}
-	return p.render(head, p.s.selectionLine())
+	// The system of record's answer has a line of its own: at 80 columns
+	// it would be cut at the end of the header.
+	return p.render(head, sanitize.Text(p.appliedNote), p.s.selectionLine())
 }
 
 func (s *session) selectionLine() string { return s.line(s.selected(), "record(s)") }

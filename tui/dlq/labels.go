@@ -41,7 +41,7 @@ func classColumns(t classTitles) []table.Column {
 		colClassException: {Title: t.exception, Width: 20, Flex: 1},
 		colClassPattern:   {Title: t.pattern, Width: 24, Flex: 3, Drop: 1},
 		colClassCount:     {Title: "COUNT", Width: 5, Right: true, Numeric: true},
-		colClassVerdict:   {Title: "VERDICT", Width: 16},
+		colClassVerdict:   {Title: "VERDICT", Width: 9, Whole: true},
 		colClassOriginal:  {Title: t.original, Width: 12, Flex: 1, Drop: 3},
 		colClassLast:      {Title: t.last, Width: 8, Right: true, Numeric: true, Drop: 4},
 		colClassID:        {Title: "CLASS", Width: 12, Drop: 2},

@@ -46,6 +46,9 @@ type Column struct {
 	Right bool
 	// Numeric sorts the column by Row.Nums instead of the text.
 	Numeric bool
+	// Whole marks a text column that is never cut, like numbers: statuses
+	// and verdicts, whose ending carries the meaning ("took effect 3/40!").
+	Whole bool
 	// Drop is the order in which columns are hidden when the terminal is too
 	// narrow: the highest Drop goes first; 0 is never dropped.
 	Drop int
@@ -702,7 +705,7 @@ func (m *Model) layout() {
 			content = max(content, m.content[c])
 		}
 		full[i], capped[i] = content, content
-		if !m.cols[c].Right {
+		if !m.cols[c].Right && !m.cols[c].Whole {
 			capped[i] = max(widths[i], min(content, nameCap))
 		}
 	}
@@ -710,16 +713,36 @@ func (m *Model) layout() {
 	for i, c := range vis {
 		weight[i] = max(1, m.cols[c].Flex)
 	}
-	// Numbers first: a cut number is a wrong number.
+	// Numbers and statuses first: a cut number is a wrong number.
 	numbers := make([]int, len(vis))
 	for i, c := range vis {
 		numbers[i] = widths[i]
-		if m.cols[c].Right {
+		if m.cols[c].Right || m.cols[c].Whole {
 			numbers[i] = full[i]
 		}
 	}
 	spare := avail - need2(widths)
 	spare = share(widths, numbers, weight, spare)
+	// Still short of a number or a status: names give up cells (widest
+	// first, down to their title) rather than cut a number.
+	for i := range vis {
+		for widths[i] < numbers[i] {
+			wi := -1
+			for j, cj := range vis {
+				if m.cols[cj].Right || m.cols[cj].Whole || widths[j] <= max(6, ansi.StringWidth(m.cols[cj].Title)) {
+					continue
+				}
+				if wi < 0 || widths[j] > widths[wi] {
+					wi = j
+				}
+			}
+			if wi < 0 {
+				break
+			}
+			widths[wi]--
+			widths[i]++
+		}
+	}
 	spare = share(widths, capped, weight, spare)
 	share(widths, full, weight, spare)
 	// Still too wide (only undroppable columns left): shrink the widest.

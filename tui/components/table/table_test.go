@@ -309,3 +309,23 @@ func TestElisionKeepsTheEnd(t *testing.T) {
 		}
 	}
 }
+
+// A Whole column (a status, a verdict) is never cut, however narrow: its
+// ending is the point ("took effect 40/40!"); the name gives way instead.
+func TestWholeColumnsAreNeverCut(t *testing.T) {
+	// The classes page at 80 columns: the floors alone fill the screen.
+	m := New([]Column{
+		{Title: "SEL", Width: 3},
+		{Title: "EXCEPTION", Width: 20, Flex: 1},
+		{Title: "MESSAGE PATTERN", Width: 24, Flex: 3},
+		{Title: "COUNT", Width: 5, Right: true, Numeric: true},
+		{Title: "VERDICT", Width: 9, Whole: true},
+	}, styles.New())
+	m.SetSize(80, 5)
+	m.SetSort(3, true)
+	m.SetRows([]Row{{ID: "a", Cells: []string{"", "LedgerClientException", "Listener failed; ledger service returned HTTP <n> Service Unavailable", "93", "took effect 93/93!"}}})
+	v := m.View()
+	if !strings.Contains(v, "took effect 93/93!") || !strings.Contains(v, "COUNT▼") || !strings.Contains(v, "…") {
+		t.Fatalf("the verdict or the header was cut, or the names were not:\n%s", v)
+	}
+}
