@@ -31,6 +31,12 @@ type ExecOptions struct {
 	StopOnFailure bool
 	// Progress is called after each chunk is settled.
 	Progress func(Result)
+	// Settled, when set, is called once a chunk's outcome is in the
+	// ledger and before its DLQ copies are acked: the confirmed entries
+	// and the failures. An error stops the run (the chunk's messages stay
+	// in the DLQ; the ledger has them confirmed, so a rerun only acks
+	// them).
+	Settled func(ctx context.Context, confirmed []LedgerEntry, failed []Failure) error
 	// Skip holds included records that the checks, run again at execution,
 	// now exclude (by event id): they are left in the DLQ and reported.
 	Skip map[string]redrive.Verdict
@@ -666,6 +672,17 @@ drain:
 	}
 	if err := l.Record(ctx, done); err != nil {
 		return err
+	}
+	if o.Settled != nil {
+		var confirmed []LedgerEntry
+		for _, e := range done {
+			if e.State == StateConfirmed {
+				confirmed = append(confirmed, e)
+			}
+		}
+		if err := o.Settled(ctx, confirmed, failed); err != nil {
+			return err
+		}
 	}
 	sent, resent := 0, 0
 	for i, it := range ch.items {

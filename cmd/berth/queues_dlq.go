@@ -860,6 +860,7 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 	cancelled := sigCtx.Err() != nil
 	// The re-failure watch: only when --watch is given (RabbitMQ has no
 	// default watch: finding re-failures browses the DLQ once, at its end).
+	var werr error
 	if v := res.Verification; v != nil && err == nil && !cancelled && cmd.Flags().Changed("watch") && watch > 0 {
 		v.Watched = watch.String()
 		fmt.Fprintf(a.stderr, "watching %s for re-failures for %s (ctrl+c to stop)\n", sanitize.Text(p.DLQ), watch)
@@ -868,7 +869,9 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 		case <-time.After(watch):
 		}
 		wctx, wcancel := a.opCtx(context.WithoutCancel(sigCtx))
-		back, complete, werr := cl.Refailures(wctx, p, rabbitDefaultRead, a.extractorsFor(p.DLQ))
+		var back []rabbitmq.Refailure
+		var complete bool
+		back, complete, werr = cl.Refailures(wctx, p, rabbitDefaultRead, a.extractorsFor(p.DLQ))
 		wcancel()
 		switch {
 		case werr != nil:
@@ -877,12 +880,8 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 			fmt.Fprintf(a.stderr, "note: the re-failure watch read the first %d messages of %s only\n", rabbitDefaultRead, sanitize.Text(p.DLQ))
 		}
 		v.Refailed = back
-		werrText := ""
-		if werr != nil {
-			werrText = werr.Error()
-		}
-		_ = rr.Audit(context.WithoutCancel(sigCtx), auditFile, "redrive.refailures", hash, map[string]any{"dlq": p.DLQ, "watched": v.Watched, "refailed": len(back), "error": werrText})
 	}
+	rr.AuditVerified(sigCtx, auditFile, p, res.Verification, werr)
 	out := qExecuteOutput{Plan: hash, DLQ: p.DLQ, Sent: res.Sent, Resent: res.Resent, AlreadySent: res.AlreadySent, Excluded: res.Excluded, Skipped: res.Skipped,
 		Failed: res.Failed, Returned: res.Returned, NotFound: res.NotFound, Passed: res.Passed, Stopped: res.Stopped, Cancelled: cancelled,
 		Approvers: dec.Approvers, Verification: res.Verification}

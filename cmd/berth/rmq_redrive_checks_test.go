@@ -403,15 +403,15 @@ func TestRabbitRedriveWatchReportsRefailures(t *testing.T) {
 		out, errOut, code := runBerth(t, append([]string{"redrive", "execute", plan, "--yes", "--watch", "3s", "-o", "json"}, r...)...)
 		done <- result{out, errOut, code}
 	}()
-	// Once the run is verified, fail the copies again.
+	// Once the run has ended (the watch begins), fail the copies again.
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		b, _ := os.ReadFile(auditFile)
-		if strings.Contains(string(b), "redrive.verified") {
+		if strings.Contains(string(b), "redrive.execute.finished") {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no redrive.verified entry in the audit log: %s", b)
+			t.Fatalf("no redrive.execute.finished entry in the audit log: %s", b)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -358,9 +358,10 @@ func (r *RabbitRedrive) Preflight(ctx context.Context, l *rabbitmq.Ledger, p rab
 // Run sends a plan that passed Preflight, for the command line and the
 // console: it refuses a plan made against another server, audits the
 // start (nothing is sent unless the start is on record), executes (o.Skip
-// and StopOnFailure come from the preflight and today's policy), and
-// audits the end and the depth verification. cancelled reports, after the
-// run, whether the operator stopped it.
+// and StopOnFailure come from the preflight and today's policy), audits
+// each chunk and the end. The caller audits the verification
+// (AuditVerified) once any re-failure watch is over. cancelled reports,
+// after the run, whether the operator stopped it.
 func (r *RabbitRedrive) Run(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledger, p rabbitmq.Plan, dec approval.Decision, skip map[string]redrive.Verdict,
 	actor, auditFile string, o rabbitmq.ExecOptions, cancelled func() bool) (rabbitmq.Result, error) {
 	hash := p.Hash()
@@ -372,19 +373,51 @@ func (r *RabbitRedrive) Run(ctx context.Context, cl *rabbitmq.Client, l *rabbitm
 	pol, _ := r.Config.RedrivePolicyFor(p.DLQ)
 	o.StopOnFailure = pol.StopOnFailure || pol.RequireIdempotencyKey
 	o.Skip = skip
-	if err := r.Audit(ctx, auditFile, "redrive.execute", hash, map[string]any{"dlq": p.DLQ, "totals": p.Totals(), "phase": "start", "actor": actor, "approvers": dec.Approvers}); err != nil {
+	record := func(ctx context.Context, action string, details map[string]any) error {
+		details["dlq"], details["actor"] = p.DLQ, actor
+		return r.Audit(ctx, auditFile, action, hash, details)
+	}
+	if err := record(ctx, "redrive.execute.started", map[string]any{"records": len(p.Records), "totals": p.Totals(), "approvers": dec.Approvers}); err != nil {
 		return rabbitmq.Result{Plan: hash}, Refuse(ErrAuditUnwritable, "%v (nothing sent)", err)
+	}
+	// Every chunk is on record before its DLQ copies are acked, under the
+	// names Kafka's batches use.
+	o.Settled = func(ctx context.Context, confirmed []rabbitmq.LedgerEntry, failed []rabbitmq.Failure) error {
+		if len(failed) > 0 {
+			if err := record(ctx, "redrive.batch.failed", map[string]any{"records": len(failed), "error": failed[0].Error}); err != nil {
+				return err
+			}
+		}
+		if len(confirmed) == 0 {
+			return nil
+		}
+		return record(ctx, "redrive.batch.sent", map[string]any{"records": len(confirmed), "first": confirmed[0].EventID, "last": confirmed[len(confirmed)-1].EventID})
 	}
 	res, err := cl.Execute(ctx, p, l, o)
 	stopped := cancelled()
-	_ = r.Audit(context.WithoutCancel(ctx), auditFile, "redrive.execute", hash, map[string]any{"dlq": p.DLQ, "phase": "end", "sent": res.Sent, "resent": res.Resent,
-		"already_sent": res.AlreadySent, "failed": len(res.Failed), "returned": res.Returned, "not_found": len(res.NotFound), "skipped": len(res.Skipped),
-		"cancelled": stopped, "error": rabbitErrText(err), "actor": actor})
-	if v := res.Verification; v != nil {
-		_ = r.Audit(context.WithoutCancel(ctx), auditFile, "redrive.verified", hash, map[string]any{"dlq": p.DLQ, "ok": v.OK, "depth_before": v.DepthBefore,
-			"depth_after": v.DepthAfter, "acked": v.Acked, "returned": v.Returned, "problem": v.Problem})
+	status := "finished"
+	switch {
+	case err != nil:
+		status = "failed"
+	case stopped || res.Stopped == rabbitmq.Cancelled:
+		status = "cancelled"
 	}
+	_ = record(context.WithoutCancel(ctx), "redrive.execute."+status, map[string]any{"sent": res.Sent, "resent": res.Resent,
+		"already_sent": res.AlreadySent, "failed": len(res.Failed), "returned": res.Returned, "not_found": len(res.NotFound), "skipped": len(res.Skipped),
+		"stopped": res.Stopped, "error": rabbitErrText(err)})
 	return res, err
+}
+
+// AuditVerified records what the run's verification found (the DLQ depth
+// check and, when the DLQ was watched, the re-failures) as redrive.verified,
+// the entry Kafka's read-back writes.
+func (r *RabbitRedrive) AuditVerified(ctx context.Context, auditFile string, p rabbitmq.Plan, v *rabbitmq.Verification, watchErr error) {
+	if v == nil {
+		return
+	}
+	_ = r.Audit(context.WithoutCancel(ctx), auditFile, "redrive.verified", p.Hash(), map[string]any{"dlq": p.DLQ, "ok": v.OK, "depth_before": v.DepthBefore,
+		"depth_after": v.DepthAfter, "acked": v.Acked, "returned": v.Returned, "problem": v.Problem, "watched": v.Watched, "refailed": len(v.Refailed),
+		"watch_error": rabbitErrText(watchErr)})
 }
 
 // recheck runs the ledger and system-of-record checks again for the
