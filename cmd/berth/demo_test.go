@@ -55,11 +55,7 @@ func TestDemoAttachesToBundledBroker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dir := t.TempDir()
-	b, err := bundled.Start(ctx, bundled.Options{Listen: "127.0.0.1:0", DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := startBundled(t, dir)
 	p := startBerthProc(t, 0, "demo", "--headless", "--listen", b.Addrs()[0], "--data-dir", dir)
 	p.waitOutput(t, "attached to bundled broker "+b.ClusterID(), 15*time.Second)
 	p.waitOutput(t, "orders/s", 10*time.Second)
@@ -112,14 +108,7 @@ func TestDemoAttachesToBundledBroker(t *testing.T) {
 // answering on --listen is refused: the demo would keep its system of
 // record and approvers' keys apart from the broker it writes to.
 func TestDemoRefusesDataDirOfAnotherBroker(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	dir := t.TempDir()
-	b, err := bundled.Start(ctx, bundled.Options{Listen: "127.0.0.1:0", DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := startBundled(t, t.TempDir())
 	isolateConfig(t)
 	other := t.TempDir()
 	_, stderr, code := runBerth(t, "demo", "--headless", "--listen", b.Addrs()[0], "--data-dir", other)
@@ -157,4 +146,18 @@ func TestDemoOwnBrokerDegraded(t *testing.T) {
 	if code := p.stop(t, syscall.SIGINT); code != 0 {
 		t.Fatalf("SIGINT exit %d; output:\n%s", code, p.output())
 	}
+}
+
+// startBundled runs a bundled broker on random ports keeping its data in
+// dir, closed when the test ends.
+func startBundled(t *testing.T, dir string) *bundled.Broker {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := bundled.Start(ctx, bundled.Options{Listen: "127.0.0.1:0", DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
 }
