@@ -18,7 +18,7 @@ import (
 	"github.com/berth-dev/berth/internal/kafkatest"
 )
 
-func dialCluster(t *testing.T, kc *kafkatest.Cluster) *Cluster {
+func dialCluster(t testing.TB, kc *kafkatest.Cluster) *Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -31,7 +31,7 @@ func dialCluster(t *testing.T, kc *kafkatest.Cluster) *Cluster {
 	return cl
 }
 
-func tctx(t *testing.T) context.Context {
+func tctx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	return ctx

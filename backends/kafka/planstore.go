@@ -39,14 +39,21 @@ func LedgerKey(e redrive.LedgerEntry) string {
 	return redrive.FormatOrigin(e.DLQ, e.Partition, e.Offset)
 }
 
-// LedgerRecord builds the ledger record for an entry (the executor produces
-// it in the same transaction as the redriven copy).
-func LedgerRecord(e redrive.LedgerEntry) (*kgo.Record, error) {
+// LedgerRecords builds the ledger records for an entry: the entry under its
+// DLQ coordinates and, for a redriven record with an event id, the same
+// entry under ev/<event id>, so a look-up by coordinates or by event id
+// reads only the ledger partition its key hashes to (Lookup, LookupEvents).
+// The executor produces them in the same transaction as the copy.
+func LedgerRecords(e redrive.LedgerEntry) ([]*kgo.Record, error) {
 	v, err := json.Marshal(e)
 	if err != nil {
 		return nil, err
 	}
-	return &kgo.Record{Topic: LedgerTopic, Key: []byte(LedgerKey(e)), Value: v}, nil
+	recs := []*kgo.Record{{Topic: LedgerTopic, Key: []byte(LedgerKey(e)), Value: v}}
+	if e.EventID != "" && e.Action == redrive.LedgerRedriven {
+		recs = append(recs, &kgo.Record{Topic: LedgerTopic, Key: []byte(eventKeyPrefix + e.EventID), Value: v})
+	}
+	return recs, nil
 }
 
 // PlanStore reads and writes plans, signatures and the ledger.
@@ -59,8 +66,9 @@ type PlanStore struct {
 // NewPlanStore returns the store on c's cluster.
 func NewPlanStore(c *Client) *PlanStore { return &PlanStore{c: c} }
 
-// ensure creates an internal topic if it does not exist: one partition
-// (the store is small and read whole), compacted, replicated up to 3.
+// ensure creates an internal topic if it does not exist: compacted,
+// replicated up to 3; the ledger with LedgerPartitions partitions (look-ups
+// read only the partitions their keys hash to), the plan store with one.
 func (s *PlanStore) ensure(ctx context.Context, topic string) error {
 	md, err := s.c.admin.BrokerMetadata(ctx)
 	if err != nil {
@@ -71,7 +79,11 @@ func (s *PlanStore) ensure(ctx context.Context, topic string) error {
 	if rf > 1 {
 		cfg["min.insync.replicas"] = ptr("2")
 	}
-	resp, err := s.c.admin.CreateTopic(ctx, 1, rf, cfg, topic)
+	partitions := int32(1)
+	if topic == LedgerTopic {
+		partitions = LedgerPartitions
+	}
+	resp, err := s.c.admin.CreateTopic(ctx, partitions, rf, cfg, topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -126,6 +138,11 @@ func (s *PlanStore) readAll(ctx context.Context, topic string) (map[string]store
 // scan calls fn with every committed record of a store topic, from its
 // start to its end. A topic that does not exist yet has none.
 func (s *PlanStore) scan(ctx context.Context, topic string, fn func(*kgo.Record)) error {
+	return s.scanPartitions(ctx, topic, nil, fn)
+}
+
+// scanPartitions is scan over the partitions in only (nil: every one).
+func (s *PlanStore) scanPartitions(ctx context.Context, topic string, only map[int32]bool, fn func(*kgo.Record)) error {
 	// A fresh client: kgo answers metadata from a short-lived cache, and a
 	// cached "no such topic" right after another terminal (or this one)
 	// created the ledger would read as an empty ledger.
@@ -144,6 +161,9 @@ func (s *PlanStore) scan(ctx context.Context, topic string, fn func(*kgo.Record)
 	}
 	var ranges []readRange
 	for _, p := range ts[0].Partitions {
+		if only != nil && !only[p.Partition] {
+			continue
+		}
 		if p.Err != "" {
 			return fmt.Errorf("%s[%d]: %s", topic, p.Partition, p.Err)
 		}
@@ -427,6 +447,9 @@ func (s *PlanStore) Ledger(ctx context.Context) ([]redrive.LedgerEntry, error) {
 	sort.Strings(keys)
 	out := make([]redrive.LedgerEntry, 0, len(keys))
 	for _, k := range keys {
+		if strings.HasPrefix(k, eventKeyPrefix) {
+			continue // the event-id index: the same entry again
+		}
 		var e redrive.LedgerEntry
 		if err := json.Unmarshal(latest[k].Value, &e); err != nil {
 			return nil, fmt.Errorf("ledger: record %s: %v", k, err)
@@ -437,15 +460,15 @@ func (s *PlanStore) Ledger(ctx context.Context) ([]redrive.LedgerEntry, error) {
 }
 
 // AppendLedger writes ledger entries outside a transaction (settling records
-// by hand; the executor writes its entries transactionally with LedgerRecord).
+// by hand; the executor writes its entries transactionally with LedgerRecords).
 func (s *PlanStore) AppendLedger(ctx context.Context, entries ...redrive.LedgerEntry) error {
 	recs := make([]*kgo.Record, 0, len(entries))
 	for _, e := range entries {
-		r, err := LedgerRecord(e)
+		rs, err := LedgerRecords(e)
 		if err != nil {
 			return err
 		}
-		recs = append(recs, r)
+		recs = append(recs, rs...)
 	}
 	return s.produce(ctx, LedgerTopic, recs...)
 }

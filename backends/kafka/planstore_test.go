@@ -269,8 +269,8 @@ func TestLedgerSkipsAbortedTransactions(t *testing.T) {
 		if err := txn.BeginTransaction(); err != nil {
 			t.Fatal(err)
 		}
-		r, _ := LedgerRecord(redrive.LedgerEntry{DLQ: "d.DLT", Offset: off, Action: redrive.LedgerRedriven})
-		if err := txn.ProduceSync(tctx(t), r).FirstErr(); err != nil {
+		rs, _ := LedgerRecords(redrive.LedgerEntry{DLQ: "d.DLT", Offset: off, EventID: "e" + strconv.FormatInt(off, 10), Action: redrive.LedgerRedriven})
+		if err := txn.ProduceSync(tctx(t), rs...).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 		if err := txn.EndTransaction(tctx(t), kgo.TransactionEndTry(commit)); err != nil {
@@ -286,5 +286,14 @@ func TestLedgerSkipsAbortedTransactions(t *testing.T) {
 	}
 	if len(entries) != 2 || entries[0].Offset != 1 || entries[1].Offset != 3 {
 		t.Fatalf("ledger after an aborted transaction: %+v", entries)
+	}
+	// The look-ups see what the whole read sees.
+	got, err := store.Lookup(tctx(t), "d.DLT", []string{"0:1", "0:2", "0:3"})
+	if err != nil || len(got) != 2 || got[0].Offset != 1 || got[1].Offset != 3 {
+		t.Fatalf("lookup after an aborted transaction: %+v %v", got, err)
+	}
+	got, err = store.LookupEvents(tctx(t), []string{"e1", "e2"})
+	if err != nil || len(got) != 1 || got[0].EventID != "e1" {
+		t.Fatalf("event lookup after an aborted transaction: %+v %v", got, err)
 	}
 }

@@ -28,14 +28,14 @@ func testCore(t *testing.T, dlq string, rows int, created time.Time) redrive.Sig
 }
 
 // TestSignedPlansOfAnySizeAreStoredAndListedBesideBadRecords: a v2 plan of
-// 100,000 rows (several chunks) round-trips; a bad record is listed as one
+// 30,000 rows (several chunks) round-trips; a bad record is listed as one
 // entry with its offset and never hides the good plans; v1 plans in the
 // same store do not show up as problems.
 func TestSignedPlansOfAnySizeAreStoredAndListedBesideBadRecords(t *testing.T) {
 	kc := kafkatest.Start(t, 1)
 	store := NewPlanStore(dialCluster(t, kc).Client())
 	t0 := time.Now()
-	big := testCore(t, "payments.DLT", 100000, t0)
+	big := testCore(t, "payments.DLT", 30000, t0)
 	small := testCore(t, "shipments.DLT", 3, t0.Add(-time.Minute))
 	for _, p := range []redrive.SignedPlan{big, small} {
 		if err := store.PutSigned(tctx(t), p); err != nil {
@@ -51,7 +51,7 @@ func TestSignedPlansOfAnySizeAreStoredAndListedBesideBadRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Hash != big.Hash || len(got.Plan.Rows) != 100000 || got.Plan.Rows[99999] != big.Plan.Rows[99999] {
+	if got.Hash != big.Hash || len(got.Plan.Rows) != 30000 || got.Plan.Rows[29999] != big.Plan.Rows[29999] {
 		t.Fatalf("read back %d rows", len(got.Plan.Rows))
 	}
 	ix, err := store.index(tctx(t))
@@ -59,7 +59,7 @@ func TestSignedPlansOfAnySizeAreStoredAndListedBesideBadRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n := len(ix.plans[big.Hash].sp.Manifest.Chunks); n < 2 {
-		t.Fatalf("a 100,000-row plan in %d chunk(s)", n)
+		t.Fatalf("a 30,000-row plan in %d chunk(s)", n)
 	}
 	l, err := store.ListSigned(tctx(t))
 	if err != nil {

@@ -114,16 +114,16 @@ func (t *RedriveTransport) Publish(ctx context.Context, batch []redrive.Outgoing
 		return abort(fmt.Errorf("produce: %s", codeName(err)))
 	}
 	entries := make([]redrive.LedgerEntry, len(batch))
-	ledger := make([]*kgo.Record, len(batch))
+	ledger := make([]*kgo.Record, 0, 2*len(batch))
 	for i, o := range batch {
 		e := o.Ledger
 		e.TargetPartition, e.TargetOffset = recs[i].Partition, recs[i].Offset
 		entries[i] = e
-		lr, err := LedgerRecord(e)
+		lr, err := LedgerRecords(e)
 		if err != nil {
 			return abort(err)
 		}
-		ledger[i] = lr
+		ledger = append(ledger, lr...)
 	}
 	if err := t.tx.ProduceSync(ctx, ledger...).FirstErr(); err != nil {
 		return abort(fmt.Errorf("write ledger: %s", codeName(err)))

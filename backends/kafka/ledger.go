@@ -1,0 +1,186 @@
+package kafka
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/berth-dev/berth/redrive"
+)
+
+// LedgerPartitions is how many partitions a new ledger topic gets. Every
+// ledger record is keyed (DLQ coordinates, or ev/<event id>) and producers
+// place keyed records by Kafka's murmur2 hash, so a look-up reads only the
+// partitions its keys hash to: a plan of a few records reads a few
+// sixteenths of the ledger, not all of it. The count is fixed at creation
+// (adding partitions would move keys); a ledger created with one partition
+// by an earlier version keeps working, read whole.
+const LedgerPartitions = 16
+
+// eventKeyPrefix keys the event-id index records of the ledger.
+const eventKeyPrefix = "ev/"
+
+// ledgerHasher places keys exactly as the producers writing the ledger do
+// (kgo's default and sticky-key partitioners hash keyed records this way).
+var ledgerHasher = kgo.StickyKeyPartitioner(nil).ForTopic(LedgerTopic)
+
+// ledgerPartition is the partition of n that key is written to.
+func ledgerPartition(key string, n int) int32 {
+	return int32(ledgerHasher.Partition(&kgo.Record{Key: []byte(key)}, n))
+}
+
+// Lookup returns the ledger entries (redriven or settled) for the records
+// of dlq at locs ("PARTITION:OFFSET"). It reads only the ledger partitions
+// those keys hash to and keeps only the matching entries: memory is sized
+// to the plan, never to the ledger.
+func (s *PlanStore) Lookup(ctx context.Context, dlq string, locs []string) ([]redrive.LedgerEntry, error) {
+	keys := make(map[string]bool, len(locs))
+	for _, l := range locs {
+		p, o, err := parseLoc(l)
+		if err != nil {
+			return nil, err
+		}
+		keys[redrive.FormatOrigin(dlq, p, o)] = true
+	}
+	found, err := s.lookup(ctx, keys, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]redrive.LedgerEntry, 0, len(found))
+	for k, e := range found {
+		if !strings.HasPrefix(k, eventKeyPrefix) {
+			out = append(out, e)
+		}
+	}
+	sortEntries(out)
+	return out, nil
+}
+
+// LookupEvents returns the redriven ledger entries (from any DLQ) whose
+// event id is one of ids, reading only the partitions their ev/<id> keys
+// hash to. On a one-partition ledger, entries written before the event
+// index existed are matched by the event id inside them.
+func (s *PlanStore) LookupEvents(ctx context.Context, ids []string) ([]redrive.LedgerEntry, error) {
+	keys := make(map[string]bool, len(ids))
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if id != "" {
+			keys[eventKeyPrefix+id] = true
+			want[id] = true
+		}
+	}
+	found, err := s.lookup(ctx, keys, want)
+	if err != nil {
+		return nil, err
+	}
+	byEvent := map[string]redrive.LedgerEntry{}
+	for _, e := range found {
+		if e.Action == redrive.LedgerRedriven && want[e.EventID] {
+			byEvent[e.EventID] = e
+		}
+	}
+	out := make([]redrive.LedgerEntry, 0, len(byEvent))
+	for _, e := range byEvent {
+		out = append(out, e)
+	}
+	sortEntries(out)
+	return out, nil
+}
+
+// lookup reads the ledger partitions keys hash to and returns the latest
+// entry of each wanted key (tombstones delete). On a one-partition ledger,
+// coordinate records whose event id is in events are kept too (under their
+// own key): entries written before the ev/ index existed.
+func (s *PlanStore) lookup(ctx context.Context, keys map[string]bool, events map[string]bool) (map[string]redrive.LedgerEntry, error) {
+	out := map[string]redrive.LedgerEntry{}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	n, err := s.ledgerPartitionCount(ctx)
+	if err != nil || n == 0 {
+		return out, err
+	}
+	parts := map[int32]bool{}
+	for k := range keys {
+		parts[ledgerPartition(k, n)] = true
+	}
+	var decodeErr error
+	err = s.scanPartitions(ctx, LedgerTopic, parts, func(r *kgo.Record) {
+		k := string(r.Key)
+		wanted := keys[k]
+		if !wanted && n == 1 && len(events) > 0 && !strings.HasPrefix(k, eventKeyPrefix) && r.Value != nil {
+			var ev struct {
+				EventID string `json:"event_id"`
+			}
+			if json.Unmarshal(r.Value, &ev) == nil && events[ev.EventID] {
+				wanted = true
+			}
+		}
+		if !wanted {
+			return
+		}
+		if r.Value == nil {
+			delete(out, k)
+			return
+		}
+		var e redrive.LedgerEntry
+		if err := json.Unmarshal(r.Value, &e); err != nil {
+			// A ledger entry that cannot be read must not read as "not
+			// redriven": the look-up fails.
+			decodeErr = errors.Join(decodeErr, fmt.Errorf("ledger: record %s at offset %d: %v", k, r.Offset, err))
+			return
+		}
+		out[k] = e
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	if decodeErr != nil {
+		return nil, decodeErr
+	}
+	return out, nil
+}
+
+// ledgerPartitionCount is the ledger topic's partition count (0 when it
+// does not exist yet: nothing was ever redriven).
+func (s *PlanStore) ledgerPartitionCount(ctx context.Context) (int, error) {
+	fresh, err := s.c.NewKgo()
+	if err != nil {
+		return 0, err
+	}
+	defer fresh.Close()
+	ts, err := NewCluster(&Client{opts: s.c.opts, cl: fresh, admin: kadm.NewClient(fresh)}).Topics(ctx, LedgerTopic)
+	if err != nil {
+		if errors.Is(err, kerr.UnknownTopicOrPartition) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	return len(ts[0].Partitions), nil
+}
+
+func parseLoc(l string) (int32, int64, error) {
+	ps, os, ok := strings.Cut(l, ":")
+	p, err1 := strconv.ParseInt(ps, 10, 32)
+	o, err2 := strconv.ParseInt(os, 10, 64)
+	if !ok || err1 != nil || err2 != nil || p < 0 || o < 0 {
+		return 0, 0, fmt.Errorf("location %q: want PARTITION:OFFSET", l)
+	}
+	return int32(p), o, nil
+}
+
+// sortEntries orders entries by DLQ, partition and offset.
+func sortEntries(es []redrive.LedgerEntry) {
+	slices.SortFunc(es, func(a, b redrive.LedgerEntry) int {
+		return cmp.Or(cmp.Compare(a.DLQ, b.DLQ), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
+	})
+}
