@@ -333,29 +333,44 @@ func viewRecord(p redrive.Parsed, done bool) recordView {
 	for _, pr := range p.Diag.Problems {
 		v.Problems = append(v.Problems, sanitize.Text(pr))
 	}
-	if !p.KeyNull {
-		if sanitize.IsBinary(p.Key) {
-			v.KeyHex = hex.EncodeToString(p.Key)
-		} else {
-			k := sanitize.Bytes(p.Key)
-			v.Key = &k
-		}
-	}
+	v.Key, v.KeyHex = keyView(p.KeyNull, p.Key)
 	for _, h := range p.Headers {
-		hv := headerView{Key: sanitize.Text(h.Key)}
-		if sanitize.IsBinary(h.Value) {
-			hv.Binary, hv.ValueHex = true, hex.EncodeToString(h.Value)
-		} else {
-			hv.Value = clip(sanitize.Bytes(h.Value), maxHeaderText)
-		}
-		v.Headers = append(v.Headers, hv)
+		v.Headers = append(v.Headers, headerViewOf(h.Key, h.Value, maxHeaderText))
 	}
-	if sanitize.IsBinary(p.Value) {
-		v.Binary, v.ValueHex = true, hex.EncodeToString(p.Value)
-	} else {
-		v.Value = sanitize.Bytes(p.Value)
-	}
+	v.Value, v.ValueHex, v.Binary = bytesView(p.Value)
 	return v
+}
+
+// keyView is a key in JSON: nil for a null key, hex for a binary one, else
+// the sanitised text.
+func keyView(null bool, k []byte) (*string, string) {
+	switch {
+	case null:
+		return nil, ""
+	case sanitize.IsBinary(k):
+		return nil, hex.EncodeToString(k)
+	}
+	s := sanitize.Bytes(k)
+	return &s, ""
+}
+
+// headerViewOf is one header in JSON; text longer than clipAt (0: no
+// limit) is cut with a mark.
+func headerViewOf(key string, value []byte, clipAt int) headerView {
+	hv := headerView{Key: sanitize.Text(key)}
+	hv.Value, hv.ValueHex, hv.Binary = bytesView(value)
+	if clipAt > 0 && !hv.Binary {
+		hv.Value = clip(hv.Value, clipAt)
+	}
+	return hv
+}
+
+// bytesView is a value in JSON: hex when binary, else the sanitised text.
+func bytesView(b []byte) (text, hexText string, binary bool) {
+	if sanitize.IsBinary(b) {
+		return "", hex.EncodeToString(b), true
+	}
+	return sanitize.Bytes(b), "", false
 }
 
 func newDLQShowCmd(a *app) *cobra.Command {

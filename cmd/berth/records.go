@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -143,28 +142,11 @@ type plainView struct {
 func viewPlain(r backends.Record) plainView {
 	v := plainView{Topic: sanitize.Text(r.Topic), Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp,
 		TimestampType: r.TimestampType.String(), Headers: []headerView{}, ValueBytes: len(r.Value)}
-	switch {
-	case r.KeyNull:
-	case sanitize.IsBinary(r.Key):
-		v.KeyHex = hex.EncodeToString(r.Key)
-	default:
-		k := sanitize.Bytes(r.Key)
-		v.Key = &k
-	}
+	v.Key, v.KeyHex = keyView(r.KeyNull, r.Key)
 	for _, h := range r.Headers {
-		hv := headerView{Key: sanitize.Text(h.Key)}
-		if sanitize.IsBinary(h.Value) {
-			hv.Binary, hv.ValueHex = true, hex.EncodeToString(h.Value)
-		} else {
-			hv.Value = sanitize.Bytes(h.Value)
-		}
-		v.Headers = append(v.Headers, hv)
+		v.Headers = append(v.Headers, headerViewOf(h.Key, h.Value, 0))
 	}
-	if sanitize.IsBinary(r.Value) {
-		v.Binary, v.ValueHex = true, hex.EncodeToString(r.Value)
-	} else {
-		v.Value = sanitize.Bytes(r.Value)
-	}
+	v.Value, v.ValueHex, v.Binary = bytesView(r.Value)
 	return v
 }
 

@@ -578,24 +578,9 @@ func (p *RecordsPage) view(id string) tea.Cmd {
 	for _, r := range p.s.loaded.Records {
 		byID[coordID(r.Coord())] = r
 	}
-	var recs []record.Record
-	start := -1
-	for i := 0; i < p.tbl.Len(); i++ {
-		row, _ := p.tbl.VisibleRow(i)
-		r, found := byID[row.ID]
-		if !found {
-			continue
-		}
-		if row.ID == id {
-			start = len(recs)
-		}
-		recs = append(recs, dlqRecord(p.s.dlq, r, p.s.loaded.Ledger.Done(r.Coord()), labels.of(r.Class), p.s.applied))
-	}
-	if start < 0 {
-		return nil
-	}
-	title := classTitle(p.s.dlq, p.class, "records")
-	return tui.Push(func(env tui.PageEnv) tui.Page { return record.New(env, title, recs, start) })
+	return openViewer(p.tbl, byID, id, classTitle(p.s.dlq, p.class, "records"), func(r redrive.Parsed) record.Record {
+		return dlqRecord(p.s.dlq, r, p.s.loaded.Ledger.Done(r.Coord()), labels.of(r.Class), p.s.applied)
+	})
 }
 
 func (p *RecordsPage) Init() tea.Cmd { return nil }

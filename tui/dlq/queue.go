@@ -674,24 +674,9 @@ func (p *QueueMessagesPage) view(id string) tea.Cmd {
 	for _, m := range p.s.read.Messages {
 		byID[fmt.Sprint(m.Position)] = m
 	}
-	var recs []record.Record
-	start := -1
-	for i := 0; i < p.tbl.Len(); i++ {
-		row, _ := p.tbl.VisibleRow(i)
-		m, found := byID[row.ID]
-		if !found {
-			continue
-		}
-		if row.ID == id {
-			start = len(recs)
-		}
-		recs = append(recs, queueRecord(p.s.dlq, m, labels.of(m.Class)))
-	}
-	if start < 0 {
-		return nil
-	}
-	title := classTitle(p.s.dlq, p.class, "messages")
-	return tui.Push(func(env tui.PageEnv) tui.Page { return record.New(env, title, recs, start) })
+	return openViewer(p.tbl, byID, id, classTitle(p.s.dlq, p.class, "messages"), func(m QueueMessage) record.Record {
+		return queueRecord(p.s.dlq, m, labels.of(m.Class))
+	})
 }
 
 func (p *QueueMessagesPage) Init() tea.Cmd { return nil }

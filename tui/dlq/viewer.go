@@ -5,9 +5,35 @@ import (
 	"strings"
 	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
+
 	"github.com/berth-dev/berth/redrive"
+	"github.com/berth-dev/berth/tui"
+	"github.com/berth-dev/berth/tui/components/table"
 	"github.com/berth-dev/berth/tui/record"
 )
+
+// openViewer opens the record viewer on a list page's rows, in their order
+// on screen, at the row with this id; n and p step through the rest.
+func openViewer[T any](tbl table.Model, byID map[string]T, id, title string, view func(T) record.Record) tea.Cmd {
+	var recs []record.Record
+	start := -1
+	for i := 0; i < tbl.Len(); i++ {
+		row, _ := tbl.VisibleRow(i)
+		x, found := byID[row.ID]
+		if !found {
+			continue
+		}
+		if row.ID == id {
+			start = len(recs)
+		}
+		recs = append(recs, view(x))
+	}
+	if start < 0 {
+		return nil
+	}
+	return tui.Push(func(env tui.PageEnv) tui.Page { return record.New(env, title, recs, start) })
+}
 
 // The record viewer's entry points on the dead-letter pages: a Kafka DLQ
 // record and a RabbitMQ DLQ message, with their diagnostics as the
