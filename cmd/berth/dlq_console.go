@@ -64,6 +64,12 @@ func (s consoleRedrive) PlanStatus(ctx context.Context, hash string, readOnly bo
 	if err != nil {
 		return tuidlq.PlanStatus{}, err
 	}
+	// The page shows each record's event id and class: derived from the
+	// record now, as `berth redrive show` derives them (a stored plan
+	// holds only locations, digests, targets and verdicts).
+	if _, _, err := s.actions("", readOnly, "").Derive(ctx, &f); err != nil {
+		return tuidlq.PlanStatus{}, err
+	}
 	done, err := s.redriven(ctx)
 	if err != nil {
 		return tuidlq.PlanStatus{}, err

@@ -508,3 +508,20 @@ func TestConsoleSignsItsOwnPlanAsAuthor(t *testing.T) {
 		t.Fatalf("audit log: %s", got)
 	}
 }
+
+// A stored plan holds locations, digests, targets and verdicts only: the
+// plan page shows each record's event id and class derived from the record
+// as it is now, as `berth redrive show` does.
+func TestConsoleStoredPlanShowsEventIDsDerivedFromTheRecords(t *testing.T) {
+	f := newRedriveFixture(t, 3, "    - match: \"ledger-events.DLT\"\n      review: none\n")
+	f.plan(t)
+	env := consoleEnv(t, f, false, 0)
+	d := drive(t, env, tuidlq.NewPlansPage(env))
+	d.press(keyEnterMsg, never)
+	v := d.until("evt-0002")
+	for _, want := range []string{"evt-0000", "evt-0001", "include"} {
+		if !strings.Contains(v, want) {
+			t.Fatalf("stored plan page lacks %q:\n%s", want, v)
+		}
+	}
+}

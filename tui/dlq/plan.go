@@ -361,6 +361,9 @@ func (p *PlanPage) setStatus(st PlanStatus) {
 	if st.File.Hash == p.file.Hash {
 		f := st.File
 		p.file = &f
+		if !p.results {
+			p.rows() // a stored plan's records arrive derived with its status
+		}
 	}
 }
 
