@@ -101,7 +101,6 @@ func demoAwareConfig(cfg *config.Config, ctx config.Context) *config.Config {
 	return cfg
 }
 
-
 // loadPlan finds a plan by hash prefix in the shared store, or reads a plan
 // file (from `berth redrive plan --out`) and stores it so approvers at other
 // terminals see it.
@@ -158,7 +157,6 @@ func (a *app) auditRefused(ctx context.Context, file, target string, refusal err
 	}
 	return refusal
 }
-
 
 type approveOutput struct {
 	Plan     string            `json:"plan"`
@@ -693,12 +691,10 @@ func verifiedAuthor(pf redrive.File, d approval.Decision) string {
 	return "(unverified)"
 }
 
-
 // subjectOf is what signatures over a Kafka plan are about.
 func subjectOf(f redrive.File) approval.Subject {
 	return approval.Subject{PlanHash: f.Hash, Cluster: f.Plan.Cluster}
 }
-
 
 func (a *app) auditRedrive(ctx context.Context, file, action string, pf redrive.File, details map[string]any) error {
 	log, err := a.openAudit(file)
