@@ -30,6 +30,7 @@ const (
 	colPEnd
 	colPLag
 	colPAge
+	colPEvent
 	colPStatus
 	colPETA
 	colPLoss
@@ -45,10 +46,13 @@ func partitionLagColumns() []table.Column {
 		colPEnd:       {Title: "END", Width: 7, Right: true, Numeric: true},
 		colPLag:       {Title: "LAG", Width: 6, Right: true, Numeric: true},
 		colPAge:       {Title: "AGE", Width: 6, Right: true, Numeric: true},
-		colPStatus:    {Title: "STATUS", Width: 8, Whole: true},
-		colPETA:       {Title: "CATCH-UP", Width: 8, Right: true, Numeric: true},
-		colPLoss:      {Title: "LOSS IN", Width: 7, Right: true, Numeric: true},
-		colPMember:    {Title: "MEMBER", Width: 16, Flex: 1, Drop: 1},
+		// Event-time age (lag.event_time topics; blank elsewhere): the
+		// first column to go on a narrow terminal.
+		colPEvent:  {Title: "EVENT AGE", Width: 9, Right: true, Numeric: true, Drop: 3},
+		colPStatus: {Title: "STATUS", Width: 8, Whole: true},
+		colPETA:    {Title: "CATCH-UP", Width: 8, Right: true, Numeric: true},
+		colPLoss:   {Title: "LOSS IN", Width: 7, Right: true, Numeric: true},
+		colPMember: {Title: "MEMBER", Width: 16, Flex: 1, Drop: 1},
 	}
 }
 
@@ -267,6 +271,7 @@ func partitionLagRow(pl lag.PartitionLag, names rowNames, cells []string, nums [
 		cells[colPAge] += "⚠"
 	}
 	nums[colPAge] = durKey(pl.Age, ageKnown)
+	cells[colPEvent], nums[colPEvent] = eventAgeCell(pl)
 	status := pl.Status.String()
 	if pl.Status == lag.EXPIRED && pl.Lost > 0 {
 		status = fmt.Sprintf("EXPIRED -%d", pl.Lost)
@@ -319,6 +324,51 @@ func partitionLagRow(pl lag.PartitionLag, names rowNames, cells []string, nums [
 	}
 }
 
+// eventSummary is the group's event-time freshness ("" when none of its
+// topics has an event-time rule).
+func eventSummary(g lag.GroupLag) string {
+	if !g.MaxEventAgeKnown && g.EventUnknown == 0 {
+		return ""
+	}
+	var parts []string
+	if g.MaxEventAgeKnown {
+		s := "event age " + durations.Format(g.MaxEventAge)
+		if g.EventSLO > 0 {
+			s += " (SLO " + durations.Format(g.EventSLO)
+			if g.EventBreach {
+				s += " BREACHED"
+			}
+			s += ")"
+		}
+		parts = append(parts, s)
+	}
+	if g.EventUnknown > 0 {
+		parts = append(parts, fmt.Sprintf("%d without event time", g.EventUnknown))
+	}
+	if g.EventClockErrors > 0 {
+		parts = append(parts, fmt.Sprintf("%d with producer clock ahead", g.EventClockErrors))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// eventAgeCell is the event-time age: blank without a rule, "?" plus why
+// when the field was missing or unparsable, "⚠" for a producer clock ahead.
+func eventAgeCell(pl lag.PartitionLag) (string, float64) {
+	switch {
+	case !pl.EventRule:
+		return "", unknown
+	case pl.EventAgeKnown:
+		c := durations.Format(pl.EventAge)
+		if pl.EventClockError {
+			c += "⚠"
+		}
+		return c, pl.EventAge.Seconds()
+	case pl.EventState > lag.EventFound:
+		return "? " + pl.EventState.String(), unknown
+	}
+	return "?", unknown
+}
+
 // charts are the two sparklines, drawn off the UI goroutine.
 type charts struct{ age, lag []string }
 
@@ -366,6 +416,13 @@ func (p *groupPage) headerView(s *Snapshot, w int) []string {
 	}, " · ")
 	if g.AgeSkew >= 3 {
 		summary += st.Levels[styles.Warn].Render(fmt.Sprintf(" · age skew %.0fx", g.AgeSkew))
+	}
+	if ev := eventSummary(g.GroupLag); ev != "" {
+		lv := styles.Normal
+		if g.EventBreach || g.EventClockErrors > 0 {
+			lv = styles.Bad
+		}
+		summary += st.Levels[lv].Render(" · " + ev)
 	}
 	if g.Err != "" {
 		summary = st.Levels[styles.Bad].Render("error: " + sanitize.Text(g.Err))

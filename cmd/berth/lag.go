@@ -18,6 +18,7 @@ import (
 	"github.com/berth-dev/berth/internal/lag"
 	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/output"
+	"github.com/berth-dev/berth/redrive"
 )
 
 func init() { register(newLagCmd) }
@@ -98,7 +99,26 @@ func monitorConfig(cfg *config.Config) monitor.Config {
 			return slo
 		},
 		DeadLetter: monitor.DeadLetterTopics(declared),
+		EventTime:  eventRules(cfg),
+		EventSLO: func(group string) time.Duration {
+			p, _ := cfg.GroupPolicyFor(group)
+			return p.EventSLO
+		},
 	}
+}
+
+// eventRules are the config's lag.event_time rules (validated when the
+// config loaded, so the fields parse).
+func eventRules(cfg *config.Config) []monitor.EventRule {
+	var rules []monitor.EventRule
+	for _, r := range cfg.Lag.EventTime {
+		f, err := redrive.ParseField(r.Field)
+		if err != nil {
+			continue // Config.Validate refused it already
+		}
+		rules = append(rules, monitor.EventRule{Match: r.Match, Field: f, Margin: r.ClockMargin})
+	}
+	return rules
 }
 
 func (r *lagRun) refresh(a *app, ctx context.Context) (monitor.Snapshot, error) {
@@ -275,31 +295,44 @@ type partLagJSON struct {
 	Breach        bool     `json:"breach"`
 	Compacted     bool     `json:"compacted"`
 	Error         string   `json:"error,omitempty"`
+	// Event time (topics with a lag.event_time rule only).
+	EventAgeSeconds *float64 `json:"event_age_seconds,omitempty"`
+	EventClockError bool     `json:"event_clock_error,omitempty"`
+	EventTimeError  string   `json:"event_time_error,omitempty"`
 }
 
 type groupLagJSON struct {
-	Group           string         `json:"group"`
-	State           string         `json:"state"`
-	Members         int            `json:"members"`
-	IdleMembers     []string       `json:"idle_members"`
-	Status          string         `json:"status"`
-	MaxAgeSeconds   *float64       `json:"max_age_seconds"`
-	MaxAgeTopic     string         `json:"max_age_topic"`
-	MaxAgePartition int32          `json:"max_age_partition"`
-	AgesUnknown     int            `json:"ages_unknown"`
-	TotalLag        int64          `json:"total_lag"`
-	Lost            int64          `json:"lost"`
-	ProduceRate     float64        `json:"produce_rate"`
-	ConsumeRate     float64        `json:"consume_rate"`
-	AgeSkew         float64        `json:"age_skew"`
-	SLOSeconds      float64        `json:"slo_seconds"`
-	Breach          bool           `json:"breach"`
-	ClockSkew       bool           `json:"clock_skew"`
-	RetentionRisk   bool           `json:"retention_risk"`
-	Inactive        bool           `json:"inactive"`
-	Partitions      int            `json:"partitions"`
-	ByStatus        map[string]int `json:"partitions_by_status"`
-	Error           string         `json:"error,omitempty"`
+	Group           string   `json:"group"`
+	State           string   `json:"state"`
+	Members         int      `json:"members"`
+	IdleMembers     []string `json:"idle_members"`
+	Status          string   `json:"status"`
+	MaxAgeSeconds   *float64 `json:"max_age_seconds"`
+	MaxAgeTopic     string   `json:"max_age_topic"`
+	MaxAgePartition int32    `json:"max_age_partition"`
+	AgesUnknown     int      `json:"ages_unknown"`
+	TotalLag        int64    `json:"total_lag"`
+	Lost            int64    `json:"lost"`
+	ProduceRate     float64  `json:"produce_rate"`
+	ConsumeRate     float64  `json:"consume_rate"`
+	AgeSkew         float64  `json:"age_skew"`
+	SLOSeconds      float64  `json:"slo_seconds"`
+	Breach          bool     `json:"breach"`
+	ClockSkew       bool     `json:"clock_skew"`
+	RetentionRisk   bool     `json:"retention_risk"`
+	Inactive        bool     `json:"inactive"`
+	// Event time (lag.event_time topics): the oldest unprocessed event's
+	// age, the group's event-time SLO (groups[].event_slo) and breach, and
+	// how many lagging partitions had no readable event time or a clock
+	// ahead of the margin.
+	MaxEventAgeSeconds *float64       `json:"max_event_age_seconds"`
+	EventSLOSeconds    float64        `json:"event_slo_seconds"`
+	EventBreach        bool           `json:"event_breach"`
+	EventTimesUnknown  int            `json:"event_times_unknown"`
+	EventClockErrors   int            `json:"event_clock_errors"`
+	Partitions         int            `json:"partitions"`
+	ByStatus           map[string]int `json:"partitions_by_status"`
+	Error              string         `json:"error,omitempty"`
 }
 
 func secs(d time.Duration) *float64 {
@@ -343,7 +376,23 @@ func partJSON(group string, r lag.PartitionLag) partLagJSON {
 	if r.TimeToLossKnown {
 		j.TimeToLoss = secs(r.TimeToLoss)
 	}
+	if r.EventRule {
+		if r.EventAgeKnown {
+			j.EventAgeSeconds = secs(r.EventAge)
+		}
+		j.EventClockError = r.EventClockError
+		j.EventTimeError = eventTimeError(r)
+	}
 	return j
+}
+
+// eventTimeError says why a lagging partition of an event-time topic has no
+// event age ("missing", "unparsable", "unread"), "" when it has one.
+func eventTimeError(r lag.PartitionLag) string {
+	if r.EventAgeKnown || r.EventState <= lag.EventFound {
+		return ""
+	}
+	return r.EventState.String()
 }
 
 func groupJSON(g monitor.Group) groupLagJSON {
@@ -362,6 +411,11 @@ func groupJSON(g monitor.Group) groupLagJSON {
 	if g.MaxAgeKnown {
 		j.MaxAgeSeconds = secs(g.MaxAge)
 	}
+	if g.MaxEventAgeKnown {
+		j.MaxEventAgeSeconds = secs(g.MaxEventAge)
+	}
+	j.EventSLOSeconds, j.EventBreach = g.EventSLO.Seconds(), g.EventBreach
+	j.EventTimesUnknown, j.EventClockErrors = g.EventUnknown, g.EventClockErrors
 	for _, st := range lag.Statuses {
 		if n := g.Counts[st]; n > 0 {
 			j.ByStatus[st.String()] = n
@@ -529,6 +583,15 @@ func partNote(r lag.PartitionLag) string {
 	}
 	if r.TimestampType == backends.LogAppendTime {
 		notes = append(notes, "broker time")
+	}
+	switch {
+	case r.EventRule && r.EventAgeKnown && r.Lag > 0:
+		notes = append(notes, "event age "+durations.Format(r.EventAge))
+	case eventTimeError(r) != "":
+		notes = append(notes, "event time "+eventTimeError(r))
+	}
+	if r.EventClockError {
+		notes = append(notes, "event time ahead of now (producer clock)")
 	}
 	return strings.Join(notes, "; ")
 }

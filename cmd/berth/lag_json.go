@@ -109,6 +109,19 @@ func (e *lagEncoder) appendRow(b []byte, extra []byte, group []byte, r *lag.Part
 		b = append(b, `,"error":`...)
 		b = append(b, e.name(r.Err)...)
 	}
+	if r.EventRule {
+		if r.EventAgeKnown {
+			b = append(b, `,"event_age_seconds":`...)
+			b = appendSecs(b, true, r.EventAge)
+		}
+		if r.EventClockError {
+			b = append(b, `,"event_clock_error":true`...)
+		}
+		if msg := eventTimeError(*r); msg != "" {
+			b = append(b, `,"event_time_error":`...)
+			b = append(b, e.str(msg)...)
+		}
+	}
 	return append(b, '}')
 }
 

@@ -48,6 +48,10 @@ func randomRow(r *rand.Rand) lag.PartitionLag {
 	if r.IntN(5) == 0 {
 		row.Err = lag.Intern(pick())
 	}
+	if r.IntN(2) == 0 {
+		row.EventRule, row.EventAgeKnown, row.EventClockError = true, r.IntN(2) == 0, r.IntN(3) == 0
+		row.EventAge, row.EventState = dur(), lag.EventState(r.IntN(5))
+	}
 	return row
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berth-dev/berth/internal/kafkatest"
@@ -232,5 +233,44 @@ func TestLagListsInactiveGroupsApart(t *testing.T) {
 	live, idle, found = strings.Cut(out, inactiveTitle)
 	if !found || strings.Contains(live, "aa-old-reports") || !strings.Contains(idle, "aa-old-reports") {
 		t.Fatalf("health does not list the abandoned group's breach apart:\n%s", out)
+	}
+}
+
+// lag.event_time from the config file through berth lag -o json: the event
+// age comes from the payload (ten minutes) while the ingest age is seconds;
+// the group's event SLO (2m) is breached, its ingest SLO is not.
+func TestLagEventTimeFromConfig(t *testing.T) {
+	isolateConfig(t)
+	kc := kafkatest.Start(t, 1)
+	kc.CreateTopic(t, "outbox-orders", 1, 1, nil)
+	now := time.Now()
+	kc.Produce(t, &kgo.Record{Topic: "outbox-orders", Timestamp: now.Add(-2 * time.Second),
+		Value: []byte(`{"eventTime":"` + now.Add(-10*time.Minute).UTC().Format(time.RFC3339Nano) + `"}`)})
+	kc.Commit(t, "shipper", map[string]map[int32]int64{"outbox-orders": {0: 0}})
+	cfg := writeConfig(t, "contexts:\n  test:\n    kind: kafka\n    bootstrap: ["+strings.Join(kc.Addrs, ",")+"]\ncurrent_context: test\n"+
+		"lag:\n  event_time:\n    - match: outbox-*\n      field: json:eventTime\ngroups:\n  - match: shipper\n    event_slo: 2m\n")
+	out, errOut, code := runBerth(t, "--config", cfg, "-o", "json", "lag", "--sample", "0")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var doc struct {
+		Groups     []map[string]any `json:"groups"`
+		Partitions []map[string]any `json:"partitions"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	p, g := doc.Partitions[0], doc.Groups[0]
+	ev, _ := p["event_age_seconds"].(float64)
+	age, _ := p["age_seconds"].(float64)
+	if ev < 599 || ev > 605 || age > 10 {
+		t.Fatalf("event age %v, ingest age %v: %v", p["event_age_seconds"], p["age_seconds"], p)
+	}
+	if g["event_breach"] != true || g["breach"] != false || g["event_slo_seconds"] != 120.0 || g["max_event_age_seconds"] != p["event_age_seconds"] {
+		t.Fatalf("group: %v", g)
+	}
+	bad := writeConfig(t, "lag:\n  event_time:\n    - match: outbox-*\n      field: eventTime\n")
+	if _, errOut, code := runBerth(t, "--config", bad, "lag"); code == 0 || !strings.Contains(errOut, "lag.event_time[0].field") || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+		t.Fatalf("a bad field: exit %d, %q", code, errOut)
 	}
 }

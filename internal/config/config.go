@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/berth-dev/berth/redrive"
 )
 
 // DefaultBootstrap is where the bundled broker listens unless told otherwise.
@@ -172,6 +174,41 @@ type LagConfig struct {
 	// commits: a commit unmoved for this long, past the steady age, is a
 	// stall.
 	CommitInterval time.Duration `yaml:"commit_interval" json:"commit_interval"`
+	// EventTime reads an event time from the records of matching topics,
+	// for event-time freshness beside the ingest age (Decision 17).
+	EventTime []EventTimeRule `yaml:"event_time" json:"event_time,omitempty"`
+}
+
+// EventTimeRule says where the records of matching topics carry the time
+// their event happened: a JSON field of the payload or a header, holding an
+// RFC 3339 time or epoch milliseconds.
+type EventTimeRule struct {
+	// Match is a topic glob; the first matching rule applies.
+	Match string `yaml:"match" json:"match"`
+	// Field is json:PATH (dots for nested objects) or header:NAME.
+	Field string `yaml:"field" json:"field"`
+	// ClockMargin: an event time ahead of now by more than this is flagged
+	// as producer clock error (default 5s).
+	ClockMargin time.Duration `yaml:"clock_margin" json:"clock_margin,omitempty"`
+}
+
+func (r EventTimeRule) validate() error {
+	if r.Match == "" {
+		return errors.New("match: empty pattern")
+	}
+	if _, err := path.Match(r.Match, ""); err != nil {
+		return fmt.Errorf("match: bad pattern %q", r.Match)
+	}
+	if r.Field == "" {
+		return errors.New("field: empty (json:PATH or header:NAME)")
+	}
+	if _, err := redrive.ParseField(r.Field); err != nil {
+		return fmt.Errorf("field: %v", err)
+	}
+	if r.ClockMargin < 0 {
+		return fmt.Errorf("clock_margin: %s must not be negative", r.ClockMargin)
+	}
+	return nil
 }
 
 // GroupPolicy applies to consumer groups (or queues) whose name matches.
@@ -179,6 +216,9 @@ type GroupPolicy struct {
 	Match string `yaml:"match" json:"match"`
 	// SLO is the maximum acceptable age; zero means the default.
 	SLO time.Duration `yaml:"slo" json:"slo,omitempty"`
+	// EventSLO is the maximum acceptable event-time age (lag.event_time
+	// topics); zero: none.
+	EventSLO time.Duration `yaml:"event_slo" json:"event_slo,omitempty"`
 	// Effects marks groups whose processing has external side effects
 	// (payments): replays need explicit confirmation.
 	Effects bool `yaml:"effects" json:"effects"`
@@ -306,6 +346,11 @@ func (c *Config) ApplyDefaults() {
 	if c.Lag.CommitInterval == 0 {
 		c.Lag.CommitInterval = d.Lag.CommitInterval
 	}
+	for i := range c.Lag.EventTime {
+		if c.Lag.EventTime[i].ClockMargin == 0 {
+			c.Lag.EventTime[i].ClockMargin = 5 * time.Second
+		}
+	}
 	if c.Redrive.PlanMaxAge == 0 {
 		c.Redrive.PlanMaxAge = d.Redrive.PlanMaxAge
 	}
@@ -348,10 +393,18 @@ func (c *Config) Validate() error {
 	if c.Lag.CommitInterval <= 0 {
 		return errors.New("lag.commit_interval: must be positive")
 	}
+	for i, r := range c.Lag.EventTime {
+		if err := r.validate(); err != nil {
+			return fmt.Errorf("lag.event_time[%d].%w", i, err)
+		}
+	}
 	if c.Lag.CommitInterval >= c.Lag.Window {
 		return fmt.Errorf("lag.commit_interval: %s must be shorter than lag.window (%s)", c.Lag.CommitInterval, c.Lag.Window)
 	}
 	for i, g := range c.Groups {
+		if g.EventSLO < 0 {
+			return fmt.Errorf("groups[%d].event_slo: must not be negative", i)
+		}
 		if g.Match == "" {
 			return fmt.Errorf("groups[%d].match: empty pattern", i)
 		}

@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDefaultIsValidBundled(t *testing.T) {
@@ -32,6 +33,18 @@ func TestValidateNamesTheField(t *testing.T) {
 			c.Redrive.Policies = []RedrivePolicy{{Match: "p*", SystemOfRecord: &SystemOfRecord{Driver: "mysql"}}}
 		}, `redrive.policies[0].system_of_record.driver`},
 		{func(c *Config) { c.Groups = []GroupPolicy{{Match: "[bad"}} }, `groups[0].match`},
+		{func(c *Config) { c.Groups = []GroupPolicy{{Match: "g", EventSLO: -time.Second}} }, `groups[0].event_slo: must not be negative`},
+		{func(c *Config) { c.Lag.CommitInterval = -time.Second }, `lag.commit_interval: must be positive`},
+		{func(c *Config) { c.Lag.CommitInterval = 5 * time.Minute }, `lag.commit_interval: 5m0s must be shorter than lag.window`},
+		{func(c *Config) { c.Lag.EventTime = []EventTimeRule{{Field: "json:t"}} }, `lag.event_time[0].match: empty pattern`},
+		{func(c *Config) { c.Lag.EventTime = []EventTimeRule{{Match: "o[", Field: "json:t"}} }, `lag.event_time[0].match: bad pattern "o["`},
+		{func(c *Config) {
+			c.Lag.EventTime = []EventTimeRule{{Match: "o*", Field: "json:t"}, {Match: "p*"}}
+		}, `lag.event_time[1].field: empty (json:PATH or header:NAME)`},
+		{func(c *Config) { c.Lag.EventTime = []EventTimeRule{{Match: "o*", Field: "payload.time"}} }, `lag.event_time[0].field: "payload.time" must be json:FIELD or header:NAME`},
+		{func(c *Config) {
+			c.Lag.EventTime = []EventTimeRule{{Match: "o*", Field: "header:t", ClockMargin: -time.Second}}
+		}, `lag.event_time[0].clock_margin: -1s must not be negative`},
 	}
 	for _, tc := range cases {
 		c := Default()

@@ -42,6 +42,8 @@ type PartitionInput struct {
 	LogStart  int64
 	End       int64
 	Probe     Probe
+	// Event is the event time read at the position (topics with a rule).
+	Event EventProbe
 	// History holds earlier samples, oldest first; only those within the
 	// window are used (or the newest one, if all are older).
 	History []Sample
@@ -175,6 +177,7 @@ func evaluate(in PartitionInput, now time.Time, cfg Config) PartitionLag {
 	if in.SLO > 0 && r.AgeKnown && r.Age > in.SLO {
 		r.Breach = true
 	}
+	eventAge(&r, in.Event, now)
 	mv := recentMovement(in.History, in.Committed, now, cfg.CommitInterval)
 	mv.waited = waited(in, now)
 	r.CommitMoved = mv.moved
@@ -300,10 +303,11 @@ func status(in PartitionInput, r PartitionLag, win []Sample, mv movement, expire
 
 // GroupInfo is what the roll-up needs to know about a group.
 type GroupInfo struct {
-	Name    string
-	State   string
-	Members []backends.Member
-	SLO     time.Duration
+	Name     string
+	State    string
+	Members  []backends.Member
+	SLO      time.Duration
+	EventSLO time.Duration
 }
 
 // Owners maps each assigned partition to the member that owns it.
@@ -343,6 +347,7 @@ func RollUp(info GroupInfo, rows []PartitionLag, cfg Config) GroupLag {
 		MemberCount: len(info.Members),
 		IdleMembers: IdleMembers(info.Members),
 		SLO:         info.SLO,
+		EventSLO:    info.EventSLO,
 		Partitions:  rows,
 	}
 	refineStalled(rows, cfg)
@@ -360,6 +365,17 @@ func RollUp(info GroupInfo, rows []PartitionLag, cfg Config) GroupLag {
 		g.ConsumeRate += r.ConsumeRate
 		g.ClockSkew = g.ClockSkew || r.ClockSkew
 		g.RetentionRisk = g.RetentionRisk || r.RetentionRisk
+		switch {
+		case r.EventAgeKnown:
+			if !g.MaxEventAgeKnown || r.EventAge > g.MaxEventAge {
+				g.MaxEventAge, g.MaxEventAgeKnown = r.EventAge, true
+			}
+		case r.EventRule && r.Lag > 0:
+			g.EventUnknown++
+		}
+		if r.EventClockError {
+			g.EventClockErrors++
+		}
 		if !r.AgeKnown {
 			g.AgesUnknown++
 			continue
@@ -379,6 +395,7 @@ func RollUp(info GroupInfo, rows []PartitionLag, cfg Config) GroupLag {
 		g.AgeSkew = float64(g.MaxAge) / float64(med)
 	}
 	g.Breach = info.SLO > 0 && g.MaxAgeKnown && g.MaxAge > info.SLO
+	g.EventBreach = info.EventSLO > 0 && g.MaxEventAgeKnown && g.MaxEventAge > info.EventSLO
 	g.Inactive = inactive(g, len(info.Members), cfg)
 	return g
 }

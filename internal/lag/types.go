@@ -161,6 +161,18 @@ type PartitionLag struct {
 	CommitMoved bool
 	// TimestampType says whose clock the age's timestamp came from.
 	TimestampType backends.TimestampType
+
+	// EventAge is now minus the event time of the first record at or after
+	// the position (topics with an event-time rule; 0 when Lag is 0).
+	EventAge time.Duration
+	// EventRule: the topic has an event-time rule; EventAgeKnown: EventAge
+	// is meaningful; EventState says what the probe found (missing and
+	// unparsable fields are counted, never guessed); EventClockError: the
+	// event time is ahead of now by more than the rule's margin.
+	EventRule       bool
+	EventAgeKnown   bool
+	EventClockError bool
+	EventState      EventState
 }
 
 // GroupLag is a consumer group's roll-up: maximum age (never an average),
@@ -200,6 +212,20 @@ type GroupLag struct {
 
 	ClockSkew     bool
 	RetentionRisk bool
+
+	// MaxEventAge is the largest event-time age among partitions with an
+	// event-time rule (MaxEventAgeKnown false when none is known);
+	// EventUnknown counts lagging partitions whose event time is missing,
+	// unparsable or unread; EventClockErrors those flagged for clock error.
+	// EventSLO is the group's event-time SLO (0: none), EventBreach set
+	// when MaxEventAge exceeds it. None of these change Status: event time
+	// is a business measure, the ingest age the consumer's health.
+	MaxEventAge      time.Duration
+	MaxEventAgeKnown bool
+	EventUnknown     int
+	EventClockErrors int
+	EventSLO         time.Duration
+	EventBreach      bool
 
 	// Inactive: abandoned rather than in trouble. The group has no members,
 	// no commit moved, and its backlog is older than Config.InactiveAfter

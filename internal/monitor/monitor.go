@@ -31,6 +31,11 @@ type Config struct {
 	Now func() time.Time
 	// SkipAges disables timestamp reads (offset lag only).
 	SkipAges bool
+	// EventTime are the event-time rules: topics whose records carry the
+	// time their event happened (the first matching rule applies).
+	EventTime []EventRule
+	// EventSLO returns a group's event-time SLO (0: none); nil: none.
+	EventSLO func(group string) time.Duration
 	// DeadLetter reports the topics that hold failures rather than
 	// traffic: dead-letter and retry topics. They are not judged for hot
 	// partitions (their rates follow failures, not keys). nil: the naming

@@ -72,6 +72,12 @@ type gtState struct {
 	probeEnd []int64
 	probeMs  []int64
 	probeFl  []uint8
+	// The event time read at each partition's position (topics with an
+	// event-time rule; nil otherwise), reused while the position holds.
+	// evSt is 0 until read, else lag.EventState+1.
+	evPos []int64
+	evMs  []int64
+	evSt  []uint8
 }
 
 const (
@@ -143,6 +149,7 @@ type topicView struct {
 	// (few per partition: groups cluster near the head), for dedupe.
 	probes    [][]posQuery
 	st        *topicState
+	ev        *EventRule // the topic's event-time rule, nil when none
 	compacted bool
 	deletes   bool
 	retention time.Duration
@@ -176,6 +183,7 @@ func (m *Monitor) refresh(ctx context.Context) (Snapshot, error) {
 	if m.ts != nil && !m.cfg.SkipAges {
 		t := time.Now()
 		m.probe(ctx, work, &warnings)
+		m.probeEvents(ctx, work, &warnings)
 		phases.Ages = time.Since(t)
 	}
 
@@ -287,7 +295,7 @@ func (m *Monitor) topicViews(topics []backends.Topic) map[string]*topicView {
 			}
 			st.topics[t.Name] = ts
 		}
-		v := &topicView{t: t, name: lag.Intern(t.Name), st: ts, index: make(map[int32]int, len(t.Partitions))}
+		v := &topicView{t: t, name: lag.Intern(t.Name), st: ts, index: make(map[int32]int, len(t.Partitions)), ev: m.eventRule(t.Name)}
 		for i, p := range t.Partitions {
 			v.index[p.Partition] = i
 		}
@@ -385,6 +393,12 @@ func (m *Monitor) evaluate(work []*gwork, now time.Time) []Group {
 	for i, w := range work {
 		slos[i] = m.cfg.SLO(w.g.Name) // the caller's function: called from here only
 	}
+	eventSLOs := make([]time.Duration, len(work))
+	if m.cfg.EventSLO != nil {
+		for i, w := range work {
+			eventSLOs[i] = m.cfg.EventSLO(w.g.Name)
+		}
+	}
 	snapGroups := make([]Group, len(work))
 	evalGroup := func(gi int, hist []lag.Sample) []lag.Sample {
 		w, slo := work[gi], slos[gi]
@@ -425,10 +439,13 @@ func (m *Monitor) evaluate(work []*gwork, now time.Time) []Group {
 						in.Probe.Timestamp = time.UnixMilli(gt.probeMs[i])
 					}
 				}
+				if v.ev != nil {
+					in.Event = gt.eventProbe(i, pos, v.ev.Margin)
+				}
 				rows = append(rows, ev.Evaluate(in, now))
 			}
 		}
-		gl := lag.RollUp(lag.GroupInfo{Name: w.g.Name, State: w.g.State, Members: w.g.Members, SLO: slo}, rows, lcfg)
+		gl := lag.RollUp(lag.GroupInfo{Name: w.g.Name, State: w.g.State, Members: w.g.Members, SLO: slo, EventSLO: eventSLOs[gi]}, rows, lcfg)
 		w.gs.history = appendHistory(w.gs.history, Point{At: now, MaxAge: gl.MaxAge, MaxAgeKnown: gl.MaxAgeKnown, TotalLag: gl.TotalLag, Status: gl.Status}, m.cfg.History)
 		snapGroups[gi] = Group{
 			GroupLag: gl, Protocol: w.g.Protocol, Members: w.g.Members,
