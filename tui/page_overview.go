@@ -63,7 +63,8 @@ func (p *overviewPage) summary(s *Snapshot, w int) []string {
 	if up < known {
 		brokers = st.Levels[3].Render(brokers)
 	}
-	out = append(out, label("cluster")+sanitize.Text(s.Cluster.ID)+" · controller "+fmt.Sprint(s.Cluster.Controller)+" · "+brokers)
+	// Brokers first: at 80 columns the long cluster id would cut the count.
+	out = append(out, label("cluster")+brokers+" · controller "+fmt.Sprint(s.Cluster.Controller)+" · "+sanitize.Text(s.Cluster.ID))
 
 	h := s.Health
 	if h.UnderReplicated+h.AtMinISR+h.UnderMinISR+h.Offline == 0 {

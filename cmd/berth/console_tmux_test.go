@@ -121,7 +121,7 @@ func TestConsoleDemoInTmux(t *testing.T) {
 	tt.keys("y")
 	tt.waitFor("broker 1 down", downRow.MatchString)
 	tt.keys("o")
-	tt.waitText("the overview's count", "2/3 brokers up (1 down")
+	tt.waitText("the overview's count", "2/3 brokers up (1 down, simulated)")
 	tt.keys("b")
 	tt.waitText("the brokers page again", "berth › brokers")
 	tt.keys("j")
