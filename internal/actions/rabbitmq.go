@@ -110,6 +110,9 @@ func (r *RabbitRedrive) MakePlan(ctx context.Context, cl *rabbitmq.Client, l *ra
 	if err != nil {
 		return rabbitmq.Plan{}, rabbitmq.BrowseResult{}, err
 	}
+	if err := truncated(res, in); err != nil {
+		return rabbitmq.Plan{}, res, err
+	}
 	ci := rabbitmq.CheckInput{AllowHazards: in.AllowHazards}
 	if ci.Redriven, err = l.RedrivenEvents(ctx); err != nil {
 		return rabbitmq.Plan{}, res, err
@@ -139,6 +142,36 @@ func (r *RabbitRedrive) MakePlan(ctx context.Context, cl *rabbitmq.Client, l *ra
 	}
 	p.Author = in.Author
 	return p, res, nil
+}
+
+// ErrSelectionTooLarge: the DLQ holds more messages than were read, and
+// the selection could reach past them; a plan is never made from a part
+// of what was asked for.
+var ErrSelectionTooLarge = errors.New("the selection reaches past the messages read")
+
+// truncated refuses a plan whose selection might include messages the
+// browse did not reach: anything but event ids that were all found.
+func truncated(res rabbitmq.BrowseResult, in RabbitPlanInput) error {
+	if res.Complete {
+		return nil
+	}
+	s := in.Sel
+	if !s.All && len(s.Classes) == 0 && len(s.Reasons) == 0 && len(s.OriginalQueues) == 0 {
+		found := map[string]bool{}
+		for _, m := range res.Messages {
+			found[m.EventID] = true
+		}
+		missing := 0
+		for _, id := range s.EventIDs {
+			if !found[id] {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return nil
+		}
+	}
+	return Refuse(ErrSelectionTooLarge, "%s holds more than the %d messages read and the selection may reach past them: raise --read (nothing planned)", in.DLQ, len(res.Messages))
 }
 
 // RecordedPlan is what RecordPlan did with a plan just made.
