@@ -119,3 +119,31 @@ func BenchmarkPrepare(b *testing.B) {
 		_ = Prepare(cols, rows, 5, true, "")
 	}
 }
+
+// BenchmarkRefreshShare puts what content-sized columns cost next to the
+// rest of a refresh of the same 10,000 rows, in one run: the widths are
+// measured inside Prepare (off the UI goroutine); SetPrepared, on the UI
+// goroutine, only lays the columns out.
+func BenchmarkRefreshShare(b *testing.B) {
+	rows, cols := benchRows(10000), benchColumns()
+	b.Run("prepare", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			_ = Prepare(cols, rows, 5, true, "")
+		}
+	})
+	b.Run("content-widths", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			_ = contentWidths(len(cols), rows)
+		}
+	})
+	b.Run("set-prepared", func(b *testing.B) {
+		m := New(cols, styles.New())
+		m.SetSize(200, 50)
+		m.SetSort(5, true)
+		p := Prepare(cols, rows, 5, true, "")
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			m.SetPrepared(p)
+		}
+	})
+}

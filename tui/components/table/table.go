@@ -207,7 +207,10 @@ func contentWidths(n int, rows []Row) []int {
 	out := make([]int, n)
 	for i := range rows {
 		for c, s := range rows[i].Cells {
-			if c < n {
+			// A cell is never wider than its length in bytes (ASCII is
+			// one cell a byte, wider characters take more bytes than
+			// cells), so most cells are settled without measuring.
+			if c < n && len(s) > out[c] {
 				out[c] = max(out[c], cellWidth(s))
 			}
 		}
