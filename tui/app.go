@@ -1,15 +1,16 @@
 // Package tui is Berth's interactive console: a bubbletea program made of a
 // root model (this file) that owns the page stack, global keys, the ":"
 // command palette, help, the status line and the refresh loop, and of pages
-// (overview, topics, groups, brokers, and those other packages register)
-// that own their data and messages.
+// that own their data and messages: overview, topics, groups, members and
+// brokers (Kafka), queues and queue (RabbitMQ), and those other packages
+// register.
 //
-// Data flow: a Source (cmd/berth wires the Kafka backend and the monitor)
-// is refreshed by a tea.Cmd on a timer; results carry a generation and a
-// sequence number, so a result from before a context switch or an older
-// overlapping refresh is dropped. A failed refresh keeps the last good
-// snapshot on screen, marks it stale in the status line and flashes the
-// error. Update never blocks on I/O.
+// Data flow: a Source, wired in cmd/berth (console.go: the Kafka backend and
+// the monitor; console_rabbit.go: RabbitMQ), is refreshed by a tea.Cmd on a
+// timer; results carry a generation and a sequence number, so a result from
+// before a context switch or an older overlapping refresh is dropped. A
+// failed refresh keeps the last good snapshot on screen, marks it stale in
+// the status line and flashes the error. Update never blocks on I/O.
 package tui
 
 import (

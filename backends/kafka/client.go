@@ -1,6 +1,10 @@
 // Package kafka is the Kafka backend: it implements backends.Cluster (and the
-// optional abilities) on franz-go's kgo and kadm. Nothing outside backends/
-// sees a franz-go type except through Client.Kgo/Admin in backend packages.
+// optional abilities) on franz-go's kgo and kadm. The console and the pure
+// engines never see a franz-go type. Outside backends/, franz-go is imported
+// only where Berth is itself a Kafka client or configures one: internal/demo
+// (the HarborCart workload's producers and consumers) and cmd/berth's SASL
+// mechanisms (backend.go). Client.Kgo and Client.Admin are for backend
+// packages.
 package kafka
 
 import (
