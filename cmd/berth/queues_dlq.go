@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -831,13 +833,24 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 	}
 	totals := p.Totals()
 	if !yes {
+		// Nothing is sent without --yes. On a terminal the dry run is shown
+		// and typing the plan hash's first 8 hex digits sends; without one
+		// (a script) the dry run is the answer, exit 0.
 		out := map[string]any{"dry_run": true, "plan": hash, "dlq": p.DLQ, "totals": totals, "would_send": totals.Included - len(skip), "approvers": dec.Approvers, "skipped": actions.RabbitSkips(p, skip)}
-		if f == output.JSON {
+		ask := isTerminal(os.Stdin) && isTerminal(a.stderr) && f != output.JSON
+		switch {
+		case f == output.JSON:
 			return output.WriteJSON(a.stdout, out)
+		case !ask:
+			fmt.Fprintf(a.stdout, "dry run: plan %s would redrive %d message(s) from %s (selected %d, excluded %d, skipped now %d); run again with --yes to send\n",
+				shortHash(hash), totals.Included-len(skip), sanitize.Text(p.DLQ), totals.Selected, totals.Excluded, len(skip))
+			return nil
 		}
-		fmt.Fprintf(a.stdout, "dry run: plan %s would redrive %d message(s) from %s (selected %d, excluded %d, skipped now %d); run again with --yes to send\n",
+		fmt.Fprintf(a.stderr, "dry run: plan %s would redrive %d message(s) from %s (selected %d, excluded %d, skipped now %d)\n",
 			shortHash(hash), totals.Included-len(skip), sanitize.Text(p.DLQ), totals.Selected, totals.Excluded, len(skip))
-		return nil
+		if err := confirmPlanHash(os.Stdin, a.stderr, "send", hash); err != nil {
+			return err
+		}
 	}
 	dctx, dcancel := a.opCtx(sigCtx)
 	cl, err := a.rabbitClient(dctx)
@@ -1014,4 +1027,15 @@ func statusRowOf(s actions.RabbitStatus) qStatusRow {
 	return qStatusRow{statusRow: statusRow{Plan: s.Plan, DLQ: s.DLQ, Author: s.Author, Created: s.Created, Included: s.Included, Excluded: s.Excluded,
 		Redriven: s.Redriven, Approvals: s.Approvals, Required: s.Required, Approved: s.Approved, Reason: s.Reason, State: s.State},
 		Vhost: s.Vhost, Intent: s.Intent, Failed: s.Failed}
+}
+
+// confirmPlanHash asks, on a terminal, for the first 8 hex digits of the
+// plan hash before verb; anything else refuses (actions.ErrNotConfirmed).
+func confirmPlanHash(in io.Reader, prompt io.Writer, verb, hash string) error {
+	fmt.Fprintf(prompt, "to %s, type the first 8 hex digits of plan %s's hash: ", verb, shortHash(hash))
+	line, _ := bufio.NewReader(in).ReadString('\n')
+	if strings.TrimSpace(line) != hash[:8] {
+		return actions.Refuse(actions.ErrNotConfirmed, "not confirmed: nothing sent")
+	}
+	return nil
 }

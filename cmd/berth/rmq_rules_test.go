@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -135,5 +136,56 @@ redrive:
 	out, _, _ := runBerth(t, "redrive", "show", plan, "-o", "json", "--config", reviewed)
 	if !strings.Contains(out, `"approvals": []`) {
 		t.Errorf("an approval was stored: %s", out)
+	}
+}
+
+// On a terminal, execute without --yes shows the dry run and asks for the
+// first 8 hex digits of the plan hash: anything else sends nothing; the
+// digits send.
+func TestRabbitExecuteOnATerminalAsksForThePlanHash(t *testing.T) {
+	isolateConfig(t)
+	conn, _, work, dlq := rmqDLQ(t, 2)
+	dir := t.TempDir()
+	cfg := writeConfig(t, fmt.Sprintf(`current_context: rmq
+contexts:
+  rmq:
+    kind: rabbitmq
+    amqp_url: %s
+    management_url: %s
+audit:
+  file: %s
+redrive:
+  store_dsn: %s
+`, testAMQPURL(), testManagementURL(), filepath.Join(dir, "audit.log"), filepath.Join(dir, "ledger.db")))
+	plan := filepath.Join(dir, "plan.json")
+	out, errOut, code := runBerth(t, "redrive", "plan", dlq, "--all", "--out", plan, "--config", cfg, "-o", "json")
+	if code != 0 {
+		t.Fatalf("plan: %d %s", code, errOut)
+	}
+	var p struct {
+		Hash string `json:"hash"`
+	}
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatal(err)
+	}
+	wrong := startTmux(t, 150, 20, "redrive", "execute", plan, "--config", cfg)
+	wrong.waitText("the dry run and the question", "type the first 8 hex digits")
+	wrong.keys("deadbeef", "Enter")
+	s := wrong.waitText("the refusal", "[berth exited]")
+	if !strings.Contains(s, "not confirmed") {
+		t.Errorf("a wrong hash prefix: %s", s)
+	}
+	if n := rmqReadyCount(t, conn, work); n != 0 {
+		t.Fatalf("%d message(s) sent after a wrong hash prefix", n)
+	}
+	right := startTmux(t, 150, 20, "redrive", "execute", plan, "--config", cfg)
+	right.waitText("the dry run", "would redrive 2 message(s)")
+	right.keys(p.Hash[:8], "Enter")
+	s = right.waitText("the run", "[berth exited]")
+	if !strings.Contains(s, "sent 2") {
+		t.Errorf("after the hash prefix: %s", s)
+	}
+	if n := rmqReadyCount(t, conn, work); n != 2 {
+		t.Errorf("the work queue holds %d, want 2", n)
 	}
 }
