@@ -214,6 +214,10 @@ func (m Model) handleKey(msg tea.KeyMsg) (Model, tea.Cmd) {
 		m.startEdit(false)
 	case msg.Type == tea.KeyCtrlU:
 		m.startEdit(true)
+	case msg.Paste:
+		// Pasted text replaces the focused field's, as a typed figure does.
+		m.startEdit(true)
+		return m.editKey(msg)
 	case m.focus < topicRow && startsValue(msg):
 		// Typing a figure over the focused one, as in a spreadsheet.
 		m.startEdit(true)
@@ -389,9 +393,9 @@ func (m Model) KeyBindings() []key.Binding {
 // global keys: while a field is being edited it takes every key but ctrl+c,
 // so ":" (as in 2:1), q and esc (undo) reach it; otherwise keys behave as on
 // every page (":" opens the command line, q quits, esc goes back) and the
-// page gets the rest.
+// page gets the rest. A paste is text: it goes into the focused field.
 func (m Model) CapturesKey(msg tea.KeyMsg) bool {
-	return m.editing && msg.Type != tea.KeyCtrlC
+	return (m.editing || msg.Paste) && msg.Type != tea.KeyCtrlC
 }
 
 // ---- view ----

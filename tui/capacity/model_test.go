@@ -374,6 +374,22 @@ func TestModel_KeysOutsideAndInsideEditing(t *testing.T) {
 	if m.Editing() || m.Form()[engine.Compression] != "2:1" || !m.Worksheet().Valid() {
 		t.Errorf("compression %q (editing %v): %v", m.Form()[engine.Compression], m.Editing(), m.Worksheet().Err())
 	}
+	// A paste outside editing goes into the focused field, replacing it.
+	paste := tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("3:1\n"), Paste: true}
+	if !m.CapturesKey(paste) {
+		t.Fatal("a paste is not taken by the worksheet")
+	}
+	for m.Focused() != engine.Compression {
+		m = press(m, tab)
+	}
+	m = press(m, paste)
+	if got := m.Form()[engine.Compression]; got != "3:1 " || !m.Editing() {
+		t.Fatalf("pasted compression %q (editing %v), want the paste, its line break a space", got, m.Editing())
+	}
+	m = press(m, clearLine, typed("3"), typed(":"), typed("1"), enter)
+	for m.Focused() != engine.Compression {
+		m = press(m, tab)
+	}
 	// A digit starts an edit over the figure; esc undoes it.
 	before := m.Form()[m.Focused()]
 	m = press(m, typed("9"), typed("9"))
