@@ -41,7 +41,7 @@ func TestRedriveAtScaleFromTheBinary(t *testing.T) {
 		Note   string `json:"store_note"`
 		Totals struct {
 			Selected, Included int
-			ByReason map[string]int `json:"by_reason"`
+			ByReason           map[string]int `json:"by_reason"`
 		} `json:"totals"`
 	}
 	if err := json.Unmarshal([]byte(plan.stdout), &made); err != nil {
