@@ -80,7 +80,11 @@ func verdictCell(verdict string, applied, count int) (string, styles.Level) {
 
 // classLabel names a class for a person: what failed, how, then the id.
 func classLabel(c redrive.Class) string {
-	return orUnknown(javaSimpleName(c.Exception)) + ": " + dash(c.Pattern) + " (" + c.ID + ")"
+	what := orUnknown(javaSimpleName(c.Exception))
+	if c.Pattern != "" {
+		what += ": " + c.Pattern
+	}
+	return what + " (" + c.ID + ")"
 }
 
 func orUnknown(s string) string {

@@ -332,3 +332,20 @@ func TestPartitionViewerReadsFromTheCommittedOffset(t *testing.T) {
 		t.Fatalf("missing partition:\n%s", v)
 	}
 }
+
+// The rest of a wrapped JSON string continues right of the line's own
+// indentation, never at a key's.
+func TestWrappedPayloadLinesHangUnderTheirOwnIndent(t *testing.T) {
+	r := Record{Value: []byte(`{"note":"` + strings.Repeat("word ", 30) + `end"}`)}
+	v := New(env(60, 20, nil), "t", []Record{r}, 0).View()
+	lines := strings.Split(v, "\n")
+	for i, l := range lines {
+		if strings.Contains(l, `"note":`) {
+			if next := lines[i+1]; !strings.HasPrefix(next, "      word") {
+				t.Fatalf("continuation %q does not hang under the value:\n%s", next, v)
+			}
+			return
+		}
+	}
+	t.Fatalf("no note line:\n%s", v)
+}

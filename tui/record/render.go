@@ -116,7 +116,10 @@ func lines(r Record) []line {
 	}
 	out = append(out, line{}, line{text: desc + ")", kind: section})
 	for _, l := range body {
-		out = append(out, line{indent: 2, hang: 2, text: l})
+		// A wrapped line continues two cells right of its own indentation,
+		// so that the rest of a long JSON string does not read as a key.
+		lead := len(l) - len(strings.TrimLeft(l, " "))
+		out = append(out, line{indent: 2, hang: min(lead+2, 24), text: l})
 	}
 	return out
 }
