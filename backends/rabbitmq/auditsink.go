@@ -79,7 +79,7 @@ func (s *AuditSink) open(ctx context.Context) error {
 	ch, err := auditChannel(conn)
 	if err != nil {
 		conn.Close()
-		return fmt.Errorf("%s: %v", AuditStream, err)
+		return fmt.Errorf("%s: %w", AuditStream, err)
 	}
 	s.conn, s.ch = conn, ch
 	return nil
@@ -106,12 +106,12 @@ func publishAudit(ctx context.Context, ch *amqp.Channel, h amqp.Table, body []by
 	dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", AuditStream, true, false,
 		amqp.Publishing{Headers: h, ContentType: "application/json", DeliveryMode: amqp.Persistent, AppId: "berth", Body: body})
 	if err != nil {
-		return fmt.Errorf("%s: %v", AuditStream, err)
+		return fmt.Errorf("%s: %w", AuditStream, err)
 	}
 	ok, err := dc.WaitContext(ctx)
 	switch {
 	case err != nil:
-		return fmt.Errorf("%s: %v", AuditStream, err)
+		return fmt.Errorf("%s: %w", AuditStream, err)
 	case !ok:
 		return fmt.Errorf("%s: the broker refused the entry (nack)", AuditStream)
 	}
@@ -177,7 +177,7 @@ func (c *Client) MirroredAudit(ctx context.Context) (map[string][][]byte, error)
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%s: could not read to the end: %v", AuditStream, ctx.Err())
+			return nil, fmt.Errorf("%s: could not read to the end: %w", AuditStream, ctx.Err())
 		case d, ok := <-ds:
 			if !ok {
 				return nil, fmt.Errorf("%s: the broker closed the reader before its end", AuditStream)

@@ -3,8 +3,10 @@ package rabbitmq
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"net"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +108,25 @@ func TestMissingQueueIsNotFound(t *testing.T) {
 		if !errors.Is(err, backends.ErrNotFound) {
 			t.Errorf("management %v: ReadyCount(%s) = %v; want ErrNotFound", o.ManagementURL != "", missing, err)
 		}
+	}
+}
+
+// The redrive store keeps its causes too: a caller can tell a cancelled
+// command or a missing plan file from a broken store.
+func TestStoreErrorsKeepTheirCause(t *testing.T) {
+	t.Parallel()
+	l, err := OpenLedger(context.Background(), filepath.Join(t.TempDir(), "store.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := l.Entries(ctx, "p"); !errors.Is(err, context.Canceled) || !strings.HasPrefix(err.Error(), "ledger: ") {
+		t.Errorf("Entries with a cancelled context: %v; want a ledger error that is context.Canceled", err)
+	}
+	missing := filepath.Join(t.TempDir(), "no-such-plan.json")
+	if _, err := ReadPlan(missing); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("ReadPlan of a missing file: %v; want fs.ErrNotExist naming the path", err)
 	}
 }

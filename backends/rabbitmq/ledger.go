@@ -61,7 +61,7 @@ func OpenLedger(ctx context.Context, dsn string) (*Ledger, error) {
 		for _, p := range []string{"PRAGMA journal_mode=WAL", "PRAGMA busy_timeout=5000", "PRAGMA synchronous=FULL"} {
 			if _, err := db.ExecContext(ctx, p); err != nil {
 				db.Close()
-				return nil, fmt.Errorf("redrive.store_dsn %s: %v", dsn, err)
+				return nil, fmt.Errorf("redrive.store_dsn %s: %w", dsn, err)
 			}
 		}
 	}
@@ -106,14 +106,14 @@ type LedgerEntry struct {
 func (l *Ledger) PlanStates(ctx context.Context, plan string) (map[string]string, error) {
 	rows, err := l.db.QueryContext(ctx, `SELECT event_id, state FROM berth_rabbitmq_ledger WHERE plan = $1`, plan)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: %v", err)
+		return nil, fmt.Errorf("ledger: %w", err)
 	}
 	defer rows.Close()
 	out := map[string]string{}
 	for rows.Next() {
 		var id, st string
 		if err := rows.Scan(&id, &st); err != nil {
-			return nil, fmt.Errorf("ledger: %v", err)
+			return nil, fmt.Errorf("ledger: %w", err)
 		}
 		out[id] = st
 	}
@@ -124,14 +124,14 @@ func (l *Ledger) PlanStates(ctx context.Context, plan string) (map[string]string
 func (l *Ledger) Redriven(ctx context.Context, vhost, dlq string) (map[string]bool, error) {
 	rows, err := l.db.QueryContext(ctx, `SELECT event_id FROM berth_rabbitmq_ledger WHERE vhost = $1 AND dlq = $2 AND state = $3`, vhost, dlq, StateConfirmed)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: %v", err)
+		return nil, fmt.Errorf("ledger: %w", err)
 	}
 	defer rows.Close()
 	out := map[string]bool{}
 	for rows.Next() {
 		var id string
 		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("ledger: %v", err)
+			return nil, fmt.Errorf("ledger: %w", err)
 		}
 		out[id] = true
 	}
@@ -148,7 +148,7 @@ func (l *Ledger) Entries(ctx context.Context, plan string) ([]LedgerEntry, error
 	}
 	rows, err := l.db.QueryContext(ctx, q+` ORDER BY updated_at, event_id`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: %v", err)
+		return nil, fmt.Errorf("ledger: %w", err)
 	}
 	defer rows.Close()
 	var out []LedgerEntry
@@ -156,7 +156,7 @@ func (l *Ledger) Entries(ctx context.Context, plan string) ([]LedgerEntry, error
 		var e LedgerEntry
 		var at string
 		if err := rows.Scan(&e.Plan, &e.EventID, &e.Vhost, &e.DLQ, &e.Exchange, &e.RoutingKey, &e.State, &e.Detail, &at); err != nil {
-			return nil, fmt.Errorf("ledger: %v", err)
+			return nil, fmt.Errorf("ledger: %w", err)
 		}
 		e.UpdatedAt, _ = time.Parse(time.RFC3339Nano, at)
 		out = append(out, e)
@@ -173,7 +173,7 @@ func (l *Ledger) Record(ctx context.Context, entries []LedgerEntry) error {
 	}
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("ledger: %v", err)
+		return fmt.Errorf("ledger: %w", err)
 	}
 	defer tx.Rollback()
 	now := time.Now().UTC().Format(time.RFC3339Nano)
@@ -203,7 +203,7 @@ func (l *Ledger) Record(ctx context.Context, entries []LedgerEntry) error {
 		b.WriteString(` ON CONFLICT (plan, event_id) DO UPDATE SET state = excluded.state, detail = excluded.detail, updated_at = excluded.updated_at
 		WHERE berth_rabbitmq_ledger.state <> 'confirmed'`)
 		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
-			return fmt.Errorf("ledger: %v", err)
+			return fmt.Errorf("ledger: %w", err)
 		}
 	}
 	return commit(tx)
@@ -222,12 +222,12 @@ const upsertOne = `INSERT INTO berth_rabbitmq_ledger
 func recordEach(ctx context.Context, tx *sql.Tx, entries []LedgerEntry, now string) error {
 	st, err := tx.PrepareContext(ctx, upsertOne)
 	if err != nil {
-		return fmt.Errorf("ledger: %v", err)
+		return fmt.Errorf("ledger: %w", err)
 	}
 	defer st.Close()
 	for _, e := range entries {
 		if _, err := st.ExecContext(ctx, e.Plan, e.EventID, e.Vhost, e.DLQ, e.Exchange, e.RoutingKey, e.State, e.Detail, now); err != nil {
-			return fmt.Errorf("ledger: %v", err)
+			return fmt.Errorf("ledger: %w", err)
 		}
 	}
 	return nil
@@ -235,7 +235,7 @@ func recordEach(ctx context.Context, tx *sql.Tx, entries []LedgerEntry, now stri
 
 func commit(tx *sql.Tx) error {
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("ledger: %v", err)
+		return fmt.Errorf("ledger: %w", err)
 	}
 	return nil
 }
@@ -255,14 +255,14 @@ const signaturesTable = `CREATE TABLE IF NOT EXISTS berth_rabbitmq_signatures (
 // same key signing again replaces its earlier signature.
 func (l *Ledger) AddSignature(ctx context.Context, s approval.Signature) error {
 	if _, err := l.db.ExecContext(ctx, signaturesTable); err != nil {
-		return fmt.Errorf("ledger: %v", err)
+		return fmt.Errorf("ledger: %w", err)
 	}
 	_, err := l.db.ExecContext(ctx, `INSERT INTO berth_rabbitmq_signatures (plan, role, fingerprint, armored, signed_at)
 		VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (plan, role, fingerprint) DO UPDATE SET armored = excluded.armored, signed_at = excluded.signed_at`,
 		s.PlanHash, string(s.Role), s.Fingerprint, s.Armored, s.SignedAt.UTC().Format(time.RFC3339Nano))
 	if err != nil {
-		return fmt.Errorf("ledger: %v", err)
+		return fmt.Errorf("ledger: %w", err)
 	}
 	return nil
 }
@@ -270,11 +270,11 @@ func (l *Ledger) AddSignature(ctx context.Context, s approval.Signature) error {
 // Signatures returns a plan's author signature (nil when none) and approvals.
 func (l *Ledger) Signatures(ctx context.Context, plan string) (*approval.Signature, []approval.Signature, error) {
 	if _, err := l.db.ExecContext(ctx, signaturesTable); err != nil {
-		return nil, nil, fmt.Errorf("ledger: %v", err)
+		return nil, nil, fmt.Errorf("ledger: %w", err)
 	}
 	rows, err := l.db.QueryContext(ctx, `SELECT role, fingerprint, armored, signed_at FROM berth_rabbitmq_signatures WHERE plan = $1 ORDER BY signed_at`, plan)
 	if err != nil {
-		return nil, nil, fmt.Errorf("ledger: %v", err)
+		return nil, nil, fmt.Errorf("ledger: %w", err)
 	}
 	defer rows.Close()
 	var author *approval.Signature
@@ -283,7 +283,7 @@ func (l *Ledger) Signatures(ctx context.Context, plan string) (*approval.Signatu
 		var s approval.Signature
 		var role, at string
 		if err := rows.Scan(&role, &s.Fingerprint, &s.Armored, &at); err != nil {
-			return nil, nil, fmt.Errorf("ledger: %v", err)
+			return nil, nil, fmt.Errorf("ledger: %w", err)
 		}
 		s.Role, s.PlanHash = approval.Role(role), plan
 		s.SignedAt, _ = time.Parse(time.RFC3339Nano, at)
@@ -304,14 +304,14 @@ func (l *Ledger) Signatures(ctx context.Context, plan string) (*approval.Signatu
 func (l *Ledger) RedrivenEvents(ctx context.Context) (map[string]string, error) {
 	rows, err := l.db.QueryContext(ctx, `SELECT event_id, vhost, dlq, plan FROM berth_rabbitmq_ledger WHERE state = $1`, StateConfirmed)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: %v", err)
+		return nil, fmt.Errorf("ledger: %w", err)
 	}
 	defer rows.Close()
 	out := map[string]string{}
 	for rows.Next() {
 		var id, vhost, dlq, plan string
 		if err := rows.Scan(&id, &vhost, &dlq, &plan); err != nil {
-			return nil, fmt.Errorf("ledger: %v", err)
+			return nil, fmt.Errorf("ledger: %w", err)
 		}
 		out[id] = fmt.Sprintf("redriven from %s (vhost %s) by plan %s", dlq, vhost, short(plan))
 	}
@@ -331,7 +331,7 @@ const plansTable = `CREATE TABLE IF NOT EXISTS berth_rabbitmq_plans (
 // PutPlan stores a plan under its hash (storing it again changes nothing).
 func (l *Ledger) PutPlan(ctx context.Context, p Plan) error {
 	if _, err := l.db.ExecContext(ctx, plansTable); err != nil {
-		return fmt.Errorf("plan store: %v", err)
+		return fmt.Errorf("plan store: %w", err)
 	}
 	body, err := json.Marshal(planFile{Hash: p.Hash(), Plan: p})
 	if err != nil {
@@ -340,7 +340,7 @@ func (l *Ledger) PutPlan(ctx context.Context, p Plan) error {
 	_, err = l.db.ExecContext(ctx, `INSERT INTO berth_rabbitmq_plans (hash, vhost, dlq, created_at, body) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (hash) DO NOTHING`, p.Hash(), p.Vhost, p.DLQ, p.CreatedAt.UTC().Format(time.RFC3339Nano), string(body))
 	if err != nil {
-		return fmt.Errorf("plan store: %v", err)
+		return fmt.Errorf("plan store: %w", err)
 	}
 	return nil
 }
@@ -369,22 +369,22 @@ func (l *Ledger) Plans(ctx context.Context) ([]Plan, error) { return l.plans(ctx
 
 func (l *Ledger) plans(ctx context.Context, prefix string) ([]Plan, error) {
 	if _, err := l.db.ExecContext(ctx, plansTable); err != nil {
-		return nil, fmt.Errorf("plan store: %v", err)
+		return nil, fmt.Errorf("plan store: %w", err)
 	}
 	rows, err := l.db.QueryContext(ctx, `SELECT hash, body FROM berth_rabbitmq_plans WHERE hash LIKE $1 ORDER BY created_at, hash`, prefix+"%")
 	if err != nil {
-		return nil, fmt.Errorf("plan store: %v", err)
+		return nil, fmt.Errorf("plan store: %w", err)
 	}
 	defer rows.Close()
 	var out []Plan
 	for rows.Next() {
 		var hash, body string
 		if err := rows.Scan(&hash, &body); err != nil {
-			return nil, fmt.Errorf("plan store: %v", err)
+			return nil, fmt.Errorf("plan store: %w", err)
 		}
 		var f planFile
 		if err := json.Unmarshal([]byte(body), &f); err != nil {
-			return nil, fmt.Errorf("plan store: plan %s: %v", short(hash), err)
+			return nil, fmt.Errorf("plan store: plan %s: %w", short(hash), err)
 		}
 		if f.Plan.Hash() != hash {
 			return nil, fmt.Errorf("plan store: plan %s: content does not match its hash", short(hash))

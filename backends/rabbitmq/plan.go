@@ -373,11 +373,11 @@ func WritePlan(path string, p Plan) error {
 func ReadPlan(path string) (Plan, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return Plan{}, fmt.Errorf("plan %s: %v", path, errors.Unwrap(err))
+		return Plan{}, fmt.Errorf("plan %s: %w", path, errors.Unwrap(err))
 	}
 	var f planFile
 	if err := json.Unmarshal(b, &f); err != nil {
-		return Plan{}, fmt.Errorf("plan %s: not a plan file: %v", path, err)
+		return Plan{}, fmt.Errorf("plan %s: not a plan file: %w", path, err)
 	}
 	if f.Plan.Kind != PlanKind {
 		return Plan{}, fmt.Errorf("plan %s: not a RabbitMQ plan (kind %q)", path, f.Plan.Kind)
