@@ -105,6 +105,12 @@ func demoAwareConfig(cfg *config.Config, ctx config.Context) *config.Config {
 // file (from `berth redrive plan --out`) and stores it so approvers at other
 // terminals see it.
 func (s *redriveSession) loadPlan(ctx context.Context, ref string) (redrive.File, error) {
+	return s.readPlan(ctx, ref, true)
+}
+
+// readPlan is loadPlan that stores a plan file only when store is set (a
+// dry run writes nothing).
+func (s *redriveSession) readPlan(ctx context.Context, ref string, store bool) (redrive.File, error) {
 	if st, err := os.Stat(ref); err == nil && !st.IsDir() {
 		raw, err := os.ReadFile(ref)
 		if err != nil {
@@ -124,6 +130,9 @@ func (s *redriveSession) loadPlan(ctx context.Context, ref string) (redrive.File
 		}
 		if info.ID != f.Plan.Cluster {
 			return redrive.File{}, actions.Refuse(actions.ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q: a plan runs only where it was made; nothing stored", shortHash(f.Hash), f.Plan.Cluster, info.ID)
+		}
+		if !store {
+			return f, nil
 		}
 		// Signatures already in the store are kept; the file's are added.
 		if err := s.store.PutPlan(ctx, f); err != nil {
@@ -339,10 +348,11 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 			if err != nil {
 				return err
 			}
-			if a.readOnly {
+			if a.readOnly && yes {
 				// Refused before the cluster is touched (loading a plan file
 				// would store it), but audited like every other refusal: in
 				// the local log only, since the audit topic is in the cluster.
+				// A dry run (no --yes) writes nothing and goes on.
 				return a.auditRefused(cmd.Context(), auditFile, args[0], errReadOnly, false)
 			}
 			if !cmd.Flags().Changed("watch") {
@@ -365,7 +375,33 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 				return err
 			}
 			defer s.Close()
-			pf, err := s.loadPlan(setup, args[0])
+			// A dry run first, always: the plan checked, its records re-read
+			// and re-derived, what would be sent counted; nothing written.
+			pf, err := s.readPlan(setup, args[0], false)
+			if errors.Is(err, errPlanEdited) && !yes {
+				return err
+			}
+			if err == nil && !yes {
+				k := a.kafkaRedrive(s, auditFile, actor)
+				res, err := k.Execute(sigCtx, pf, actions.ExecControl{DryRun: true})
+				if err != nil {
+					return err
+				}
+				if err := a.writeDryRun(f, pf, res); err != nil {
+					return err
+				}
+				if a.readOnly || !isTerminal(os.Stdin) || !isTerminal(a.stderr) {
+					return nil // the dry run is the answer: --yes sends
+				}
+				fmt.Fprintf(a.stderr, "to send, type the first 8 hex digits of plan %s: ", shortHash(pf.Hash))
+				line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+				if strings.TrimSpace(line) != pf.Hash[:8] {
+					return actions.Refuse(actions.ErrNotConfirmed, "not confirmed: nothing sent")
+				}
+			}
+			if err == nil {
+				pf, err = s.loadPlan(setup, args[0])
+			}
 			if errors.Is(err, errPlanEdited) {
 				return a.auditRefused(setup, auditFile, args[0], fmt.Errorf("refused: %w", err), true)
 			}
@@ -430,7 +466,7 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 	cmd.Flags().StringVar(&keyFile, "key", "", "your SSH key: records its fingerprint as the executor in the audit log")
 	cmd.Flags().DurationVar(&watch, "watch", 0, "after sending, watch the DLQ this long for re-failures (default redrive.verify_watch; RabbitMQ: none unless given)")
 	cmd.Flags().BoolVar(&noVerify, "no-verify", false, "skip the read-back and the re-failure watch (RabbitMQ: the DLQ depth check)")
-	cmd.Flags().BoolVar(&yes, "yes", false, "RabbitMQ: send (without it, a dry run); Kafka executes without it")
+	cmd.Flags().BoolVar(&yes, "yes", false, "send (without it: a dry run; on a terminal it then asks for the first 8 hex digits of the plan hash)")
 	addAuditFlag(cmd, &auditFile)
 	return cmd
 }
@@ -824,6 +860,46 @@ func (a *app) confirmReview(ctx context.Context, k *actions.KafkaRedrive, pf *re
 	line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
 	if strings.TrimSpace(line) != pf.Hash[:8] {
 		return actions.Refuse(actions.ErrNotConfirmed, "not confirmed: nothing signed")
+	}
+	return nil
+}
+
+// dryRunOutput is what `redrive execute` without --yes prints.
+type dryRunOutput struct {
+	Plan      string         `json:"plan"`
+	DLQ       string         `json:"dlq"`
+	DryRun    bool           `json:"dry_run"`
+	WouldSend map[string]int `json:"would_send"`
+	Skipped   []actions.Skip `json:"skipped"`
+	Approvers []string       `json:"approvers"`
+}
+
+func (a *app) writeDryRun(f output.Format, pf redrive.File, res actions.Result) error {
+	out := dryRunOutput{Plan: pf.Hash, DLQ: pf.Plan.DLQ, DryRun: true, WouldSend: res.WouldSend, Skipped: res.Skipped, Approvers: res.Approval.Approvers}
+	if out.WouldSend == nil {
+		out.WouldSend = map[string]int{}
+	}
+	if out.Approvers == nil {
+		out.Approvers = []string{}
+	}
+	if f == output.JSON {
+		return output.WriteJSON(a.stdout, out)
+	}
+	n := 0
+	var targets []string
+	for t, c := range out.WouldSend {
+		n += c
+		targets = append(targets, fmt.Sprintf("%s %d", sanitize.Text(t), c))
+	}
+	sort.Strings(targets)
+	fmt.Fprintf(a.stdout, "dry run of plan %s (dlq %s): would send %d (%s), skip %d; nothing sent (--yes sends)\n",
+		shortHash(pf.Hash), sanitize.Text(pf.Plan.DLQ), n, strings.Join(targets, ", "), len(out.Skipped))
+	if len(out.Skipped) > 0 {
+		g := output.Grid{Header: []string{"SKIPPED", "EVENT", "REASON", "DETAIL"}}
+		for _, s := range out.Skipped {
+			g.Add(fmt.Sprintf("%d:%d", s.Partition, s.Offset), sanitize.Text(s.EventID), string(s.Reason), sanitize.Text(s.Detail))
+		}
+		return g.WriteTable(a.stdout)
 	}
 	return nil
 }

@@ -215,7 +215,7 @@ func TestRedriveSurvivesKill9(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	kills := 0
 	for round := 0; round < 40 && kills < 22; round++ {
-		cmd := exec.Command(bin, "--config", f.config, "redrive", "execute", plan[:16], "--no-verify")
+		cmd := exec.Command(bin, "--config", f.config, "redrive", "execute", plan[:16], "--yes", "--no-verify")
 		cmd.Env = os.Environ()
 		stderr, err := cmd.StderrPipe()
 		if err != nil {
@@ -256,7 +256,7 @@ func TestRedriveSurvivesKill9(t *testing.T) {
 		t.Fatalf("only %d runs were killed mid-plan; the plan finished too early to test resumption", kills)
 	}
 	// Resume to the end.
-	if _, errOut, code := runBerth(t, "--config", f.config, "redrive", "execute", plan[:16], "--no-verify", "-o", "json"); code != 0 {
+	if _, errOut, code := runBerth(t, "--config", f.config, "redrive", "execute", plan[:16], "--yes", "--no-verify", "-o", "json"); code != 0 {
 		t.Fatalf("final run: exit %d: %s", code, errOut)
 	}
 	if done := f.state(t, plan); done != n {
@@ -305,7 +305,7 @@ func TestRedriveApprovalWorkflow(t *testing.T) {
 	f := newRedriveFixture(t, n, fmt.Sprintf("    - match: \"ledger-events.DLT\"\n      review: required\n      approvals: 1\n      allowed_signers: %s\n", signers))
 	plan := f.plan(t, "--key", alice)
 	exec := func(extra ...string) (string, string, int) {
-		return runBerth(t, append([]string{"--config", f.config, "redrive", "execute", plan[:12], "--no-verify", "-o", "json"}, extra...)...)
+		return runBerth(t, append([]string{"--config", f.config, "redrive", "execute", plan[:12], "--yes", "--no-verify", "-o", "json"}, extra...)...)
 	}
 	approve := func(key string) (string, int) {
 		_, errOut, code := runBerth(t, "--config", f.config, "redrive", "approve", plan[:12], "--key", key)
@@ -395,7 +395,7 @@ func TestRedriveCancelFinishesTheBatchThenStops(t *testing.T) {
 	const n = 60
 	f := newRedriveFixture(t, n, "    - match: \"ledger-events.DLT\"\n      review: none\n")
 	plan := f.plan(t, "--batch-size", "5", "--rate", "50")
-	cmd := exec.Command(bin, "--config", f.config, "redrive", "execute", plan[:12], "--no-verify", "-o", "json")
+	cmd := exec.Command(bin, "--config", f.config, "redrive", "execute", plan[:12], "--yes", "--no-verify", "-o", "json")
 	var stdout strings.Builder
 	cmd.Stdout = &stdout
 	stderr, err := cmd.StderrPipe()
@@ -436,7 +436,7 @@ func TestRedriveCancelFinishesTheBatchThenStops(t *testing.T) {
 	if got := f.state(t, plan); got != res.Sent {
 		t.Fatalf("target has %d copies, the run reported %d", got, res.Sent)
 	}
-	if _, errOut, code := runBerth(t, "--config", f.config, "redrive", "execute", plan[:12], "--no-verify"); code != 0 {
+	if _, errOut, code := runBerth(t, "--config", f.config, "redrive", "execute", plan[:12], "--yes", "--no-verify"); code != 0 {
 		t.Fatalf("resume: %s", errOut)
 	}
 	if got := f.state(t, plan); got != n {
@@ -451,7 +451,7 @@ func TestRedriveCancelFinishesTheBatchThenStops(t *testing.T) {
 func TestAuditTopicMirrorsAndCatchesATruncatedFile(t *testing.T) {
 	f := newRedriveFixture(t, 4, "    - match: \"ledger-events.DLT\"\n      review: none\n")
 	plan := f.plan(t)
-	if _, errOut, code := runBerth(t, "--config", f.config, "redrive", "execute", plan[:12], "--no-verify"); code != 0 {
+	if _, errOut, code := runBerth(t, "--config", f.config, "redrive", "execute", plan[:12], "--yes", "--no-verify"); code != 0 {
 		t.Fatalf("execute: %s", errOut)
 	}
 	out, errOut, code := runBerth(t, "--config", f.config, "audit", "verify", "-o", "json")

@@ -95,7 +95,7 @@ func TestRedriveExecuteKeepsTheReviewThePlanWasMadeUnder(t *testing.T) {
 		t.Fatalf("status should show the demo policy's 1 required approval: exit %d %s %s", code, errOut, out)
 	}
 	for _, cfg := range []string{kafkaCfg, bundledCfg} {
-		out, errOut, code = runBerth(t, "--config", cfg, "redrive", "execute", plan.Hash[:12], "--no-verify", "-o", "json")
+		out, errOut, code = runBerth(t, "--config", cfg, "redrive", "execute", plan.Hash[:12], "--yes", "--no-verify", "-o", "json")
 		if code != 1 || !strings.Contains(errOut, "refused") || !strings.Contains(errOut, "review") && !strings.Contains(errOut, "approv") {
 			t.Fatalf("unapproved payments plan executed: exit %d stderr %q out %s", code, errOut, out)
 		}

@@ -17,7 +17,7 @@ func TestRedriveExecuteReadOnlyRefusalIsAudited(t *testing.T) {
 	isolateConfig(t)
 	file := filepath.Join(t.TempDir(), "audit.log")
 	cfg := writeConfig(t, fmt.Sprintf("current_context: prod\ncontexts:\n  prod:\n    kind: kafka\n    bootstrap: [127.0.0.1:1]\n    read_only: true\naudit:\n  file: %s\n", file))
-	_, errOut, code := runBerth(t, "--config", cfg, "--timeout", "1s", "redrive", "execute", "deadbeefdeadbeef")
+	_, errOut, code := runBerth(t, "--config", cfg, "--timeout", "1s", "redrive", "execute", "deadbeefdeadbeef", "--yes")
 	if code != 1 || !strings.Contains(errOut, "read-only") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
@@ -68,7 +68,7 @@ func TestRedriveExecuteEditedPlanFileRefusalIsAudited(t *testing.T) {
 	if err := os.WriteFile(planFile, []byte(edited), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, errOut, code := runBerth(t, "--config", f.config, "redrive", "execute", planFile, "--no-verify")
+	_, errOut, code := runBerth(t, "--config", f.config, "redrive", "execute", planFile, "--yes", "--no-verify")
 	if code != 1 || !strings.Contains(errOut, "edited") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}

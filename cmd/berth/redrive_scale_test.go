@@ -34,7 +34,7 @@ func TestRedriveLargePlanIsStoredAndExecutes(t *testing.T) {
 	if !p.Stored {
 		t.Fatalf("a %d-record plan was not stored: %s", n, p.StoreNote)
 	}
-	out, errOut, code = runBerth(t, "--config", f.config, "redrive", "execute", p.Hash[:16], "--no-verify", "-o", "json")
+	out, errOut, code = runBerth(t, "--config", f.config, "redrive", "execute", p.Hash[:16], "--yes", "--no-verify", "-o", "json")
 	if code != 0 {
 		t.Fatalf("execute: exit %d: %s", code, errOut)
 	}
@@ -82,7 +82,7 @@ func TestRedriveStatusSkipsABadStoreRecord(t *testing.T) {
 	if !strings.Contains(errOut, "skipped "+kafka.PlanTopic+" offset ") || strings.Contains(errOut, "\x1b") {
 		t.Fatalf("the bad record is not reported by offset, escaped: %q", errOut)
 	}
-	out, errOut, code = runBerth(t, "--config", f.config, "redrive", "execute", plan[:12], "--no-verify", "-o", "json")
+	out, errOut, code = runBerth(t, "--config", f.config, "redrive", "execute", plan[:12], "--yes", "--no-verify", "-o", "json")
 	if code != 0 || !strings.Contains(out, `"sent": 4`) {
 		t.Fatalf("execute beside a bad record: exit %d: %s %s", code, errOut, out)
 	}
@@ -109,7 +109,7 @@ func TestRedriveWatchEndsWhenTheConsumersCatchUp(t *testing.T) {
 			consumer.PollFetches(ctx)
 		}
 	}()
-	out, errOut, code := runBerth(t, "--config", f.config, "redrive", "execute", plan[:12], "--watch", "2m", "-o", "json")
+	out, errOut, code := runBerth(t, "--config", f.config, "redrive", "execute", plan[:12], "--yes", "--watch", "2m", "-o", "json")
 	if code != 0 {
 		t.Fatalf("execute: exit %d: %s", code, errOut)
 	}

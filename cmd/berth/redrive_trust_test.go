@@ -375,3 +375,34 @@ func TestRedriveAMalformedStoredPlanBlocksOnlyItself(t *testing.T) {
 		t.Fatalf("%d records sent, want 2", got)
 	}
 }
+
+// Execute without --yes is a dry run on Kafka as on RabbitMQ: it checks the
+// plan, re-reads and re-derives its records, says what would be sent where,
+// exits 0 and sends nothing; in a read-only context too.
+func TestRedriveExecuteWithoutYesIsADryRun(t *testing.T) {
+	f := newRedriveFixture(t, 3, "    - match: \"ledger-events.DLT\"\n      review: none\n")
+	_, hash := f.planFile(t)
+	for _, extra := range [][]string{nil, {"--read-only"}} {
+		out, errOut, code := runBerth(t, append([]string{"--config", f.config, "redrive", "execute", hash[:12], "-o", "json"}, extra...)...)
+		var res struct {
+			DryRun    bool           `json:"dry_run"`
+			WouldSend map[string]int `json:"would_send"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &res) != nil || !res.DryRun || res.WouldSend["ledger-events"] != 3 {
+			t.Fatalf("dry run %v: exit %d %s %s", extra, code, errOut, out)
+		}
+	}
+	if got := topicRecords(t, f.kc, "ledger-events") - f.n; got != 0 {
+		t.Fatalf("a dry run sent %d records", got)
+	}
+	out, errOut, code := runBerth(t, "--config", f.config, "redrive", "execute", hash[:12])
+	if code != 0 || !strings.Contains(out, "would send 3 (ledger-events 3)") || !strings.Contains(out, "--yes sends") {
+		t.Fatalf("dry run as text: exit %d %s %s", code, errOut, out)
+	}
+	if _, errOut, code := runBerth(t, "--config", f.config, "redrive", "execute", hash[:12], "--yes", "--no-verify"); code != 0 {
+		t.Fatalf("--yes: exit %d %s", code, errOut)
+	}
+	if got := f.state(t, hash); got != 3 {
+		t.Fatalf("--yes sent %d of 3", got)
+	}
+}

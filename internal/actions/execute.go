@@ -78,11 +78,15 @@ type Options struct {
 	Recheck func(ctx context.Context, p redrive.Plan, cs []redrive.Candidate, pol redrive.PolicySnapshot) ([]redrive.Verdict, error)
 	// StopOnFailure stops at the first failed batch (payment policies).
 	StopOnFailure bool
-	Reader        RecordReader
-	Publisher     Publisher
-	Audit         *audit.Log
-	Progress      func(Progress)
-	Control       <-chan Control
+	// DryRun does everything up to sending (preconditions, re-read,
+	// re-derivation, checks) and reports what would be sent; it writes
+	// nothing (no audit entry) and is allowed in a read-only context.
+	DryRun    bool
+	Reader    RecordReader
+	Publisher Publisher
+	Audit     *audit.Log
+	Progress  func(Progress)
+	Control   <-chan Control
 	// Sleep waits for the rate limiter (tests may replace it).
 	Sleep func(ctx context.Context, d time.Duration) error
 }
@@ -112,6 +116,9 @@ type Result struct {
 	Cancelled bool                  `json:"cancelled"`
 	Approval  approval.Decision     `json:"approval"`
 	Ledger    []redrive.LedgerEntry `json:"-"`
+	// DryRun: nothing was sent; WouldSend counts what would be, per target.
+	DryRun    bool           `json:"dry_run"`
+	WouldSend map[string]int `json:"would_send,omitempty"`
 }
 
 // Reason values the executor adds to the checks' reasons.
@@ -135,7 +142,7 @@ func (o Options) policy(f redrive.File) (redrive.PolicySnapshot, error) {
 func Preflight(f redrive.File, o Options) (approval.Decision, error) {
 	now := o.now()
 	var d approval.Decision
-	if o.ReadOnly {
+	if o.ReadOnly && !o.DryRun {
 		return d, Refuse(ErrReadOnly, "the context is read-only: nothing sent")
 	}
 	if got := f.Plan.Hash(); got != f.Hash {
@@ -265,6 +272,13 @@ func Execute(ctx context.Context, f redrive.File, o Options) (Result, error) {
 	out := make([]Outgoing, 0, len(send))
 	for _, i := range send {
 		out = append(out, outgoing(f, todo[i], raw[i], o.now()))
+	}
+	if o.DryRun {
+		res.DryRun, res.WouldSend = true, map[string]int{}
+		for _, x := range out {
+			res.WouldSend[x.Target]++
+		}
+		return res, nil
 	}
 
 	err = o.sendAll(ctx, f, out, &res)
@@ -493,7 +507,7 @@ func (o Options) sleep(ctx context.Context, d time.Duration) error {
 // local log has the entry. A local failure is: a destructive action that
 // cannot be recorded does not go on.
 func (o Options) audit(ctx context.Context, action string, f redrive.File, details map[string]any) error {
-	if o.Audit == nil {
+	if o.Audit == nil || o.DryRun {
 		return nil
 	}
 	details["plan"] = f.Hash

@@ -171,6 +171,8 @@ func (k *KafkaRedrive) Approve(ctx context.Context, f redrive.File, sig approval
 type ExecControl struct {
 	Control  <-chan Control
 	Progress func(Progress)
+	// DryRun stops before sending (see Options.DryRun).
+	DryRun bool
 }
 
 // Execute runs a plan under the stricter policy, re-deriving everything
@@ -178,14 +180,18 @@ type ExecControl struct {
 // earlier run of the plan) is opened only after every precondition holds.
 func (k *KafkaRedrive) Execute(ctx context.Context, f redrive.File, x ExecControl) (Result, error) {
 	res := Result{Plan: f.Hash, DLQ: f.Plan.DLQ, Skipped: []Skip{}, Failed: []Failure{}}
-	log, closeLog, err := k.OpenAudit()
-	if err != nil {
-		return res, Refuse(ErrAuditUnwritable, "audit log: %v: nothing sent", err)
+	o := Options{ReadOnly: k.ReadOnly, Context: k.Context, Actor: k.Actor, Now: k.Now, MaxAge: k.MaxAge,
+		Control: x.Control, Progress: x.Progress, DryRun: x.DryRun}
+	if !x.DryRun {
+		log, closeLog, err := k.OpenAudit()
+		if err != nil {
+			return res, Refuse(ErrAuditUnwritable, "audit log: %v: nothing sent", err)
+		}
+		defer closeLog()
+		o.Audit = log
 	}
-	defer closeLog()
-	o := Options{ReadOnly: k.ReadOnly, Context: k.Context, Actor: k.Actor, Now: k.Now, MaxAge: k.MaxAge, Audit: log,
-		Control: x.Control, Progress: x.Progress}
-	if k.ReadOnly {
+	var err error
+	if k.ReadOnly && !x.DryRun {
 		return res, o.refused(ctx, f, Refuse(ErrReadOnly, "the context is read-only: nothing sent"))
 	}
 	if o.Cluster, err = k.Identity(ctx); err != nil {
