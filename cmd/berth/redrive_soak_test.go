@@ -38,7 +38,7 @@ func TestRedriveSoakKill9(t *testing.T) {
 	start := time.Now()
 	for killed < kills {
 		runs++
-		cmd := exec.Command(bin, "--config", f.config, "redrive", "execute", plan[:16], "--no-verify")
+		cmd := exec.Command(bin, "--config", f.config, "redrive", "execute", plan[:16], "--yes", "--no-verify")
 		cmd.Env = os.Environ()
 		stderr, err := cmd.StderrPipe()
 		if err != nil {
@@ -80,7 +80,7 @@ func TestRedriveSoakKill9(t *testing.T) {
 			t.Fatalf("the plan finished after %d kills; the soak needs %d across it", killed, kills)
 		}
 	}
-	if _, errOut, code := runBerth(t, "--config", f.config, "redrive", "execute", plan[:16], "--no-verify", "-o", "json"); code != 0 {
+	if _, errOut, code := runBerth(t, "--config", f.config, "redrive", "execute", plan[:16], "--yes", "--no-verify", "-o", "json"); code != 0 {
 		t.Fatalf("final run: exit %d: %s", code, errOut)
 	}
 	if done := f.state(t, plan); done != n {
