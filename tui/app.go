@@ -68,7 +68,8 @@ type Options struct {
 	Notice string
 }
 
-// noticeDuration is how long Options.Notice stays on screen.
+// noticeDuration is how long Options.Notice stays on screen, unless a key
+// is pressed first (a long notice covers the page's last lines).
 const noticeDuration = 30 * time.Second
 
 // entry is one page on the stack with the id its results are routed by.
@@ -117,6 +118,8 @@ type Model struct {
 	confirm *ConfirmMsg
 	// burst is set while the keys of one multi-key read are delivered.
 	burst bool
+	// noticeFlash is the flash id of Options.Notice while it is shown.
+	noticeFlash int
 
 	noTimers bool // tests: timers return nil commands
 }
@@ -279,6 +282,7 @@ func (m *Model) Init() tea.Cmd {
 	cmds := []tea.Cmd{m.clockTick(), m.top().page.Init()}
 	if m.opts.Notice != "" {
 		cmds = append(cmds, m.flashFor(FlashMsg{Level: Info, Text: m.opts.Notice}, noticeDuration))
+		m.noticeFlash = m.flashID
 	}
 	if m.source == nil {
 		cmds = append(cmds, m.dialCmd(m.ctxName))

@@ -679,4 +679,10 @@ func TestNoticeShownAtStart(t *testing.T) {
 	if strings.Contains(m.View(), "BERTH_CONFIG") {
 		t.Fatal("the notice stayed after its time")
 	}
+	// The first key puts it away (it covers the page's last lines).
+	m, _ = newTestModel(t, 80, 24, func(o *Options) { o.Notice = notice })
+	press(m, "c")
+	if v := m.View(); strings.Contains(v, "BERTH_CONFIG") || !strings.Contains(crumbs(m), "groups") {
+		t.Fatalf("the notice stayed after a key:\n%s", v)
+	}
 }

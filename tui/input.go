@@ -24,8 +24,15 @@ import (
 // rest, not run; any other paste is dropped with a message. Keys of a burst
 // or a paste never answer a confirmation (see ConfirmMsg).
 
-// handleInput delivers one KeyMsg as read from the terminal.
+// handleInput delivers one KeyMsg as read from the terminal. The first key
+// also puts away the start notice (Options.Notice).
 func (m *Model) handleInput(msg tea.KeyMsg) tea.Cmd {
+	if m.noticeFlash != 0 {
+		if m.flashID == m.noticeFlash {
+			m.flash = FlashMsg{}
+		}
+		m.noticeFlash = 0
+	}
 	if msg.Paste {
 		return m.paste(msg)
 	}
