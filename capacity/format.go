@@ -152,6 +152,9 @@ func FormatValue(o Output, v float64) string {
 	case ConsumersTotal, PeakConsumersTotal:
 		return groupThousands(v, 0) + " total"
 	case MinPartitionsForPeak:
+		if v == 1 {
+			return "≥1 partition"
+		}
 		return "≥" + groupThousands(v, 0) + " partitions"
 	case PeakBacklogEvents, LagEventsForDuration:
 		return groupThousands(v, 0) + " events"

@@ -153,6 +153,8 @@ func TestFormatValue_Small(t *testing.T) {
 		{PeakEgressMiBPerS, 1234.5, "1.21 GiB/s"},
 		{IngestTBPerDay, 1500, "1.500 PB/day"},
 		{HotPartitionMultiple, 0.24, "0.24×"},
+		{MinPartitionsForPeak, 1, "≥1 partition"},
+		{MinPartitionsForPeak, 50, "≥50 partitions"},
 	} {
 		if got := FormatValue(tc.o, tc.v); got != tc.want {
 			t.Errorf("FormatValue(%s, %v) = %q, want %q", tc.o.JSON(), tc.v, got, tc.want)
