@@ -152,6 +152,9 @@ func (a *app) sayingSampling(d time.Duration) {
 		return
 	}
 	fmt.Fprintf(a.stderr, "sampling twice, %s apart, to judge statuses (--sample 0 for one sample)\n", d)
+	if ci := a.cfg.Lag.CommitInterval; d < ci {
+		fmt.Fprintf(a.stderr, "note: --sample %s is shorter than lag.commit_interval (%s): behind partitions read JUDGING\n", d, ci)
+	}
 }
 
 // isTerminal reports whether w is a character device (a terminal).
