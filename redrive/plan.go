@@ -46,6 +46,8 @@ type Plan struct {
 
 // Selection records how the records were chosen: always explicit.
 type Selection struct {
+	// All selects every record read; it must be said explicitly (--all).
+	All     bool       `json:"all,omitempty"`
 	Classes []string   `json:"classes,omitempty"`
 	Offsets []Coord    `json:"offsets,omitempty"`
 	Key     string     `json:"key,omitempty"`
@@ -57,7 +59,7 @@ type Selection struct {
 // Empty reports whether nothing selects records (refused: a plan never
 // means "everything" implicitly).
 func (s Selection) Empty() bool {
-	return len(s.Classes) == 0 && len(s.Offsets) == 0 && s.Key == "" && s.Header == "" && s.Since == nil && s.Until == nil
+	return !s.All && len(s.Classes) == 0 && len(s.Offsets) == 0 && s.Key == "" && s.Header == "" && s.Since == nil && s.Until == nil
 }
 
 // PolicySnapshot is the redrive policy that applied when the plan was made
@@ -179,7 +181,7 @@ func (p Plan) Core() Core {
 		Format: PlanFormat, Backend: BackendKafka, Cluster: p.Cluster, DLQ: p.DLQ,
 		CreatedAt: FormatCreatedAt(p.CreatedAt), Policy: p.Policy, Rate: p.Rate, Batch: p.BatchSize,
 		AllowHazards: p.AllowOrderingHazards, Targets: []string{}, Rows: make([]Row, 0, len(p.Records)),
-		Selection: CoreSelection{Classes: p.Selection.Classes, Locs: len(p.Selection.Offsets) > 0, Key: p.Selection.Key, Header: p.Selection.Header, Target: p.Target},
+		Selection: CoreSelection{All: p.Selection.All, Classes: p.Selection.Classes, Locs: len(p.Selection.Offsets) > 0, Key: p.Selection.Key, Header: p.Selection.Header, Target: p.Target},
 	}
 	if p.Selection.Since != nil {
 		c.Selection.Since = FormatCreatedAt(*p.Selection.Since)
@@ -223,7 +225,7 @@ func PlanFromCore(c Core) (Plan, error) {
 	p := Plan{
 		Version: PlanVersion, Cluster: c.Cluster, DLQ: c.DLQ, Target: c.Selection.Target, Rate: c.Rate, BatchSize: c.Batch,
 		AllowOrderingHazards: c.AllowHazards, Policy: c.Policy, CreatedAt: created,
-		Selection: Selection{Classes: c.Selection.Classes, Key: c.Selection.Key, Header: c.Selection.Header},
+		Selection: Selection{All: c.Selection.All, Classes: c.Selection.Classes, Key: c.Selection.Key, Header: c.Selection.Header},
 	}
 	for _, w := range []struct {
 		s   string

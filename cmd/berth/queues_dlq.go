@@ -602,14 +602,13 @@ func (o *rmqPlanOptions) add(c *cobra.Command) {
 	f.StringSliceVar(&o.sel.EventIDs, "event-id", nil, "RabbitMQ: select these event ids")
 	f.StringSliceVar(&o.sel.Reasons, "reason", nil, "RabbitMQ: select by death reason (rejected, expired, maxlen, delivery_limit)")
 	f.StringSliceVar(&o.sel.OriginalQueues, "original-queue", nil, "RabbitMQ: select by the queue they died in")
-	f.BoolVar(&o.sel.All, "all", false, "RabbitMQ: select every message read (must be said explicitly)")
 	f.BoolVar(&o.toQueue, "to-queue", false, "RabbitMQ: send each message to the queue it died in (default exchange) instead of its original exchange and routing key")
 	o.browse.add(c)
 }
 
 var rabbitOnlyPlanFlags = map[string]string{
 	"event-id": "select Kafka records by --offsets", "reason": "Kafka records have no death reason",
-	"original-queue": "Kafka: select by --class", "all": "Kafka: select by --class or --offsets", "to-queue": "Kafka: --target",
+	"original-queue": "Kafka: select by --class", "to-queue": "Kafka: --target",
 	"queue-type": "Kafka topics have no queue type", "accept-requeue-side-effects": "reading a Kafka topic has no side effect",
 }
 
@@ -632,7 +631,7 @@ func (a *app) rmqRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 		return usageErr("--out: a plan file is required")
 	}
 	sel := ro.sel
-	sel.Classes = o.classes
+	sel.Classes, sel.All = o.classes, o.all
 	if sel.Empty() {
 		return usageErr("selection: give --class, --event-id, --reason, --original-queue or --all (a plan never means everything implicitly)")
 	}

@@ -45,6 +45,7 @@ on both; flags that only mean something for one backend say so.`,
 }
 
 type redrivePlanOptions struct {
+	all          bool
 	classes      []string
 	offsets      string
 	recordKey    string
@@ -102,10 +103,12 @@ func newRedrivePlanCmd(a *app) *cobra.Command {
 stored in the cluster's plan store, and executed later (after any review the
 policy requires).
 
-Selection is always explicit: --class (repeatable; ids from berth dlq
-classes), --offsets P:O,..., or the filters --record-key, --header NAME=VALUE,
---since, --until (RFC 3339); classes and offsets are united, filters narrow.
-With no selector the command refuses.
+Selection is always explicit: --all (every record), --class (repeatable;
+ids from berth dlq classes), --offsets P:O,..., or the filters --record-key,
+--header NAME=VALUE, --since, --until (RFC 3339); classes and offsets are
+united, filters narrow. With no selector the command refuses; a selection
+that reaches past the --read records read is refused too, never planned
+from a part.
 
 Every selected record is checked, in order:
   already_redriven         the redrive ledger has it (by DLQ coordinates or event id)
@@ -126,8 +129,8 @@ blocked_reason, records [{partition, offset, event_id, included, reason,
 detail, class, target, newer_offset}], totals {selected, included, excluded,
 by_reason, by_class}.
 
-RabbitMQ: select with --class, --event-id, --reason, --original-queue or
---all (offsets, keys and times are Kafka's); --read messages are browsed
+RabbitMQ: select with --all, --class, --event-id, --reason or
+--original-queue (offsets, keys and times are Kafka's); --read messages are browsed
 (default 1,000); --batch-size is the publish window awaiting confirms
 (default 500); ordering hazards are checked inside the DLQ by the policy's
 ordering_key; --to-queue sends each message to the queue it died in. Records
@@ -145,6 +148,7 @@ ordering_key and hazard_position instead of partition/offset/target.`,
 		},
 	}
 	f := cmd.Flags()
+	f.BoolVar(&o.all, "all", false, "select every record in the DLQ (must be said explicitly)")
 	f.StringArrayVar(&o.classes, "class", nil, "select the records of a failure class id (repeatable)")
 	f.StringVar(&o.offsets, "offsets", "", "select records by DLQ coordinates PARTITION:OFFSET,...")
 	f.StringVar(&o.recordKey, "record-key", "", "select (or narrow to) records with this key")
@@ -298,7 +302,7 @@ func (a *app) runRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 	if o.out == "" {
 		return usageErr("--out: a plan file is required")
 	}
-	req := planner.Request{DLQ: dlq, Classes: o.classes, Key: o.recordKey, Header: o.header, Target: o.target,
+	req := planner.Request{DLQ: dlq, All: o.all, Classes: o.classes, Key: o.recordKey, Header: o.header, Target: o.target,
 		Rate: o.rate, BatchSize: o.batch, AllowHazards: o.allowHazards}
 	if o.offsets != "" {
 		if req.Offsets, err = parseOffsets(o.offsets); err != nil {
@@ -328,7 +332,7 @@ func (a *app) runRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 			return usageErr("--header: %q is not NAME=VALUE", req.Header)
 		}
 	}
-	if len(req.Classes) == 0 && len(req.Offsets) == 0 && req.Key == "" && req.Header == "" && req.Since == nil && req.Until == nil {
+	if (redrive.Selection{All: req.All, Classes: req.Classes, Offsets: req.Offsets, Key: req.Key, Header: req.Header, Since: req.Since, Until: req.Until}).Empty() {
 		return usageErr("%v", planner.ErrNoSelector)
 	}
 	sign, err := o.checkSigning()

@@ -183,7 +183,9 @@ func (p *Planner) load(ctx context.Context, dlq string, limit int, entries []red
 
 // Request is what an operator asks a plan to contain.
 type Request struct {
-	DLQ     string
+	DLQ string
+	// All selects every record read (said explicitly: --all).
+	All     bool
 	Classes []string
 	Offsets []redrive.Coord
 	// Filters narrow the selection (or select on their own).
@@ -209,13 +211,13 @@ const (
 )
 
 // ErrNoSelector refuses a plan that selects nothing explicitly.
-var ErrNoSelector = errors.New("a plan needs an explicit selection: --class, --offsets, --record-key, --header, --since or --until (never everything implicitly)")
+var ErrNoSelector = errors.New("a plan needs an explicit selection: --all, --class, --offsets, --record-key, --header, --since or --until (never everything implicitly)")
 
 // Plan selects records, runs the checks and returns the plan (unsigned, not
 // stored). A plan whose checks could not all run is returned with those
 // records marked check_failed; Plan.Blocked says so.
 func (p *Planner) Plan(ctx context.Context, req Request) (redrive.File, error) {
-	sel := redrive.Selection{Classes: req.Classes, Offsets: req.Offsets, Key: req.Key, Header: req.Header, Since: req.Since, Until: req.Until}
+	sel := redrive.Selection{All: req.All, Classes: req.Classes, Offsets: req.Offsets, Key: req.Key, Header: req.Header, Since: req.Since, Until: req.Until}
 	if sel.Empty() {
 		return redrive.File{}, ErrNoSelector
 	}
@@ -253,7 +255,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (redrive.File, error) {
 		wantClass[c] = true
 	}
 	for _, r := range l.Records {
-		if wantClass[r.Class] || (len(req.Classes) == 0 && len(req.Offsets) == 0) {
+		if req.All || wantClass[r.Class] || (len(req.Classes) == 0 && len(req.Offsets) == 0) {
 			chosen[r.Coord()] = r
 		}
 	}
