@@ -38,7 +38,7 @@ func TestInactiveGroupsSitBelowLiveIncidents(t *testing.T) {
 			t.Fatalf("the overview lists the abandoned group at row %d", i)
 		}
 	}
-	if v := m.View(); !strings.Contains(v, "1 group(s) with no members") {
+	if v := m.View(); !strings.Contains(v, "1 inactive (no members, idle over 1h) in :groups") {
 		t.Fatalf("overview does not say an inactive group is hidden:\n%s", v)
 	}
 	press(m, "c")

@@ -135,10 +135,12 @@ func (p *overviewPage) summary(s *Snapshot, w int) []string {
 			inactive++
 		}
 	}
+	title := st.Title.Render("Groups, worst age first")
 	if inactive > 0 {
-		out = append(out, label("inactive")+st.Muted.Render(fmt.Sprintf("%d group(s) with no members and nothing consumed for over an hour, not listed (:groups lists them)", inactive)))
+		// On the title line: the header has a fixed budget of lines.
+		title += st.Muted.Render(fmt.Sprintf(" · %d inactive (no members, idle over 1h) in :groups", inactive))
 	}
-	out = append(out, "", st.Title.Render("Groups, worst age first"))
+	out = append(out, "", title)
 	for i := range out {
 		if ansi.StringWidth(out[i]) > w {
 			out[i] = ansi.Truncate(out[i], w, "…")
