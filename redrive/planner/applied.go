@@ -3,7 +3,6 @@ package planner
 import (
 	"context"
 
-	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/sor"
 )
 
@@ -21,19 +20,6 @@ func (c Console) Applied(ctx context.Context, dlq string, keys []string) (applie
 	if pol.SystemOfRecord == nil {
 		return nil, false, nil
 	}
-	cs := make([]redrive.Candidate, len(keys))
-	for i, k := range keys {
-		cs[i].IdempotencyKey = k
-	}
-	keys = redrive.KeysToLookUp(cs)
-	if len(keys) == 0 {
-		return map[string]bool{}, true, nil
-	}
-	l, err := sor.Open(ctx, *pol.SystemOfRecord)
-	if err != nil {
-		return nil, true, err
-	}
-	defer l.Close()
-	applied, err = l.Committed(ctx, keys)
+	applied, err = sor.Applied(ctx, *pol.SystemOfRecord, keys)
 	return applied, true, err
 }

@@ -271,10 +271,7 @@ type session struct {
 	dlq    string
 	loaded planner.Loaded
 	picks[redrive.Coord]
-	// applied is what the system of record says about the pending
-	// records' idempotency keys (nil until it answered, or when the
-	// policy has none).
-	applied map[string]bool
+	effects
 }
 
 func (s *session) selected() int {
@@ -324,8 +321,6 @@ func planCmd(s *session) tea.Cmd {
 type ClassesPage struct {
 	loadingPage
 	s *session
-	// appliedNote is what the system of record said, when it matters.
-	appliedNote string
 }
 
 type loadedMsg struct{ l planner.Loaded }
@@ -378,7 +373,7 @@ func (p *ClassesPage) KeyBindings() []key.Binding {
 
 func (p *ClassesPage) rows() {
 	now := time.Now()
-	applied := p.s.appliedByClass()
+	applied := p.s.byClass
 	rows := make([]table.Row, len(p.s.loaded.Classes))
 	for i, c := range p.s.loaded.Classes {
 		sel := ""
@@ -391,82 +386,32 @@ func (p *ClassesPage) rows() {
 	p.tbl.SetRows(rows)
 }
 
-// appliedByClass counts, per class, the pending records whose effect the
-// system of record says already committed.
-func (s *session) appliedByClass() map[string]int {
-	out := map[string]int{}
-	if s.applied == nil {
-		return out
-	}
-	for _, r := range s.loaded.Pending {
-		if r.IdempotencyKey != "" && s.applied[r.IdempotencyKey] {
-			out[r.Class]++
-		}
-	}
-	return out
-}
-
-// Applier is implemented by services that can ask a DLQ's system of record
-// which idempotency keys already have their effect committed (planner's
-// Console does); configured is false when the DLQ's policy names none.
-type Applier interface {
-	Applied(ctx context.Context, dlq string, keys []string) (applied map[string]bool, configured bool, err error)
-}
-
-type appliedMsg struct {
-	applied    map[string]bool
-	configured bool
-	err        error
-}
-
-// probeApplied asks the system of record about the pending records, off
-// the UI goroutine, so that a class that failed after its side effect is
-// labelled so rather than "transient".
+// probeApplied asks the system of record about the pending records.
 func (p *ClassesPage) probeApplied() tea.Cmd {
-	var keys []string
-	for _, r := range p.s.loaded.Pending {
-		if r.IdempotencyKey != "" {
-			keys = append(keys, r.IdempotencyKey)
-		}
-	}
-	if len(keys) == 0 {
-		return nil
+	keys := make([]keyed, len(p.s.loaded.Pending))
+	for i, r := range p.s.loaded.Pending {
+		keys[i] = keyed{r.Class, r.IdempotencyKey}
 	}
 	dlq := p.s.dlq
-	return do(p.env, func(ctx context.Context, s Service) tea.Msg {
-		a, ok := s.(Applier)
-		if !ok {
+	return p.s.probe(keys, func(ask func(ctx context.Context, a Applier) tea.Msg) tea.Cmd {
+		return do(p.env, func(ctx context.Context, s Service) tea.Msg {
+			if a, ok := s.(Applier); ok {
+				return ask(ctx, a)
+			}
 			return nil
-		}
-		m, conf, err := a.Applied(ctx, dlq, keys)
-		return appliedMsg{m, conf, err}
-	})
+		})
+	}, dlq)
 }
 
 func (p *ClassesPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 	switch msg := msg.(type) {
 	case loadedMsg:
 		p.loaded()
-		p.s.loaded, p.s.applied, p.appliedNote = msg.l, nil, ""
+		p.s.loaded = msg.l
 		p.rows()
 		return p, p.probeApplied()
 	case appliedMsg:
-		switch {
-		case msg.err != nil:
-			p.appliedNote = "system of record not asked: " + msg.err.Error()
-		case msg.configured:
-			p.s.applied = msg.applied
-			if p.s.applied == nil {
-				p.s.applied = map[string]bool{}
-			}
-			n := 0
-			for _, c := range p.s.appliedByClass() {
-				n += c
-			}
-			if n > 0 {
-				p.appliedNote = fmt.Sprintf("system of record: %d pending record(s) already took effect", n)
-			}
-		}
+		p.s.answered(msg, "pending record(s)")
 		p.rows()
 		return p, nil
 	}
@@ -498,7 +443,7 @@ func (p *ClassesPage) View() string {
 	}
 	// The system of record's answer has a line of its own: at 80 columns
 	// it would be cut at the end of the header.
-	return p.render(head, sanitize.Text(p.appliedNote), p.s.selectionLine())
+	return p.render(head, sanitize.Text(p.s.note), p.s.selectionLine())
 }
 
 func (s *session) selectionLine() string { return s.line(s.selected(), "record(s)") }

@@ -1,7 +1,10 @@
 package dlq
 
 import (
+	"context"
 	"fmt"
+
+	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/redrive"
@@ -112,4 +115,73 @@ func (m classLabelMap) of(id string) string {
 		return l
 	}
 	return id
+}
+
+// Applier is implemented by services that can ask a DLQ's system of record
+// which idempotency keys already have their effect committed (planner's
+// Console for Kafka, the console's RabbitMQ service); configured is false
+// when the DLQ's policy names none. It reads only.
+type Applier interface {
+	Applied(ctx context.Context, dlq string, keys []string) (applied map[string]bool, configured bool, err error)
+}
+
+type appliedMsg struct {
+	applied    map[string]bool
+	configured bool
+	err        error
+	keys       []keyed
+}
+
+// keyed is one pending record's class and idempotency key.
+type keyed struct{ class, key string }
+
+// effects is what the system of record said about a DLQ's pending records:
+// a class whose records failed after their side effect committed (a
+// payment captured, then the ledger call failed) reads "transient" by its
+// exception, yet redriving it would apply it twice.
+type effects struct {
+	applied map[string]bool // by idempotency key; nil until answered
+	byClass map[string]int  // records that took effect, by class
+	note    string          // the page's line about it ("" when nothing to say)
+}
+
+// probe asks, off the UI goroutine (through run), about the keys.
+func (e *effects) probe(keys []keyed, run func(func(context.Context, Applier) tea.Msg) tea.Cmd, dlq string) tea.Cmd {
+	e.applied, e.byClass, e.note = nil, nil, ""
+	var ask []string
+	for _, k := range keys {
+		if k.key != "" {
+			ask = append(ask, k.key)
+		}
+	}
+	if len(ask) == 0 {
+		return nil
+	}
+	return run(func(ctx context.Context, a Applier) tea.Msg {
+		m, conf, err := a.Applied(ctx, dlq, ask)
+		return appliedMsg{applied: m, configured: conf, err: err, keys: keys}
+	})
+}
+
+// answered records the answer; what names the records in the note.
+func (e *effects) answered(m appliedMsg, what string) {
+	switch {
+	case m.err != nil:
+		e.note = "system of record not asked: " + m.err.Error()
+		return
+	case !m.configured:
+		return
+	}
+	e.applied, e.byClass = map[string]bool{}, map[string]int{}
+	n := 0
+	for _, k := range m.keys {
+		if k.key != "" && m.applied[k.key] {
+			e.applied[k.key] = true
+			e.byClass[k.class]++
+			n++
+		}
+	}
+	if n > 0 {
+		e.note = fmt.Sprintf("system of record: %d %s already took effect", n, what)
+	}
 }

@@ -410,6 +410,7 @@ type queueSession struct {
 	read   QueueBrowse
 	// picks holds single messages by event id.
 	picks[string]
+	effects
 }
 
 func (s *queueSession) chosen(m QueueMessage) bool { return s.has(m.Class, m.EventID) }
@@ -475,7 +476,7 @@ var keyAccept = binding("y", "read anyway, accepting the side effects")
 // NewQueueClassesPage builds the classes page of a RabbitMQ DLQ.
 func NewQueueClassesPage(env tui.PageEnv, dlq string) *QueueClassesPage {
 	p := &QueueClassesPage{s: &queueSession{dlq: dlq, picks: newPicks[string]()}}
-	p.loadingPage = loadingPage{loading: true, tablePage: newTablePage(env, 4, classColumns(queueClassTitles))}
+	p.loadingPage = loadingPage{loading: true, tablePage: newTablePage(env, 5, classColumns(queueClassTitles))}
 	p.tbl.SetEmpty("no messages")
 	p.tbl.SetSort(colClassCount, true)
 	p.fitToConsole()
@@ -495,6 +496,22 @@ func (p *QueueClassesPage) browse() tea.Cmd {
 }
 
 func (p *QueueClassesPage) Init() tea.Cmd { return p.browse() }
+
+// probeApplied asks the system of record about the messages read.
+func (p *QueueClassesPage) probeApplied() tea.Cmd {
+	keys := make([]keyed, len(p.s.read.Messages))
+	for i, m := range p.s.read.Messages {
+		keys[i] = keyed{m.Class, m.IdempotencyKey}
+	}
+	return p.s.probe(keys, func(ask func(ctx context.Context, a Applier) tea.Msg) tea.Cmd {
+		return doQueues(p.env, errOf, func(ctx context.Context, s QueueService) tea.Msg {
+			if a, ok := s.(Applier); ok {
+				return ask(ctx, a)
+			}
+			return nil
+		})
+	}, p.s.dlq)
+}
 func (p *QueueClassesPage) Title() string { return sanitize.Text(p.s.dlq) + " · classes" }
 func (p *QueueClassesPage) KeyBindings() []key.Binding {
 	return p.bindings(keyOpen, keyAll, keySelect, keyPlan, keyHazard, keyReload, keyAccept)
@@ -518,7 +535,7 @@ func (p *QueueClassesPage) rows() {
 		if !c.LastSeen.IsZero() {
 			last, lastN = durations.Format(now.Sub(c.LastSeen)), now.Sub(c.LastSeen).Seconds()
 		}
-		rows[i] = classRow(c, sel, last, lastN, 0)
+		rows[i] = classRow(c, sel, last, lastN, p.s.byClass[c.ID])
 	}
 	p.tbl.SetRows(rows)
 }
@@ -534,6 +551,11 @@ func (p *QueueClassesPage) Update(msg tea.Msg) (tui.Page, tea.Cmd) {
 		classCounts.Lock()
 		classCounts.m[msg.b.Vhost+"\x00"+p.s.dlq] = queueSeen{classes: len(msg.b.Classes), complete: msg.b.Complete, oldest: msg.b.OldestDeath}
 		classCounts.Unlock()
+		return p, p.probeApplied()
+	case appliedMsg:
+		p.s.answered(msg, "message(s)")
+		p.rows()
+		return p, nil
 	case errMsg:
 		// A refused browse asks (y) instead of failing.
 		var ref *BrowseRefusal
@@ -607,7 +629,14 @@ func (p *QueueClassesPage) View() string {
 		head += " · oldest death " + durations.Format(time.Since(*b.OldestDeath)) + " ago"
 	}
 	head += " · enter: messages · a: all messages"
-	return p.render(append(append([]string{head}, readLines(b)...), p.s.selectionLine())...)
+	above := append([]string{head}, readLines(b)...)
+	if p.s.note != "" {
+		above = append(above, sanitize.Text(p.s.note))
+	}
+	for len(above) < 4 {
+		above = append(above, "")
+	}
+	return p.render(append(above, p.s.selectionLine())...)
 }
 
 // ---------------------------------------------------------------- messages
@@ -675,7 +704,7 @@ func (p *QueueMessagesPage) view(id string) tea.Cmd {
 		byID[fmt.Sprint(m.Position)] = m
 	}
 	return openViewer(p.tbl, byID, id, classTitle(p.s.dlq, p.class, "messages"), func(m QueueMessage) record.Record {
-		return queueRecord(p.s.dlq, m, labels.of(m.Class))
+		return queueRecord(p.s.dlq, m, labels.of(m.Class), p.s.applied)
 	})
 }
 

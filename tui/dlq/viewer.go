@@ -81,10 +81,13 @@ func dlqRecord(dlq string, r redrive.Parsed, done bool, class string, applied ma
 // queueRecord is a RabbitMQ DLQ message for the viewer: its properties,
 // the x-death history parsed (one field per entry), the other headers and
 // the body.
-func queueRecord(dlq string, m QueueMessage, class string) record.Record {
+func queueRecord(dlq string, m QueueMessage, class string, applied map[string]bool) record.Record {
 	state := "pending"
-	if m.Redriven {
+	switch {
+	case m.Redriven:
 		state = "redriven (ledger: confirmed)"
+	case m.IdempotencyKey != "" && applied[m.IdempotencyKey]:
+		state = "pending, but the system of record has its key: it already took effect"
 	}
 	ts := "-"
 	if m.PublisherTimestamp != nil {
