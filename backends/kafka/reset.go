@@ -14,8 +14,8 @@ import (
 	"github.com/berth-dev/berth/backends"
 )
 
-// Resets is the I/O behind consumer-group offset resets (internal/offsets
-// Backend): the Cluster's reads plus offsets for a timestamp, record
+// Resets is the I/O behind consumer-group offset resets (internal/actions
+// ResetBackend): the Cluster's reads plus offsets for a timestamp, record
 // timestamps at the replayed span's boundaries, group membership that treats
 // an unknown group as empty, and the commit itself.
 type Resets struct {

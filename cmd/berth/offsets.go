@@ -12,6 +12,7 @@ import (
 
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/backends/kafka"
+	"github.com/berth-dev/berth/internal/actions"
 	"github.com/berth-dev/berth/internal/audit"
 	"github.com/berth-dev/berth/internal/offsets"
 	"github.com/berth-dev/berth/internal/output"
@@ -20,12 +21,12 @@ import (
 	tuioffsets "github.com/berth-dev/berth/tui/offsets"
 )
 
-var _ offsets.Backend = (*kafka.Resets)(nil)
+var _ actions.ResetBackend = (*kafka.Resets)(nil)
 
 // The console's reset dialog (tui/offsets, R on a group) runs the same
 // action on the console's connection, audit file and group policies.
 func init() {
-	tuioffsets.NewResetter = func(c backends.Cluster, env tui.PageEnv) (*offsets.Resetter, error) {
+	tuioffsets.NewResetter = func(c backends.Cluster, env tui.PageEnv) (*actions.Resetter, error) {
 		k, ok := c.(*kafka.Cluster)
 		if !ok {
 			return nil, errors.New("offset resets need a Kafka context")
@@ -35,7 +36,7 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		return &offsets.Resetter{
+		return &actions.Resetter{
 			Backend:  kafka.ResetsOn(k),
 			Audit:    log,
 			Context:  env.Context,
@@ -52,7 +53,7 @@ func init() {
 
 // `berth offsets reset GROUP <mode> [scope] [--execute]`: the headless
 // offset reset. A dry run by default; the plan it prints is exactly what
-// --execute commits, after re-reading the group (see internal/offsets).
+// --execute commits, after re-reading the group (see internal/actions.Resetter).
 
 type resetFlags struct {
 	toEarliest, toLatest, toCurrent bool
@@ -142,8 +143,8 @@ var modeFlags = []offsets.Mode{offsets.ToEarliest, offsets.ToLatest, offsets.ToC
 
 // request turns the flags into a reset request; every problem is a usage
 // error naming the flag.
-func (fl resetFlags) request(cmd *cobra.Command, group string) (offsets.Request, error) {
-	req := offsets.Request{Group: group}
+func (fl resetFlags) request(cmd *cobra.Command, group string) (actions.ResetRequest, error) {
+	req := actions.ResetRequest{Group: group}
 	var given []string
 	for _, m := range modeFlags {
 		if cmd.Flags().Changed(string(m)) {
@@ -298,7 +299,7 @@ func (a *app) runOffsetsReset(cmd *cobra.Command, group string, fl resetFlags) e
 	}
 	backend := kafka.NewResets(cl)
 	defer backend.Close()
-	r := &offsets.Resetter{
+	r := &actions.Resetter{
 		Backend:  backend,
 		Context:  a.ctxName,
 		ReadOnly: a.readOnly,
@@ -342,7 +343,7 @@ func (a *app) runOffsetsReset(cmd *cobra.Command, group string, fl resetFlags) e
 			// A fresh deadline: the dry run may have used most of the first.
 			ectx, ecancel := a.opCtx(sigCtx)
 			defer ecancel()
-			res, err := r.Execute(ectx, plan, offsets.ExecOptions{ConfirmReplayEffects: fl.confirmEffects})
+			res, err := r.Execute(ectx, plan, actions.ResetOptions{ConfirmReplayEffects: fl.confirmEffects})
 			out.Executed, out.Verified, out.AuditSeq = res.Executed, res.Verified, res.AuditSeq
 			if res.Warning != "" {
 				out.Warnings = append(out.Warnings, res.Warning)

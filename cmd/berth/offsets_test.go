@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/berth-dev/berth/backends/kafka"
+	"github.com/berth-dev/berth/internal/actions"
 	"github.com/berth-dev/berth/internal/audit"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/kafkatest"
@@ -462,17 +463,17 @@ func TestConsoleResetterWiring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := r.Plan(ctx, offsets.Request{Group: "g", Spec: offsets.Spec{Mode: offsets.ToEarliest}, Scope: offsets.Scope{AllTopics: true}})
+	p, err := r.Plan(ctx, actions.ResetRequest{Group: "g", Spec: offsets.Spec{Mode: offsets.ToEarliest}, Scope: offsets.Scope{AllTopics: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !p.Effects || p.Context != "wired" {
 		t.Fatalf("policy or context not wired: effects %v context %q", p.Effects, p.Context)
 	}
-	if _, err := r.Execute(ctx, p, offsets.ExecOptions{}); err == nil || !strings.Contains(err.Error(), "--confirm-replay-effects") {
+	if _, err := r.Execute(ctx, p, actions.ResetOptions{}); err == nil || !strings.Contains(err.Error(), "--confirm-replay-effects") {
 		t.Fatalf("effects guard: %v", err)
 	}
-	res, err := r.Execute(ctx, p, offsets.ExecOptions{ConfirmReplayEffects: true})
+	res, err := r.Execute(ctx, p, actions.ResetOptions{ConfirmReplayEffects: true})
 	if err != nil || !res.Verified || res.Warning != "" {
 		t.Fatalf("execute: %+v %v", res, err)
 	}
@@ -494,7 +495,7 @@ func TestConsoleResetterWiring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ro.Execute(ctx, p, offsets.ExecOptions{ConfirmReplayEffects: true}); !errors.Is(err, offsets.ErrReadOnly) {
+	if _, err := ro.Execute(ctx, p, actions.ResetOptions{ConfirmReplayEffects: true}); !errors.Is(err, actions.ErrReadOnly) {
 		t.Fatalf("read-only console: %v", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/berth-dev/berth/internal/audit"
-	"github.com/berth-dev/berth/internal/offsets"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
 )
@@ -87,6 +86,3 @@ type Transport interface {
 	Mirror() AuditMirror
 }
 
-// ResetBackend is what an offset reset needs (Kafka only: RabbitMQ has no
-// consumer offsets to reset). backends/kafka.Resets implements it.
-type ResetBackend = offsets.Backend

@@ -236,7 +236,7 @@ func Compute(spec Spec, tps []TP, s Snapshot) (Plan, error) {
 func warnings(p Plan, fallback, noSource, lost []string) []string {
 	var w []string
 	if len(p.Members) > 0 {
-		w = append(w, fmt.Sprintf("group %s has %d active member(s) (%s): --execute is refused until they stop", p.Group, len(p.Members), memberNames(p.Members)))
+		w = append(w, fmt.Sprintf("group %s has %d active member(s) (%s): --execute is refused until they stop", p.Group, len(p.Members), MemberNames(p.Members)))
 	}
 	replay, unknown := p.ReplayTotal(), p.UnknownStart()
 	if p.Effects && (replay > 0 || len(unknown) > 0) {
@@ -287,7 +287,8 @@ func listSome(items []string) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(items[:warnListMax], ", "), len(items)-warnListMax)
 }
 
-func memberNames(ms []backends.Member) string {
+// MemberNames names a group's members for a message: client id, member id, host.
+func MemberNames(ms []backends.Member) string {
 	names := make([]string, 0, len(ms))
 	for _, m := range ms {
 		n := m.ID

@@ -1,10 +1,10 @@
-// Package offsets plans and executes consumer-group offset resets with the
-// semantics of Apache Kafka's kafka-consumer-groups tool, and more care:
-// the plan is a pure computation (plan.go) over data the action reads
-// (action.go) through a small Backend interface, so every mode, clamp and
-// warning is testable without a broker, and the action is the one place
-// that enforces read-only contexts, the active-member gate, the effects
-// guard, compare-then-commit and the audit log.
+// Package offsets plans consumer-group offset resets with the semantics of
+// Apache Kafka's kafka-consumer-groups tool, and more care: the plan is a
+// pure computation (plan.go) over data the action reads, so every mode,
+// clamp and warning is testable without a broker. The action itself
+// (internal/actions.Resetter) reads through a small backend interface and
+// is the one place that enforces read-only contexts, the active-member
+// gate, the effects guard, compare-then-commit and the audit log.
 package offsets
 
 import (
@@ -329,8 +329,8 @@ func (s Scope) String() string {
 	return strings.Join(parts, " ")
 }
 
-// topicNames lists the topics the scope names explicitly.
-func (s Scope) topicNames() []string {
+// TopicNames lists the topics the scope names explicitly.
+func (s Scope) TopicNames() []string {
 	var out []string
 	for _, t := range s.Topics {
 		out = append(out, t.Topic)

@@ -4,7 +4,7 @@
 // opens with R on a group (tui.RegisterAction, scope "group").
 //
 // The dialog never does I/O in Update: planning and executing run through
-// env.Do, and the action (internal/offsets.Resetter) enforces read-only,
+// env.Do, and the action (internal/actions.Resetter) enforces read-only,
 // the active-member gate, the effects guard, compare-then-commit and the
 // audit log exactly as it does for the CLI.
 package offsets
@@ -22,6 +22,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/berth-dev/berth/backends"
+	"github.com/berth-dev/berth/internal/actions"
 	reset "github.com/berth-dev/berth/internal/offsets"
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/tui"
@@ -31,7 +32,7 @@ import (
 // NewResetter builds the reset action for the console's attached cluster;
 // cmd/berth sets it (it knows the backend, the audit file and the policy).
 // When nil, or when it fails, the dialog says so and offers nothing.
-var NewResetter func(c backends.Cluster, env tui.PageEnv) (*reset.Resetter, error)
+var NewResetter func(c backends.Cluster, env tui.PageEnv) (*actions.Resetter, error)
 
 func init() {
 	tui.RegisterAction(tui.Action{
@@ -77,7 +78,7 @@ type Dialog struct {
 	scope string
 
 	formErr string
-	req     reset.Request // the request behind plan (to dry-run it again)
+	req     actions.ResetRequest // the request behind plan (to dry-run it again)
 	plan    *reset.Plan
 	planErr string
 	scroll  int
@@ -85,7 +86,7 @@ type Dialog struct {
 	confirm        string
 	confirmEffects bool
 
-	result  *reset.Result
+	result  *actions.ResetResult
 	execErr string
 
 	// seq numbers requests so a result from an abandoned request (the user
@@ -117,7 +118,7 @@ type planMsg struct {
 
 type execMsg struct {
 	seq int
-	res reset.Result
+	res actions.ResetResult
 	err error
 }
 
@@ -309,7 +310,7 @@ func (d *Dialog) refusal() string {
 	if d.plan == nil || len(d.plan.Members) == 0 {
 		return ""
 	}
-	return (&reset.ActiveError{Group: d.plan.Group, State: d.plan.GroupState, Members: d.plan.Members}).Error()
+	return (&actions.ActiveError{Group: d.plan.Group, State: d.plan.GroupState, Members: d.plan.Members}).Error()
 }
 
 func (d *Dialog) currentMode() reset.Mode { return reset.Modes[d.mode] }
@@ -343,36 +344,36 @@ func valueHint(m reset.Mode) string {
 
 // request validates the form (pure: no I/O; a --from-file path is read by
 // the planning command).
-func (d *Dialog) request() (reset.Request, error) {
+func (d *Dialog) request() (actions.ResetRequest, error) {
 	m := d.currentMode()
 	spec := reset.Spec{Mode: m}
 	v := strings.TrimSpace(d.value)
 	if needsValue(m) && v == "" {
-		return reset.Request{}, fmt.Errorf("%s needs a value: %s", m, valueHint(m))
+		return actions.ResetRequest{}, fmt.Errorf("%s needs a value: %s", m, valueHint(m))
 	}
 	switch m {
 	case reset.ToOffset:
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			return reset.Request{}, fmt.Errorf("to-offset: %q is not a non-negative offset", v)
+			return actions.ResetRequest{}, fmt.Errorf("to-offset: %q is not a non-negative offset", v)
 		}
 		spec.Offset = n
 	case reset.ShiftBy:
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n == 0 {
-			return reset.Request{}, fmt.Errorf("shift-by: %q is not a non-zero count (e.g. -100)", v)
+			return actions.ResetRequest{}, fmt.Errorf("shift-by: %q is not a non-zero count (e.g. -100)", v)
 		}
 		spec.Shift = n
 	case reset.ToDatetime:
 		t, err := reset.ParseDatetime(v)
 		if err != nil {
-			return reset.Request{}, err
+			return actions.ResetRequest{}, err
 		}
 		spec.Time = t
 	case reset.ByDuration:
 		dur, err := reset.ParseDuration(v)
 		if err != nil {
-			return reset.Request{}, err
+			return actions.ResetRequest{}, err
 		}
 		spec.Duration = dur
 	case reset.FromGroup:
@@ -382,12 +383,12 @@ func (d *Dialog) request() (reset.Request, error) {
 	}
 	scope, err := parseScope(d.scope)
 	if err != nil {
-		return reset.Request{}, err
+		return actions.ResetRequest{}, err
 	}
 	if scope.Empty() && m != reset.FromFile && m != reset.FromGroup {
-		return reset.Request{}, errors.New(`scope: "all" (topics the group committed) or topics: T T:0,3`)
+		return actions.ResetRequest{}, errors.New(`scope: "all" (topics the group committed) or topics: T T:0,3`)
 	}
-	return reset.Request{Group: d.group, Spec: spec, Scope: scope}, nil
+	return actions.ResetRequest{Group: d.group, Spec: spec, Scope: scope}, nil
 }
 
 // parseScope reads the scope field: "all", or space-separated T / T:0,3.
@@ -410,14 +411,14 @@ func parseScope(s string) (reset.Scope, error) {
 	return sc, nil
 }
 
-func (d *Dialog) resetter(c backends.Cluster) (*reset.Resetter, error) {
+func (d *Dialog) resetter(c backends.Cluster) (*actions.Resetter, error) {
 	if NewResetter == nil {
 		return nil, errors.New("offset resets are not available in this console")
 	}
 	return NewResetter(c, d.env)
 }
 
-func (d *Dialog) planCmd(req reset.Request) tea.Cmd {
+func (d *Dialog) planCmd(req actions.ResetRequest) tea.Cmd {
 	d.req = req
 	d.seq++
 	d.step = stepPlanning
@@ -447,7 +448,7 @@ func (d *Dialog) planCmd(req reset.Request) tea.Cmd {
 func (d *Dialog) execute() tea.Cmd {
 	d.seq++
 	d.step = stepExecuting
-	seq, plan, opts := d.seq, *d.plan, reset.ExecOptions{ConfirmReplayEffects: d.confirmEffects}
+	seq, plan, opts := d.seq, *d.plan, actions.ResetOptions{ConfirmReplayEffects: d.confirmEffects}
 	return d.env.Do(func(ctx context.Context, c backends.Cluster) tea.Msg {
 		r, err := d.resetter(c)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/backends/kafka"
+	"github.com/berth-dev/berth/internal/actions"
 	"github.com/berth-dev/berth/internal/audit"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/kafkatest"
@@ -75,8 +76,8 @@ func newFixture(t *testing.T, partitions int32) *fixture {
 		},
 	}
 	old := NewResetter
-	NewResetter = func(c backends.Cluster, env tui.PageEnv) (*reset.Resetter, error) {
-		return &reset.Resetter{Backend: kafka.ResetsOn(c.(*kafka.Cluster)), Audit: log, Context: env.Context,
+	NewResetter = func(c backends.Cluster, env tui.PageEnv) (*actions.Resetter, error) {
+		return &actions.Resetter{Backend: kafka.ResetsOn(c.(*kafka.Cluster)), Audit: log, Context: env.Context,
 			ReadOnly: env.ReadOnly || f.readOnly, Actor: "tui-tester",
 			Effects: func(g string) bool { p, _ := env.Config.GroupPolicyFor(g); return p.Effects }}, nil
 	}

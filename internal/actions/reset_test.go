@@ -1,4 +1,4 @@
-package offsets_test
+package actions_test
 
 import (
 	"context"
@@ -14,12 +14,13 @@ import (
 
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/backends/kafka"
+	"github.com/berth-dev/berth/internal/actions"
 	"github.com/berth-dev/berth/internal/audit"
 	"github.com/berth-dev/berth/internal/kafkatest"
 	"github.com/berth-dev/berth/internal/offsets"
 )
 
-var _ offsets.Backend = (*kafka.Resets)(nil)
+var _ actions.ResetBackend = (*kafka.Resets)(nil)
 
 // t0 is when the test topic's first record was written; record i of each
 // partition is at t0 + i minutes.
@@ -27,7 +28,7 @@ var t0 = time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
 
 type env struct {
 	kc  *kafkatest.Cluster
-	r   *offsets.Resetter
+	r   *actions.Resetter
 	log *audit.Log
 }
 
@@ -53,7 +54,7 @@ func setup(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &offsets.Resetter{Backend: rb, Audit: log, Context: "test", Actor: "alice",
+	r := &actions.Resetter{Backend: rb, Audit: log, Context: "test", Actor: "alice",
 		Now: func() time.Time { return t0.Add(10 * time.Minute) }}
 	return &env{kc: kc, r: r, log: log}
 }
@@ -124,7 +125,7 @@ func TestEveryModePlansTheRightTargets(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := e.r.Plan(ctxT(t), offsets.Request{Group: "g", Spec: tc.spec, Scope: tc.scope})
+			p, err := e.r.Plan(ctxT(t), actions.ResetRequest{Group: "g", Spec: tc.spec, Scope: tc.scope})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -167,13 +168,13 @@ func TestEveryModePlansTheRightTargets(t *testing.T) {
 
 func TestShiftByWithoutCommitIsAnError(t *testing.T) {
 	e := setup(t)
-	_, err := e.r.Plan(ctxT(t), offsets.Request{Group: "fresh", Spec: offsets.Spec{Mode: offsets.ShiftBy, Shift: -1},
+	_, err := e.r.Plan(ctxT(t), actions.ResetRequest{Group: "fresh", Spec: offsets.Spec{Mode: offsets.ShiftBy, Shift: -1},
 		Scope: offsets.Scope{Topics: []offsets.TopicScope{{Topic: "orders"}}}})
 	if err == nil || !strings.Contains(err.Error(), "no committed offset") || !strings.Contains(err.Error(), "orders[0]") {
 		t.Fatalf("shift-by without a commit: %v", err)
 	}
 	// --to-current without a commit is the log end.
-	p, err := e.r.Plan(ctxT(t), offsets.Request{Group: "fresh", Spec: offsets.Spec{Mode: offsets.ToCurrent},
+	p, err := e.r.Plan(ctxT(t), actions.ResetRequest{Group: "fresh", Spec: offsets.Spec{Mode: offsets.ToCurrent},
 		Scope: offsets.Scope{Topics: []offsets.TopicScope{{Topic: "orders", Partitions: []int32{1}}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +194,7 @@ func TestScopeErrorsNameTheTopicOrPartition(t *testing.T) {
 		{offsets.Scope{Topics: []offsets.TopicScope{{Topic: "orders", Partitions: []int32{7}}}}, "partition 7"},
 		{offsets.Scope{}, "no scope"},
 	} {
-		_, err := e.r.Plan(ctxT(t), offsets.Request{Group: "g", Spec: offsets.Spec{Mode: offsets.ToEarliest}, Scope: tc.scope})
+		_, err := e.r.Plan(ctxT(t), actions.ResetRequest{Group: "g", Spec: offsets.Spec{Mode: offsets.ToEarliest}, Scope: tc.scope})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("scope %+v: %v, want mention of %q", tc.scope, err, tc.want)
 		}
@@ -202,7 +203,7 @@ func TestScopeErrorsNameTheTopicOrPartition(t *testing.T) {
 
 func TestReplaySpanFromRecordTimestamps(t *testing.T) {
 	e := setup(t)
-	p, err := e.r.Plan(ctxT(t), offsets.Request{Group: "g", Spec: offsets.Spec{Mode: offsets.ToOffset, Offset: 2}, Scope: all()})
+	p, err := e.r.Plan(ctxT(t), actions.ResetRequest{Group: "g", Spec: offsets.Spec{Mode: offsets.ToOffset, Offset: 2}, Scope: all()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +212,7 @@ func TestReplaySpanFromRecordTimestamps(t *testing.T) {
 	if r.SpanFrom == nil || r.SpanTo == nil || !r.SpanFrom.Equal(t0.Add(2*time.Minute)) || !r.SpanTo.Equal(t0.Add(4*time.Minute)) {
 		t.Fatalf("replay span %v .. %v, want %s .. %s", r.SpanFrom, r.SpanTo, t0.Add(2*time.Minute), t0.Add(4*time.Minute))
 	}
-	p, err = e.r.Plan(ctxT(t), offsets.Request{Group: "g", Spec: offsets.Spec{Mode: offsets.ToLatest}, Scope: all()})
+	p, err = e.r.Plan(ctxT(t), actions.ResetRequest{Group: "g", Spec: offsets.Spec{Mode: offsets.ToLatest}, Scope: all()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +230,7 @@ func TestClampAtLogStartAfterDeleteRecords(t *testing.T) {
 	if _, err := e.kc.Admin.DeleteRecords(ctxT(t), del); err != nil {
 		t.Fatal(err)
 	}
-	p, err := e.r.Plan(ctxT(t), offsets.Request{Group: "g", Spec: offsets.Spec{Mode: offsets.ToOffset, Offset: 1}, Scope: all()})
+	p, err := e.r.Plan(ctxT(t), actions.ResetRequest{Group: "g", Spec: offsets.Spec{Mode: offsets.ToOffset, Offset: 1}, Scope: all()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +241,7 @@ func TestClampAtLogStartAfterDeleteRecords(t *testing.T) {
 	if r1.Target != 1 || r1.Clamped {
 		t.Fatalf("partition 1 (log start 0): %+v", r1)
 	}
-	res, err := e.r.Execute(ctxT(t), p, offsets.ExecOptions{})
+	res, err := e.r.Execute(ctxT(t), p, actions.ResetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,11 +255,11 @@ func TestClampAtLogStartAfterDeleteRecords(t *testing.T) {
 
 func TestExecuteCommitsThePlanAndAudits(t *testing.T) {
 	e := setup(t)
-	p, err := e.r.Plan(ctxT(t), offsets.Request{Group: "g", Spec: offsets.Spec{Mode: offsets.ToDatetime, Time: t0.Add(3 * time.Minute)}, Scope: all()})
+	p, err := e.r.Plan(ctxT(t), actions.ResetRequest{Group: "g", Spec: offsets.Spec{Mode: offsets.ToDatetime, Time: t0.Add(3 * time.Minute)}, Scope: all()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.r.Execute(ctxT(t), p, offsets.ExecOptions{})
+	res, err := e.r.Execute(ctxT(t), p, actions.ResetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,10 +273,10 @@ func TestExecuteCommitsThePlanAndAudits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != 2 || entries[0].Action != offsets.ActionStart || entries[1].Action != offsets.ActionReset {
+	if len(entries) != 2 || entries[0].Action != actions.ActionStart || entries[1].Action != actions.ActionReset {
 		t.Fatalf("audit entries %+v", entries)
 	}
-	var d offsets.AuditDetails
+	var d actions.ResetAuditDetails
 	if err := entries[1].Decode(&d); err != nil {
 		t.Fatal(err)
 	}
@@ -292,14 +293,14 @@ func TestExecuteCommitsThePlanAndAudits(t *testing.T) {
 
 func TestChangeBetweenDryRunAndExecuteIsRefused(t *testing.T) {
 	e := setup(t)
-	p, err := e.r.Plan(ctxT(t), offsets.Request{Group: "g", Spec: offsets.Spec{Mode: offsets.ToEarliest}, Scope: all()})
+	p, err := e.r.Plan(ctxT(t), actions.ResetRequest{Group: "g", Spec: offsets.Spec{Mode: offsets.ToEarliest}, Scope: all()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Someone commits in between (a consumer ran briefly).
 	e.kc.Commit(t, "g", map[string]map[int32]int64{"orders": {1: 7}})
-	_, err = e.r.Execute(ctxT(t), p, offsets.ExecOptions{})
-	var ce *offsets.ChangedError
+	_, err = e.r.Execute(ctxT(t), p, actions.ResetOptions{})
+	var ce *actions.ChangedError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "orders[1] committed offset is 7, was 5") {
 		t.Fatalf("execute after a change: %v", err)
 	}
@@ -313,7 +314,7 @@ func TestChangeBetweenDryRunAndExecuteIsRefused(t *testing.T) {
 
 func TestSavedPlanRoundTripAndTamper(t *testing.T) {
 	e := setup(t)
-	p, err := e.r.Plan(ctxT(t), offsets.Request{Group: "g", Spec: offsets.Spec{Mode: offsets.ShiftBy, Shift: -1}, Scope: all()})
+	p, err := e.r.Plan(ctxT(t), actions.ResetRequest{Group: "g", Spec: offsets.Spec{Mode: offsets.ShiftBy, Shift: -1}, Scope: all()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,10 +333,10 @@ func TestSavedPlanRoundTripAndTamper(t *testing.T) {
 	// Plan for another context: refused.
 	other := *e.r
 	other.Context = "prod"
-	if _, err := other.Execute(ctxT(t), back, offsets.ExecOptions{}); err == nil || !strings.Contains(err.Error(), "context") {
+	if _, err := other.Execute(ctxT(t), back, actions.ResetOptions{}); err == nil || !strings.Contains(err.Error(), "context") {
 		t.Fatalf("plan for another context: %v", err)
 	}
-	res, err := e.r.Execute(ctxT(t), back, offsets.ExecOptions{})
+	res, err := e.r.Execute(ctxT(t), back, actions.ResetOptions{})
 	if err != nil || !res.Verified {
 		t.Fatalf("executing a saved plan: %+v %v", res, err)
 	}
@@ -347,11 +348,11 @@ func TestSavedPlanRoundTripAndTamper(t *testing.T) {
 func TestReadOnlyRefusedInTheAction(t *testing.T) {
 	e := setup(t)
 	e.r.ReadOnly = true
-	p, err := e.r.Plan(ctxT(t), offsets.Request{Group: "g", Spec: offsets.Spec{Mode: offsets.ToLatest}, Scope: all()})
+	p, err := e.r.Plan(ctxT(t), actions.ResetRequest{Group: "g", Spec: offsets.Spec{Mode: offsets.ToLatest}, Scope: all()})
 	if err != nil {
 		t.Fatalf("a dry run is allowed read-only: %v", err)
 	}
-	if _, err := e.r.Execute(ctxT(t), p, offsets.ExecOptions{}); !errors.Is(err, offsets.ErrReadOnly) {
+	if _, err := e.r.Execute(ctxT(t), p, actions.ResetOptions{}); !errors.Is(err, actions.ErrReadOnly) {
 		t.Fatalf("read-only execute: %v", err)
 	}
 	if c := e.committed(t, "g"); c[0] != 5 {
@@ -362,15 +363,15 @@ func TestReadOnlyRefusedInTheAction(t *testing.T) {
 func TestEffectsGuard(t *testing.T) {
 	e := setup(t)
 	e.r.Effects = func(g string) bool { return g == "g" }
-	p, err := e.r.Plan(ctxT(t), offsets.Request{Group: "g", Spec: offsets.Spec{Mode: offsets.ToEarliest}, Scope: all()})
+	p, err := e.r.Plan(ctxT(t), actions.ResetRequest{Group: "g", Spec: offsets.Spec{Mode: offsets.ToEarliest}, Scope: all()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !p.Effects || !strings.Contains(strings.Join(p.Warnings, "\n"), "side effects") {
 		t.Fatalf("dry run does not warn about effects: %q", p.Warnings)
 	}
-	_, err = e.r.Execute(ctxT(t), p, offsets.ExecOptions{})
-	var ee *offsets.EffectsError
+	_, err = e.r.Execute(ctxT(t), p, actions.ResetOptions{})
+	var ee *actions.EffectsError
 	if !errors.As(err, &ee) || ee.Replay != 10 || !strings.Contains(err.Error(), "--confirm-replay-effects") {
 		t.Fatalf("unconfirmed replay of an effects group: %v", err)
 	}
@@ -378,18 +379,18 @@ func TestEffectsGuard(t *testing.T) {
 		t.Fatalf("refused replay committed: %v", c)
 	}
 	// Skipping forward replays nothing: no confirmation needed.
-	fwd, err := e.r.Plan(ctxT(t), offsets.Request{Group: "g", Spec: offsets.Spec{Mode: offsets.ToLatest}, Scope: all()})
+	fwd, err := e.r.Plan(ctxT(t), actions.ResetRequest{Group: "g", Spec: offsets.Spec{Mode: offsets.ToLatest}, Scope: all()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fwd.NeedsEffectsConfirmation() {
 		t.Fatal("a forward skip asks for replay confirmation")
 	}
-	res, err := e.r.Execute(ctxT(t), p, offsets.ExecOptions{ConfirmReplayEffects: true})
+	res, err := e.r.Execute(ctxT(t), p, actions.ResetOptions{ConfirmReplayEffects: true})
 	if err != nil || !res.Executed {
 		t.Fatalf("confirmed replay: %+v %v", res, err)
 	}
-	var d offsets.AuditDetails
+	var d actions.ResetAuditDetails
 	entries, _ := e.log.List()
 	entries[len(entries)-1].Decode(&d)
 	if !d.Effects || !d.Confirmed {
@@ -431,7 +432,7 @@ func joinGroup(t *testing.T, e *env, group, clientID string) {
 func TestActiveGroupRefusedNamingTheMember(t *testing.T) {
 	e := setup(t)
 	joinGroup(t, e, "g", "payments-worker-1")
-	p, err := e.r.Plan(ctxT(t), offsets.Request{Group: "g", Spec: offsets.Spec{Mode: offsets.ToEarliest}, Scope: all()})
+	p, err := e.r.Plan(ctxT(t), actions.ResetRequest{Group: "g", Spec: offsets.Spec{Mode: offsets.ToEarliest}, Scope: all()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,8 +440,8 @@ func TestActiveGroupRefusedNamingTheMember(t *testing.T) {
 		t.Fatalf("dry run does not name the member: %q", p.Warnings)
 	}
 	before := e.committed(t, "g")
-	_, err = e.r.Execute(ctxT(t), p, offsets.ExecOptions{})
-	var ae *offsets.ActiveError
+	_, err = e.r.Execute(ctxT(t), p, actions.ResetOptions{})
+	var ae *actions.ActiveError
 	if !errors.As(err, &ae) || !strings.Contains(err.Error(), "payments-worker-1") {
 		t.Fatalf("execute with an active member: %v", err)
 	}
@@ -466,13 +467,13 @@ func TestBrokerRefusesNonMemberCommitToActiveGroup(t *testing.T) {
 // as a request cancelled after the broker applied it would; with apply
 // false it fails without committing.
 type lossyCommit struct {
-	offsets.Backend
+	actions.ResetBackend
 	apply bool
 }
 
 func (l lossyCommit) CommitOffsets(ctx context.Context, group string, offs []backends.Committed) error {
 	if l.apply {
-		if err := l.Backend.CommitOffsets(ctx, group, offs); err != nil {
+		if err := l.ResetBackend.CommitOffsets(ctx, group, offs); err != nil {
 			return err
 		}
 	}
@@ -483,7 +484,7 @@ func TestOutcomeIsReadBackWhenTheCommitReportsAnError(t *testing.T) {
 	e := setup(t)
 	real := e.r.Backend
 	plan := func() offsets.Plan {
-		p, err := e.r.Plan(ctxT(t), offsets.Request{Group: "g", Spec: offsets.Spec{Mode: offsets.ToOffset, Offset: 2}, Scope: all()})
+		p, err := e.r.Plan(ctxT(t), actions.ResetRequest{Group: "g", Spec: offsets.Spec{Mode: offsets.ToOffset, Offset: 2}, Scope: all()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -491,26 +492,26 @@ func TestOutcomeIsReadBackWhenTheCommitReportsAnError(t *testing.T) {
 	}
 
 	// Not applied: failed, nothing changed, and the audit says so.
-	e.r.Backend = lossyCommit{Backend: real}
-	res, err := e.r.Execute(ctxT(t), plan(), offsets.ExecOptions{})
+	e.r.Backend = lossyCommit{ResetBackend: real}
+	res, err := e.r.Execute(ctxT(t), plan(), actions.ResetOptions{})
 	if err == nil || !strings.Contains(err.Error(), "nothing changed") || res.Executed {
 		t.Fatalf("unapplied commit: %+v %v", res, err)
 	}
 	entries, _ := e.log.List()
-	var d offsets.AuditDetails
+	var d actions.ResetAuditDetails
 	entries[len(entries)-1].Decode(&d)
 	if d.Status != "failed" || d.Error == "" || len(d.ReadBack) != 2 || d.ReadBack[0].After != 5 {
 		t.Fatalf("audit of an unapplied commit: %+v", d)
 	}
 
 	// Applied despite the error: recorded as committed and verified.
-	e.r.Backend = lossyCommit{Backend: real, apply: true}
-	res, err = e.r.Execute(ctxT(t), plan(), offsets.ExecOptions{})
+	e.r.Backend = lossyCommit{ResetBackend: real, apply: true}
+	res, err = e.r.Execute(ctxT(t), plan(), actions.ResetOptions{})
 	if err != nil || !res.Executed || !res.Verified || !strings.Contains(res.Warning, "read back match the plan") {
 		t.Fatalf("applied commit with an error: %+v %v", res, err)
 	}
 	entries, _ = e.log.List()
-	d = offsets.AuditDetails{}
+	d = actions.ResetAuditDetails{}
 	entries[len(entries)-1].Decode(&d)
 	if d.Status != "committed" || !d.Verified {
 		t.Fatalf("audit of an applied commit: %+v", d)

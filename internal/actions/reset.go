@@ -1,4 +1,4 @@
-package offsets
+package actions
 
 import (
 	"context"
@@ -10,11 +10,12 @@ import (
 
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/internal/audit"
+	"github.com/berth-dev/berth/internal/offsets"
 )
 
-// Backend is the cluster I/O a reset needs. backends/kafka.Resets
+// ResetBackend is the cluster I/O a reset needs. backends/kafka.Resets
 // implements it; nothing here knows about a client library.
-type Backend interface {
+type ResetBackend interface {
 	// Describe identifies the cluster (its id binds a saved plan to it).
 	Describe(ctx context.Context) (backends.ClusterInfo, error)
 	// Topics returns the named topics with partitions and log offsets; an
@@ -27,7 +28,7 @@ type Backend interface {
 	CommittedOffsets(ctx context.Context, groups ...string) (map[string][]backends.Committed, error)
 	// OffsetsForTime returns, per partition of the topics, the first offset
 	// whose record timestamp is at or after at (ListOffsets by timestamp).
-	OffsetsForTime(ctx context.Context, at time.Time, topics ...string) (map[TP]int64, error)
+	OffsetsForTime(ctx context.Context, at time.Time, topics ...string) (map[offsets.TP]int64, error)
 	// FirstTimestamps reads the timestamps of records at given offsets.
 	FirstTimestamps(ctx context.Context, queries []backends.OffsetQuery) ([]backends.RecordTime, error)
 	// CommitOffsets commits offsets for the group as a non-member, in one
@@ -35,16 +36,16 @@ type Backend interface {
 	CommitOffsets(ctx context.Context, group string, offsets []backends.Committed) error
 }
 
-// Request is what the operator asked for.
-type Request struct {
+// ResetRequest is what the operator asked for.
+type ResetRequest struct {
 	Group string
-	Spec  Spec
-	Scope Scope
+	Spec  offsets.Spec
+	Scope offsets.Scope
 }
 
 // Resetter is the offset-reset action, shared by the CLI and the TUI.
 type Resetter struct {
-	Backend Backend
+	Backend ResetBackend
 	// Audit records every executed reset; Execute refuses without it.
 	Audit *audit.Log
 	// Context names the Berth context (recorded in plans and the audit log).
@@ -60,9 +61,6 @@ type Resetter struct {
 	Now func() time.Time
 }
 
-// ErrReadOnly refuses a reset in a read-only context.
-var ErrReadOnly = errors.New("refused: the context is read-only")
-
 // ActiveError refuses a reset while the group has members: Kafka lets only
 // an inactive group's offsets be altered, and a live consumer would commit
 // over the reset anyway.
@@ -76,7 +74,7 @@ func (e *ActiveError) Error() string {
 	if len(e.Members) == 0 {
 		return fmt.Sprintf("refused: group %s is %s, not Empty: stop its consumers first", e.Group, e.State)
 	}
-	return fmt.Sprintf("refused: group %s has %d active member(s): %s: stop its consumers first", e.Group, len(e.Members), memberNames(e.Members))
+	return fmt.Sprintf("refused: group %s has %d active member(s): %s: stop its consumers first", e.Group, len(e.Members), offsets.MemberNames(e.Members))
 }
 
 // ChangedError refuses an execute whose plan no longer matches the cluster.
@@ -109,51 +107,51 @@ func (r *Resetter) now() time.Time {
 
 func (r *Resetter) effects(group string) bool { return r.Effects != nil && r.Effects(group) }
 
-// Plan computes the dry run: it reads the group, its committed offsets, the
+// offsets.Plan computes the dry run: it reads the group, its committed offsets, the
 // partitions in scope with their log bounds (and, per mode, offsets for a
 // time or another group's commits), computes targets, then reads the
 // timestamps bounding each replayed or skipped span. It changes nothing
 // and is allowed in read-only contexts.
-func (r *Resetter) Plan(ctx context.Context, req Request) (Plan, error) {
+func (r *Resetter) Plan(ctx context.Context, req ResetRequest) (offsets.Plan, error) {
 	if req.Group == "" {
-		return Plan{}, errors.New("no group given")
+		return offsets.Plan{}, errors.New("no group given")
 	}
 	spec := req.Spec
-	if spec.Mode == ByDuration && spec.Duration > 0 {
+	if spec.Mode == offsets.ByDuration && spec.Duration > 0 {
 		spec.Time = r.now().Add(-spec.Duration).UTC()
 	}
 	if err := spec.Validate(); err != nil {
-		return Plan{}, err
+		return offsets.Plan{}, err
 	}
 	info, err := r.Backend.Describe(ctx)
 	if err != nil {
-		return Plan{}, err
+		return offsets.Plan{}, err
 	}
 	g, err := r.Backend.GroupForReset(ctx, req.Group)
 	if err != nil {
-		return Plan{}, err
+		return offsets.Plan{}, err
 	}
 	groups := []string{req.Group}
-	if spec.Mode == FromGroup {
+	if spec.Mode == offsets.FromGroup {
 		if spec.Group == req.Group {
-			return Plan{}, fmt.Errorf("--from-group %s: that is the group being reset", spec.Group)
+			return offsets.Plan{}, fmt.Errorf("--from-group %s: that is the group being reset", spec.Group)
 		}
 		groups = append(groups, spec.Group)
 	}
 	commits, err := r.Backend.CommittedOffsets(ctx, groups...)
 	if err != nil {
-		return Plan{}, err
+		return offsets.Plan{}, err
 	}
 	committed := toMap(commits[req.Group])
-	var source map[TP]int64
-	if spec.Mode == FromGroup {
+	var source map[offsets.TP]int64
+	if spec.Mode == offsets.FromGroup {
 		source = toMap(commits[spec.Group])
 	}
 
 	// Topics to describe: the scope's, the committed ones for --all-topics,
 	// the file's or the source group's.
 	names := map[string]bool{}
-	for _, n := range req.Scope.topicNames() {
+	for _, n := range req.Scope.TopicNames() {
 		names[n] = true
 	}
 	if req.Scope.AllTopics {
@@ -164,52 +162,52 @@ func (r *Resetter) Plan(ctx context.Context, req Request) (Plan, error) {
 	for _, f := range spec.File {
 		names[f.Topic] = true
 	}
-	if spec.Mode == FromGroup && req.Scope.Empty() {
+	if spec.Mode == offsets.FromGroup && req.Scope.Empty() {
 		for tp := range source {
 			names[tp.Topic] = true
 		}
 	}
 	topicList := sortedKeys(names)
 	topicParts := map[string][]int32{}
-	bounds := map[TP]Bounds{}
+	bounds := map[offsets.TP]offsets.Bounds{}
 	if len(topicList) > 0 {
 		topics, err := r.Backend.Topics(ctx, topicList...)
 		if err != nil {
-			return Plan{}, err
+			return offsets.Plan{}, err
 		}
 		for _, t := range topics {
 			for _, p := range t.Partitions {
 				topicParts[t.Name] = append(topicParts[t.Name], p.Partition)
-				b := Bounds{LogStart: p.LogStart, LogEnd: p.HighWatermark}
+				b := offsets.Bounds{LogStart: p.LogStart, LogEnd: p.HighWatermark}
 				if p.Err != "" || p.LogStart < 0 || p.HighWatermark < 0 {
 					// Unreadable offsets matter only for a partition in
 					// scope; checked once the scope is resolved.
-					b = Bounds{LogStart: -1, LogEnd: -1}
+					b = offsets.Bounds{LogStart: -1, LogEnd: -1}
 				}
-				bounds[TP{Topic: t.Name, Partition: p.Partition}] = b
+				bounds[offsets.TP{Topic: t.Name, Partition: p.Partition}] = b
 			}
 		}
 	}
-	tps, err := Select(spec, req.Scope, committed, source, topicParts)
+	tps, err := offsets.Select(spec, req.Scope, committed, source, topicParts)
 	if err != nil {
-		return Plan{}, err
+		return offsets.Plan{}, err
 	}
 	for _, tp := range tps {
 		if b := bounds[tp]; b.LogStart < 0 {
-			return Plan{}, fmt.Errorf("%s[%d]: log offsets unavailable (partition offline?): cannot plan a reset for it", tp.Topic, tp.Partition)
+			return offsets.Plan{}, fmt.Errorf("%s[%d]: log offsets unavailable (partition offline?): cannot plan a reset for it", tp.Topic, tp.Partition)
 		}
 	}
-	snap := Snapshot{Group: req.Group, State: g.State, Members: g.Members, Committed: committed,
+	snap := offsets.Snapshot{Group: req.Group, State: g.State, Members: g.Members, Committed: committed,
 		Bounds: bounds, Source: source, Effects: r.effects(req.Group)}
-	if spec.Mode == ToDatetime || spec.Mode == ByDuration {
+	if spec.Mode == offsets.ToDatetime || spec.Mode == offsets.ByDuration {
 		snap.ForTime, err = r.Backend.OffsetsForTime(ctx, spec.Time, topicsOf(tps)...)
 		if err != nil {
-			return Plan{}, err
+			return offsets.Plan{}, err
 		}
 	}
-	p, err := Compute(spec, tps, snap)
+	p, err := offsets.Compute(spec, tps, snap)
 	if err != nil {
-		return Plan{}, err
+		return offsets.Plan{}, err
 	}
 	p.Context, p.ClusterID, p.Scope = r.Context, info.ID, req.Scope
 	p.CreatedAt = r.now().UTC()
@@ -233,15 +231,15 @@ func (r *Resetter) actor() string {
 	return audit.CurrentUser()
 }
 
-// ExecOptions are the operator's explicit confirmations.
-type ExecOptions struct {
+// ResetOptions are the operator's explicit confirmations.
+type ResetOptions struct {
 	ConfirmReplayEffects bool
 }
 
-// Result is what Execute did.
-type Result struct {
-	Plan     Plan `json:"plan"`
-	Executed bool `json:"executed"`
+// ResetResult is what Execute did.
+type ResetResult struct {
+	Plan     offsets.Plan `json:"plan"`
+	Executed bool         `json:"executed"`
 	// Verified is true when the committed offsets read back after the
 	// commit equal the plan's targets.
 	Verified bool `json:"verified"`
@@ -252,25 +250,25 @@ type Result struct {
 	Warning string `json:"warning,omitempty"`
 }
 
-// AuditDetails is what an offsets.reset audit entry records.
-type AuditDetails struct {
-	Group      string        `json:"group"`
-	ClusterID  string        `json:"cluster_id"`
-	Spec       string        `json:"spec"`
-	PlanDigest string        `json:"plan_digest"`
-	Status     string        `json:"status"` // "started", "committed", "failed" (nothing changed), "unknown"
-	Error      string        `json:"error,omitempty"`
-	Verified   bool          `json:"verified,omitempty"`
-	Effects    bool          `json:"effects,omitempty"`
-	Confirmed  bool          `json:"confirmed_replay_effects,omitempty"`
-	Partitions []AuditChange `json:"partitions"`
+// ResetAuditDetails is what an offsets.reset audit entry records.
+type ResetAuditDetails struct {
+	Group      string             `json:"group"`
+	ClusterID  string             `json:"cluster_id"`
+	Spec       string             `json:"spec"`
+	PlanDigest string             `json:"plan_digest"`
+	Status     string             `json:"status"` // "started", "committed", "failed" (nothing changed), "unknown"
+	Error      string             `json:"error,omitempty"`
+	Verified   bool               `json:"verified,omitempty"`
+	Effects    bool               `json:"effects,omitempty"`
+	Confirmed  bool               `json:"confirmed_replay_effects,omitempty"`
+	Partitions []ResetAuditChange `json:"partitions"`
 	// ReadBack is what the group's offsets read back as when the outcome
 	// is not "committed" (after -1: no committed offset).
-	ReadBack []AuditChange `json:"read_back,omitempty"`
+	ReadBack []ResetAuditChange `json:"read_back,omitempty"`
 }
 
-// AuditChange is one partition's before and after.
-type AuditChange struct {
+// ResetAuditChange is one partition's before and after.
+type ResetAuditChange struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
 	Before    *int64 `json:"before"`
@@ -291,10 +289,10 @@ const (
 // the intent in the audit log before committing (so an unwritable audit
 // log stops the reset) and the outcome after, then reads the offsets back
 // to verify them. On any refusal nothing is committed.
-func (r *Resetter) Execute(ctx context.Context, p Plan, o ExecOptions) (Result, error) {
-	res := Result{Plan: p}
+func (r *Resetter) Execute(ctx context.Context, p offsets.Plan, o ResetOptions) (ResetResult, error) {
+	res := ResetResult{Plan: p}
 	if r.ReadOnly {
-		return res, ErrReadOnly
+		return res, Refuse(ErrReadOnly, "the context is read-only")
 	}
 	if p.Digest == "" || p.ComputeDigest() != p.Digest {
 		return res, errors.New("refused: the plan's digest does not match its content; run the dry run again")
@@ -320,10 +318,10 @@ func (r *Resetter) Execute(ctx context.Context, p Plan, o ExecOptions) (Result, 
 		return res, err
 	}
 
-	details := AuditDetails{Group: p.Group, ClusterID: p.ClusterID, Spec: p.Spec.String() + " " + p.Scope.String(),
+	details := ResetAuditDetails{Group: p.Group, ClusterID: p.ClusterID, Spec: p.Spec.String() + " " + p.Scope.String(),
 		PlanDigest: p.Digest, Status: "started", Effects: effects, Confirmed: o.ConfirmReplayEffects}
 	for _, row := range p.Partitions {
-		details.Partitions = append(details.Partitions, AuditChange{Topic: row.Topic, Partition: row.Partition, Before: row.Current, After: row.Target})
+		details.Partitions = append(details.Partitions, ResetAuditChange{Topic: row.Topic, Partition: row.Partition, Before: row.Current, After: row.Target})
 	}
 	entry := audit.Entry{Actor: r.Actor, Action: ActionStart, Context: r.Context, Target: p.Group, Details: details}
 	if _, err := r.Audit.Append(ctx, entry); err != nil && !isSinkErr(err) {
@@ -349,7 +347,7 @@ func (r *Resetter) Execute(ctx context.Context, p Plan, o ExecOptions) (Result, 
 		if commitErr == nil {
 			details.Status, res.Executed = "committed", true
 		}
-	case matches(readBack, p, func(r Row) (int64, bool) { return r.Target, true }):
+	case matches(readBack, p, func(r offsets.Row) (int64, bool) { return r.Target, true }):
 		details.Status, res.Executed, res.Verified = "committed", true, true
 		if commitErr != nil {
 			res.Warning = "the commit reported an error (" + commitErr.Error() + ") but the offsets read back match the plan"
@@ -358,7 +356,7 @@ func (r *Resetter) Execute(ctx context.Context, p Plan, o ExecOptions) (Result, 
 	case commitErr == nil:
 		details.Status, res.Executed = "committed", true
 		res.Warning = "the committed offsets read back differ from the plan (a consumer committed since?)"
-	case matches(readBack, p, func(r Row) (int64, bool) {
+	case matches(readBack, p, func(r offsets.Row) (int64, bool) {
 		if r.Current == nil {
 			return 0, false
 		}
@@ -399,7 +397,7 @@ func (r *Resetter) Execute(ctx context.Context, p Plan, o ExecOptions) (Result, 
 
 // matches reports whether every row's partition reads back as want(row)
 // (a row for which want reports false must have no committed offset).
-func matches(got map[TP]int64, p Plan, want func(Row) (int64, bool)) bool {
+func matches(got map[offsets.TP]int64, p offsets.Plan, want func(offsets.Row) (int64, bool)) bool {
 	for _, row := range p.Partitions {
 		w, ok := want(row)
 		g, has := got[row.TP()]
@@ -410,10 +408,10 @@ func matches(got map[TP]int64, p Plan, want func(Row) (int64, bool)) bool {
 	return true
 }
 
-func readBackList(p Plan, got map[TP]int64) []AuditChange {
-	out := []AuditChange{}
+func readBackList(p offsets.Plan, got map[offsets.TP]int64) []ResetAuditChange {
+	out := []ResetAuditChange{}
 	for _, row := range p.Partitions {
-		c := AuditChange{Topic: row.Topic, Partition: row.Partition, Before: row.Current, After: -1}
+		c := ResetAuditChange{Topic: row.Topic, Partition: row.Partition, Before: row.Current, After: -1}
 		if o, ok := got[row.TP()]; ok {
 			c.After = o
 		}
@@ -436,7 +434,7 @@ func isSinkErr(err error) bool {
 
 // recheck re-reads the group and the log immediately before the commit and
 // refuses when anything the plan depends on moved.
-func (r *Resetter) recheck(ctx context.Context, p Plan) error {
+func (r *Resetter) recheck(ctx context.Context, p offsets.Plan) error {
 	g, err := r.Backend.GroupForReset(ctx, p.Group)
 	if err != nil {
 		return err
@@ -475,10 +473,10 @@ func (r *Resetter) recheck(ctx context.Context, p Plan) error {
 	if err != nil {
 		return err
 	}
-	bounds := map[TP]backends.Partition{}
+	bounds := map[offsets.TP]backends.Partition{}
 	for _, t := range ts {
 		for _, pp := range t.Partitions {
-			bounds[TP{Topic: t.Name, Partition: pp.Partition}] = pp
+			bounds[offsets.TP{Topic: t.Name, Partition: pp.Partition}] = pp
 		}
 	}
 	for _, row := range p.Partitions {
@@ -502,7 +500,7 @@ func (r *Resetter) recheck(ctx context.Context, p Plan) error {
 
 // readBack reads the group's committed offsets (after a commit, to verify
 // it: a reset tool that silently commits something else is worse than none).
-func (r *Resetter) readBack(ctx context.Context, p Plan) (map[TP]int64, error) {
+func (r *Resetter) readBack(ctx context.Context, p offsets.Plan) (map[offsets.TP]int64, error) {
 	commits, err := r.Backend.CommittedOffsets(ctx, p.Group)
 	if err != nil {
 		return nil, err
@@ -510,15 +508,15 @@ func (r *Resetter) readBack(ctx context.Context, p Plan) (map[TP]int64, error) {
 	return toMap(commits[p.Group]), nil
 }
 
-func toMap(cs []backends.Committed) map[TP]int64 {
-	m := make(map[TP]int64, len(cs))
+func toMap(cs []backends.Committed) map[offsets.TP]int64 {
+	m := make(map[offsets.TP]int64, len(cs))
 	for _, c := range cs {
-		m[TP{Topic: c.Topic, Partition: c.Partition}] = c.Offset
+		m[offsets.TP{Topic: c.Topic, Partition: c.Partition}] = c.Offset
 	}
 	return m
 }
 
-func topicsOf(tps []TP) []string {
+func topicsOf(tps []offsets.TP) []string {
 	set := map[string]bool{}
 	for _, tp := range tps {
 		set[tp.Topic] = true
