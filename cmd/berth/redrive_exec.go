@@ -479,7 +479,15 @@ func (a *app) verifyRedrive(ctx context.Context, s *redriveSession, pf redrive.F
 	if err != nil {
 		return v, err
 	}
-	ledger, err := s.store.Ledger(ctx)
+	// The ledger entries of this plan's records only (a keyed look-up),
+	// not the whole ledger.
+	locs := make([]string, 0, len(pf.Plan.Records))
+	for _, r := range pf.Plan.Records {
+		if r.Included {
+			locs = append(locs, r.Coord().String())
+		}
+	}
+	ledger, err := s.store.Lookup(ctx, pf.Plan.DLQ, locs)
 	if err != nil {
 		return v, err
 	}

@@ -157,9 +157,16 @@ func (f *redriveFixture) state(t *testing.T, plan string) int {
 			if r.Attrs.IsControl() || !carries(r, plan) {
 				return
 			}
-			var id string
-			var seq int
-			fmt.Sscanf(string(r.Value), `{"eventId":"%8s","seq":%d}`, &id, &seq)
+			// Decoded, not scanned: past evt-9999 the ids are longer, and a
+			// fixed-width scan would read evt-10000 as evt-1000.
+			var ev struct {
+				ID  string `json:"eventId"`
+				Seq int    `json:"seq"`
+			}
+			if err := json.Unmarshal(r.Value, &ev); err != nil {
+				t.Fatalf("copy %d:%d: %v", r.Partition, r.Offset, err)
+			}
+			id, seq := ev.ID, ev.Seq
 			if prev, ok := copies[id]; ok {
 				t.Fatalf("event %s is in the target twice (%s and %d:%d)", id, prev, r.Partition, r.Offset)
 			}

@@ -145,14 +145,38 @@ type Loaded struct {
 }
 
 // Load reads and classifies a DLQ (at most limit records; 0: ReadLimit).
+// The ledger is asked about the records read only (see ledgerFor).
 func (p *Planner) Load(ctx context.Context, dlq string, limit int) (Loaded, error) {
-	entries, err := p.Store.Ledger(ctx)
-	if err != nil {
-		return Loaded{}, err
-	}
-	return p.load(ctx, dlq, limit, entries)
+	return p.load(ctx, dlq, limit, nil)
 }
 
+// ledgerFor returns the ledger entries the checks need for cs: those of
+// their coordinates in dlq and those of their event ids in any DLQ, by
+// keyed look-ups (kafka.PlanStore.Lookup, LookupEvents) that cost what the
+// candidates need, not what the ledger ever held. A LedgerIndex built from
+// them answers exactly as one built from the whole ledger, for cs.
+func (p *Planner) ledgerFor(ctx context.Context, dlq string, cs []redrive.Candidate) ([]redrive.LedgerEntry, error) {
+	locs := make([]string, 0, len(cs))
+	ids := make([]string, 0, len(cs))
+	for _, c := range cs {
+		locs = append(locs, c.Coord.String())
+		if c.EventID != "" {
+			ids = append(ids, c.EventID)
+		}
+	}
+	byCoord, err := p.Store.Lookup(ctx, dlq, locs)
+	if err != nil {
+		return nil, err
+	}
+	byEvent, err := p.Store.LookupEvents(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	return append(byCoord, byEvent...), nil
+}
+
+// load reads and classifies a DLQ; entries is the whole ledger when the
+// caller has it (List), else the records read are looked up.
 func (p *Planner) load(ctx context.Context, dlq string, limit int, entries []redrive.LedgerEntry) (Loaded, error) {
 	pol, err := p.PolicyFor(dlq)
 	if err != nil {
@@ -168,6 +192,15 @@ func (p *Planner) load(ctx context.Context, dlq string, limit int, entries []red
 	res, err := p.Cluster.ReadDLQ(ctx, dlq, kafka.ReadOptions{Limit: limit})
 	if err != nil {
 		return Loaded{}, err
+	}
+	if entries == nil {
+		cs := make([]redrive.Candidate, len(res.Records))
+		for i, r := range res.Records {
+			cs[i] = redrive.Candidate{Coord: r.Coord()}
+		}
+		if entries, err = p.ledgerFor(ctx, dlq, cs); err != nil {
+			return Loaded{}, err
+		}
 	}
 	l := Loaded{DLQ: dlq, Policy: pol, Total: res.Total, Complete: res.Complete, Ledger: redrive.NewLedgerIndex(dlq, entries)}
 	for _, r := range res.Records {
@@ -347,7 +380,7 @@ func (p *Planner) Check(ctx context.Context, plan redrive.Plan, cs []redrive.Can
 		return nil, err
 	}
 	src := redrive.Sources{
-		Ledger: p.Store.Ledger,
+		Ledger: func(ctx context.Context) ([]redrive.LedgerEntry, error) { return p.ledgerFor(ctx, plan.DLQ, cs) },
 		Scan: func(ctx context.Context, s *redrive.OrderingScan) error {
 			s.IgnorePlan = plan.Hash()
 			return p.Cluster.ScanOrdering(ctx, s, p.ScanLimit, p.Progress)
