@@ -85,4 +85,3 @@ type Transport interface {
 	// Mirror is the audit mirror (nil: none on this backend yet).
 	Mirror() AuditMirror
 }
-
