@@ -56,6 +56,10 @@ type Page struct {
 	// changes with the record and the width, not per keypress.
 	view    []string
 	viewFor struct{ cur, w int }
+	// logical is the current record laid out and sanitised, before
+	// wrapping: a resize re-wraps it without pretty-printing again.
+	logical    []line
+	logicalFor int
 
 	saving *savePrompt
 }
@@ -383,9 +387,12 @@ func (p *Page) lines() []string {
 	if p.view != nil && p.viewFor.cur == p.cur && p.viewFor.w == p.w {
 		return p.view
 	}
+	if p.logical == nil || p.logicalFor != p.cur {
+		p.logical, p.logicalFor = lines(r), p.cur
+	}
 	st := p.env.Styles
 	var out []string
-	for _, l := range lines(r) {
+	for _, l := range p.logical {
 		pad := strings.Repeat(" ", l.indent)
 		head := l.head
 		if head != "" && st != nil {
