@@ -6,8 +6,10 @@ import (
 	"testing"
 
 	"github.com/berth-dev/berth/internal/golden"
+	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/planner"
 	"github.com/berth-dev/berth/tui"
+	"github.com/berth-dev/berth/tui/styles"
 )
 
 // volatile are the parts of a DLQ view that change from run to run: plan
@@ -66,4 +68,25 @@ func TestGoldenViews(t *testing.T) {
 	plans := NewPlansPage(env)
 	plans, _, _ = run(t, env, plans, plans.Init())
 	golden.Assert(t, "tui/dlq", "plans-120x30", stable(checkView(t, plans)))
+}
+
+// TestGoldenQueueViews pins the RabbitMQ classes page of orders.dlq at
+// 120x30 from a browse answer (plain data, no broker): two classes, the
+// bigger one selected.
+func TestGoldenQueueViews(t *testing.T) {
+	env := tui.PageEnv{Styles: styles.New(), Size: func() (int, int) { return width, height }}
+	read := QueueBrowse{DLQ: "orders.dlq", Vhost: "/", Type: "classic", Method: "basic.get + nack", Complete: true, Limit: 100,
+		Classes: []redrive.Class{
+			{ID: "c-timeout", Count: 2, Verdict: "transient", ClassKey: redrive.ClassKey{OriginalTopic: "orders", Exception: "rejected", Pattern: "PSP timed out after <n> ms"}},
+			{ID: "c-invalid", Count: 1, Verdict: "permanent", ClassKey: redrive.ClassKey{OriginalTopic: "orders", Exception: "rejected", Pattern: "amount is invalid"}},
+		},
+		Messages: []QueueMessage{
+			{Position: 1, EventID: "ev-1", Class: "c-timeout"},
+			{Position: 2, EventID: "ev-2", Class: "c-timeout"},
+			{Position: 3, EventID: "ev-3", Class: "c-invalid"},
+		}}
+	classes := tui.Page(NewQueueClassesPage(env, "orders.dlq"))
+	classes, _ = classes.Update(browsedMsg{read})
+	classes, _, _ = press(t, env, classes, runes("x"))
+	golden.Assert(t, "tui/dlq", "queue-classes-120x30", stable(checkView(t, classes)))
 }
