@@ -858,9 +858,11 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 		return err
 	}
 	defer cl.Close()
+	pause, stopPause := usrPause(a.stderr)
+	defer stopPause()
 	start := time.Now()
 	res, err := rr.Run(sigCtx, cl, l, p, dec, skip, actor, auditFile, rabbitmq.ExecOptions{
-		Verify: !noVerify,
+		Verify: !noVerify, Pause: pause,
 		Progress: func(r rabbitmq.Result) {
 			done := r.Sent + r.AlreadySent + len(r.Failed)
 			fmt.Fprintf(a.stderr, "progress %s: %d/%d sent %d already sent %d failed %d (%.0f msg/s)\n", shortHash(hash), done, totals.Included, r.Sent, r.AlreadySent, len(r.Failed), float64(r.Sent)/time.Since(start).Seconds())
@@ -1037,4 +1039,39 @@ func confirmPlanHash(in io.Reader, prompt io.Writer, verb, hash string) error {
 		return actions.Refuse(actions.ErrNotConfirmed, "not confirmed: nothing sent")
 	}
 	return nil
+}
+
+// usrPause is the run's pause between chunks, as on Kafka: SIGUSR1 pauses
+// before the next chunk (nothing more is published; what was read stays
+// unacked, in place) until SIGUSR2; ctrl+c while paused stops the run.
+func usrPause(w io.Writer) (pause func(ctx context.Context) bool, stop func()) {
+	usr := make(chan os.Signal, 4)
+	signal.Notify(usr, syscall.SIGUSR1, syscall.SIGUSR2)
+	pause = func(ctx context.Context) bool {
+		paused := false
+		for {
+			if !paused {
+				select {
+				case s := <-usr:
+					paused = s == syscall.SIGUSR1
+				default:
+					return true
+				}
+				if paused {
+					fmt.Fprintln(w, "paused between chunks (SIGUSR2 resumes, ctrl+c stops)")
+				}
+				continue
+			}
+			select {
+			case s := <-usr:
+				if s == syscall.SIGUSR2 {
+					fmt.Fprintln(w, "resumed")
+					paused = false
+				}
+			case <-ctx.Done():
+				return false
+			}
+		}
+	}
+	return pause, func() { signal.Stop(usr) }
 }
