@@ -118,6 +118,10 @@ type Model struct {
 	confirm *ConfirmMsg
 	// burst is set while the keys of one multi-key read are delivered.
 	burst bool
+	// gate is the id of the key command keys wait for (0: none); pending
+	// are the keys waiting (input.go).
+	gate, gateSeq int
+	pending       []pendingKey
 	// noticeFlash is the flash id of Options.Notice while it is shown.
 	noticeFlash int
 
@@ -352,7 +356,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, tea.Batch(cmds...)
 	case tea.KeyMsg:
-		return m, m.handleInput(msg)
+		if msg.Type == tea.KeyCtrlC {
+			return m, tea.Quit // never waits
+		}
+		return m, m.keyInput(msg)
+	case gateAnswerMsg:
+		return m, gateAnswer(msg)
+	case gateOpenMsg:
+		return m, m.openGate(msg.id)
 	case ConfirmMsg:
 		m.confirm = &msg
 		return m, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -251,6 +252,15 @@ func run(m *Model, cmd tea.Cmd) (quit bool) {
 	case tea.BatchMsg:
 		for _, c := range msg {
 			if run(m, c) {
+				quit = true
+			}
+		}
+		return quit
+	}
+	if v := reflect.ValueOf(msg); v.Kind() == reflect.Slice && v.Type().String() == "tea.sequenceMsg" {
+		// tea.Sequence: its commands in order, as the runtime runs them.
+		for i := 0; i < v.Len(); i++ {
+			if c, _ := v.Index(i).Interface().(tea.Cmd); run(m, c) {
 				quit = true
 			}
 		}

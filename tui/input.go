@@ -2,6 +2,7 @@ package tui
 
 import (
 	"strings"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -24,6 +25,46 @@ import (
 // rest, not run; any other paste is dropped with a message. Keys of a burst
 // or a paste never answer a confirmation (see ConfirmMsg).
 
+// Type-ahead. A key often starts a command that answers at once but
+// through the program's loop (enter on a row opens its page with tui.Open,
+// x asks its question with tui.Confirm), while the keys typed after it are
+// already waiting: they would reach the page the key was typed on, not the
+// page it opened. So keys read after a key that started a command wait for
+// that command's answer (the gate), for gateWait at most (a command doing
+// I/O or waiting on a timer must not hold the keyboard), and are then
+// handled in order. A burst is split the same way: its keys after such a
+// key wait too, and keep their burst mark (they never answer a question).
+
+// gateWait bounds how long keys wait for the command a key started.
+const gateWait = 150 * time.Millisecond
+
+// pendingKey is a key waiting behind the gate.
+type pendingKey struct {
+	msg   tea.KeyMsg
+	burst bool
+}
+
+type (
+	// gateAnswerMsg carries the answer of the command key gate id waits for.
+	gateAnswerMsg struct {
+		id  int
+		msg tea.Msg
+	}
+	// gateOpenMsg opens gate id: its command answered (and the answer was
+	// handled), or gateWait passed.
+	gateOpenMsg struct{ id int }
+)
+
+// keyInput handles a key read from the terminal: now, or after the keys
+// already waiting.
+func (m *Model) keyInput(msg tea.KeyMsg) tea.Cmd {
+	if m.gate != 0 {
+		m.pending = append(m.pending, pendingKey{msg: msg})
+		return nil
+	}
+	return m.handleInput(msg)
+}
+
 // handleInput delivers one KeyMsg as read from the terminal. The first key
 // also puts away the start notice (Options.Notice).
 func (m *Model) handleInput(msg tea.KeyMsg) tea.Cmd {
@@ -34,22 +75,77 @@ func (m *Model) handleInput(msg tea.KeyMsg) tea.Cmd {
 		m.noticeFlash = 0
 	}
 	if msg.Paste {
-		return m.paste(msg)
+		return m.gated(m.paste(msg))
 	}
 	if msg.Type != tea.KeyRunes || len(msg.Runes) < 2 {
-		return m.handleKey(msg)
+		return m.gated(m.handleKey(msg))
 	}
-	m.burst = true
-	defer func() { m.burst = false }()
-	cmds := make([]tea.Cmd, 0, len(msg.Runes))
-	for _, r := range msg.Runes {
+	keys := make([]pendingKey, len(msg.Runes))
+	for i, r := range msg.Runes {
 		k := tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}, Alt: msg.Alt}
 		if r == ' ' {
 			k.Type = tea.KeySpace
 		}
-		cmds = append(cmds, m.handleKey(k))
+		keys[i] = pendingKey{msg: k, burst: true}
 	}
-	return tea.Batch(cmds...)
+	m.pending = append(keys, m.pending...)
+	return m.drain()
+}
+
+// drain handles waiting keys in order until one starts a command; the rest
+// then wait for its answer.
+func (m *Model) drain() tea.Cmd {
+	for len(m.pending) > 0 && m.gate == 0 {
+		k := m.pending[0]
+		m.pending = m.pending[1:]
+		if !k.burst {
+			if cmd := m.handleInput(k.msg); cmd != nil {
+				return cmd
+			}
+			continue
+		}
+		m.burst = true
+		cmd := m.handleKey(k.msg)
+		m.burst = false
+		if cmd != nil {
+			return m.gated(cmd)
+		}
+	}
+	return nil
+}
+
+// gated runs cmd with the gate closed until it answers or gateWait passes.
+func (m *Model) gated(cmd tea.Cmd) tea.Cmd {
+	if cmd == nil {
+		return nil
+	}
+	m.gateSeq++
+	id := m.gateSeq
+	m.gate = id
+	return tea.Batch(
+		func() tea.Msg { return gateAnswerMsg{id: id, msg: cmd()} },
+		m.tick(gateWait, func(time.Time) tea.Msg { return gateOpenMsg{id: id} }),
+	)
+}
+
+// gateAnswer hands the answer back to the program's loop (a batch or a
+// sequence is the runtime's to run), then opens the gate behind it.
+func gateAnswer(a gateAnswerMsg) tea.Cmd {
+	open := func() tea.Msg { return gateOpenMsg{id: a.id} }
+	if a.msg == nil {
+		return open
+	}
+	return tea.Sequence(func() tea.Msg { return a.msg }, open)
+}
+
+// openGate lets the waiting keys through if gate id is still the one
+// closed.
+func (m *Model) openGate(id int) tea.Cmd {
+	if id != m.gate {
+		return nil
+	}
+	m.gate = 0
+	return m.drain()
 }
 
 // paste puts pasted text into the open text field, or refuses it.

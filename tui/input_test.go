@@ -81,3 +81,15 @@ func TestBracketedPasteIsText(t *testing.T) {
 		t.Fatalf("filter = %q (the paste's escape byte must be dropped)", p.tbl.Filter())
 	}
 }
+
+// Keys typed ahead reach the page they were typed for: "c", enter and "m"
+// in one read open the groups page, the first group, then its members
+// (enter opens the group through a command; the "m" after it waits for it).
+func TestTypeAheadReachesThePageItWasTypedFor(t *testing.T) {
+	rp := startRaw(t)
+	rp.Write("c\rm")
+	rp.WaitFor("the members page", "› members")
+	if got := crumbs(rp.Quit().(*Model)); got != "groups > fraud-monitor > members" {
+		t.Fatalf("stack = %q, want groups > fraud-monitor > members", got)
+	}
+}
