@@ -45,3 +45,25 @@ type RecordRange struct {
 type RecordReader interface {
 	ReadRecords(ctx context.Context, topic string, partition int32, from int64, limit int) (RecordRange, error)
 }
+
+// RecordAt asks for the first data record at or after Offset on a
+// partition whose end (high watermark) is End.
+type RecordAt struct {
+	OffsetQuery
+	End int64
+}
+
+// FirstRecordReader is implemented by backends that read the first data
+// record at or after many positions at once (the lag monitor's event-time
+// probe): one read for all, not one consumer per position. Answers are in
+// query order; Found is false where no data record was found near the
+// position (the caller may fall back to RecordReader).
+type FirstRecordReader interface {
+	FirstRecords(ctx context.Context, queries []RecordAt) ([]FirstRecord, error)
+}
+
+// FirstRecord is one answer of FirstRecords.
+type FirstRecord struct {
+	Found  bool
+	Record Record
+}

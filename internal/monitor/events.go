@@ -60,8 +60,9 @@ type evRef struct {
 
 // probeEvents reads the record at each lagging position of an event-time
 // topic whose answer is not already known (a position that did not move
-// keeps it; an unread one is tried again), one read per distinct position
-// across groups, and extracts its event time. The record read is the one
+// keeps it; an unread one is tried again), once per distinct position
+// across groups — all in one read where the backend can — and extracts its
+// event time. The record read is the one
 // the age is measured on: the first data record at or after the position.
 func (m *Monitor) probeEvents(ctx context.Context, work []*gwork, warnings *[]string) {
 	if len(m.cfg.EventTime) == 0 {
@@ -72,6 +73,7 @@ func (m *Monitor) probeEvents(ctx context.Context, work []*gwork, warnings *[]st
 		return
 	}
 	need := map[evKey][]evRef{}
+	ends := map[evKey]int64{}
 	rules := map[string]*EventRule{}
 	for _, w := range work {
 		for _, sp := range w.spans {
@@ -93,6 +95,7 @@ func (m *Monitor) probeEvents(ctx context.Context, work []*gwork, warnings *[]st
 				gt.evPos[i], gt.evSt[i] = pos, 0
 				k := evKey{sp.v.t.Name, sp.v.t.Partitions[i].Partition, pos}
 				need[k] = append(need[k], evRef{gt, i})
+				ends[k] = end
 				rules[sp.v.t.Name] = sp.v.ev
 			}
 		}
@@ -100,6 +103,33 @@ func (m *Monitor) probeEvents(ctx context.Context, work []*gwork, warnings *[]st
 	keys := make([]evKey, 0, len(need))
 	for k := range need {
 		keys = append(keys, k)
+	}
+	store := func(key evKey, state lag.EventState, ms int64) {
+		for _, ref := range need[key] {
+			ref.gt.evSt[ref.i], ref.gt.evMs[ref.i] = uint8(state)+1, ms
+		}
+	}
+	// All at once where the backend can (one consumer for every position);
+	// what it did not find near its position is read one by one below.
+	if fr, ok := m.cluster.(backends.FirstRecordReader); ok && len(keys) > 0 {
+		qs := make([]backends.RecordAt, len(keys))
+		for i, k := range keys {
+			qs[i] = backends.RecordAt{OffsetQuery: backends.OffsetQuery{TopicPartition: backends.TopicPartition{Topic: k.topic, Partition: k.part}, Offset: k.pos}, End: ends[k]}
+		}
+		answers, err := fr.FirstRecords(ctx, qs)
+		if err != nil {
+			*warnings = append(*warnings, "event times: "+oneLine(err))
+		}
+		rest := keys[:0:0]
+		for i, k := range keys {
+			if i < len(answers) && answers[i].Found {
+				state, ms := eventTimeOf(answers[i].Record, rules[k.topic].Field)
+				store(k, state, ms)
+				continue
+			}
+			rest = append(rest, k)
+		}
+		keys = rest
 	}
 	var (
 		next   atomic.Int64
@@ -120,9 +150,7 @@ func (m *Monitor) probeEvents(ctx context.Context, work []*gwork, warnings *[]st
 				}
 				// Each key's refs are its own: no two workers write the
 				// same partition's slots.
-				for _, ref := range need[key] {
-					ref.gt.evSt[ref.i], ref.gt.evMs[ref.i] = uint8(state)+1, ms
-				}
+				store(key, state, ms)
 			}
 		}()
 	}
@@ -140,18 +168,23 @@ func readEventTime(ctx context.Context, rr backends.RecordReader, k evKey, f red
 	if len(rng.Records) == 0 {
 		return lag.EventNone, 0, nil
 	}
-	rec := rng.Records[0]
+	state, ms := eventTimeOf(rng.Records[0], f)
+	return state, ms, nil
+}
+
+// eventTimeOf extracts and parses the event time of rec.
+func eventTimeOf(rec backends.Record, f redrive.Field) (lag.EventState, int64) {
 	hs := make([]redrive.Header, len(rec.Headers))
 	for i, h := range rec.Headers {
 		hs[i] = redrive.Header{Key: h.Key, Value: h.Value}
 	}
 	v, ok := f.Extract(hs, rec.Value)
 	if !ok {
-		return lag.EventMissing, 0, nil
+		return lag.EventMissing, 0
 	}
 	t, ok := lag.ParseEventTime(v)
 	if !ok {
-		return lag.EventUnparsable, 0, nil
+		return lag.EventUnparsable, 0
 	}
-	return lag.EventFound, t.UnixMilli(), nil
+	return lag.EventFound, t.UnixMilli()
 }
