@@ -614,6 +614,12 @@ func (m *Model) applyDial(msg dialedMsg) tea.Cmd {
 	m.ctxName = msg.name
 	if switched {
 		m.readOnly, m.readOnlyReason = m.readOnlyOf(msg.name)
+	}
+	if ro, ok := msg.src.(ReadOnlySource); ok && !m.readOnly {
+		// The cluster, not only the context, decides.
+		m.readOnly, m.readOnlyReason = ro.ReadOnly()
+	}
+	if switched {
 		m.snap, m.lastGood, m.lastErr = nil, time.Time{}, nil
 		m.fleet = newFleet(m.brokerSwitch())
 		m.stack = m.stack[:0]

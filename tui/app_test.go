@@ -15,6 +15,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/berth-dev/berth/backends"
+	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/monitor"
 )
 
@@ -684,5 +685,39 @@ func TestNoticeShownAtStart(t *testing.T) {
 	press(m, "c")
 	if v := m.View(); strings.Contains(v, "BERTH_CONFIG") || !strings.Contains(crumbs(m), "groups") {
 		t.Fatalf("the notice stayed after a key:\n%s", v)
+	}
+}
+
+// roSource is a source whose cluster a read-only context names.
+type roSource struct{ *fakeSource }
+
+func (roSource) ReadOnly() (bool, string) {
+	return true, "cluster c1 is the cluster of context prod, which is read_only"
+}
+
+// A context that is not read-only but reaches a read-only context's
+// cluster makes the console read-only once attached, with the reason.
+func TestConsoleIsReadOnlyOnAReadOnlyCluster(t *testing.T) {
+	m, _ := newTestModel(t, 100, 24, func(o *Options) {
+		o.Config.Contexts["staging"] = config.Context{Kind: "kafka", Bootstrap: []string{"prod:9092"}}
+		dial := o.Dial
+		o.Dial = func(ctx context.Context, name string) (Source, error) {
+			if name == "staging" {
+				return roSource{&fakeSource{}}, nil
+			}
+			return dial(ctx, name)
+		}
+	})
+	if m.readOnly {
+		t.Fatal("the bundled context started read-only")
+	}
+	press(m, ":")
+	typeText(m, "ctx staging")
+	press(m, "enter")
+	if m.ctxName != "staging" || !m.readOnly || !strings.Contains(m.readOnlyReason, "context prod") {
+		t.Fatalf("ctx=%s readOnly=%v reason=%q", m.ctxName, m.readOnly, m.readOnlyReason)
+	}
+	if !strings.Contains(lastLine(m.View()), "READ-ONLY") {
+		t.Fatalf("no read-only badge: %q", lastLine(m.View()))
 	}
 }

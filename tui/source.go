@@ -26,5 +26,12 @@ type Source interface {
 	Close()
 }
 
+// ReadOnlySource is a Source that found, once attached, that its cluster is
+// one a read-only context names: the console is then read-only whatever
+// the context it was reached through says.
+type ReadOnlySource interface {
+	ReadOnly() (bool, string)
+}
+
 // Dialer attaches to the named context. It runs in a tea.Cmd.
 type Dialer func(ctx context.Context, contextName string) (Source, error)

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -213,4 +214,19 @@ func certNames(c *x509.Certificate) string {
 		names = append(names, c.Subject.CommonName)
 	}
 	return strings.Join(names, ", ")
+}
+
+// Identity reads the cluster's id and the addresses its brokers advertise,
+// with the bootstrap addresses dialled: what read-only decisions compare
+// against the contexts of the config.
+func (c *Client) Identity(ctx context.Context) (id string, addrs []string, err error) {
+	md, err := c.admin.BrokerMetadata(ctx)
+	if err != nil {
+		return "", nil, describeErr("metadata", err)
+	}
+	addrs = append(addrs, c.opts.Bootstrap...)
+	for _, b := range md.Brokers {
+		addrs = append(addrs, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
+	}
+	return md.Cluster, addrs, nil
 }

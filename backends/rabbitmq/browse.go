@@ -183,6 +183,10 @@ func (c *Client) Browse(ctx context.Context, queue string, o BrowseOptions) (Bro
 	case backends.QueueStream:
 		return c.browseStream(ctx, res, o)
 	case backends.QueueQuorum:
+		if c.opts.ReadOnly {
+			// Reading a quorum queue raises delivery counts: a write.
+			return res, &RefusedError{Why: fmt.Sprintf("queue %q is a quorum queue: browsing it raises delivery counts, and the context is read-only", queue)}
+		}
 		return c.browseQuorum(ctx, res, q, o)
 	}
 	return res, fmt.Errorf("queue %q: unknown queue type %q", queue, res.Type)

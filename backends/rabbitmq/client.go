@@ -47,6 +47,10 @@ type Client struct {
 	mgmtErr error
 	uri     amqp.URI // parsed AMQPURL (zero when none)
 
+	// clusterName is the cluster's name, from the management API or the
+	// AMQP server properties ("" until known).
+	clusterName string
+
 	mu   sync.Mutex
 	conn *amqp.Connection
 }
@@ -95,11 +99,12 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 			m.user, m.password = o.Username, o.Password
 		}
 		octx, cancel := context.WithTimeout(ctx, o.Timeout)
-		_, err = m.overview(octx)
+		ov, err := m.overview(octx)
 		cancel()
 		switch {
 		case err == nil:
 			c.mgmt = m
+			c.clusterName = ov.ClusterName
 		case o.AMQPURL == "":
 			return nil, err
 		default:
@@ -445,3 +450,23 @@ func (c *Client) ReadyCount(ctx context.Context, name string) (int64, error) {
 	}
 	return *q.Ready, nil
 }
+
+// ClusterName is the cluster's name (management API overview, else the AMQP
+// connection's server properties; "" when neither said).
+func (c *Client) ClusterName() string {
+	if c.clusterName != "" {
+		return c.clusterName
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn != nil {
+		if n, ok := c.conn.Properties["cluster_name"].(string); ok {
+			return n
+		}
+	}
+	return ""
+}
+
+// SetReadOnly makes the client refuse every change from now on: the
+// cluster turned out to be one a read-only context names.
+func (c *Client) SetReadOnly() { c.opts.ReadOnly = true }

@@ -79,6 +79,12 @@ func (a *app) openAudit(flag string) (*audit.Log, error) {
 
 // auditSink is the current context's audit mirror (nil when it has none).
 func (a *app) auditSink(path string) audit.Sink {
+	if a.readOnly {
+		// Read-only means no write of any kind to the cluster: the audit
+		// topic or stream included (it would be created on first use).
+		// The local log still records what was done and refused.
+		return nil
+	}
 	switch a.ctx.Kind {
 	case "kafka", "bundled":
 		opts, err := a.kafkaOptions()

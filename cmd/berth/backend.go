@@ -30,7 +30,14 @@ func (a *app) kafkaClient(ctx context.Context) (*kafka.Client, error) {
 		// The usual cause on a fresh machine: nothing started it yet.
 		return nil, fmt.Errorf("%w (start the bundled broker with `berth broker` or `berth demo`)", err)
 	}
-	return c, err
+	if err != nil {
+		return nil, err
+	}
+	if err := a.guardKafka(ctx, c); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
 // kafkaCluster connects and returns the backends.Cluster view; the caller

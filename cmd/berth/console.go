@@ -90,9 +90,15 @@ func (a *app) dialConsole(ctx context.Context, name string) (tui.Source, error) 
 	if err != nil {
 		return nil, err
 	}
+	// The console's actions are read-only on a cluster a read-only
+	// context names, whichever context reached it.
+	if err := b.guardKafka(ctx, client); err != nil {
+		client.Close()
+		return nil, err
+	}
 	cluster := kafka.NewCluster(client)
 	mon := monitor.New(cluster, kafka.NewTimestampReader(client), monitorConfig(a.cfg))
-	return &consoleSource{cluster: cluster, mon: mon}, nil
+	return &consoleSource{cluster: cluster, mon: mon, readOnlyReason: b.readOnlyReason}, nil
 }
 
 // consoleDialers attach the console to contexts of kinds other than Kafka
@@ -105,7 +111,13 @@ var consoleDialers = map[string]func(a *app, ctx context.Context) (tui.Source, e
 type consoleSource struct {
 	cluster *kafka.Cluster
 	mon     *monitor.Monitor
+	// readOnlyReason is set when the cluster is one a read-only context
+	// names (tui.ReadOnlySource).
+	readOnlyReason string
 }
+
+// ReadOnly implements tui.ReadOnlySource.
+func (s *consoleSource) ReadOnly() (bool, string) { return s.readOnlyReason != "", s.readOnlyReason }
 
 func (s *consoleSource) Refresh(ctx context.Context) (*tui.Snapshot, error) {
 	snap, err := s.mon.Refresh(ctx)

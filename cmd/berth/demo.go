@@ -58,6 +58,12 @@ It never writes into any other cluster. It opens the console, or with
 			if rate < 1 || rate > 100000 {
 				return usageErr("--rate: %d is out of range (1-100000 events per second)", rate)
 			}
+			if a.readOnly || (a.cfg != nil && a.cfg.Contexts[config.DefaultContextName].ReadOnly) {
+				// The demo is a workload: it creates topics, produces
+				// orders and runs consumer groups. Nothing of it is
+				// read-only; watching a running demo is the console's job.
+				return usageErr("--read-only: the demo writes to the broker (topics, orders, consumer groups); to watch a running demo read-only, run `berth --read-only` in another terminal")
+			}
 			ctx, stop := signalContext(cmd)
 			defer stop()
 			out := cmd.OutOrStdout()

@@ -350,6 +350,9 @@ func (a *app) runOffsetsReset(cmd *cobra.Command, group string, fl resetFlags) e
 			}
 			execErr = err
 		}
+		if errors.Is(execErr, actions.ErrReadOnly) {
+			execErr = a.readOnlyErr(execErr)
+		}
 		if execErr != nil {
 			out.Refused = sanitize.Text(execErr.Error())
 		}

@@ -342,6 +342,13 @@ groups:
 		}
 	})
 	t.Run("effects need confirmation", func(t *testing.T) {
+		// Without the read-only context: it names this very cluster, which
+		// makes every context reaching it read-only.
+		cfg := writeConfig(t, fmt.Sprintf("current_context: local\ncontexts:\n  local:\n    kind: kafka\n    bootstrap: [%q]\ngroups:\n  - match: \"pay*\"\n    effects: true\n", kc.Addrs[0]))
+		run := func(args ...string) (string, int) {
+			_, errOut, code := runBerth(t, append([]string{"--config", cfg}, args...)...)
+			return errOut, code
+		}
 		out, _, code := runBerth(t, "--config", cfg, "offsets", "reset", "payments-capture", "--shift-by", "-2", "--all-topics")
 		if code != 0 || !strings.Contains(out, "effect-producing") {
 			t.Fatalf("dry run does not warn: %d\n%s", code, out)

@@ -49,7 +49,12 @@ func (a *app) rabbitClient(ctx context.Context) (*rabbitmq.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rabbitmq.Dial(ctx, o)
+	cl, err := rabbitmq.Dial(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	a.guardRabbit(cl)
+	return cl, nil
 }
 
 // rabbitOptions are the current RabbitMQ context's connection options.

@@ -119,6 +119,12 @@ func (a *app) browse(ctx context.Context, cl *rabbitmq.Client, dlq string, limit
 	if err := b.check(); err != nil {
 		return rabbitmq.BrowseResult{}, err
 	}
+	if b.accept && a.readOnly {
+		// Browsing a quorum queue returns each message, which raises its
+		// delivery count (and can dead-letter it at the delivery limit):
+		// a write, refused like any other.
+		return rabbitmq.BrowseResult{}, a.readOnlyErr(fmt.Errorf("%w: --accept-requeue-side-effects raises delivery counts on the server", errReadOnly))
+	}
 	return a.rabbitRedrive().Browse(ctx, cl, dlq, limit, b.typ, b.accept)
 }
 

@@ -26,16 +26,19 @@ type app struct {
 	// closers run when the command ends (connections opened lazily).
 	closers []func()
 
-	v             *viper.Viper
-	configPath    string // the file in use ("" when none exists)
-	cfg           *config.Config
-	ctxName       string
-	ctx           config.Context
-	timeout       time.Duration
-	readOnly      bool
-	output        string
-	outputSetting string // "--output" or "BERTH_OUTPUT": where a bad value came from
-	warnedPlain   bool   // the SASL PLAIN without TLS warning was printed
+	v          *viper.Viper
+	configPath string // the file in use ("" when none exists)
+	cfg        *config.Config
+	ctxName    string
+	ctx        config.Context
+	timeout    time.Duration
+	readOnly   bool
+	// readOnlyReason says why, when the cluster (not the context or
+	// --read-only) made the command read-only.
+	readOnlyReason string
+	output         string
+	outputSetting  string // "--output" or "BERTH_OUTPUT": where a bad value came from
+	warnedPlain    bool   // the SASL PLAIN without TLS warning was printed
 }
 
 func newApp(stdout, stderr io.Writer) *app {

@@ -48,6 +48,9 @@ type Context struct {
 	TLS       TLS      `yaml:"tls" json:"tls"`
 	SASL      SASL     `yaml:"sasl" json:"sasl"`
 	ReadOnly  bool     `yaml:"read_only" json:"read_only"`
+	// ClusterID names the cluster itself (Kafka: its cluster id; RabbitMQ:
+	// its cluster name), so read_only guards it however it is reached.
+	ClusterID string `yaml:"cluster_id" json:"cluster_id,omitempty"`
 	// RabbitMQ.
 	AMQPURL       string   `yaml:"amqp_url" json:"amqp_url,omitempty"`
 	ManagementURL string   `yaml:"management_url" json:"management_url,omitempty"`
