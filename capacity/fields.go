@@ -87,9 +87,13 @@ type fieldDef struct {
 	format   func(float64) string
 	min, max float64 // inclusive range of valid values
 	minOpen  bool    // min itself is invalid (must be > min)
-	integer  bool
-	get      func(*Inputs) float64
-	set      func(*Inputs, float64)
+	// tiny is the smallest meaningful positive value: below it a figure
+	// is a typo (0.0000001 events/s, a thousandth of a byte), and the
+	// worksheet would print nothing but float noise from it.
+	tiny    float64
+	integer bool
+	get     func(*Inputs) float64
+	set     func(*Inputs, float64)
 }
 
 func secs(d time.Duration) float64      { return d.Seconds() }
@@ -106,6 +110,7 @@ func parseDurationSecs(s string) (float64, error) {
 }
 
 const (
+	minRate = 0.001 // events/s: one event in about 17 minutes
 	maxRate = 1e9   // events/s: far above any single topic
 	maxDays = 36500 // 100 years
 )
@@ -113,11 +118,11 @@ const (
 var defs = [NumFields]fieldDef{
 	AvgRate: {flag: "avg-rate", label: "average rate", unit: "events/s", def: "20000",
 		help: "average produce rate", parse: ParseRate, format: fmtRateInput,
-		min: 0, minOpen: true, max: maxRate,
+		min: 0, minOpen: true, tiny: minRate, max: maxRate,
 		get: func(in *Inputs) float64 { return in.AvgRate }, set: func(in *Inputs, v float64) { in.AvgRate = v }},
 	PeakRate: {flag: "peak-rate", label: "peak rate", unit: "events/s", def: "100000",
 		help: "peak produce rate (at least the average)", parse: ParseRate, format: fmtRateInput,
-		min: 0, minOpen: true, max: maxRate,
+		min: 0, minOpen: true, tiny: minRate, max: maxRate,
 		get: func(in *Inputs) float64 { return in.PeakRate }, set: func(in *Inputs, v float64) { in.PeakRate = v }},
 	PeakDuration: {flag: "peak-duration", label: "peak duration", unit: "", def: "10m",
 		help: "how long the peak lasts (d, h, m, s)", parse: parseDurationSecs, format: fmtDurationInput,
@@ -125,11 +130,11 @@ var defs = [NumFields]fieldDef{
 		get: func(in *Inputs) float64 { return secs(in.PeakDuration) }, set: func(in *Inputs, v float64) { in.PeakDuration = dur(v) }},
 	EventSize: {flag: "event-size", label: "event size", unit: "", def: "1KiB",
 		help: "average event size (B, KiB, MiB, KB, MB)", parse: ParseSize, format: func(v float64) string { return FormatSizeInput(v) },
-		min: 0, minOpen: true, max: 1 << 30,
+		min: 0, minOpen: true, tiny: 1, max: 1 << 30,
 		get: func(in *Inputs) float64 { return in.EventSize }, set: func(in *Inputs, v float64) { in.EventSize = v }},
 	Retention: {flag: "retention", label: "retention", unit: "", def: "3d",
 		help: "time-based retention (d, h, m)", parse: parseDurationSecs, format: fmtDurationInput,
-		min: 0, minOpen: true, max: maxDays * 86400,
+		min: 0, minOpen: true, tiny: 1, max: maxDays * 86400,
 		get: func(in *Inputs) float64 { return secs(in.Retention) }, set: func(in *Inputs, v float64) { in.Retention = dur(v) }},
 	ReplicationFactor: {flag: "replication-factor", label: "replication factor", unit: "copies", def: "3",
 		help: "copies of each partition", parse: ParseCount, format: fmtCountInput,
@@ -141,7 +146,7 @@ var defs = [NumFields]fieldDef{
 		get: func(in *Inputs) float64 { return float64(in.Groups) }, set: func(in *Inputs, v float64) { in.Groups = int(v) }},
 	ConsumerRate: {flag: "consumer-rate", label: "one consumer", unit: "events/s", def: "2000",
 		help: "events/s one consumer can handle", parse: ParseRate, format: fmtRateInput,
-		min: 0, minOpen: true, max: maxRate,
+		min: 0, minOpen: true, tiny: minRate, max: maxRate,
 		get: func(in *Inputs) float64 { return in.ConsumerRate }, set: func(in *Inputs, v float64) { in.ConsumerRate = v }},
 	Partitions: {flag: "partitions", label: "partitions", unit: "", def: "24",
 		help: "partitions in the topic", parse: ParseCount, format: fmtCountInput,
@@ -169,7 +174,7 @@ var defs = [NumFields]fieldDef{
 		get: func(in *Inputs) float64 { return secs(in.LagDuration) }, set: func(in *Inputs, v float64) { in.LagDuration = dur(v) }},
 	LagRate: {flag: "lag-rate", label: "lag rate", unit: "events/s", optional: true,
 		help: "rate for lag conversion (optional; default the average rate)", parse: ParseRate, format: fmtRateInput,
-		min: 0, minOpen: true, max: maxRate,
+		min: 0, minOpen: true, tiny: minRate, max: maxRate,
 		get: func(in *Inputs) float64 { return in.LagRate }, set: func(in *Inputs, v float64) { in.LagRate = v }},
 }
 
@@ -241,6 +246,9 @@ func (f Field) check(v float64) error {
 	}
 	if d.minOpen && v <= d.min {
 		return errors.New("must be greater than 0")
+	}
+	if v < d.tiny {
+		return fmt.Errorf("is absurdly small (at least %s)", f.Format(d.tiny))
 	}
 	if v < d.min {
 		return fmt.Errorf("must be at least %s", f.Format(d.min))

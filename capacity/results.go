@@ -1,11 +1,13 @@
 package capacity
 
 import (
+	"math"
+	"strconv"
 	"time"
 )
 
 // Results are the worksheet's figures for `berth capacity -o json`:
-// unrounded, the unit in each name. A figure that does not apply to the
+// to 15 significant digits (no binary noise), the unit in each name. A figure that does not apply to the
 // inputs is null (drain_seconds when the backlog never drains,
 // other_partition_per_s with one partition, the lag conversions when no lag
 // was given).
@@ -45,9 +47,10 @@ func (w Worksheet) Results() (Results, bool) {
 	if !w.Valid() {
 		return Results{}, false
 	}
-	v := func(o Output) float64 { x, _ := w.Value(o); return x }
+	v := func(o Output) float64 { x, _ := w.Value(o); return significant(x) }
 	opt := func(o Output) *float64 {
 		if x, ok := w.Value(o); ok {
+			x = significant(x)
 			return &x
 		}
 		return nil
@@ -144,4 +147,18 @@ func (m Measurement) Source() string {
 		return t + ", measured" // rate not sampled: a point-in-time reading
 	}
 	return t + ", measured over " + FormatDurationInput(m.Window.Round(time.Second))
+}
+
+// significant rounds a figure to 15 significant digits, what a float64
+// holds exactly: binary floating point would otherwise print 0.1 × 3 as
+// 0.30000000000000004 in the JSON.
+func significant(x float64) float64 {
+	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		return x
+	}
+	r, err := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 15, 64), 64)
+	if err != nil {
+		return x
+	}
+	return r
 }

@@ -2,13 +2,15 @@ package capacity
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
 
 // TestResults_JSONNames pins the JSON field names the issue lists, and that
-// values are unrounded.
+// values are unrounded (beyond the 15 significant digits a float64 holds).
 func TestResults_JSONNames(t *testing.T) {
 	r, ok := Compute(HarborCart).Results()
 	if !ok {
@@ -36,7 +38,7 @@ func TestResults_JSONNames(t *testing.T) {
 			continue
 		}
 		want, _ := Compute(HarborCart).Value(o)
-		if got, ok := m[o.JSON()].(float64); !ok || got != want {
+		if got, ok := m[o.JSON()].(float64); !ok || got != significant(want) || math.Abs(got-want) > 1e-12*math.Abs(want) {
 			t.Errorf("%s = %v, want unrounded %v", o.JSON(), m[o.JSON()], want)
 		}
 	}
@@ -98,5 +100,38 @@ func TestMeasurement_PrefillRounds(t *testing.T) {
 	Measurement{AvgRate: 0.0012345678, PeakRate: 0.002}.Prefill(&form)
 	if form[AvgRate] != "0.001235" {
 		t.Errorf("slow topic rate %q", form[AvgRate])
+	}
+}
+
+// Figures computed from decimal inputs print as decimals: 3 events/s × 0.1
+// is 0.3 deliveries, not 0.30000000000000004; and a rate or size too small
+// to mean anything is refused with the field named instead of filling the
+// worksheet with noise.
+func TestResults_NoFloatNoiseAndNoAbsurdlySmallInputs(t *testing.T) {
+	r, ok := Compute(with(func(in *Inputs) {
+		in.AvgRate, in.PeakRate, in.Groups, in.HotKeyShare, in.ConsumerRate, in.Partitions = 0.1, 0.3, 3, 0.1, 0.7, 3
+	})).Results()
+	if !ok {
+		t.Fatal("inputs invalid")
+	}
+	b, _ := json.Marshal(r)
+	for _, noise := range []string{"00000000", "99999999"} {
+		if strings.Contains(string(b), noise) {
+			t.Fatalf("float noise in %s", b)
+		}
+	}
+	for _, tc := range []struct {
+		f    Field
+		text string
+	}{
+		{AvgRate, "0.0000001"}, {PeakRate, "0.0005"}, {ConsumerRate, "0.0000003"}, {EventSize, "0.001B"}, {LagRate, "0.00001"},
+	} {
+		_, err := tc.f.Parse(tc.text)
+		if err == nil || !strings.Contains(err.Error(), "absurdly small") {
+			t.Errorf("--%s %s: %v, want 'absurdly small'", tc.f.Flag(), tc.text, err)
+		}
+	}
+	if _, err := AvgRate.Parse("0.001"); err != nil {
+		t.Errorf("the smallest allowed rate is refused: %v", err)
 	}
 }

@@ -8,6 +8,7 @@
 package offsets
 
 import (
+	"bufio"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/berth-dev/berth/backends"
 )
@@ -133,15 +135,25 @@ func ParseDatetime(s string) (time.Time, error) {
 	}
 	for _, l := range layouts {
 		if t, err := time.Parse(l, s); err == nil {
-			return t.UTC(), nil
+			return inKafkaRange(s, t.UTC())
 		}
 	}
 	for _, l := range []string{"2006-01-02T15:04:05.999999999", "2006-01-02T15:04", "2006-01-02"} {
 		if t, err := time.ParseInLocation(l, s, time.UTC); err == nil {
-			return t, nil
+			return inKafkaRange(s, t)
 		}
 	}
 	return time.Time{}, fmt.Errorf("--to-datetime: %q is not an RFC 3339 time (e.g. 2026-11-29T08:00:00Z; no zone means UTC)", s)
+}
+
+// inKafkaRange refuses times Kafka timestamps cannot hold: they are
+// milliseconds since 1970 (a negative one means "no timestamp"), so
+// 0001-01-01 is a typo, not "the beginning".
+func inKafkaRange(s string, t time.Time) (time.Time, error) {
+	if t.Before(time.Unix(0, 0)) {
+		return time.Time{}, fmt.Errorf("--to-datetime: %q is before 1970-01-01T00:00:00Z, where Kafka timestamps start (use --to-earliest for the log start)", s)
+	}
+	return t, nil
 }
 
 // ParseDuration reads --by-duration: a Go duration (15m, 2h30m) or an ISO
@@ -219,7 +231,13 @@ type FileOffset struct {
 // optional header line "topic,partition,offset" is allowed. Errors name the
 // line and the field; a partition listed twice is an error.
 func ParseCSV(name string, r io.Reader) ([]FileOffset, error) {
-	cr := csv.NewReader(r)
+	// A UTF-8 byte order mark (spreadsheets write one) is not part of the
+	// first field: without dropping it "\ufefftopic" is no header.
+	br := bufio.NewReader(r)
+	if b, err := br.Peek(3); err == nil && string(b) == "\ufeff" {
+		_, _ = br.Discard(3)
+	}
+	cr := csv.NewReader(br)
 	cr.FieldsPerRecord = -1
 	cr.Comment = '#'
 	cr.TrimLeadingSpace = true
@@ -251,13 +269,16 @@ func ParseCSV(name string, r io.Reader) ([]FileOffset, error) {
 		if topic == "" {
 			return nil, fmt.Errorf("%s: line %d: topic is empty", name, line)
 		}
+		if len(topic) > maxTopicLen {
+			return nil, fmt.Errorf("%s: line %d: topic %s is longer than Kafka allows (%d bytes)", name, line, quoteCapped(topic), maxTopicLen)
+		}
 		p, err := strconv.ParseInt(strings.TrimSpace(rec[1]), 10, 32)
 		if err != nil || p < 0 {
-			return nil, fmt.Errorf("%s: line %d: partition %q is not a non-negative integer", name, line, rec[1])
+			return nil, fmt.Errorf("%s: line %d: partition %s is not a non-negative integer", name, line, quoteCapped(rec[1]))
 		}
 		o, err := strconv.ParseInt(strings.TrimSpace(rec[2]), 10, 64)
 		if err != nil || o < 0 {
-			return nil, fmt.Errorf("%s: line %d: offset %q is not a non-negative integer", name, line, rec[2])
+			return nil, fmt.Errorf("%s: line %d: offset %s is not a non-negative integer", name, line, quoteCapped(rec[2]))
 		}
 		tp := TP{Topic: topic, Partition: int32(p)}
 		if first, dup := seen[tp]; dup {
@@ -270,6 +291,25 @@ func ParseCSV(name string, r io.Reader) ([]FileOffset, error) {
 		return nil, fmt.Errorf("%s: no offsets (expected topic,partition,offset lines)", name)
 	}
 	return out, nil
+}
+
+// maxTopicLen is Kafka's limit on a topic name.
+const maxTopicLen = 249
+
+// maxQuoted caps a value quoted in an error: a CSV cell may be a megabyte.
+const maxQuoted = 64
+
+// quoteCapped quotes v for an error, cut at maxQuoted bytes with the cut
+// said, never silently.
+func quoteCapped(v string) string {
+	if len(v) <= maxQuoted {
+		return strconv.Quote(v)
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes, first %d shown)", strconv.Quote(v[:cut]), len(v), cut)
 }
 
 // TopicScope is one --topic value: a topic and, optionally, partitions.
