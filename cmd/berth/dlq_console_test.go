@@ -511,7 +511,8 @@ func TestConsoleSignsItsOwnPlanAsAuthor(t *testing.T) {
 
 // A stored plan holds locations, digests, targets and verdicts only: the
 // plan page shows each record's event id and class derived from the record
-// as it is now, as `berth redrive show` does.
+// as it is now, and the review (counts per target, idempotency keys), as
+// `berth redrive show` does.
 func TestConsoleStoredPlanShowsEventIDsDerivedFromTheRecords(t *testing.T) {
 	f := newRedriveFixture(t, 3, "    - match: \"ledger-events.DLT\"\n      review: none\n")
 	f.plan(t)
@@ -519,7 +520,8 @@ func TestConsoleStoredPlanShowsEventIDsDerivedFromTheRecords(t *testing.T) {
 	d := drive(t, env, tuidlq.NewPlansPage(env))
 	d.press(keyEnterMsg, never)
 	v := d.until("evt-0002")
-	for _, want := range []string{"evt-0000", "evt-0001", "include"} {
+	// The review: every target with its count, and the included keys.
+	for _, want := range []string{"evt-0000", "evt-0001", "include", "targets: ledger-events 3", "idempotency keys: evt-0000, evt-0002, evt-0001"} {
 		if !strings.Contains(v, want) {
 			t.Fatalf("stored plan page lacks %q:\n%s", want, v)
 		}

@@ -476,8 +476,13 @@ func Summary(f redrive.File) []string {
 	if a := f.Author(); a != nil {
 		signed = "signed " + a.Fingerprint
 	}
-	lines := []string{fmt.Sprintf("plan %s  %s → %s  by %s (%s), %d approval(s)", f.Hash[:16], sanitize.Text(f.Plan.DLQ), sanitize.Text(target), sanitize.Text(f.Plan.Author), signed, len(f.Approvals()))}
+	by := ""
+	if f.Plan.Author != "" { // who made it here; a stored plan's author is its verified signature
+		by = " by " + sanitize.Text(f.Plan.Author)
+	}
+	lines := []string{fmt.Sprintf("plan %s  %s → %s %s(%s), %d approval(s)", f.Hash[:16], sanitize.Text(f.Plan.DLQ), sanitize.Text(target), by+" ", signed, len(f.Approvals()))}
 	lines = append(lines, totalsLines(t)...)
+	lines = append(lines, reviewLines(f.Plan)...)
 	if blocked, why := f.Plan.Blocked(); blocked {
 		lines = append(lines, "BLOCKED: "+sanitize.Text(why))
 	} else {
@@ -509,6 +514,43 @@ func totalsLines(t redrive.Totals) []string {
 		parts = append(parts, fmt.Sprintf("%s %d/%d", c, cc.Included, cc.Selected))
 	}
 	return []string{line, "by class (included/selected): " + strings.Join(parts, ", ")}
+}
+
+// reviewKeys bounds the idempotency keys the header lists.
+const reviewKeys = 6
+
+// reviewLines are what a reviewer signs besides the totals: where the
+// records go (every target, with counts: the plan's per-record targets are
+// signed and re-derived at execute) and, once the records were read, the
+// idempotency keys of those included.
+func reviewLines(p redrive.Plan) []string {
+	s := actions.Summarise(p, nil, nil)
+	var ts []string
+	for _, t := range s.Targets {
+		x := fmt.Sprintf("%s %d", sanitize.Text(t.Target), t.Included)
+		if t.Excluded > 0 {
+			x += fmt.Sprintf(" (+%d excluded)", t.Excluded)
+		}
+		ts = append(ts, x)
+	}
+	lines := []string{"targets: " + strings.Join(ts, ", ")}
+	derived := len(p.Records) > 0
+	for _, r := range p.Records {
+		derived = derived && r.Derived
+	}
+	if !derived || len(s.Keys) == 0 {
+		return lines
+	}
+	keys := s.Keys
+	more := ""
+	if len(keys) > reviewKeys {
+		keys, more = keys[:reviewKeys], fmt.Sprintf(" … and %d more (berth redrive show -o json lists all)", len(s.Keys)-reviewKeys)
+	}
+	shown := make([]string, len(keys))
+	for i, k := range keys {
+		shown[i] = dash(sanitize.Text(k))
+	}
+	return append(lines, "idempotency keys: "+strings.Join(shown, ", ")+more)
 }
 
 // maxSignatureLines bounds the signature list in the header.
