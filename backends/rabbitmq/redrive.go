@@ -59,6 +59,30 @@ type ExecOptions struct {
 // matches the plan (the name Kafka's executor uses for the same skip).
 const ReasonContentChanged redrive.Reason = "payload_changed"
 
+// ReasonDerivedChanged skips an included record whose plan entry says
+// what its message does not: another target, idempotency key or count of
+// prior redrives than the message derives to (the plan was edited after
+// its checks ran; they asked about the plan's values, not the message's).
+const ReasonDerivedChanged redrive.Reason = "derived_mismatch"
+
+// derivedDiffers says how r differs from what m derives to under the
+// plan's extractors and target mode ("" when it does not).
+func (r PlanRecord) derivedDiffers(m Message, target string) string {
+	x, k, ok := m.Death.Target()
+	if target == TargetQueue {
+		x, k, ok = "", m.Death.OriginalQueue(), m.Death.OriginalQueue() != ""
+	}
+	switch {
+	case !ok || x != r.Exchange || k != r.RoutingKey:
+		return fmt.Sprintf("the plan sends it to exchange %q key %q; the message's dead-lettering says exchange %q key %q", r.Exchange, r.RoutingKey, x, k)
+	case m.IdempotencyKey != r.IdempotencyKey:
+		return fmt.Sprintf("the plan's idempotency key %q is not the message's %q (the checks asked about the plan's)", r.IdempotencyKey, m.IdempotencyKey)
+	case m.PriorRedrives != r.PriorRedrives:
+		return fmt.Sprintf("the plan counts %d prior redrives; the message carries %d", r.PriorRedrives, m.PriorRedrives)
+	}
+	return ""
+}
+
 // sameContent reports whether m is the message r approved: its content
 // digest, or for plans made before digests its body hash.
 func (r PlanRecord) sameContent(m Message) bool {
@@ -252,6 +276,9 @@ type run struct {
 
 	seen    map[string]bool // included ids found (with the plan's content)
 	changed map[string]bool // ids met on content other than the plan's
+	// mismatch: ids whose plan record says what the message does not
+	// (target, idempotency key, prior redrives), with why.
+	mismatch map[string]string
 	cur     []item          // the chunk being filled
 	pace    *time.Ticker    // nil: no rate limit
 
@@ -341,7 +368,7 @@ func (r *run) open(ctx context.Context) error {
 	}
 	r.x = Extractors{IdempotencyKey: r.p.Policy.IdempotencyKey}
 	r.origin = url.PathEscape(r.p.Vhost) + "/" + r.p.DLQ
-	r.seen, r.changed = map[string]bool{}, map[string]bool{}
+	r.seen, r.changed, r.mismatch = map[string]bool{}, map[string]bool{}, map[string]string{}
 	r.inflight = make(chan chunk, 2)
 	r.stop = make(chan string, 1)
 	if r.o.Rate > 0 {
@@ -516,11 +543,18 @@ func (r *run) read(ctx context.Context) error {
 func (r *run) take(ctx context.Context, d amqp.Delivery) (done bool, err error) {
 	m := ToMessage(0, d, r.x)
 	rec, want := r.included[m.EventID]
-	if want && !r.seen[m.EventID] && !rec.sameContent(m) {
-		// The approved id on other content: never sent under this plan;
-		// held like an unselected message (it stays in place).
-		r.changed[m.EventID] = true
-		want = false
+	if want && !r.seen[m.EventID] {
+		if !rec.sameContent(m) {
+			// The approved id on other content: never sent under this
+			// plan; held like an unselected message (it stays in place).
+			r.changed[m.EventID] = true
+			want = false
+		} else if why := rec.derivedDiffers(m, r.p.Target); why != "" {
+			// The plan says something about it that the message does not
+			// (edited after the checks ran): not sent, left in place.
+			r.mismatch[m.EventID] = why
+			want = false
+		}
 	}
 	if !want || r.seen[m.EventID] {
 		r.mu.Lock()
@@ -568,6 +602,8 @@ func (r *run) account() {
 	for id, rec := range r.included {
 		switch {
 		case r.seen[id] || r.states[id] == StateConfirmed:
+		case r.mismatch[id] != "":
+			r.res.Skipped = append(r.res.Skipped, Skip{EventID: id, Position: rec.Position, Reason: ReasonDerivedChanged, Detail: r.mismatch[id]})
 		case r.changed[id]:
 			r.res.Skipped = append(r.res.Skipped, Skip{EventID: id, Position: rec.Position, Reason: ReasonContentChanged,
 				Detail: "the DLQ holds a message with this id whose body, properties or headers differ from the plan's: not sent, left in the DLQ"})
