@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -56,6 +57,9 @@ type Options struct {
 	Fsync bool
 	// Seed is "harborcart" (default) or "none".
 	Seed string
+	// Logf receives the broker's own warnings: an open-file budget too
+	// small for its partitions, running out of descriptors (default: none).
+	Logf func(format string, args ...any)
 }
 
 // DefaultDataDir is where the bundled broker keeps its data unless told otherwise.
@@ -76,6 +80,12 @@ type Broker struct {
 	cancel   context.CancelFunc
 
 	deg degradedState
+
+	// files is the open-file budget at start; watch counts running out of
+	// descriptors; partitions is the last partition count seen.
+	files      FileBudget
+	watch      *fileWatch
+	partitions atomic.Int64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -145,12 +155,27 @@ func Start(ctx context.Context, o Options) (*Broker, error) {
 	if o.Fsync {
 		opts = append(opts, kfake.SyncWrites())
 	}
+	logf := o.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	b := &Broker{dataDir: o.DataDir, lock: lock}
+	b.files.Limit, b.files.Raised, b.files.Hard = raiseFileLimit()
+	b.watch = &fileWatch{logf: logf, budget: func() FileBudget {
+		f := b.files
+		f.Partitions = int(b.partitions.Load())
+		return f
+	}}
+	opts = append(opts, kfake.WithLogger(b.watch))
 	kc, err := kfake.NewCluster(opts...)
 	if err != nil {
 		lock.Close()
+		if isOutOfFiles(err.Error()) {
+			return nil, fmt.Errorf("bundled broker: out of file descriptors while loading %s (open-file limit %d): %w", o.DataDir, b.files.Limit, err)
+		}
 		return nil, fmt.Errorf("bundled broker: %w", err)
 	}
-	b := &Broker{kc: kc, addrs: kc.ListenAddrs(), dataDir: o.DataDir, lock: lock}
+	b.kc, b.addrs = kc, kc.ListenAddrs()
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.deg.init()
 	b.internal, err = kgo.NewClient(
@@ -175,6 +200,9 @@ func Start(ctx context.Context, o Options) (*Broker, error) {
 			b.Close()
 			return nil, err
 		}
+	}
+	if f, err := b.FileBudget(ctx); err == nil && f.Short() {
+		logf("%s", f.Warning())
 	}
 	return b, nil
 }

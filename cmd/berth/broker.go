@@ -94,6 +94,10 @@ replicas and moved leaders (nothing is really replicated by the bundled broker).
 			}
 			ctx, stop := signalContext(cmd)
 			defer stop()
+			errOut := cmd.ErrOrStderr()
+			f.opts.Logf = func(format string, args ...any) {
+				fmt.Fprintf(errOut, "berth: "+format+"\n", args...)
+			}
 			b, err := bundled.Start(ctx, f.opts)
 			if err != nil {
 				return err
@@ -114,6 +118,13 @@ replicas and moved leaders (nothing is really replicated by the bundled broker).
 				fmt.Fprintf(out, "broker %d listening on %s%s\n", i, addr, state)
 			}
 			fmt.Fprintf(out, "bootstrap: %s\n", strings.Join(b.Addrs(), ","))
+			if fb, err := b.FileBudget(ctx); err == nil && fb.Limit > 0 {
+				raised := ""
+				if fb.Raised > 0 {
+					raised = fmt.Sprintf(" (raised from %d)", fb.Raised)
+				}
+				fmt.Fprintf(out, "open files: limit %d%s, room for %d partitions taking writes; %d partitions\n", fb.Limit, raised, fb.MaxPartitions(), fb.Partitions)
+			}
 			<-ctx.Done()
 			fmt.Fprintln(out, "stopping: persisting state")
 			return b.Close()
