@@ -16,13 +16,13 @@ import (
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/backends/bundled"
 	"github.com/berth-dev/berth/backends/kafka"
+	"github.com/berth-dev/berth/internal/actions"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/demo"
 	"github.com/berth-dev/berth/internal/durations"
 	"github.com/berth-dev/berth/internal/output"
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/redrive"
-	"github.com/berth-dev/berth/redrive/planner"
 	tuidlq "github.com/berth-dev/berth/tui/dlq"
 )
 
@@ -66,7 +66,7 @@ binary keys, values and headers are shown in hex.`,
 // configured, the demo's policies apply when the demo's system of record is
 // in the broker's data dir (so `berth dlq` and `berth redrive plan` work
 // against `berth demo` out of the box).
-func (a *app) planner(ctx context.Context, readLimit int) (*planner.Planner, func(), error) {
+func (a *app) planner(ctx context.Context, readLimit int) (*actions.Planner, func(), error) {
 	c, err := a.kafkaClient(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -84,7 +84,7 @@ func (a *app) planner(ctx context.Context, readLimit int) (*planner.Planner, fun
 			cfg = &copy
 		}
 	}
-	p := planner.New(cl, cfg)
+	p := actions.NewPlanner(cl, cfg)
 	p.ReadLimit = readLimit
 	return p, cl.Close, nil
 }

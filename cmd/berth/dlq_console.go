@@ -13,7 +13,6 @@ import (
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
-	"github.com/berth-dev/berth/redrive/planner"
 	tuidlq "github.com/berth-dev/berth/tui/dlq"
 )
 
@@ -22,7 +21,7 @@ import (
 // verification as `berth redrive status/approve/execute`, reusing their
 // code, so the console and the CLI cannot disagree about a plan.
 type consoleRedrive struct {
-	planner.Console
+	actions.PlannerConsole
 	k   *kafka.Cluster
 	cfg *config.Config
 }
@@ -34,7 +33,7 @@ func (s consoleRedrive) session() *redriveSession { return &redriveSession{plann
 var _ tuidlq.PlanActions = consoleRedrive{}
 
 func newConsoleRedrive(k *kafka.Cluster, cfg *config.Config) consoleRedrive {
-	return consoleRedrive{Console: planner.Console{P: planner.New(k, cfg)}, k: k, cfg: cfg}
+	return consoleRedrive{PlannerConsole: actions.PlannerConsole{P: actions.NewPlanner(k, cfg)}, k: k, cfg: cfg}
 }
 
 // cli is an app with only the config, enough for the CLI's status and
@@ -268,7 +267,7 @@ func (s consoleRedrive) Execute(ctx context.Context, hash string, req tuidlq.Exe
 		return actions.Result{}, err
 	}
 	// The execution's own connection, so it outlives the console's.
-	own := consoleRedrive{Console: planner.Console{P: planner.New(k, s.cfg)}, k: k, cfg: s.cfg}
+	own := consoleRedrive{PlannerConsole: actions.PlannerConsole{P: actions.NewPlanner(k, s.cfg)}, k: k, cfg: s.cfg}
 	return own.actions(req.Context, req.ReadOnly, audit.CurrentUser()+" (console)").Execute(ctx, pf, actions.ExecControl{Control: req.Control, Progress: req.Progress})
 }
 

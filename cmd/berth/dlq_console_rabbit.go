@@ -16,7 +16,6 @@ import (
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
-	"github.com/berth-dev/berth/redrive/planner"
 	tuidlq "github.com/berth-dev/berth/tui/dlq"
 )
 
@@ -163,7 +162,7 @@ func (s *consoleQueues) Plan(ctx context.Context, req tuidlq.QueuePlanRequest) (
 	sel := rabbitmq.Selection{Classes: req.Classes, EventIDs: req.EventIDs}
 	rr := a.rabbitRedrive()
 	p, res, err := rr.MakePlan(ctx, s.cl, l, actions.RabbitPlanInput{DLQ: req.DLQ, Sel: sel, Read: rabbitDefaultRead, Accept: req.Accept,
-		AllowHazards: req.AllowHazards, Rate: planner.DefaultRate, Window: 500, Author: audit.CurrentUser()})
+		AllowHazards: req.AllowHazards, Rate: actions.DefaultRate, Window: 500, Author: audit.CurrentUser()})
 	var ref *rabbitmq.RefusedError
 	if errors.As(err, &ref) {
 		return tuidlq.QueuePlan{}, errors.New(ref.Why)

@@ -22,7 +22,6 @@ import (
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
-	"github.com/berth-dev/berth/redrive/planner"
 )
 
 func init() { register(newRedriveCmd) }
@@ -156,8 +155,8 @@ ordering_key and hazard_position instead of partition/offset/target.`,
 	f.StringVar(&o.since, "since", "", "select (or narrow to) records dead-lettered at or after this time (RFC 3339)")
 	f.StringVar(&o.until, "until", "", "select (or narrow to) records dead-lettered before this time (RFC 3339)")
 	f.StringVar(&o.target, "target", "", "topic to redrive to (default: each record's original topic)")
-	f.IntVar(&o.rate, "rate", planner.DefaultRate, "records per second when executed")
-	f.IntVar(&o.batch, "batch-size", planner.DefaultBatchSize, "records per transaction when executed")
+	f.IntVar(&o.rate, "rate", actions.DefaultRate, "records per second when executed")
+	f.IntVar(&o.batch, "batch-size", actions.DefaultBatchSize, "records per transaction when executed")
 	f.BoolVar(&o.allowHazards, "allow-ordering-hazards", false, "include records a newer same-key record follows (still reported)")
 	f.StringVar(&o.sshKey, "key", "", "SSH private key to sign the plan as its author")
 	f.StringVar(&o.out, "out", "", "plan file to write (required)")
@@ -302,7 +301,7 @@ func (a *app) runRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 	if o.out == "" {
 		return usageErr("--out: a plan file is required")
 	}
-	req := planner.Request{DLQ: dlq, All: o.all, Classes: o.classes, Key: o.recordKey, Header: o.header, Target: o.target,
+	req := actions.PlanRequest{DLQ: dlq, All: o.all, Classes: o.classes, Key: o.recordKey, Header: o.header, Target: o.target,
 		Rate: o.rate, BatchSize: o.batch, AllowHazards: o.allowHazards}
 	if o.offsets != "" {
 		if req.Offsets, err = parseOffsets(o.offsets); err != nil {
@@ -333,7 +332,7 @@ func (a *app) runRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 		}
 	}
 	if (redrive.Selection{All: req.All, Classes: req.Classes, Offsets: req.Offsets, Key: req.Key, Header: req.Header, Since: req.Since, Until: req.Until}).Empty() {
-		return usageErr("%v", planner.ErrNoSelector)
+		return usageErr("%v", actions.ErrNoSelector)
 	}
 	sign, err := o.checkSigning()
 	if err != nil {
@@ -353,7 +352,7 @@ func (a *app) runRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 	p.Progress = scanProgressPrinter(a.stderr)
 	file, err := p.Plan(ctx, req)
 	if err != nil {
-		if errors.Is(err, planner.ErrNoSelector) || strings.HasPrefix(err.Error(), "--") {
+		if errors.Is(err, actions.ErrNoSelector) || strings.HasPrefix(err.Error(), "--") {
 			return usageErr("%v", err)
 		}
 		return err

@@ -30,7 +30,6 @@ import (
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
-	"github.com/berth-dev/berth/redrive/planner"
 )
 
 func init() {
@@ -45,7 +44,7 @@ type redriveSession struct {
 	cl      *kafka.Client
 	cluster *kafka.Cluster
 	store   *kafka.PlanStore
-	planner *planner.Planner
+	planner *actions.Planner
 }
 
 func (a *app) redriveSession(ctx context.Context) (*redriveSession, error) {
@@ -54,7 +53,7 @@ func (a *app) redriveSession(ctx context.Context) (*redriveSession, error) {
 		return nil, err
 	}
 	k := kafka.NewCluster(cl)
-	return &redriveSession{cl: cl, cluster: k, store: kafka.NewPlanStore(cl), planner: planner.New(k, a.redriveConfig())}, nil
+	return &redriveSession{cl: cl, cluster: k, store: kafka.NewPlanStore(cl), planner: actions.NewPlanner(k, a.redriveConfig())}, nil
 }
 
 func (s *redriveSession) Close() { s.cl.Close() }

@@ -16,7 +16,6 @@ import (
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/kafkatest"
 	"github.com/berth-dev/berth/redrive"
-	"github.com/berth-dev/berth/redrive/planner"
 )
 
 // BenchmarkExecutePlan executes a plan of 100,000 small records with every
@@ -90,7 +89,7 @@ func BenchmarkExecutePlan(b *testing.B) {
 			SystemOfRecord: &config.SystemOfRecord{Driver: "postgres", DSN: dsn, Query: "select 1 from " + table + " where idempotency_key = $1 and status = 'captured'"},
 		}}
 		k := kafka.NewCluster(c)
-		pl := planner.New(k, cfg)
+		pl := actions.NewPlanner(k, cfg)
 		pl.ReadLimit = n
 		loaded, err := pl.Load(ctx, "pay.DLT", n)
 		if err != nil {
@@ -104,7 +103,7 @@ func BenchmarkExecutePlan(b *testing.B) {
 		for c := range classes {
 			cls = append(cls, c)
 		}
-		f, err := pl.Plan(ctx, planner.Request{DLQ: "pay.DLT", Classes: cls, Rate: 1 << 30, BatchSize: 1000, Author: "bench"})
+		f, err := pl.Plan(ctx, actions.PlanRequest{DLQ: "pay.DLT", Classes: cls, Rate: 1 << 30, BatchSize: 1000, Author: "bench"})
 		if err != nil {
 			b.Fatal(err)
 		}

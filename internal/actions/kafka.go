@@ -10,14 +10,13 @@ import (
 	"github.com/berth-dev/berth/internal/audit"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
-	"github.com/berth-dev/berth/redrive/planner"
 )
 
 // KafkaRedrive is the redrive actions on one Kafka cluster: what `berth
 // redrive approve|execute|status|show` and the console's plan pages call,
 // so the two cannot disagree about a plan.
 type KafkaRedrive struct {
-	Planner *planner.Planner // reads, policies, checks
+	Planner *Planner // reads, policies, checks
 	Store   *kafka.PlanStore
 	// ReadOnly refuses every write (approve, execute).
 	ReadOnly bool
@@ -44,7 +43,7 @@ func (k *KafkaRedrive) now() time.Time {
 type Review struct {
 	// Today is the configured policy for the plan's DLQ; Matched is false
 	// when no configured policy matches it any more.
-	Today   planner.Policy
+	Today   Policy
 	Matched bool
 	// Strict is the stricter of the plan's policy and today's.
 	Strict redrive.PolicySnapshot

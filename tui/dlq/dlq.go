@@ -32,7 +32,6 @@ import (
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
-	"github.com/berth-dev/berth/redrive/planner"
 	"github.com/berth-dev/berth/tui"
 	"github.com/berth-dev/berth/tui/components/table"
 	"github.com/berth-dev/berth/tui/record"
@@ -42,9 +41,9 @@ import (
 // Service is what the pages need from the attached cluster.
 type Service interface {
 	List(ctx context.Context) ([]redrive.DLQ, error)
-	Load(ctx context.Context, dlq string) (planner.Loaded, error)
+	Load(ctx context.Context, dlq string) (actions.Loaded, error)
 	// Plan makes a checked plan (not stored).
-	Plan(ctx context.Context, req planner.Request) (redrive.File, error)
+	Plan(ctx context.Context, req actions.PlanRequest) (redrive.File, error)
 	// Store puts a plan in the cluster's shared plan store.
 	Store(ctx context.Context, f redrive.File) error
 	Plans(ctx context.Context) ([]redrive.File, error)
@@ -269,7 +268,7 @@ func (p *ListPage) View() string {
 // by the classes, records and record pages opened from it.
 type session struct {
 	dlq    string
-	loaded planner.Loaded
+	loaded actions.Loaded
 	picks[redrive.Coord]
 	effects
 }
@@ -284,8 +283,8 @@ func (s *session) selected() int {
 	return n
 }
 
-func (s *session) request() planner.Request {
-	req := planner.Request{DLQ: s.dlq, AllowHazards: s.hazards}
+func (s *session) request() actions.PlanRequest {
+	req := actions.PlanRequest{DLQ: s.dlq, AllowHazards: s.hazards}
 	for c := range s.classes {
 		req.Classes = append(req.Classes, c)
 	}
@@ -323,7 +322,7 @@ type ClassesPage struct {
 	s *session
 }
 
-type loadedMsg struct{ l planner.Loaded }
+type loadedMsg struct{ l actions.Loaded }
 
 // NewClassesPage builds the classes page for a DLQ.
 func NewClassesPage(env tui.PageEnv, dlq string) *ClassesPage {

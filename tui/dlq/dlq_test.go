@@ -20,9 +20,9 @@ import (
 
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/backends/kafka"
+	"github.com/berth-dev/berth/internal/actions"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/kafkatest"
-	"github.com/berth-dev/berth/redrive/planner"
 	"github.com/berth-dev/berth/tui"
 	"github.com/berth-dev/berth/tui/styles"
 )
@@ -93,7 +93,7 @@ func world(t *testing.T, readOnly bool) tui.PageEnv {
 		if !ok {
 			return nil, errNoService
 		}
-		return planner.Console{P: planner.New(k, cfg)}, nil
+		return actions.PlannerConsole{P: actions.NewPlanner(k, cfg)}, nil
 	}
 	t.Cleanup(func() { Open = nil })
 	env := tui.PageEnv{
@@ -305,7 +305,7 @@ func TestPagesFitSmallTerminalsAndReportErrors(t *testing.T) {
 
 func TestPlanPageShowsScanProgressWhileChecking(t *testing.T) {
 	env := tui.PageEnv{Styles: styles.New(), Size: func() (int, int) { return width, height }}
-	p := NewPlanPage(env, planner.Request{DLQ: "payments.DLT", Classes: []string{"c-1"}})
+	p := NewPlanPage(env, actions.PlanRequest{DLQ: "payments.DLT", Classes: []string{"c-1"}})
 	if v := checkView(t, p); !strings.Contains(v, "checking the selection") || strings.Contains(v, "ordering scan:") {
 		t.Fatalf("before the scan:\n%s", v)
 	}

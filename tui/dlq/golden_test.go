@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/berth-dev/berth/internal/actions"
 	"github.com/berth-dev/berth/internal/golden"
 	"github.com/berth-dev/berth/redrive"
-	"github.com/berth-dev/berth/redrive/planner"
 	"github.com/berth-dev/berth/tui"
 	"github.com/berth-dev/berth/tui/styles"
 )
@@ -31,7 +31,7 @@ func stable(v string) string {
 	for _, re := range volatile {
 		v = re.ReplaceAllStringFunc(v, func(s string) string { return strings.Repeat("#", len(s)) })
 	}
-	v = strings.ReplaceAll(v, planner.DefaultAuthor(), "<author>")
+	v = strings.ReplaceAll(v, actions.DefaultAuthor(), "<author>")
 	lines := strings.Split(v, "\n")
 	for i, l := range lines {
 		lines[i] = strings.TrimRight(l, " ")

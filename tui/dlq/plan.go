@@ -16,7 +16,6 @@ import (
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
-	"github.com/berth-dev/berth/redrive/planner"
 	"github.com/berth-dev/berth/tui"
 	"github.com/berth-dev/berth/tui/components/table"
 	"github.com/berth-dev/berth/tui/styles"
@@ -33,7 +32,7 @@ import (
 type PlanPage struct {
 	planPageBase
 	progress *scanProgress
-	req      *planner.Request
+	req      *actions.PlanRequest
 	file     *redrive.File
 	stored   string
 
@@ -92,7 +91,7 @@ var (
 )
 
 // NewPlanPage checks req and shows the resulting plan.
-func NewPlanPage(env tui.PageEnv, req planner.Request) *PlanPage {
+func NewPlanPage(env tui.PageEnv, req actions.PlanRequest) *PlanPage {
 	p := newPlanPage(env)
 	p.req, p.loading, p.progress = &req, true, &scanProgress{}
 	return p

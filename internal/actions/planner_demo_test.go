@@ -1,4 +1,4 @@
-package planner
+package actions
 
 import (
 	"context"
@@ -50,7 +50,7 @@ func TestChecksFindTheDemosHalfAppliedPayments(t *testing.T) {
 	defer cl.Close()
 	cfg := config.Default()
 	demo.ApplyConfig(cfg, dir)
-	p := New(cl, cfg)
+	p := NewPlanner(cl, cfg)
 	l, err := p.Load(ctx, demo.TopicPaymentsDLT, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +59,7 @@ func TestChecksFindTheDemosHalfAppliedPayments(t *testing.T) {
 	for _, c := range l.Classes {
 		classes = append(classes, c.ID)
 	}
-	f, err := p.Plan(ctx, Request{DLQ: demo.TopicPaymentsDLT, Classes: classes})
+	f, err := p.Plan(ctx, PlanRequest{DLQ: demo.TopicPaymentsDLT, Classes: classes})
 	if err != nil {
 		t.Fatal(err)
 	}

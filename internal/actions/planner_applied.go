@@ -1,4 +1,4 @@
-package planner
+package actions
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // failed) reads "transient" by its exception, yet redriving it would apply
 // it twice. configured is false when the policy has no system of record
 // (nothing can be said). It reads only.
-func (c Console) Applied(ctx context.Context, dlq string, keys []string) (applied map[string]bool, configured bool, err error) {
+func (c PlannerConsole) Applied(ctx context.Context, dlq string, keys []string) (applied map[string]bool, configured bool, err error) {
 	pol, err := c.P.PolicyFor(dlq)
 	if err != nil {
 		return nil, false, err

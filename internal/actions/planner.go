@@ -1,10 +1,11 @@
-// Package planner makes and re-checks redrive plans for a Kafka cluster: it
+package actions
+
+// The Planner makes and re-checks redrive plans for a Kafka cluster: it
 // reads DLQs through the Kafka backend, resolves the redrive policy that
 // applies to a DLQ (whatever the context, ad-hoc --bootstrap included),
-// queries the system of record through redrive/sor, and runs the checks in
-// redrive. The CLI and the console both use it; it never writes anything
-// but the plan store.
-package planner
+// queries the system of record through redrive/sor, and runs the pure
+// checks in redrive. The CLI and the console both use it; it never writes
+// anything but the plan store.
 
 import (
 	"context"
@@ -38,7 +39,7 @@ type Planner struct {
 }
 
 // New returns a planner on a connected cluster.
-func New(cl *kafka.Cluster, cfg *config.Config) *Planner {
+func NewPlanner(cl *kafka.Cluster, cfg *config.Config) *Planner {
 	return &Planner{Cluster: cl, Store: kafka.NewPlanStore(cl.Client()), Config: cfg, Now: time.Now}
 }
 
@@ -214,8 +215,8 @@ func (p *Planner) load(ctx context.Context, dlq string, limit int, entries []red
 	return l, nil
 }
 
-// Request is what an operator asks a plan to contain.
-type Request struct {
+// PlanRequest is what an operator asks a plan to contain.
+type PlanRequest struct {
 	DLQ string
 	// All selects every record read (said explicitly: --all).
 	All     bool
@@ -249,7 +250,7 @@ var ErrNoSelector = errors.New("a plan needs an explicit selection: --all, --cla
 // Plan selects records, runs the checks and returns the plan (unsigned, not
 // stored). A plan whose checks could not all run is returned with those
 // records marked check_failed; Plan.Blocked says so.
-func (p *Planner) Plan(ctx context.Context, req Request) (redrive.File, error) {
+func (p *Planner) Plan(ctx context.Context, req PlanRequest) (redrive.File, error) {
 	sel := redrive.Selection{All: req.All, Classes: req.Classes, Offsets: req.Offsets, Key: req.Key, Header: req.Header, Since: req.Since, Until: req.Until}
 	if sel.Empty() {
 		return redrive.File{}, ErrNoSelector
@@ -436,23 +437,29 @@ func DefaultAuthor() string {
 	return name + "@" + host
 }
 
-// Console adapts a Planner to the console's DLQ pages (tui/dlq.Service):
+// PlannerConsole adapts a Planner to the console's DLQ pages (tui/dlq.Service):
 // the same reads, checks and plan store, with plain redrive types only.
-type Console struct{ P *Planner }
+type PlannerConsole struct{ P *Planner }
 
 // List summarises the DLQs.
-func (c Console) List(ctx context.Context) ([]redrive.DLQ, error) { return c.P.List(ctx) }
+func (c PlannerConsole) List(ctx context.Context) ([]redrive.DLQ, error) { return c.P.List(ctx) }
 
 // Load reads and classifies a DLQ up to the read limit.
-func (c Console) Load(ctx context.Context, dlq string) (Loaded, error) { return c.P.Load(ctx, dlq, 0) }
+func (c PlannerConsole) Load(ctx context.Context, dlq string) (Loaded, error) {
+	return c.P.Load(ctx, dlq, 0)
+}
 
 // Plan makes a checked plan.
-func (c Console) Plan(ctx context.Context, req Request) (redrive.File, error) {
+func (c PlannerConsole) Plan(ctx context.Context, req PlanRequest) (redrive.File, error) {
 	return c.P.Plan(ctx, req)
 }
 
 // Store puts a plan in the cluster's plan store.
-func (c Console) Store(ctx context.Context, f redrive.File) error { return c.P.Store.PutPlan(ctx, f) }
+func (c PlannerConsole) Store(ctx context.Context, f redrive.File) error {
+	return c.P.Store.PutPlan(ctx, f)
+}
 
 // Plans lists the stored plans.
-func (c Console) Plans(ctx context.Context) ([]redrive.File, error) { return c.P.Store.Plans(ctx) }
+func (c PlannerConsole) Plans(ctx context.Context) ([]redrive.File, error) {
+	return c.P.Store.Plans(ctx)
+}

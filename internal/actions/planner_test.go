@@ -1,4 +1,4 @@
-package planner
+package actions
 
 import (
 	"context"
@@ -109,7 +109,7 @@ func newFixture(t *testing.T, sor *config.SystemOfRecord) *fixture {
 }
 
 func (f *fixture) planner() *Planner {
-	p := New(f.cl, f.cfg)
+	p := NewPlanner(f.cl, f.cfg)
 	p.Now = func() time.Time { return time.Date(2026, 11, 29, 9, 30, 0, 0, time.UTC) }
 	return p
 }
@@ -185,7 +185,7 @@ func TestEveryCheckAgainstTheBundledBrokerAndPostgres(t *testing.T) {
 	p := f.planner()
 	var progress []kafka.ScanProgress
 	p.Progress = func(sp kafka.ScanProgress) { progress = append(progress, sp) }
-	file, err := p.Plan(tctx(t), Request{DLQ: "payments.DLT", Classes: []string{classOf(t, p)}, Author: "alice@test"})
+	file, err := p.Plan(tctx(t), PlanRequest{DLQ: "payments.DLT", Classes: []string{classOf(t, p)}, Author: "alice@test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,14 +241,14 @@ func TestEveryCheckAgainstTheBundledBrokerAndSQLite(t *testing.T) {
 	f := newFixture(t, &config.SystemOfRecord{Driver: "sqlite", DSN: path,
 		Query: "select 1 from payments where idempotency_key = ? and status = 'captured'"})
 	p := f.planner()
-	file, err := p.Plan(tctx(t), Request{DLQ: "payments.DLT", Classes: []string{classOf(t, p)}})
+	file, err := p.Plan(tctx(t), PlanRequest{DLQ: "payments.DLT", Classes: []string{classOf(t, p)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantReasons(t, file, allChecks)
 
 	// Allowing ordering hazards includes the record but still names the newer offset.
-	file, err = p.Plan(tctx(t), Request{DLQ: "payments.DLT", Offsets: []redrive.Coord{{Partition: 0, Offset: 5}}, AllowHazards: true})
+	file, err = p.Plan(tctx(t), PlanRequest{DLQ: "payments.DLT", Offsets: []redrive.Coord{{Partition: 0, Offset: 5}}, AllowHazards: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestUnreachableSystemOfRecordBlocksThePlan(t *testing.T) {
 	f := newFixture(t, &config.SystemOfRecord{Driver: "postgres", DSN: "postgres://postgres:hunter2@127.0.0.1:1/test?sslmode=disable&connect_timeout=2",
 		Query: "select 1 from payments where idempotency_key = $1"})
 	p := f.planner()
-	file, err := p.Plan(tctx(t), Request{DLQ: "payments.DLT", Classes: []string{classOf(t, p)}})
+	file, err := p.Plan(tctx(t), PlanRequest{DLQ: "payments.DLT", Classes: []string{classOf(t, p)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func TestUnreachableSystemOfRecordBlocksThePlan(t *testing.T) {
 	// A missing SQLite file blocks the same way (and is not created).
 	missing := filepath.Join(t.TempDir(), "payments.db")
 	f.cfg.Redrive.Policies[0].SystemOfRecord = &config.SystemOfRecord{Driver: "sqlite", DSN: missing, Query: "select 1 where ? = ''"}
-	file, err = p.Plan(tctx(t), Request{DLQ: "payments.DLT", Offsets: []redrive.Coord{{Partition: 0, Offset: 1}}})
+	file, err = p.Plan(tctx(t), PlanRequest{DLQ: "payments.DLT", Offsets: []redrive.Coord{{Partition: 0, Offset: 1}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,17 +295,17 @@ func TestUnreachableSystemOfRecordBlocksThePlan(t *testing.T) {
 func TestPlanSelectionIsExplicit(t *testing.T) {
 	f := newFixture(t, nil)
 	p := f.planner()
-	if _, err := p.Plan(tctx(t), Request{DLQ: "payments.DLT"}); !errors.Is(err, ErrNoSelector) {
+	if _, err := p.Plan(tctx(t), PlanRequest{DLQ: "payments.DLT"}); !errors.Is(err, ErrNoSelector) {
 		t.Fatalf("no selector: %v", err)
 	}
-	if _, err := p.Plan(tctx(t), Request{DLQ: "payments.DLT", Classes: []string{"c-nope"}}); err == nil || !strings.Contains(err.Error(), "c-nope") {
+	if _, err := p.Plan(tctx(t), PlanRequest{DLQ: "payments.DLT", Classes: []string{"c-nope"}}); err == nil || !strings.Contains(err.Error(), "c-nope") {
 		t.Fatalf("unknown class: %v", err)
 	}
-	if _, err := p.Plan(tctx(t), Request{DLQ: "payments.DLT", Offsets: []redrive.Coord{{Partition: 0, Offset: 99}}}); err == nil || !strings.Contains(err.Error(), "0:99") {
+	if _, err := p.Plan(tctx(t), PlanRequest{DLQ: "payments.DLT", Offsets: []redrive.Coord{{Partition: 0, Offset: 99}}}); err == nil || !strings.Contains(err.Error(), "0:99") {
 		t.Fatalf("missing offset: %v", err)
 	}
 	// A key filter alone selects.
-	file, err := p.Plan(tctx(t), Request{DLQ: "payments.DLT", Key: "order-1"})
+	file, err := p.Plan(tctx(t), PlanRequest{DLQ: "payments.DLT", Key: "order-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,13 +343,13 @@ func TestSelectionOverMoreThanTheReadBoundIsRefused(t *testing.T) {
 	f := newFixture(t, nil)
 	p := f.planner()
 	p.ReadLimit = 3
-	for _, req := range []Request{{DLQ: "payments.DLT", Key: "order-1"}, {DLQ: "payments.DLT", Classes: []string{"c-x"}}} {
+	for _, req := range []PlanRequest{{DLQ: "payments.DLT", Key: "order-1"}, {DLQ: "payments.DLT", Classes: []string{"c-x"}}} {
 		if _, err := p.Plan(tctx(t), req); err == nil || !strings.Contains(err.Error(), "more than the 3 read") {
 			t.Fatalf("%+v: %v", req, err)
 		}
 	}
 	// Coordinates are read directly, whatever the bound.
-	file, err := p.Plan(tctx(t), Request{DLQ: "payments.DLT", Offsets: []redrive.Coord{{Partition: 0, Offset: 6}}})
+	file, err := p.Plan(tctx(t), PlanRequest{DLQ: "payments.DLT", Offsets: []redrive.Coord{{Partition: 0, Offset: 6}}})
 	if err != nil || len(file.Plan.Records) != 1 {
 		t.Fatalf("offsets beyond the bound: %v", err)
 	}
