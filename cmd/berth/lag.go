@@ -38,10 +38,13 @@ func newLagCmd(a *app) *cobra.Command {
 		Short: "Consumer lag in seconds of age, with statuses, rates and ETA",
 		Long: `Show each consumer group's lag per partition: offset lag, the age of the
 oldest unprocessed record (read from the log), produce and consume rates, the
-time to catch up, and a status judged over a sliding window (OK, LAGGING,
-STALLED, STOPPED, REWIND, EXPIRED). Groups roll up to their maximum age and
-total lag, and are judged against their SLO (seconds of age, per group
-pattern in the config).
+time to catch up, and a status (OK, JUDGING, LAGGING, STALLED, STOPPED,
+REWIND, EXPIRED) that reads the same here, in --watch and in the console.
+Groups roll up to their maximum age and total lag, and are judged against
+their SLO (seconds of age, per group pattern in the config); abandoned
+groups are listed apart. Topics in lag.event_time also get the age of the
+oldest unprocessed event (event time) against the group's event_slo.
+-o jsonl writes one object a line.
 
 Statuses need movement, so a one-shot run (and the first line of --watch)
 takes two samples --sample apart (default 5s, the usual auto-commit
