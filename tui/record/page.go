@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/aymanbagabas/go-osc52/v2"
 	"github.com/charmbracelet/bubbles/key"
@@ -18,6 +17,7 @@ import (
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/tui"
+	"github.com/berth-dev/berth/tui/components/textfield"
 	"github.com/berth-dev/berth/tui/styles"
 )
 
@@ -86,9 +86,6 @@ var (
 
 	keyAccept = key.NewBinding(key.WithKeys("enter"))
 	keyCancel = key.NewBinding(key.WithKeys("esc"))
-	keyErase  = key.NewBinding(key.WithKeys("backspace"))
-	keyClear  = key.NewBinding(key.WithKeys("ctrl+u"))
-	keyWord   = key.NewBinding(key.WithKeys("ctrl+w"))
 )
 
 // New shows recs, starting at recs[start]; the user steps through them
@@ -259,26 +256,19 @@ func (p *Page) promptKey(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, keyAccept):
 		p.saving = nil
 		r, ok := p.current()
-		if !ok || strings.TrimSpace(s.path) == "" {
+		path := strings.TrimSpace(s.path) // a pasted path's line break is not part of it
+		if !ok || path == "" {
 			return nil
 		}
 		data := []byte(Text(r))
 		if s.raw {
 			data = r.Value
 		}
-		return saveCmd(s.path, data)
-	case key.Matches(msg, keyErase):
-		if s.path != "" {
-			_, n := utf8.DecodeLastRuneInString(s.path)
-			s.path = s.path[:len(s.path)-n]
-		}
-	case key.Matches(msg, keyClear):
-		s.path = ""
-	case key.Matches(msg, keyWord):
-		t := strings.TrimRight(s.path, " /")
-		s.path = t[:strings.LastIndexAny(t, " /")+1]
-	case msg.Type == tea.KeyRunes || msg.Type == tea.KeySpace:
-		s.path += string(msg.Runes)
+		return saveCmd(path, data)
+	default:
+		// The console's one line editing: backspace, ctrl+w, ctrl+u; a
+		// paste is cleaned of line breaks and control characters.
+		s.path, _ = textfield.Edit(s.path, msg)
 	}
 	return nil
 }

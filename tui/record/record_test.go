@@ -349,3 +349,20 @@ func TestWrappedPayloadLinesHangUnderTheirOwnIndent(t *testing.T) {
 	}
 	t.Fatalf("no note line:\n%s", v)
 }
+
+// A path pasted into the save prompt is one line: a trailing line break or
+// an escape sequence in the paste never reaches the file name.
+func TestSavePromptTakesAPasteAsOneCleanLine(t *testing.T) {
+	dir := t.TempDir()
+	var p tui.Page = New(env(80, 24, nil), "t", []Record{{Where: "w", Value: []byte("v")}}, 0)
+	p, _ = press(p, "s", "ctrl+u")
+	p, _ = p.Update(tea.KeyMsg{Type: tea.KeyRunes, Paste: true, Runes: []rune(filepath.Join(dir, "a\x1b[2Jb.txt") + "\n")})
+	if v := p.View(); strings.ContainsRune(v, 0x1b) {
+		t.Fatalf("the prompt echoes an escape byte:\n%q", v)
+	}
+	_, flashes := press(p, "enter")
+	want := filepath.Join(dir, "a[2Jb.txt")
+	if _, err := os.Stat(want); err != nil {
+		t.Fatalf("saved elsewhere (%v): %v", flashes, err)
+	}
+}
