@@ -406,3 +406,48 @@ func TestRedriveExecuteWithoutYesIsADryRun(t *testing.T) {
 		t.Fatalf("--yes sent %d of 3", got)
 	}
 }
+
+// On a terminal, approve shows the review derived from the records (where
+// they go, their idempotency keys) and signs only after the first 8 hex
+// digits of the plan hash are typed; execute shows its dry run and sends
+// only after the same. A wrong prefix stores and sends nothing.
+func TestRedriveApproveAndExecuteAskOnATerminal(t *testing.T) {
+	ppl := newPeople(t)
+	f := newRedriveFixture(t, 2, reviewPolicy(ppl.signers, ""))
+	_, hash := f.planFile(t, "--key", ppl.alice)
+	approve := func() *tmuxTerm {
+		return startTmux(t, 160, 40, "--config", f.config, "redrive", "approve", hash[:12], "--key", ppl.bob)
+	}
+	wrong := approve()
+	review := wrong.waitText("the review", "type the first 8 hex digits")
+	for _, want := range []string{"review (derived from the records as they are now)", "ledger-events", "idempotency keys of the included records: evt-0000, evt-0001"} {
+		if !strings.Contains(review, want) {
+			t.Errorf("the review lacks %q:\n%s", want, review)
+		}
+	}
+	wrong.keys("deadbeef", "Enter")
+	if s := wrong.waitText("the refusal", "[berth exited]"); !strings.Contains(s, "not confirmed") {
+		t.Fatalf("a wrong prefix:\n%s", s)
+	}
+	out, _, _ := runBerth(t, "--config", f.config, "redrive", "status", hash[:12], "-o", "json")
+	if !strings.Contains(out, `"approvals": 0`) {
+		t.Fatalf("a refused approval was stored: %s", out)
+	}
+	right := approve()
+	right.waitText("the review", "type the first 8 hex digits")
+	right.keys(hash[:8], "Enter")
+	if s := right.waitText("the signature", "[berth exited]"); !strings.Contains(s, "approved by bob@hc") {
+		t.Fatalf("after the prefix:\n%s", s)
+	}
+
+	run := startTmux(t, 160, 40, "--config", f.config, "redrive", "execute", hash[:12], "--no-verify")
+	dry := run.waitText("the dry run", "type the first 8 hex digits")
+	if !strings.Contains(dry, "would send 2 (ledger-events 2)") || f.state(t, hash) != 0 {
+		t.Fatalf("the dry run:\n%s", dry)
+	}
+	run.keys(hash[:8], "Enter")
+	run.waitText("the run", "[berth exited]")
+	if got := f.state(t, hash); got != 2 {
+		t.Fatalf("sent %d of 2 after the prefix", got)
+	}
+}
