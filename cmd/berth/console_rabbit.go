@@ -49,6 +49,12 @@ func dialRabbitConsole(a *app, ctx context.Context) (tui.Source, error) {
 	}, nil
 }
 
+// ReadOnly implements tui.ReadOnlySource: the server is one a read-only
+// context names (by cluster name or address), whichever context reached it.
+func (s *rabbitSource) ReadOnly() (bool, string) {
+	return s.app.readOnlyReason != "", s.app.readOnlyReason
+}
+
 // rabbitSource refreshes a RabbitMQ context. Refresh runs in a tea.Cmd;
 // the app never runs two at once, the mutex only guards the DLQ cache.
 type rabbitSource struct {

@@ -393,6 +393,16 @@ func (c *Config) Validate() error {
 	if c.Lag.Window <= 0 {
 		return errors.New("lag.window: must be positive")
 	}
+	// A negative duration is a typo that would turn a rule around (every
+	// plan expired, a watch that never starts): refuse it by name.
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"lag.retention_margin", c.Lag.RetentionMargin}, {"redrive.plan_max_age", c.Redrive.PlanMaxAge}, {"redrive.verify_watch", c.Redrive.VerifyWatch}} {
+		if d.v < 0 {
+			return fmt.Errorf("%s: %s must not be negative", d.name, d.v)
+		}
+	}
 	if c.Lag.CommitInterval <= 0 {
 		return errors.New("lag.commit_interval: must be positive")
 	}

@@ -93,3 +93,22 @@ func TestRedactHidesPasswords(t *testing.T) {
 		t.Errorf("RedactError left the password: %s", msg)
 	}
 }
+
+// Negative durations in the file are refused by name, not read as rules
+// turned around (every plan expired at once).
+func TestNegativeDurationsAreRefused(t *testing.T) {
+	for _, tc := range []struct{ yaml, field string }{
+		{"redrive:\n  plan_max_age: -1h\n", "redrive.plan_max_age"},
+		{"redrive:\n  verify_watch: -5s\n", "redrive.verify_watch"},
+		{"lag:\n  retention_margin: -6h\n", "lag.retention_margin"},
+	} {
+		c, err := Parse([]byte(tc.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.ApplyDefaults()
+		if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), tc.field+": ") {
+			t.Errorf("%q: %v, want an error naming %s", tc.yaml, err, tc.field)
+		}
+	}
+}
