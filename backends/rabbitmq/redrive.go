@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -67,7 +68,7 @@ const ReasonDerivedChanged redrive.Reason = "derived_mismatch"
 
 // derivedDiffers says how r differs from what m derives to under the
 // plan's extractors and target mode ("" when it does not).
-func (r PlanRecord) derivedDiffers(m Message, target string) string {
+func (r PlanRecord) derivedDiffers(m Message, target string, keys []string) string {
 	x, k, ok := m.Death.Target()
 	if target == TargetQueue {
 		x, k, ok = "", m.Death.OriginalQueue(), m.Death.OriginalQueue() != ""
@@ -75,12 +76,24 @@ func (r PlanRecord) derivedDiffers(m Message, target string) string {
 	switch {
 	case !ok || x != r.Exchange || k != r.RoutingKey:
 		return fmt.Sprintf("the plan sends it to exchange %q key %q; the message's dead-lettering says exchange %q key %q", r.Exchange, r.RoutingKey, x, k)
-	case m.IdempotencyKey != r.IdempotencyKey:
+	case !slices.Contains(keys, r.IdempotencyKey):
 		return fmt.Sprintf("the plan's idempotency key %q is not the message's %q (the checks asked about the plan's)", r.IdempotencyKey, m.IdempotencyKey)
 	case m.PriorRedrives != r.PriorRedrives:
 		return fmt.Sprintf("the plan counts %d prior redrives; the message carries %d", r.PriorRedrives, m.PriorRedrives)
 	}
 	return ""
+}
+
+// keysOf are the idempotency keys message m may have been planned under:
+// its key by the plan's extractor and, when the plan's policy shows the
+// default extractor (a snapshot cannot tell it from none configured, under
+// which a message's key is its message_id), the key with none configured.
+func (r *run) keysOf(d amqp.Delivery, m Message) []string {
+	keys := []string{m.IdempotencyKey}
+	if r.p.Policy.IdempotencyKey == redrive.DefaultEventID {
+		keys = append(keys, ToMessage(0, d, Extractors{}).IdempotencyKey)
+	}
+	return keys
 }
 
 // sameContent reports whether m is the message r approved: its content
@@ -549,7 +562,7 @@ func (r *run) take(ctx context.Context, d amqp.Delivery) (done bool, err error) 
 			// plan; held like an unselected message (it stays in place).
 			r.changed[m.EventID] = true
 			want = false
-		} else if why := rec.derivedDiffers(m, r.p.Target); why != "" {
+		} else if why := rec.derivedDiffers(m, r.p.Target, r.keysOf(d, m)); why != "" {
 			// The plan says something about it that the message does not
 			// (edited after the checks ran): not sent, left in place.
 			r.mismatch[m.EventID] = why
