@@ -67,6 +67,9 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 		if aerr := o.authFailure(err, watch); aerr != nil {
 			return nil, aerr
 		}
+		if msg := notKafka(err); msg != "" {
+			return nil, fmt.Errorf("kafka %s: %s", strings.Join(o.Bootstrap, ","), msg)
+		}
 		var he x509.HostnameError
 		if errors.As(err, &he) && he.Certificate != nil {
 			return nil, fmt.Errorf("kafka %s: the broker's certificate is for %s, not %s (set tls.server_name if that is the cluster's name)",
@@ -229,4 +232,32 @@ func (c *Client) Identity(ctx context.Context) (id string, addrs []string, err e
 		addrs = append(addrs, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
 	}
 	return md.Cluster, addrs, nil
+}
+
+// notKafka explains franz-go's "invalid large response size" (the first
+// four bytes of the answer read as a length): the port speaks another
+// protocol. "" when err is something else.
+func notKafka(err error) string {
+	msg := err.Error()
+	if !strings.Contains(msg, "invalid large response size") {
+		return ""
+	}
+	switch {
+	case strings.Contains(msg, "tls alert"):
+		return "the server answered with TLS: the listener needs tls.enabled"
+	case strings.Contains(msg, "HTTP"):
+		return "the server answered HTTP, not Kafka: is the port a Kafka listener?"
+	}
+	var size uint32
+	if _, scanErr := fmt.Sscanf(msg[strings.Index(msg, "invalid large response size"):], "invalid large response size %d", &size); scanErr == nil {
+		b := []byte{byte(size >> 24), byte(size >> 16), byte(size >> 8), byte(size)}
+		printable := true
+		for _, c := range b {
+			printable = printable && c >= 0x20 && c < 0x7f
+		}
+		if printable {
+			return fmt.Sprintf("the server answered %q, not Kafka: is the port a Kafka listener (%q is how AMQP answers)?", b, "AMQP")
+		}
+	}
+	return "the server did not answer as a Kafka broker: is the port a Kafka listener?"
 }

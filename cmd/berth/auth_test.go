@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -322,4 +323,34 @@ func writeKeyPair(t *testing.T, c tls.Certificate, certFile, keyFile string) {
 	}
 	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]}), 0o600)
 	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
+}
+
+// A port that speaks another protocol is named as such, not as "invalid
+// large response size 1095586128": RabbitMQ answers a Kafka request with
+// "AMQP" and its protocol header.
+func TestBootstrapToANonKafkaPortSaysSo(t *testing.T) {
+	isolateConfig(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 64)
+				c.Read(buf)
+				c.Write([]byte("AMQP\x00\x00\x09\x01"))
+			}()
+		}
+	}()
+	_, errOut, code := runBerth(t, "--bootstrap", ln.Addr().String(), "--timeout", "2s", "brokers")
+	if code != 1 || !strings.Contains(errOut, `the server answered "AMQP", not Kafka`) {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
 }
