@@ -292,8 +292,8 @@ type run struct {
 	// mismatch: ids whose plan record says what the message does not
 	// (target, idempotency key, prior redrives), with why.
 	mismatch map[string]string
-	cur     []item          // the chunk being filled
-	pace    *time.Ticker    // nil: no rate limit
+	cur      []item       // the chunk being filled
+	pace     *time.Ticker // nil: no rate limit
 
 	inflight  chan chunk
 	stop      chan string
