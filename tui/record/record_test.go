@@ -166,7 +166,7 @@ func TestHostileHeadersAndPayloadAreEscapedAndBinaryIsHex(t *testing.T) {
 	v := p.View()
 	checkFrame(t, v, w, h)
 	for _, want := range []string{`note\e]0;title\x07 = \e[31mred\u{202E}evil`, "bin = hex:00010203ff", "key             hex:cafe00",
-		"value (7 bytes, binary, hex dump)", "de ad be ef 00 1b 5b", `\tat com.x.A.b(A.java:1)`} {
+		"value (7 bytes, binary, hex dump)", "de ad be ef 00 1b 5b", "    at com.x.A.b(A.java:1)"} {
 		if !strings.Contains(v, want) {
 			t.Fatalf("view lacks %q:\n%s", want, v)
 		}

@@ -147,12 +147,14 @@ func valueText(v []byte) ([]string, bool) {
 	return textLines(v), false
 }
 
-// textLines splits text at its line breaks and sanitises each line.
+// textLines splits text at its line breaks and sanitises each line. Tabs
+// become four spaces first (a stack trace's "\tat" frames stay readable);
+// any other control character is escaped by the sanitiser.
 func textLines(v []byte) []string {
 	s := strings.TrimRight(string(v), "\r\n")
 	parts := strings.Split(s, "\n")
 	for i, p := range parts {
-		parts[i] = sanitize.Text(strings.TrimSuffix(p, "\r"))
+		parts[i] = sanitize.Text(strings.ReplaceAll(strings.TrimSuffix(p, "\r"), "\t", "    "))
 	}
 	return parts
 }
