@@ -378,7 +378,10 @@ func (p *Page) lines() []string {
 		return p.view
 	}
 	if p.logical == nil || p.logicalFor != p.cur {
-		p.logical, p.logicalFor = lines(r), p.cur
+		p.logical, p.logicalFor = r.laid, p.cur
+		if p.logical == nil {
+			p.logical = lines(r)
+		}
 	}
 	st := p.env.Styles
 	var out []string

@@ -45,6 +45,10 @@ type Record struct {
 	ValueName   string
 	Value       []byte
 	ContentType string
+
+	// laid is the record laid out (lines), when a loader did it off the UI
+	// goroutine; nil means the page lays it out when first shown.
+	laid []line
 }
 
 // Field is one labelled value.
