@@ -47,6 +47,13 @@ type PartitionInput struct {
 	// History holds earlier samples, oldest first; only those within the
 	// window are used (or the newest one, if all are older).
 	History []Sample
+	// CommitSince, when set, is when the caller last saw the commit change
+	// (CommitChanged) or, if it never did, first saw it. The monitor keeps
+	// it at every refresh, whatever its sample slots kept, so "not moved
+	// for CommitInterval" is judged at refresh precision; without it the
+	// engine judges from History.
+	CommitSince   time.Time
+	CommitChanged bool
 	// Owner is the member that owns the partition (0: none).
 	Owner Name
 	// Topic properties.
@@ -179,6 +186,11 @@ func evaluate(in PartitionInput, now time.Time, cfg Config) PartitionLag {
 	}
 	eventAge(&r, in.Event, now)
 	mv := recentMovement(in.History, in.Committed, now, cfg.CommitInterval)
+	if !in.CommitSince.IsZero() {
+		quiet := now.Sub(in.CommitSince)
+		mv.moved = in.CommitChanged && quiet < cfg.CommitInterval
+		mv.seen = mv.moved || quiet >= cfg.CommitInterval
+	}
 	mv.waited = waited(in, now)
 	r.CommitMoved = mv.moved
 	r.Status = status(in, r, win, mv, expired, cfg)

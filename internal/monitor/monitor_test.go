@@ -548,3 +548,31 @@ func TestClockSkew(t *testing.T) {
 		t.Fatal("group roll-up lost the clock-skew flag")
 	}
 }
+
+// Refreshing faster than the commit interval (1 s against 5 s) keeps only a
+// few sample slots, the newest overwritten each refresh; a stall must still
+// show at the first refresh past the steady age, not when a slot happens to
+// be kept after it. The commit moves every second until 41 s, then sticks
+// on the record produced at 41 s: its age passes 15 s at 57 s.
+func TestStallShowsAtRefreshPrecision(t *testing.T) {
+	r := newRig(t, 1, Config{})
+	r.kc.CreateTopic(t, "ticks", 1, 1, nil)
+	for sec := 0; sec <= 60; sec++ {
+		now := r.clock.now()
+		r.kc.Produce(t, &kgo.Record{Topic: "ticks", Value: []byte("t"), Timestamp: now})
+		if sec <= 41 {
+			// Caught up but for the record just produced.
+			r.kc.Commit(t, "ticker", map[string]map[int32]int64{"ticks": {0: int64(sec)}})
+		}
+		s := r.refresh(t)
+		got := partRow(t, s, "ticker", "ticks", 0)
+		want := lag.OK
+		if sec >= 57 {
+			want = lag.STOPPED // no members: nobody will move it
+		}
+		if got.Status != want {
+			t.Fatalf("at %ds: %s, want %s (age %s, committed %d)", sec, got.Status, want, got.Age, got.Committed)
+		}
+		r.clock.add(time.Second)
+	}
+}

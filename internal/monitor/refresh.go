@@ -72,6 +72,12 @@ type gtState struct {
 	probeEnd []int64
 	probeMs  []int64
 	probeFl  []uint8
+	// since is when the commit last changed, or was first seen (unix ms;
+	// 0 before the first refresh), changed whether it did change: kept at
+	// every refresh, so the engine judges a stall at refresh precision
+	// whatever the sample slots kept.
+	since   []int64
+	changed []bool
 	// The event time read at each partition's position (topics with an
 	// event-time rule; nil otherwise), reused while the position holds.
 	// evSt is 0 until read, else lag.EventState+1.
@@ -89,7 +95,8 @@ const (
 )
 
 func newGT(n, nslots int) *gtState {
-	g := &gtState{n: n, cur: filled64(n, lag.NoCommit), probePos: make([]int64, n), probeEnd: make([]int64, n), probeMs: make([]int64, n), probeFl: make([]uint8, n)}
+	g := &gtState{n: n, cur: filled64(n, lag.NoCommit), probePos: make([]int64, n), probeEnd: make([]int64, n), probeMs: make([]int64, n), probeFl: make([]uint8, n),
+		since: make([]int64, n), changed: make([]bool, n)}
 	for i := range g.probePos {
 		g.probePos[i] = -2
 	}
@@ -416,11 +423,19 @@ func (m *Monitor) evaluate(work []*gwork, now time.Time) []Group {
 						Age: time.Duration(gt.ages[s][i]) * time.Second, AgeKnown: gt.ages[s][i] >= 0,
 					})
 				}
+				// The newest slot holds the last refresh's commit.
+				switch last := len(gt.committed) - 1; {
+				case gt.since[i] == 0:
+					gt.since[i] = now.UnixMilli()
+				case last >= 0 && gt.committed[last][i] != committed:
+					gt.since[i], gt.changed[i] = now.UnixMilli(), true
+				}
 				in := lag.PartitionInput{
 					Topic: v.name, Partition: part.Partition,
 					Committed: committed, LogStart: part.LogStart, End: part.HighWatermark,
 					History:   hist,
 					Compacted: v.compacted, Deletes: v.deletes, Retention: v.retention, SLO: slo,
+					CommitSince: time.UnixMilli(gt.since[i]), CommitChanged: gt.changed[i],
 				}
 				if part.Err != "" {
 					in.Err = lag.Intern(part.Err)
