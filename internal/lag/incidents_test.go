@@ -8,8 +8,9 @@ import (
 )
 
 // The incident table plays consumer incidents second by second against a
-// simulated log, producer and consumer, refreshing once a second the way
-// the console does, and asserts every partition's status at every step
+// simulated log, producer and consumer, refreshing once a second and
+// keeping what the monitor keeps (history, when each commit last changed),
+// and asserts every partition's status at every step
 // with the default configuration (15 s steady age, 5 s commit interval,
 // 2 m window). Each span of expected statuses is what an on-call engineer
 // should read at that moment.
@@ -26,6 +27,10 @@ type simPart struct {
 	ahead     time.Duration
 	born      int // second the partition appears (partitions added)
 	hist      []Sample
+	// since and changed are what the monitor keeps at every refresh:
+	// when the commit last changed (or was first seen).
+	since   time.Time
+	changed bool
 }
 
 func (p *simPart) end() int64 { return int64(len(p.stamps)) }
@@ -284,8 +289,15 @@ func TestIncidentTable(t *testing.T) {
 					if sec < p.born {
 						continue
 					}
+					switch {
+					case p.since.IsZero():
+						p.since = now
+					case p.hist[len(p.hist)-1].Committed != p.committed:
+						p.since, p.changed = now, true
+					}
 					in := PartitionInput{Topic: Intern("orders"), Partition: int32(i), Committed: p.committed,
-						LogStart: p.logStart, End: p.end(), History: p.hist, Owner: Intern(p.owner)}
+						LogStart: p.logStart, End: p.end(), History: p.hist, Owner: Intern(p.owner),
+						CommitSince: p.since, CommitChanged: p.changed}
 					if pos := Position(p.committed, p.logStart); pos < p.end() {
 						in.Probe = Probe{Known: true, Found: true, Timestamp: p.stamps[pos], Type: backends.CreateTime}
 					}
