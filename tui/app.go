@@ -62,6 +62,8 @@ type Options struct {
 	Now func() time.Time
 	// Start is the first page (default "overview").
 	Start string
+	// Services are handed to every page as PageEnv.Services.
+	Services map[string]any
 	// Notice is shown once, when the console opens, for noticeDuration
 	// (the demo's line for attaching another terminal, which the
 	// full-screen console would otherwise hide).
@@ -238,6 +240,7 @@ func (m *Model) env(id int, args []string) PageEnv {
 		Route:          func(cmd tea.Cmd) tea.Cmd { return m.route(id, cmd) },
 		Actions:        actionsFor,
 		Brokers:        m.brokerSwitch(),
+		Services:       m.opts.Services,
 		fleet:          m.fleet,
 	}
 }

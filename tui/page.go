@@ -130,6 +130,12 @@ type PageEnv struct {
 	// cluster has none.
 	Brokers BrokerSwitch
 
+	// Services are what pages need from outside the console (the DLQ
+	// pages' services over the redrive actions), handed in by the program
+	// that builds it (Options.Services); a page package names and types
+	// its own entries. nil in a console built without them.
+	Services map[string]any
+
 	// fleet is every broker known in this session and the switch's down
 	// set, shared by every page (pages are rebuilt on each visit).
 	fleet *fleet

@@ -49,6 +49,7 @@ func (a *app) runConsole(o consoleOptions) error {
 		Refresh:        o.refresh,
 		Brokers:        o.brokers,
 		Notice:         o.notice,
+		Services:       consoleServices(),
 		KindOf: func(name string) string {
 			if name == a.ctxName {
 				return a.ctx.Kind // an ad-hoc context (--amqp, --bootstrap) is not in the config

@@ -72,7 +72,7 @@ func TestConsoleRabbitMQQueuesPageShowsRealQueue(t *testing.T) {
 	a := newApp(io.Discard, io.Discard)
 	a.cfg, a.ctxName, a.ctx, a.timeout = cfg, "rabbit", cfg.Contexts["rabbit"], 5*time.Second
 
-	m := tui.New(tui.Options{Config: cfg, Context: "rabbit", Dial: a.dialConsole, Timeout: 5 * time.Second, Refresh: 300 * time.Millisecond})
+	m := tui.New(tui.Options{Config: cfg, Context: "rabbit", Dial: a.dialConsole, Timeout: 5 * time.Second, Refresh: 300 * time.Millisecond, Services: consoleServices()})
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(200, 50))
 	waitScreen := func(what string, re *regexp.Regexp) {
 		t.Helper()
@@ -121,7 +121,7 @@ func TestConsoleRabbitMQDeadLetterPagesThroughTheApp(t *testing.T) {
 	}
 	a := newApp(io.Discard, io.Discard)
 	a.cfg, a.ctxName, a.ctx, a.timeout = cfg, "rabbit", cfg.Contexts["rabbit"], 5*time.Second
-	m := tui.New(tui.Options{Config: cfg, Context: "rabbit", Dial: a.dialConsole, Timeout: 5 * time.Second, Refresh: 300 * time.Millisecond})
+	m := tui.New(tui.Options{Config: cfg, Context: "rabbit", Dial: a.dialConsole, Timeout: 5 * time.Second, Refresh: 300 * time.Millisecond, Services: consoleServices()})
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(200, 50))
 	waitScreen := func(what string, re *regexp.Regexp) {
 		t.Helper()

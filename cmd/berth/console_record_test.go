@@ -50,7 +50,7 @@ func TestConsoleViewsTheRecordAtTheCommittedOffset(t *testing.T) {
 	}
 
 	a := consoleApp(t, kc.Addrs[0])
-	m := tui.New(tui.Options{Config: a.cfg, Context: "local", Dial: a.dialConsole, Timeout: 5 * time.Second, Refresh: 300 * time.Millisecond})
+	m := tui.New(tui.Options{Config: a.cfg, Context: "local", Dial: a.dialConsole, Timeout: 5 * time.Second, Refresh: 300 * time.Millisecond, Services: consoleServices()})
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(100, 40))
 	wait := func(what string, re *regexp.Regexp) {
 		t.Helper()

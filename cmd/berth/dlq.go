@@ -26,18 +26,27 @@ import (
 	tuidlq "github.com/berth-dev/berth/tui/dlq"
 )
 
-func init() {
-	register(newDLQCmd)
-	// The console's DLQ and plan pages use the same planner as the CLI, and
-	// approve and execute plans as `berth redrive approve/execute` do.
-	tuidlq.Open = func(c backends.Cluster, cfg *config.Config, contextName string) (tuidlq.Service, error) {
-		k, ok := c.(*kafka.Cluster)
-		if !ok {
-			return nil, errors.New("dead-letter queues need a Kafka context")
-		}
-		// The demo's policies on its bundled broker, as the CLI resolves them.
-		return newConsoleRedrive(k, demoAwareConfig(cfg, cfg.Contexts[contextName])), nil
+func init() { register(newDLQCmd) }
+
+// consoleServices are what the console's pages get from the command line's
+// wiring (tui.Options.Services), so that the console and the CLI call the
+// same actions: the Kafka DLQ and plan pages use the same planner as the
+// CLI and approve and execute plans as `berth redrive approve/execute` do;
+// the RabbitMQ ones call actions.RabbitRedrive (dlq_console_rabbit.go).
+func consoleServices() map[string]any {
+	return map[string]any{
+		tuidlq.ServiceName:      tuidlq.Opener(openConsoleDLQ),
+		tuidlq.QueueServiceName: tuidlq.QueueOpener(openConsoleQueues),
 	}
+}
+
+func openConsoleDLQ(c backends.Cluster, cfg *config.Config, contextName string) (tuidlq.Service, error) {
+	k, ok := c.(*kafka.Cluster)
+	if !ok {
+		return nil, errors.New("dead-letter queues need a Kafka context")
+	}
+	// The demo's policies on its bundled broker, as the CLI resolves them.
+	return newConsoleRedrive(k, demoAwareConfig(cfg, cfg.Contexts[contextName])), nil
 }
 
 func newDLQCmd(a *app) *cobra.Command {

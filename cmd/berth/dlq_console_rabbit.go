@@ -27,14 +27,13 @@ import (
 // and audit the same entries. Nothing AMQP-shaped is handed
 // to tui/: the pages get plain view models.
 
-func init() {
-	tuidlq.OpenQueues = func(c backends.Cluster, _ *config.Config, _ string) (tuidlq.QueueService, error) {
-		r, ok := c.(rabbitCluster)
-		if !ok || r.a == nil {
-			return nil, errors.New("RabbitMQ dead-letter pages need a RabbitMQ context")
-		}
-		return &consoleQueues{base: r.a, cl: r.c}, nil
+// openConsoleQueues is the console's tuidlq.QueueOpener (consoleServices).
+func openConsoleQueues(c backends.Cluster, _ *config.Config, _ string) (tuidlq.QueueService, error) {
+	r, ok := c.(rabbitCluster)
+	if !ok || r.a == nil {
+		return nil, errors.New("RabbitMQ dead-letter pages need a RabbitMQ context")
 	}
+	return &consoleQueues{base: r.a, cl: r.c}, nil
 }
 
 // consoleActor is who the audit log names for actions taken in the console.

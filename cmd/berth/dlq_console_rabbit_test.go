@@ -66,7 +66,7 @@ redrive:
 	t.Cleanup(src.Close)
 	cl := src.Cluster()
 	rc.env = tui.PageEnv{
-		Config: cfg, Context: "rmq", Styles: styles.New(), ReadOnly: readOnly, ReadOnlyReason: "--read-only",
+		Config: cfg, Context: "rmq", Styles: styles.New(), ReadOnly: readOnly, ReadOnlyReason: "--read-only", Services: consoleServices(),
 		Size: func() (int, int) { return consoleW, consoleH },
 		Do: func(fn func(ctx context.Context, c backends.Cluster) tea.Msg) tea.Cmd {
 			return func() tea.Msg {

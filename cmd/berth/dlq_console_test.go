@@ -59,7 +59,7 @@ func consoleEnv(t *testing.T, f *redriveFixture, readOnly bool, watch time.Durat
 	cl := kafka.NewCluster(c)
 	t.Cleanup(cl.Close)
 	return tui.PageEnv{
-		Config: cfg, Context: "test", Styles: styles.New(), ReadOnly: readOnly, ReadOnlyReason: "--read-only",
+		Config: cfg, Context: "test", Styles: styles.New(), ReadOnly: readOnly, ReadOnlyReason: "--read-only", Services: consoleServices(),
 		Size: func() (int, int) { return consoleW, consoleH },
 		Do: func(fn func(ctx context.Context, c backends.Cluster) tea.Msg) tea.Cmd {
 			return func() tea.Msg {

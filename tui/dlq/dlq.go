@@ -80,11 +80,18 @@ type PlanActions interface {
 	Verify(ctx context.Context, hash string, watch time.Duration, contextName string) (Verification, error)
 }
 
-// Open builds a Service on the attached cluster; cmd/berth sets it. It
-// returns an error when the cluster cannot hold DLQs (not Kafka).
-// contextName is the console's context (its kind and data dir decide
-// which policies apply on the bundled broker).
-var Open func(c backends.Cluster, cfg *config.Config, contextName string) (Service, error)
+// Opener builds a Service on the attached cluster. It returns an error
+// when the cluster cannot hold DLQs (not Kafka). contextName is the
+// console's context (its kind and data dir decide which policies apply on
+// the bundled broker). The program that builds the console hands it in as
+// PageEnv.Services[ServiceName].
+type Opener = func(c backends.Cluster, cfg *config.Config, contextName string) (Service, error)
+
+// Names of this package's entries in PageEnv.Services.
+const (
+	ServiceName      = "dlq"        // an Opener (Kafka)
+	QueueServiceName = "dlq.queues" // a QueueOpener (RabbitMQ)
+)
 
 var errNoService = errors.New("dead-letter queues need a Kafka context")
 
@@ -106,23 +113,24 @@ func do(env tui.PageEnv, fn func(ctx context.Context, s Service) tea.Msg) tea.Cm
 
 // doOr is do with the message for a missing Service chosen by the caller.
 func doOr(env tui.PageEnv, onErr func(error) tea.Msg, fn func(ctx context.Context, s Service) tea.Msg) tea.Cmd {
-	return doWith(env, &Open, errNoService, onErr, fn)
+	return doWith(env, ServiceName, errNoService, onErr, fn)
 }
 
 // doWith runs fn off the UI goroutine with the service (Service,
-// QueueService) that *open builds on the attached cluster. open points at
-// the package's variable (Open, OpenQueues), read when fn runs: cmd/berth
-// sets it, tests set and clear it. Without one (missing) or failing to
-// build it, the message is onErr's.
-func doWith[S any](env tui.PageEnv, open *func(backends.Cluster, *config.Config, string) (S, error), missing error, onErr func(error) tea.Msg, fn func(ctx context.Context, s S) tea.Msg) tea.Cmd {
+// QueueService) that the opener env.Services[name] builds on the attached
+// cluster (the console's builder hands openers in; tests hand in their
+// own). Without one (missing) or failing to build it, the message is
+// onErr's.
+func doWith[S any](env tui.PageEnv, name string, missing error, onErr func(error) tea.Msg, fn func(ctx context.Context, s S) tea.Msg) tea.Cmd {
 	if env.Do == nil {
 		return nil
 	}
+	open, _ := env.Services[name].(func(backends.Cluster, *config.Config, string) (S, error))
 	return env.Do(func(ctx context.Context, c backends.Cluster) tea.Msg {
-		if *open == nil {
+		if open == nil {
 			return onErr(missing)
 		}
-		s, err := (*open)(c, env.Config, env.Context)
+		s, err := open(c, env.Config, env.Context)
 		if err != nil {
 			return onErr(err)
 		}

@@ -88,16 +88,16 @@ func world(t *testing.T, readOnly bool) tui.PageEnv {
 	cfg := config.Default()
 	cfg.Redrive.Policies = []config.RedrivePolicy{{Match: "payments*.DLT", IdempotencyKey: "json:idempotencyKey", RequireIdempotencyKey: true,
 		SystemOfRecord: &config.SystemOfRecord{Driver: "sqlite", DSN: db, Query: "select 1 from payments where idempotency_key = ? and status = 'captured'"}}}
-	Open = func(c backends.Cluster, cfg *config.Config, _ string) (Service, error) {
+	open := Opener(func(c backends.Cluster, cfg *config.Config, _ string) (Service, error) {
 		k, ok := c.(*kafka.Cluster)
 		if !ok {
 			return nil, errNoService
 		}
 		return actions.PlannerConsole{P: actions.NewPlanner(k, cfg)}, nil
-	}
-	t.Cleanup(func() { Open = nil })
+	})
 	env := tui.PageEnv{
-		Config: cfg, Context: "test", Styles: styles.New(), ReadOnly: readOnly, ReadOnlyReason: "--read-only",
+		Services: map[string]any{ServiceName: open},
+		Config:   cfg, Context: "test", Styles: styles.New(), ReadOnly: readOnly, ReadOnlyReason: "--read-only",
 		Size: func() (int, int) { return width, height },
 		Do: func(fn func(ctx context.Context, c backends.Cluster) tea.Msg) tea.Cmd {
 			return func() tea.Msg {
@@ -294,7 +294,7 @@ func TestPagesFitSmallTerminalsAndReportErrors(t *testing.T) {
 			t.Fatalf("line wider than 80: %q", line)
 		}
 	}
-	Open = nil
+	env.Services = nil // a console built without the DLQ service
 	list := NewListPage(env)
 	list, _, _ = run(t, env, list, list.Init())
 	if v := list.View(); !strings.Contains(v, "need a Kafka context") {

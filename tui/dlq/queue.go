@@ -66,9 +66,9 @@ type QueueService interface {
 	Execute(ctx context.Context, hash string, req QueueExecRequest) (QueueResult, error)
 }
 
-// OpenQueues builds a QueueService on the attached RabbitMQ context;
-// cmd/berth sets it.
-var OpenQueues func(c backends.Cluster, cfg *config.Config, contextName string) (QueueService, error)
+// QueueOpener builds a QueueService on the attached RabbitMQ context; the
+// console's builder hands it in as PageEnv.Services[QueueServiceName].
+type QueueOpener = func(c backends.Cluster, cfg *config.Config, contextName string) (QueueService, error)
 
 var errNoQueueService = errors.New("RabbitMQ dead-letter pages are not available in this build")
 
@@ -260,7 +260,7 @@ func (r *ExecRefusal) Error() string { return r.Reason }
 
 // doQueues runs fn with the QueueService off the UI goroutine.
 func doQueues(env tui.PageEnv, onErr func(error) tea.Msg, fn func(ctx context.Context, s QueueService) tea.Msg) tea.Cmd {
-	return doWith(env, &OpenQueues, errNoQueueService, onErr, fn)
+	return doWith(env, QueueServiceName, errNoQueueService, onErr, fn)
 }
 
 func errOf(err error) tea.Msg { return errMsg{err} }
