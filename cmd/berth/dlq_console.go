@@ -26,10 +26,6 @@ type consoleRedrive struct {
 	cfg *config.Config
 }
 
-// session gives the CLI's policy resolution (policyFor: a plan whose policy
-// was deleted keeps the review it was made under).
-func (s consoleRedrive) session() *redriveSession { return &redriveSession{planner: s.P} }
-
 var _ tuidlq.PlanActions = consoleRedrive{}
 
 func newConsoleRedrive(k *kafka.Cluster, cfg *config.Config) consoleRedrive {
@@ -92,12 +88,14 @@ func (s consoleRedrive) redriven(ctx context.Context) (map[string]int, error) {
 }
 
 func (s consoleRedrive) statusOf(f redrive.File, redriven int, readOnly bool) tuidlq.PlanStatus {
-	row := s.cli().planStatus(s.session(), f, redriven)
-	st := tuidlq.PlanStatus{File: f, Redriven: row.Redriven, Approvals: row.Approvals, Required: row.Required,
+	// The same judgement as `berth redrive status`, from the same action.
+	k := s.actions("", readOnly, "")
+	row := k.Status(f, redriven)
+	st := tuidlq.PlanStatus{File: f, Redriven: redriven, Approvals: row.Approvals, Required: row.Required,
 		Approved: row.Approved, Reason: row.Reason, State: row.State}
 	// The review the executor applies: the stricter of the plan's policy
 	// and today's.
-	r := s.actions("", readOnly, "").ReviewOf(f)
+	r := k.ReviewOf(f)
 	st.Policy = policyLine(r)
 	st.Signatures = signatureInfos(subjectOf(f), f.Author(), f.Signatures, r.Signers, r.Err)
 	_, perr := actions.Preflight(f, actions.Options{ReadOnly: readOnly, MaxAge: s.cfg.Redrive.PlanMaxAge,

@@ -689,49 +689,9 @@ func newRedriveStatusCmd(a *app) *cobra.Command {
 
 func (a *app) planStatus(s *redriveSession, pf redrive.File, redriven int) statusRow {
 	t := pf.Plan.Totals()
-	row := statusRow{Plan: pf.Hash, DLQ: pf.Plan.DLQ, Created: pf.Plan.CreatedAt, Included: t.Included, Excluded: t.Excluded, Redriven: redriven, Approvers: []string{}}
-	k := a.kafkaRedrive(s, "", "")
-	r := k.ReviewOf(pf)
-	d := k.Decision(pf, r)
-	row.Author = verifiedAuthor(pf, d)
-	row.Approvers = d.Approvers
-	// Count what counts today: not a key since removed from
-	// allowed_signers, an expired one, or a second signature by a signer.
-	row.Approvals, row.Required = len(d.Approvers), r.Required()
-	row.Approved, row.Reason = d.Approved, d.Reason
-	if r.Err != nil {
-		row.State, row.Reason, row.Approved = "error", r.Err.Error(), false
-		return row
-	}
-	expired := a.cfg.Redrive.PlanMaxAge > 0 && time.Since(pf.Plan.CreatedAt) > a.cfg.Redrive.PlanMaxAge
-	blocked, blockedWhy := pf.Plan.Blocked()
-	switch {
-	case redriven >= t.Included && t.Included > 0:
-		row.State = "done"
-	case redriven > 0:
-		row.State = fmt.Sprintf("partial (%d left)", t.Included-redriven)
-	case blocked:
-		// execute refuses it: never "ready"
-		row.State, row.Reason = "blocked", blockedWhy
-	case expired:
-		row.State = "expired"
-	case !row.Approved:
-		row.State = "pending approval"
-	default:
-		row.State = "ready"
-	}
-	return row
-}
-
-// verifiedAuthor names the plan's author as its verified signature does.
-func verifiedAuthor(pf redrive.File, d approval.Decision) string {
-	switch {
-	case d.Author != "":
-		return d.Author
-	case pf.Author() == nil:
-		return "(unsigned)"
-	}
-	return "(unverified)"
+	st := a.kafkaRedrive(s, "", "").Status(pf, redriven)
+	return statusRow{Plan: pf.Hash, DLQ: pf.Plan.DLQ, Created: pf.Plan.CreatedAt, Included: t.Included, Excluded: t.Excluded, Redriven: redriven,
+		Author: st.Author, Approvers: st.Approvers, Approvals: st.Approvals, Required: st.Required, Approved: st.Approved, Reason: st.Reason, State: st.State}
 }
 
 // subjectOf is what signatures over a Kafka plan are about.

@@ -3,6 +3,7 @@ package actions
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"time"
 
@@ -382,4 +383,66 @@ func Signers(f redrive.File, signers approval.AllowedSigners, now time.Time) []V
 		out = append(out, v)
 	}
 	return out
+}
+
+// Status is a stored plan's state as `redrive status` and the console's
+// plans page show it: the verified author and approvers (never the plan's
+// word for them), approvals counted today, progress from the ledger.
+type Status struct {
+	// Author is the verified signer of the author's signature,
+	// "(unsigned)" or "(unverified)".
+	Author    string
+	Approvers []string
+	Approvals int // that count today
+	Required  int
+	Approved  bool
+	Reason    string // why not approved, blocked or in error
+	// State is done, partial (N left), blocked, expired, dated in the
+	// future, pending approval, ready, or error.
+	State string
+}
+
+// Status judges a plan as execute would, without reading the cluster:
+// redriven is how many of its records the ledger says are redriven.
+func (k *KafkaRedrive) Status(f redrive.File, redriven int) Status {
+	t := f.Plan.Totals()
+	r := k.ReviewOf(f)
+	d := k.Decision(f, r)
+	st := Status{Author: verifiedAuthor(f, d), Approvers: d.Approvers, Approvals: len(d.Approvers), Required: r.Required(),
+		Approved: d.Approved, Reason: d.Reason}
+	if r.Err != nil {
+		st.State, st.Reason, st.Approved = "error", r.Err.Error(), false
+		return st
+	}
+	now := k.now()
+	blocked, blockedWhy := f.Plan.Blocked()
+	switch {
+	case redriven >= t.Included && t.Included > 0:
+		st.State = "done"
+	case redriven > 0:
+		st.State = fmt.Sprintf("partial (%d left)", t.Included-redriven)
+	case blocked:
+		// execute refuses it: never "ready"
+		st.State, st.Reason = "blocked", blockedWhy
+	case f.Plan.CreatedAt.Sub(now) > ClockMargin:
+		st.State = "dated in the future"
+	case k.MaxAge > 0 && now.Sub(f.Plan.CreatedAt) > k.MaxAge:
+		st.State = "expired"
+	case !st.Approved:
+		st.State = "pending approval"
+	default:
+		st.State = "ready"
+	}
+	return st
+}
+
+// verifiedAuthor names the plan's author as its verified signature does.
+func verifiedAuthor(f redrive.File, d approval.Decision) string {
+	switch {
+	case d.Author != "":
+		return d.Author
+	case f.Author() == nil:
+		return "(unsigned)"
+	}
+	return "(unverified)"
 }
