@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
 )
@@ -155,5 +156,27 @@ func TestPreflightRefusalsAreTyped(t *testing.T) {
 	// A clock a little behind the planner's is not "the future".
 	if _, err := Preflight(mk(now.Add(ClockMargin/2)), base); err != nil {
 		t.Errorf("created_at within the clock margin: %v", err)
+	}
+}
+
+// Status judges as execute would: a plan dated ahead of the clock is not
+// "ready", and an unsigned plan has no author to name.
+func TestStatusOfAPlanDatedInTheFuture(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	k := &KafkaRedrive{Planner: &Planner{Config: &config.Config{}}, Now: func() time.Time { return now }, MaxAge: 24 * time.Hour}
+	mk := func(created time.Time) redrive.File {
+		return redrive.NewFile(redrive.Plan{Cluster: "c", DLQ: "d.DLT", Policy: redrive.PolicySnapshot{Review: "none"}, CreatedAt: created,
+			Records: []redrive.PlanRecord{{Partition: 0, Offset: 1, Target: "d", Verdict: redrive.Verdict{Included: true}}}})
+	}
+	for created, want := range map[time.Time]string{
+		now.Add(time.Hour):       "dated in the future",
+		now.Add(-time.Hour):      "ready",
+		now.Add(-48 * time.Hour): "expired",
+		now.Add(ClockMargin / 2): "ready",
+	} {
+		st := k.Status(mk(created), 0)
+		if st.State != want || st.Author != "(unsigned)" {
+			t.Errorf("made %s: state %q author %q, want %q", created.Sub(now), st.State, st.Author, want)
+		}
 	}
 }
