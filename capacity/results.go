@@ -3,14 +3,15 @@ package capacity
 import (
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
 // Results are the worksheet's figures for `berth capacity -o json`:
-// to 15 significant digits (no binary noise), the unit in each name. A figure that does not apply to the
-// inputs is null (drain_seconds when the backlog never drains,
-// other_partition_per_s with one partition, the lag conversions when no lag
-// was given).
+// unrounded but without binary noise (see significant), the unit in each
+// name. A figure that does not apply to the inputs is null (drain_seconds
+// when the backlog never drains, other_partition_per_s with one partition,
+// the lag conversions when no lag was given).
 type Results struct {
 	IngestMiBPerS          float64  `json:"ingest_mib_per_s"`
 	IngestTBPerDay         float64  `json:"ingest_tb_per_day"`
@@ -149,14 +150,21 @@ func (m Measurement) Source() string {
 	return t + ", measured over " + FormatDurationInput(m.Window.Round(time.Second))
 }
 
-// significant rounds a figure to 15 significant digits, what a float64
-// holds exactly: binary floating point would otherwise print 0.1 × 3 as
-// 0.30000000000000004 in the JSON.
+// significant removes binary floating-point noise from a figure: when the
+// value is within 15 significant digits of a short decimal (12 digits or
+// fewer), the short decimal is returned (0.1 × 3 is 0.3, not
+// 0.30000000000000004); any other value is returned whole, unrounded.
 func significant(x float64) float64 {
 	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
 		return x
 	}
-	r, err := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 15, 64), 64)
+	s := strconv.FormatFloat(x, 'g', 15, 64)
+	mantissa, _, _ := strings.Cut(s, "e")
+	digits := strings.TrimLeft(strings.NewReplacer(".", "", "-", "").Replace(mantissa), "0")
+	if len(digits) > 12 {
+		return x
+	}
+	r, err := strconv.ParseFloat(s, 64)
 	if err != nil {
 		return x
 	}
