@@ -24,6 +24,7 @@ import (
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/redrive"
 	tuidlq "github.com/berth-dev/berth/tui/dlq"
+	tuioffsets "github.com/berth-dev/berth/tui/offsets"
 )
 
 func init() { register(newDLQCmd) }
@@ -37,6 +38,7 @@ func consoleServices() map[string]any {
 	return map[string]any{
 		tuidlq.ServiceName:      tuidlq.Opener(openConsoleDLQ),
 		tuidlq.QueueServiceName: tuidlq.QueueOpener(openConsoleQueues),
+		tuioffsets.ServiceName:  tuioffsets.ResetterOpener(openConsoleResetter),
 	}
 }
 

@@ -18,37 +18,35 @@ import (
 	"github.com/berth-dev/berth/internal/output"
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/tui"
-	tuioffsets "github.com/berth-dev/berth/tui/offsets"
 )
 
 var _ actions.ResetBackend = (*kafka.Resets)(nil)
 
-// The console's reset dialog (tui/offsets, R on a group) runs the same
-// action on the console's connection, audit file and group policies.
-func init() {
-	tuioffsets.NewResetter = func(c backends.Cluster, env tui.PageEnv) (*actions.Resetter, error) {
-		k, ok := c.(*kafka.Cluster)
-		if !ok {
-			return nil, errors.New("offset resets need a Kafka context")
-		}
-		path := auditPathFor("", env.Config)
-		log, err := audit.Open(path, audit.WithSink(consoleAuditSink(env.Context, path, k.Client().Options())))
-		if err != nil {
-			return nil, err
-		}
-		return &actions.Resetter{
-			Backend:  kafka.ResetsOn(k),
-			Audit:    log,
-			Context:  env.Context,
-			ReadOnly: env.ReadOnly,
-			Effects: func(g string) bool {
-				// The demo's payments-* effects policy applies on its broker,
-				// as in the CLI.
-				p, _ := demoAwareConfig(env.Config, env.Config.Contexts[env.Context]).GroupPolicyFor(g)
-				return p.Effects
-			},
-		}, nil
+// openConsoleResetter is the console's reset dialog's action (tui/offsets,
+// R on a group; consoleServices): the same action as `berth offsets reset`
+// on the console's connection, audit file and group policies.
+func openConsoleResetter(c backends.Cluster, env tui.PageEnv) (*actions.Resetter, error) {
+	k, ok := c.(*kafka.Cluster)
+	if !ok {
+		return nil, errors.New("offset resets need a Kafka context")
 	}
+	path := auditPathFor("", env.Config)
+	log, err := audit.Open(path, audit.WithSink(consoleAuditSink(env.Context, path, k.Client().Options())))
+	if err != nil {
+		return nil, err
+	}
+	return &actions.Resetter{
+		Backend:  kafka.ResetsOn(k),
+		Audit:    log,
+		Context:  env.Context,
+		ReadOnly: env.ReadOnly,
+		Effects: func(g string) bool {
+			// The demo's payments-* effects policy applies on its broker,
+			// as in the CLI.
+			p, _ := demoAwareConfig(env.Config, env.Config.Contexts[env.Context]).GroupPolicyFor(g)
+			return p.Effects
+		},
+	}, nil
 }
 
 // `berth offsets reset GROUP <mode> [scope] [--execute]`: the headless

@@ -12,7 +12,6 @@ import (
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/demo"
 	"github.com/berth-dev/berth/tui"
-	tuioffsets "github.com/berth-dev/berth/tui/offsets"
 )
 
 // On the demo's broker (a bundled context whose data dir holds the demo's
@@ -68,7 +67,7 @@ func TestConsoleResetterOnTheDemoBrokerGuardsPaymentsGroups(t *testing.T) {
 	defer cluster.Close()
 	cfg := config.Default()
 	cfg.Contexts = map[string]config.Context{"demo": {Kind: "bundled", Bootstrap: kc.Addrs, DataDir: dir}}
-	r, err := tuioffsets.NewResetter(cluster, tui.PageEnv{Config: cfg, Context: "demo"})
+	r, err := openConsoleResetter(cluster, tui.PageEnv{Config: cfg, Context: "demo"})
 	if err != nil {
 		t.Fatal(err)
 	}

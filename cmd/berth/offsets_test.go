@@ -466,7 +466,12 @@ func TestConsoleResetterWiring(t *testing.T) {
 	cfg.Groups = []config.GroupPolicy{{Match: "g", Effects: true}}
 	env := tui.PageEnv{Config: cfg, Context: "wired"}
 
-	r, err := tuioffsets.NewResetter(cluster, env)
+	// The console gets the action through its services, not a package variable.
+	open, ok := consoleServices()[tuioffsets.ServiceName].(tuioffsets.ResetterOpener)
+	if !ok {
+		t.Fatal("the console's services lack the offset-reset action")
+	}
+	r, err := open(cluster, env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -498,7 +503,7 @@ func TestConsoleResetterWiring(t *testing.T) {
 	}
 
 	env.ReadOnly = true
-	ro, err := tuioffsets.NewResetter(cluster, env)
+	ro, err := openConsoleResetter(cluster, env)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,10 +29,15 @@ import (
 	"github.com/berth-dev/berth/tui/components/textfield"
 )
 
-// NewResetter builds the reset action for the console's attached cluster;
-// cmd/berth sets it (it knows the backend, the audit file and the policy).
-// When nil, or when it fails, the dialog says so and offers nothing.
-var NewResetter func(c backends.Cluster, env tui.PageEnv) (*actions.Resetter, error)
+// ResetterOpener builds the reset action (internal/actions.Resetter) for
+// the console's attached cluster. The program that builds the console (it
+// knows the backend, the audit file and the policies) hands it in as
+// PageEnv.Services[ServiceName]; without one, or when it fails, the dialog
+// says so and offers nothing.
+type ResetterOpener = func(c backends.Cluster, env tui.PageEnv) (*actions.Resetter, error)
+
+// ServiceName is this package's entry in PageEnv.Services.
+const ServiceName = "offsets.reset"
 
 func init() {
 	tui.RegisterAction(tui.Action{
@@ -412,10 +417,11 @@ func parseScope(s string) (reset.Scope, error) {
 }
 
 func (d *Dialog) resetter(c backends.Cluster) (*actions.Resetter, error) {
-	if NewResetter == nil {
+	open, ok := d.env.Services[ServiceName].(ResetterOpener)
+	if !ok {
 		return nil, errors.New("offset resets are not available in this console")
 	}
-	return NewResetter(c, d.env)
+	return open(c, d.env)
 }
 
 func (d *Dialog) planCmd(req actions.ResetRequest) tea.Cmd {

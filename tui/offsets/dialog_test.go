@@ -75,13 +75,11 @@ func newFixture(t *testing.T, partitions int32) *fixture {
 			}
 		},
 	}
-	old := NewResetter
-	NewResetter = func(c backends.Cluster, env tui.PageEnv) (*actions.Resetter, error) {
+	f.env.Services = map[string]any{ServiceName: ResetterOpener(func(c backends.Cluster, env tui.PageEnv) (*actions.Resetter, error) {
 		return &actions.Resetter{Backend: kafka.ResetsOn(c.(*kafka.Cluster)), Audit: log, Context: env.Context,
 			ReadOnly: env.ReadOnly || f.readOnly, Actor: "tui-tester",
 			Effects: func(g string) bool { p, _ := env.Config.GroupPolicyFor(g); return p.Effects }}, nil
-	}
-	t.Cleanup(func() { NewResetter = old })
+	})}
 	return f
 }
 
@@ -450,7 +448,7 @@ func (s *consoleSource) Close()                    {}
 func TestFlowRFromGroupPageResetsOffsets(t *testing.T) {
 	f := newFixture(t, 2)
 	src := &consoleSource{cluster: f.cluster, mon: monitor.New(f.cluster, kafka.NewTimestampReader(f.cluster.Client()), monitor.Config{})}
-	m := tui.New(tui.Options{Config: f.env.Config, Context: "test", Source: src, Refresh: time.Hour, Timeout: 10 * time.Second,
+	m := tui.New(tui.Options{Config: f.env.Config, Context: "test", Source: src, Refresh: time.Hour, Timeout: 10 * time.Second, Services: f.env.Services,
 		Dial: func(context.Context, string) (tui.Source, error) { return nil, errors.New("no other contexts") }})
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 30))
 	wait := func(s string) {
