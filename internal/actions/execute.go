@@ -26,11 +26,6 @@ import (
 // would otherwise never expire.
 const ClockMargin = 2 * time.Minute
 
-// RecordReader reads Kafka DLQ records by coordinates; a record that is
-// gone (retention, compaction) is absent from the map.
-type RecordReader interface {
-	Read(ctx context.Context, dlq string, coords []redrive.Coord) (map[redrive.Coord]redrive.Record, error)
-}
 
 // Control steers a running execution.
 type Control int

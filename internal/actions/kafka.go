@@ -212,6 +212,12 @@ func (k *KafkaRedrive) Execute(ctx context.Context, f redrive.File, x ExecContro
 	return Execute(ctx, f, o)
 }
 
+// The Kafka transport is the executor's reader and publisher.
+var (
+	_ RecordReader = (*kafka.RedriveTransport)(nil)
+	_ Publisher    = (*kafka.RedriveTransport)(nil)
+)
+
 // lazyTransport reads through the cluster and opens the transactional
 // producer at the first batch, after every check passed.
 type lazyTransport struct {
