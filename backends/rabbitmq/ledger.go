@@ -79,6 +79,10 @@ func OpenLedger(ctx context.Context, dsn string) (*Ledger, error) {
 	if err == nil {
 		_, err = db.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS berth_rabbitmq_ledger_dlq ON berth_rabbitmq_ledger (vhost, dlq, event_id)`)
 	}
+	if err == nil {
+		// ConfirmedAmong looks events up by id across every DLQ and plan.
+		_, err = db.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS berth_rabbitmq_ledger_event ON berth_rabbitmq_ledger (event_id, state)`)
+	}
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("redrive.store_dsn %s: %s", config.RedactURL(dsn), config.RedactError(err.Error(), dsn))
@@ -140,7 +144,7 @@ func (l *Ledger) Redriven(ctx context.Context, vhost, dlq string) (map[string]bo
 
 // Entries lists a plan's rows (every plan when plan is "").
 func (l *Ledger) Entries(ctx context.Context, plan string) ([]LedgerEntry, error) {
-	q := `SELECT plan, event_id, vhost, dlq, exchange, routing_key, state, detail, updated_at FROM berth_rabbitmq_ledger`
+	q := `SELECT ` + entryColumns + ` FROM berth_rabbitmq_ledger`
 	var args []any
 	if plan != "" {
 		q += ` WHERE plan = $1`
@@ -150,6 +154,14 @@ func (l *Ledger) Entries(ctx context.Context, plan string) ([]LedgerEntry, error
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
+	return scanEntries(rows)
+}
+
+// entryColumns are a LedgerEntry's columns, in scanEntries' order.
+const entryColumns = `plan, event_id, vhost, dlq, exchange, routing_key, state, detail, updated_at`
+
+// scanEntries reads rows of entryColumns and closes them.
+func scanEntries(rows *sql.Rows) ([]LedgerEntry, error) {
 	defer rows.Close()
 	var out []LedgerEntry
 	for rows.Next() {
@@ -161,7 +173,10 @@ func (l *Ledger) Entries(ctx context.Context, plan string) ([]LedgerEntry, error
 		e.UpdatedAt, _ = time.Parse(time.RFC3339Nano, at)
 		out = append(out, e)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	return out, nil
 }
 
 // Record writes entries in one transaction. A confirmed row is never
@@ -297,25 +312,55 @@ func (l *Ledger) Signatures(ctx context.Context, plan string) (*approval.Signatu
 	return author, approvals, rows.Err()
 }
 
-// RedrivenEvents returns every event id the ledger has confirmed, from any
-// DLQ and plan: an event redriven from another DLQ was redriven all the
-// same (the Kafka ledger check matches event ids globally too). The value
-// says where from and by which plan.
-func (l *Ledger) RedrivenEvents(ctx context.Context) (map[string]string, error) {
-	rows, err := l.db.QueryContext(ctx, `SELECT event_id, vhost, dlq, plan FROM berth_rabbitmq_ledger WHERE state = $1`, StateConfirmed)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: %w", err)
+// RedrivenAmong says, for each of the given messages' event ids the
+// ledger has confirmed (from any DLQ and plan: an event redriven from
+// another DLQ was redriven all the same, as the Kafka ledger check matches
+// event ids globally), where from and by which plan.
+func (l *Ledger) RedrivenAmong(ctx context.Context, msgs []Message) (map[string]string, error) {
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		ids[i] = m.EventID
 	}
-	defer rows.Close()
-	out := map[string]string{}
-	for rows.Next() {
-		var id, vhost, dlq, plan string
-		if err := rows.Scan(&id, &vhost, &dlq, &plan); err != nil {
+	done, err := l.ConfirmedAmong(ctx, ids, "")
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(done))
+	for id, e := range done {
+		out[id] = fmt.Sprintf("redriven from %s (vhost %s) by plan %s", e.DLQ, e.Vhost, short(e.Plan))
+	}
+	return out, nil
+}
+
+// ConfirmedAmong returns the confirmed ledger entries of the given event
+// ids only, from any DLQ and any plan but exceptPlan ("" for none); one per
+// id (which, when several plans confirmed it, is unspecified). A look-up
+// costs what the plan needs, not what the ledger ever held.
+func (l *Ledger) ConfirmedAmong(ctx context.Context, ids []string, exceptPlan string) (map[string]LedgerEntry, error) {
+	out := map[string]LedgerEntry{}
+	const chunk = 500 // well under SQLite's and PostgreSQL's parameter limits
+	for start := 0; start < len(ids); start += chunk {
+		part := ids[start:min(start+chunk, len(ids))]
+		args := []any{StateConfirmed, exceptPlan}
+		marks := make([]string, len(part))
+		for i, id := range part {
+			args = append(args, id)
+			marks[i] = fmt.Sprintf("$%d", i+3)
+		}
+		rows, err := l.db.QueryContext(ctx, `SELECT `+entryColumns+` FROM berth_rabbitmq_ledger
+			WHERE state = $1 AND plan <> $2 AND event_id IN (`+strings.Join(marks, ",")+`)`, args...)
+		if err != nil {
 			return nil, fmt.Errorf("ledger: %w", err)
 		}
-		out[id] = fmt.Sprintf("redriven from %s (vhost %s) by plan %s", dlq, vhost, short(plan))
+		es, err := scanEntries(rows)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range es {
+			out[e.EventID] = e
+		}
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Plans are stored beside the ledger too, so any operator using the same

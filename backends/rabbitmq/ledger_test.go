@@ -80,3 +80,53 @@ func TestLedgerErrorsHideThePassword(t *testing.T) {
 		t.Fatalf("error leaks the password: %v", err)
 	}
 }
+
+// The checks ask the ledger about the plan's events only: ConfirmedAmong
+// returns the confirmed entries of the ids asked (across chunks of ids),
+// never an intent, and not the asking plan's own.
+func TestLedgerConfirmedAmongReadsOnlyTheAskedEvents(t *testing.T) {
+	stores := map[string]string{
+		"sqlite":   filepath.Join(t.TempDir(), "l.db"),
+		"postgres": postgresDSN(),
+	}
+	for name, dsn := range stores {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			l, err := OpenLedger(ctx, dsn)
+			if err != nil {
+				if name == "postgres" && os.Getenv("BERTH_TEST_REQUIRE_SERVICES") == "" {
+					t.Skipf("PostgreSQL unreachable: %v", err)
+				}
+				t.Fatal(err)
+			}
+			defer l.Close()
+			other, mine, pfx := uniq(t, "other"), uniq(t, "mine"), uniq(t, "ev")
+			var entries []LedgerEntry
+			for i := 0; i < 1200; i++ {
+				entries = append(entries, LedgerEntry{Plan: other, EventID: fmt.Sprintf("%s-%d", pfx, i), Vhost: "/", DLQ: "d", State: StateConfirmed})
+			}
+			entries = append(entries,
+				LedgerEntry{Plan: other, EventID: pfx + "-intent", Vhost: "/", DLQ: "d", State: StateIntent},
+				LedgerEntry{Plan: mine, EventID: pfx + "-mine", Vhost: "/", DLQ: "d", State: StateConfirmed})
+			if err := l.Record(ctx, entries); err != nil {
+				t.Fatal(err)
+			}
+			ask := []string{pfx + "-3", pfx + "-intent", pfx + "-mine", pfx + "-absent"}
+			for i := 0; i < 600; i++ { // past one chunk of ids
+				ask = append(ask, fmt.Sprintf("%s-none-%d", pfx, i))
+			}
+			ask = append(ask, pfx+"-1199")
+			got, err := l.ConfirmedAmong(ctx, ask, mine)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 2 || got[pfx+"-3"].Plan != other || got[pfx+"-1199"].State != StateConfirmed {
+				t.Fatalf("got %d entries %v; want exactly %s-3 and %s-1199", len(got), got, pfx, pfx)
+			}
+			if all, err := l.ConfirmedAmong(ctx, []string{pfx + "-mine"}, ""); err != nil || len(all) != 1 {
+				t.Fatalf("without an excepted plan: %v %v", all, err)
+			}
+		})
+	}
+}

@@ -32,7 +32,7 @@ func planFor(t testing.TB, c *Client, dlq string, sel Selection, l *Ledger) Plan
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := l.RedrivenEvents(context.Background())
+	done, err := l.RedrivenAmong(context.Background(), res.Messages)
 	if err != nil {
 		t.Fatal(err)
 	}

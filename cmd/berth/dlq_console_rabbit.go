@@ -113,7 +113,7 @@ func (s *consoleQueues) Browse(ctx context.Context, dlq string, accept bool) (tu
 		return tuidlq.QueueBrowse{}, err
 	}
 	defer l.Close()
-	done, err := l.RedrivenEvents(ctx)
+	done, err := l.RedrivenAmong(ctx, res.Messages)
 	if err != nil {
 		return tuidlq.QueueBrowse{}, err
 	}

@@ -362,7 +362,7 @@ func (a *app) rmqDLQShow(cmd *cobra.Command, dlq string, classes []string, limit
 		return err
 	}
 	defer l.Close()
-	done, err := l.RedrivenEvents(ctx)
+	done, err := l.RedrivenAmong(ctx, res.Messages)
 	if err != nil {
 		return err
 	}

@@ -114,7 +114,13 @@ func (r *RabbitRedrive) MakePlan(ctx context.Context, cl *rabbitmq.Client, l *ra
 		return rabbitmq.Plan{}, res, err
 	}
 	ci := rabbitmq.CheckInput{AllowHazards: in.AllowHazards}
-	if ci.Redriven, err = l.RedrivenEvents(ctx); err != nil {
+	var selected []rabbitmq.Message
+	for _, m := range res.Messages {
+		if in.Sel.Matches(m) {
+			selected = append(selected, m)
+		}
+	}
+	if ci.Redriven, err = l.RedrivenAmong(ctx, selected); err != nil {
 		return rabbitmq.Plan{}, res, err
 	}
 	pol, matched := r.Config.RedrivePolicyFor(in.DLQ)
@@ -458,15 +464,15 @@ func (r *RabbitRedrive) AuditVerified(ctx context.Context, auditFile string, p r
 func (r *RabbitRedrive) recheck(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan) (map[string]redrive.Verdict, error) {
 	hash := p.Hash()
 	skip := map[string]redrive.Verdict{}
-	entries, err := l.Entries(ctx, "")
+	var ids []string
+	for _, rec := range p.Records {
+		if rec.Included {
+			ids = append(ids, rec.EventID)
+		}
+	}
+	byOthers, err := l.ConfirmedAmong(ctx, ids, hash)
 	if err != nil {
 		return nil, err
-	}
-	byOthers := map[string]rabbitmq.LedgerEntry{}
-	for _, e := range entries {
-		if e.State == rabbitmq.StateConfirmed && e.Plan != hash {
-			byOthers[e.EventID] = e
-		}
 	}
 	var keys []string
 	for _, rec := range p.Records {
