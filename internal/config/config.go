@@ -466,6 +466,14 @@ func (x Context) validate() error {
 		if x.AMQPURL == "" && x.ManagementURL == "" {
 			return errors.New("amqp_url: an AMQP URL or a management URL is required")
 		}
+		// username replaces the URLs' user and password: without a
+		// password of its own it would log in with an empty one.
+		if x.Username != "" && x.PasswordEnv == "" && x.PasswordFile == "" {
+			return fmt.Errorf("password_env: username %s needs a password: set password_env or password_file", x.Username)
+		}
+		if x.PasswordEnv != "" && x.PasswordFile != "" {
+			return errors.New("password_file: give password_env or password_file, not both")
+		}
 	default:
 		return fmt.Errorf("kind: %q is not one of bundled, kafka, rabbitmq", x.Kind)
 	}

@@ -112,3 +112,17 @@ func TestNegativeDurationsAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// A RabbitMQ username replaces the URLs' credentials: without a password
+// of its own, the config says which field is missing instead of a login
+// failing with an empty password.
+func TestRabbitMQUsernameNeedsAPassword(t *testing.T) {
+	c, err := Parse([]byte("contexts:\n  mq:\n    kind: rabbitmq\n    amqp_url: amqp://mq:5672/\n    username: ops\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ApplyDefaults()
+	if err := c.Validate(); err == nil || err.Error() != "contexts.mq.password_env: username ops needs a password: set password_env or password_file" {
+		t.Fatalf("got %v", err)
+	}
+}
