@@ -576,7 +576,17 @@ JSON: as berth redrive plan, plus approvals (signers' key fingerprints).`,
 				return err
 			}
 			defer s.Close()
-			changed, gone, err := a.kafkaRedrive(s, "", "").Derive(ctx, &file)
+			k := a.kafkaRedrive(s, "", "")
+			id, err := k.Identity(ctx)
+			if err != nil {
+				return err
+			}
+			if id != file.Plan.Cluster {
+				// Its records are another cluster's: what this one holds at
+				// the same coordinates says nothing about them.
+				return actions.Refuse(actions.ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q: show it attached to its own cluster", shortHash(file.Hash), file.Plan.Cluster, id)
+			}
+			changed, gone, err := k.Derive(ctx, &file)
 			if err != nil {
 				return err
 			}

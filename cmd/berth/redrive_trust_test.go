@@ -245,6 +245,10 @@ func TestRedriveExecuteRefusesAPlanFromAnotherCluster(t *testing.T) {
 	if code == 0 || !strings.Contains(errOut, "cluster") {
 		t.Fatalf("a plan made on another cluster executed: exit %d %s %s", code, errOut, out)
 	}
+	// Nor is it reviewed there: the records at its coordinates are others.
+	if _, errOut, code := runBerth(t, "--config", b.config, "redrive", "show", file); code != 1 || !strings.Contains(errOut, `made on cluster "kfake"`) {
+		t.Fatalf("show on another cluster: exit %d %s", code, errOut)
+	}
 	if got := topicRecords(t, b.kc, "ledger-events") - b.n; got != 0 {
 		t.Fatalf("%d records sent", got)
 	}
