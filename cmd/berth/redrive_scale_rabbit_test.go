@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// TestRabbitRedriveAtScaleFromTheBinary is RabbitMQ's figure a user gets: N
+// payment messages dead-lettered into a DLQ on the machine's RabbitMQ (with
+// x-death as the broker writes it), the real PostgreSQL as system of record
+// (one in ten captured) and as the redrive ledger, and the berth binary
+// running redrive plan --all and execute --yes (pipelined confirms, ledger
+// intent and completion, acks after confirms, the depth check), each with
+// its wall time and peak RSS; beside it, a plain confirmed publish of the
+// same messages in the same run. It asserts that every included message
+// reached the work queue and the captured ones stayed, never a duration.
+//
+//	BERTH_SCALE_RECORDS=100000 go test -run TestRabbitRedriveAtScaleFromTheBinary -v -timeout 30m ./cmd/berth/
+func TestRabbitRedriveAtScaleFromTheBinary(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("BERTH_SCALE_RECORDS"))
+	if n <= 0 {
+		t.Skip("a measurement: set BERTH_SCALE_RECORDS (e.g. 100000) to run it")
+	}
+	isolateConfig(t)
+	rabbitQueue(t)
+	dsn, pg := rmqPostgres(t)
+	ctx := context.Background()
+	sfx := strconv.FormatInt(time.Now().UnixNano(), 10)
+	table := "scale_rmq_payments_" + sfx
+	if _, err := pg.Exec(ctx, "create table "+table+" (idem text primary key)"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = pg.Exec(context.Background(), "drop table if exists "+table) })
+	var rows [][]any
+	for i := 0; i < n; i += 10 {
+		rows = append(rows, []any{sfx + "-" + paymentID(i)})
+	}
+	if _, err := pg.CopyFrom(ctx, pgx.Identifier{table}, []string{"idem"}, pgx.CopyFromRows(rows)); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := amqp.Dial(testAMQPURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	work, dlq, base := "berth.scale.work."+sfx, "berth.scale.dlq."+sfx, "berth.scale.baseline."+sfx
+	for _, q := range []string{work, dlq, base} {
+		if _, err := ch.QueueDeclare(q, true, false, false, false, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		if c, err := conn.Channel(); err == nil {
+			for _, q := range []string{work, dlq, base} {
+				_, _ = c.QueueDelete(q, false, false, false)
+			}
+		}
+	})
+	death := amqp.Table{"count": int64(1), "reason": "rejected", "queue": work, "exchange": "", "routing-keys": []interface{}{work}, "time": time.Now().Truncate(time.Second)}
+	msgs := make([]amqp.Publishing, n)
+	for i := range msgs {
+		v := paymentValue(i)
+		msgs[i] = amqp.Publishing{MessageId: sfx + "-evt-" + strconv.Itoa(i), DeliveryMode: amqp.Persistent, ContentType: "application/json", Timestamp: time.Now().Truncate(time.Second),
+			Headers: amqp.Table{"x-death": []interface{}{death}, "x-first-death-queue": work, "x-first-death-reason": "rejected", "x-first-death-exchange": "",
+				"x-exception": "java.net.SocketTimeoutException: Read timed out"},
+			Body: []byte(fmt.Sprintf(`{"idem":"%s-%s",%s`, sfx, paymentID(i), v[1:]))}
+	}
+	publishAll := func(queue string) time.Duration {
+		t.Helper()
+		pc, err := conn.Channel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pc.Close()
+		if err := pc.Confirm(false); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		const window = 500
+		for from := 0; from < n; from += window {
+			var ds []*amqp.DeferredConfirmation
+			for _, m := range msgs[from:min(n, from+window)] {
+				d, err := pc.PublishWithDeferredConfirm("", queue, true, false, m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ds = append(ds, d)
+			}
+			for _, d := range ds {
+				if ok, err := d.WaitContext(ctx); !ok || err != nil {
+					t.Fatalf("publish to %s not confirmed: %v", queue, err)
+				}
+			}
+		}
+		return time.Since(start)
+	}
+	publishAll(dlq)
+
+	r := &scaleRig{bin: buildBerth(t), dir: t.TempDir(), n: n}
+	r.config = writeConfig(t, fmt.Sprintf(`current_context: rmq
+contexts:
+  rmq:
+    kind: rabbitmq
+    amqp_url: %s
+    management_url: %s
+audit:
+  file: %s
+redrive:
+  store_dsn: %s
+  policies:
+    - match: "berth.scale.dlq.*"
+      idempotency_key: json:idem
+      require_idempotency_key: true
+      system_of_record:
+        driver: postgres
+        dsn: %s
+        query: select 1 from %s where idem = $1
+`, testAMQPURL(), testManagementURL(), filepath.Join(r.dir, "audit.log"), dsn, dsn, table))
+	planFile := filepath.Join(r.dir, "plan.json")
+	plan := r.run(t, "redrive", "plan", dlq, "--all", "--read", strconv.Itoa(n+1), "--rate", "1000000", "--batch-size", "500", "--out", planFile, "-o", "json")
+	if plan.code != 0 {
+		t.Fatalf("redrive plan: exit %d: %s", plan.code, plan.stderr)
+	}
+	var made struct {
+		Hash   string `json:"hash"`
+		Totals struct {
+			Selected, Included int
+		} `json:"totals"`
+	}
+	if err := json.Unmarshal([]byte(plan.stdout), &made); err != nil {
+		t.Fatal(err)
+	}
+	captured := len(rows)
+	if made.Totals.Selected != n || made.Totals.Included != n-captured {
+		t.Fatalf("plan totals %+v", made.Totals)
+	}
+	st, err := os.Stat(planFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := r.run(t, "redrive", "execute", made.Hash[:16], "--yes", "-o", "json")
+	if exec.code != 0 {
+		t.Fatalf("redrive execute: exit %d: %s", exec.code, exec.stderr)
+	}
+	var done struct {
+		Sent int `json:"sent"`
+	}
+	if err := json.Unmarshal([]byte(exec.stdout), &done); err != nil || done.Sent != made.Totals.Included {
+		t.Fatalf("execute: %v %s", err, exec.stdout)
+	}
+	q, err := ch.QueueDeclarePassive(work, true, false, false, false, nil)
+	if err != nil || q.Messages != done.Sent {
+		t.Fatalf("work queue holds %d, sent %d (%v)", q.Messages, done.Sent, err)
+	}
+	baseline := publishAll(base)
+	t.Logf("messages %d (included %d, captured %d)", n, made.Totals.Included, captured)
+	t.Logf("redrive plan:    %8.2fs  peak RSS %6.0f MiB  plan file %d bytes (%.1f bytes/message)", plan.wall.Seconds(), plan.mib(), st.Size(), float64(st.Size())/float64(n))
+	t.Logf("redrive execute: %8.2fs  peak RSS %6.0f MiB  %.0f messages/s (sent / wall time of the command, depth check included)",
+		exec.wall.Seconds(), exec.mib(), float64(done.Sent)/exec.wall.Seconds())
+	t.Logf("baseline confirmed publish (window 500) of the same %d messages: %.2fs, %.0f messages/s; execute/baseline time ratio %.1fx",
+		n, baseline.Seconds(), float64(n)/baseline.Seconds(), exec.wall.Seconds()/baseline.Seconds())
+}
