@@ -58,22 +58,30 @@ func runChild(spec string) int {
 // work (reached through the default exchange): ids ev-00000...
 func fillDLQ(t testing.TB, conn *amqp.Connection, dlq, work string, n int) []string {
 	t.Helper()
+	msgs := deadLetters(work, n)
+	var ids []string
+	for _, m := range msgs {
+		ids = append(ids, m.MessageId)
+	}
+	for start := 0; start < n; start += 1000 {
+		publishConfirmed(t, conn, "", dlq, msgs[start:min(start+1000, n)]...)
+	}
+	return ids
+}
+
+// deadLetters are fillDLQ's messages: ev-00000... with x-death naming work.
+func deadLetters(work string, n int) []amqp.Publishing {
 	death := amqp.Table{"count": int64(1), "reason": "rejected", "queue": work, "exchange": "", "routing-keys": []interface{}{work}, "time": time.Now().Truncate(time.Second)}
 	var msgs []amqp.Publishing
-	var ids []string
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("ev-%05d", i)
-		ids = append(ids, id)
 		msgs = append(msgs, amqp.Publishing{
 			MessageId: id, DeliveryMode: amqp.Persistent,
 			Headers: amqp.Table{"x-death": []interface{}{death}, "x-first-death-queue": work, "x-first-death-reason": "rejected", "x-first-death-exchange": ""},
 			Body:    []byte(fmt.Sprintf(`{"eventId":%q,"amount":%d}`, id, i)),
 		})
 	}
-	for start := 0; start < n; start += 1000 {
-		publishConfirmed(t, conn, "", dlq, msgs[start:min(start+1000, n)]...)
-	}
-	return ids
+	return msgs
 }
 
 func confirmedCount(t testing.TB, path, plan string) int {

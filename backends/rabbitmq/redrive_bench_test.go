@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
+
 	"github.com/berth-dev/berth/redrive"
 )
 
@@ -31,7 +33,10 @@ func BenchmarkRedrive(b *testing.B) {
 				dlq, work := uniq(b, "dlq"), uniq(b, "work")
 				declareQueue(b, conn, dlq, nil)
 				declareQueue(b, conn, work, nil)
-				ids := fillDLQ(b, conn, dlq, work, bc.n)
+				msgs := deadLetters(work, bc.n)
+				for start := 0; start < bc.n; start += 1000 {
+					publishConfirmed(b, conn, "", dlq, msgs[start:min(start+1000, bc.n)]...)
+				}
 				l, err := OpenLedger(context.Background(), filepath.Join(b.TempDir(), "l.db"))
 				if err != nil {
 					b.Fatal(err)
@@ -39,7 +44,7 @@ func BenchmarkRedrive(b *testing.B) {
 				// The plan is built from what fillDLQ published rather than by
 				// browsing: a browse of 20,000 persistent messages makes a
 				// 3.10 classic queue process busy requeueing for minutes.
-				p := syntheticPlan(c, dlq, work, ids)
+				p := syntheticPlan(c, dlq, msgs)
 				start := time.Now()
 				b.StartTimer()
 				res, err := c.Execute(context.Background(), p, l, ExecOptions{Window: bc.window})
@@ -56,14 +61,14 @@ func BenchmarkRedrive(b *testing.B) {
 	}
 }
 
-// syntheticPlan is the plan a browse of fillDLQ's messages would produce.
-func syntheticPlan(c *Client, dlq, work string, ids []string) Plan {
+// syntheticPlan is the plan a browse of the published messages would
+// produce: each becomes the delivery a browse returns (content digests
+// and derived fields included, so execution sends every one).
+func syntheticPlan(c *Client, dlq string, pubs []amqp.Publishing) Plan {
 	var msgs []Message
-	for i, id := range ids {
-		m := Message{Position: i, EventID: id, EventIDSource: "message_id",
-			Death: DeathInfo{Deaths: []Death{{Count: 1, Reason: ReasonRejected, Queue: work, RoutingKeys: []string{work}}}}}
-		m.Class = ClassOf(m).ID
-		msgs = append(msgs, m)
+	for i, m := range pubs {
+		d := amqp.Delivery{MessageId: m.MessageId, DeliveryMode: m.DeliveryMode, Headers: m.Headers, Body: m.Body}
+		msgs = append(msgs, ToMessage(i, d, Extractors{}))
 	}
 	p, _ := MakePlan(msgs, Selection{All: true}, redrive.PolicySnapshot{}, CheckInput{}, time.Now())
 	p.Server, p.Vhost, p.DLQ, p.QueueType = c.AMQPAddr(), c.Vhost(), dlq, "classic"
