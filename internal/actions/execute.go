@@ -26,7 +26,6 @@ import (
 // would otherwise never expire.
 const ClockMargin = 2 * time.Minute
 
-
 // Control steers a running execution.
 type Control int
 
