@@ -2,10 +2,16 @@ package rabbitmq
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/berth-dev/berth/redrive"
 )
 
 // Finding 3 of issue 13: execute matched DLQ messages by message_id only,
@@ -159,4 +165,28 @@ func TestExecuteDerivesTargetAndKeyFromTheMessage(t *testing.T) {
 		t.Errorf("skipped %+v, want m1 and m2 as %s", res.Skipped, ReasonDerivedChanged)
 	}
 	eventually(t, 10*time.Second, "m1 and m2 back in the DLQ", func() bool { return readyCount(t, conn, tp.dlq) == 2 })
+}
+
+// An edited plan file is refused with a typed error the CLI audits as a
+// refusal (it matched the error's text before).
+func TestReadPlanRefusesAnEditedFileWithATypedError(t *testing.T) {
+	p, err := MakePlan([]Message{{Position: 0, EventID: "m0", Death: DeathInfo{Deaths: []Death{{Queue: "q", Reason: "rejected", RoutingKeys: []string{"q"}}}}}},
+		Selection{All: true}, redrive.PolicySnapshot{}, CheckInput{}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "plan.json")
+	if err := WritePlan(path, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadPlan(path); err != nil {
+		t.Fatalf("an intact plan: %v", err)
+	}
+	b, _ := os.ReadFile(path)
+	if err := os.WriteFile(path, []byte(strings.Replace(string(b), `"m0"`, `"m9"`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadPlan(path); !errors.Is(err, ErrPlanEdited) {
+		t.Fatalf("an edited plan: %v, want ErrPlanEdited", err)
+	}
 }

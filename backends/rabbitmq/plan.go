@@ -368,6 +368,10 @@ func WritePlan(path string, p Plan) error {
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
+// ErrPlanEdited: a plan file's content does not hash to the hash it
+// carries (edited after it was made; its approvals would not cover it).
+var ErrPlanEdited = errors.New("content does not match its hash (edited?)")
+
 // ReadPlan reads a plan file and checks its hash: a plan edited by hand
 // is refused (its approvals would not cover it).
 func ReadPlan(path string) (Plan, error) {
@@ -383,7 +387,7 @@ func ReadPlan(path string) (Plan, error) {
 		return Plan{}, fmt.Errorf("plan %s: not a RabbitMQ plan (kind %q)", path, f.Plan.Kind)
 	}
 	if h := f.Plan.Hash(); h != f.Hash {
-		return Plan{}, fmt.Errorf("plan %s: content does not match its hash (edited?): %s != %s", path, short(h), short(f.Hash))
+		return Plan{}, fmt.Errorf("plan %s: %w: %s != %s", path, ErrPlanEdited, short(h), short(f.Hash))
 	}
 	return f.Plan, nil
 }

@@ -823,10 +823,12 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 	setup, cancel := a.opCtx(sigCtx)
 	defer cancel()
 	l, p, _, err := a.rmqOpenPlan(setup, ref, true)
+	if errors.Is(err, rabbitmq.ErrPlanEdited) {
+		refusal := actions.Refuse(actions.ErrPlanEdited, "%v", err)
+		_ = a.rabbitRedrive().Audit(setup, auditFile, "redrive.refused", ref, map[string]any{"plan": ref, "reason": refusal.Error()})
+		return refusal
+	}
 	if err != nil {
-		if strings.Contains(err.Error(), "does not match its hash") {
-			_ = a.rabbitRedrive().Audit(setup, auditFile, "redrive.refused", ref, map[string]any{"plan": ref, "reason": err.Error()})
-		}
 		return err
 	}
 	defer l.Close()
