@@ -1033,7 +1033,11 @@ func (a *app) rmqRecordPlan(ctx context.Context, rr *actions.RabbitRedrive, l *r
 
 // statusRowOf is a plan's status as `redrive status` prints it.
 func statusRowOf(s actions.RabbitStatus) qStatusRow {
-	return qStatusRow{statusRow: statusRow{Plan: s.Plan, DLQ: s.DLQ, Author: s.Author, Created: s.Created, Included: s.Included, Excluded: s.Excluded,
+	approvers := s.Approvers
+	if approvers == nil {
+		approvers = []string{}
+	}
+	return qStatusRow{statusRow: statusRow{Plan: s.Plan, DLQ: s.DLQ, Author: s.Author, Approvers: approvers, Created: s.Created, Included: s.Included, Excluded: s.Excluded,
 		Redriven: s.Redriven, Approvals: s.Approvals, Required: s.Required, Approved: s.Approved, Reason: s.Reason, State: s.State},
 		Vhost: s.Vhost, Intent: s.Intent, Failed: s.Failed}
 }

@@ -10,8 +10,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/berth-dev/berth/backends/rabbitmq"
 )
 
 // Divergences of issue 13's finding 7 on the RabbitMQ side, through the
@@ -260,5 +263,81 @@ redrive:
 	}
 	if n := rmqReadyCount(t, conn, work); n != 6 {
 		t.Errorf("the work queue holds %d after resuming, want 6", n)
+	}
+}
+
+// Finding 5 on RabbitMQ: `redrive status` names the verified signer, never
+// the author the plan declares about itself; a plan dated in the future
+// (it would never expire) is refused.
+func TestRabbitStatusShowsVerifiedSignersAndAFuturePlanIsRefused(t *testing.T) {
+	isolateConfig(t)
+	conn, _, work, dlq := rmqDLQ(t, 1)
+	dir := t.TempDir()
+	signers, alice, _, bob := signersFile(t, dir)
+	cfg := writeConfig(t, fmt.Sprintf(`current_context: rmq
+contexts:
+  rmq:
+    kind: rabbitmq
+    amqp_url: %s
+    management_url: %s
+audit:
+  file: %s
+redrive:
+  store_dsn: %s
+  policies:
+    - match: %q
+      review: required
+      approvals: 1
+      allowed_signers: %s
+`, testAMQPURL(), testManagementURL(), filepath.Join(dir, "audit.log"), filepath.Join(dir, "ledger.db"), dlq, signers))
+	run := func(args ...string) (string, string, int) { return runBerth(t, append(args, "--config", cfg)...) }
+	status := func(plan string) (author string, approvers []string) {
+		t.Helper()
+		out, errOut, code := run("redrive", "status", plan, "-o", "json")
+		var st struct {
+			Author    string   `json:"author"`
+			Approvers []string `json:"approvers"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
+			t.Fatalf("status: exit %d %s %s", code, out, errOut)
+		}
+		return st.Author, st.Approvers
+	}
+
+	unsigned := filepath.Join(dir, "unsigned.json")
+	if _, errOut, code := run("redrive", "plan", dlq, "--all", "--out", unsigned); code != 0 {
+		t.Fatalf("plan: %d %s", code, errOut)
+	}
+	if a, _ := status(unsigned); a != "(unsigned)" {
+		t.Errorf("an unsigned plan's author: %q, want (unsigned) (never the name the plan declares)", a)
+	}
+	signed := filepath.Join(dir, "signed.json")
+	if _, errOut, code := run("redrive", "plan", dlq, "--all", "--key", alice, "--out", signed); code != 0 {
+		t.Fatalf("plan --key: %d %s", code, errOut)
+	}
+	if _, errOut, code := run("redrive", "approve", signed, "--key", bob); code != 0 {
+		t.Fatalf("approve: %d %s", code, errOut)
+	}
+	if a, ap := status(signed); a != "alice@hc" || fmt.Sprint(ap) != "[bob@hc]" {
+		t.Errorf("status: author %q approvers %v, want alice@hc and [bob@hc]", a, ap)
+	}
+
+	// Date the plan a day ahead (its hash recomputed, as anyone holding the
+	// file can): refused for that before anything else is considered.
+	p, err := rabbitmq.ReadPlan(signed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.CreatedAt = time.Now().Add(24 * time.Hour)
+	future := filepath.Join(dir, "future.json")
+	if err := rabbitmq.WritePlan(future, p); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := run("redrive", "execute", future, "--yes")
+	if code == 0 || !strings.Contains(errOut, "future") && !strings.Contains(errOut, "ahead") {
+		t.Errorf("a plan from the future: exit %d %q; want refused", code, errOut)
+	}
+	if n := rmqReadyCount(t, conn, work); n != 0 {
+		t.Errorf("%d message(s) sent", n)
 	}
 }

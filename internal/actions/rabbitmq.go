@@ -365,6 +365,10 @@ func (r *RabbitRedrive) Preflight(ctx context.Context, l *rabbitmq.Ledger, p rab
 	if r.ReadOnly {
 		return approval.Decision{}, nil, refuse(ErrReadOnly, "the context is read-only")
 	}
+	if ahead := p.CreatedAt.Sub(r.now()); ahead > ClockMargin {
+		// A plan dated ahead of this clock would never expire.
+		return approval.Decision{}, nil, refuse(ErrPlanFromFuture, "plan %s claims to be made %s from now (more than %s ahead of this clock): make a new one", redrive.ShortHash(hash), ahead.Round(time.Second), ClockMargin)
+	}
 	if maxAge := r.Config.Redrive.PlanMaxAge; maxAge > 0 {
 		if age := r.now().Sub(p.CreatedAt); age > maxAge {
 			return approval.Decision{}, nil, refuse(ErrPlanExpired, "plan %s is %s old (redrive.plan_max_age %s): make a new one", redrive.ShortHash(hash), age.Round(time.Minute), maxAge)
@@ -518,10 +522,14 @@ func RabbitSkips(p rabbitmq.Plan, skip map[string]redrive.Verdict) []rabbitmq.Sk
 
 // RabbitStatus is a plan's state as `berth redrive status` shows it.
 type RabbitStatus struct {
-	Plan      string
-	Vhost     string
-	DLQ       string
+	Plan  string
+	Vhost string
+	DLQ   string
+	// Author is the verified signer of the author's signature (as today's
+	// allowed_signers name it), "(unsigned)" or "(unverified)": never what
+	// the plan says about itself. Approvers are the verified approvers.
 	Author    string
+	Approvers []string
 	Created   time.Time
 	Included  int
 	Excluded  int
@@ -539,7 +547,7 @@ type RabbitStatus struct {
 func (r *RabbitRedrive) Status(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan) RabbitStatus {
 	hash := p.Hash()
 	t := p.Totals()
-	row := RabbitStatus{Plan: hash, Vhost: p.Vhost, DLQ: p.DLQ, Author: p.Author, Created: p.CreatedAt, Included: t.Included, Excluded: t.Excluded}
+	row := RabbitStatus{Plan: hash, Vhost: p.Vhost, DLQ: p.DLQ, Author: r.verifiedAuthor(ctx, l, p), Created: p.CreatedAt, Included: t.Included, Excluded: t.Excluded}
 	states, err := l.PlanStates(ctx, hash)
 	if err != nil {
 		row.State, row.Reason = "error", err.Error()
@@ -560,7 +568,7 @@ func (r *RabbitRedrive) Status(ctx context.Context, l *rabbitmq.Ledger, p rabbit
 		row.State, row.Reason = "error", err.Error()
 		return row
 	}
-	row.Approved, row.Reason = dec.Approved, dec.Reason
+	row.Approved, row.Reason, row.Approvers = dec.Approved, dec.Reason, dec.Approvers
 	if required {
 		row.Required, row.Approvals = dec.Required, len(dec.Approvers)
 	}
@@ -581,6 +589,32 @@ func (r *RabbitRedrive) Status(ctx context.Context, l *rabbitmq.Ledger, p rabbit
 		row.State = "ready"
 	}
 	return row
+}
+
+// verifiedAuthor is who signed p as its author, as today's allowed_signers
+// name them: "(unsigned)" without an author signature, "(unverified)" when
+// it cannot be verified.
+func (r *RabbitRedrive) verifiedAuthor(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan) string {
+	author, _, err := l.Signatures(ctx, p.Hash())
+	switch {
+	case err != nil:
+		return "(unverified)"
+	case author == nil:
+		return "(unsigned)"
+	}
+	pol, _ := r.Config.RedrivePolicyFor(p.DLQ)
+	if pol.AllowedSigners == "" {
+		return "(unverified)"
+	}
+	signers, err := approval.LoadAllowedSigners(pol.AllowedSigners)
+	if err != nil {
+		return "(unverified)"
+	}
+	v, err := approval.Verify(approval.Subject{PlanHash: p.Hash()}, *author, signers, r.now())
+	if err != nil {
+		return "(unverified)"
+	}
+	return v.Principal
 }
 
 // Audit appends to the audit log; a failure to audit is reported (Warn),
