@@ -22,10 +22,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/berth-dev/berth/backends/bundled/internal/kfake"
 	"github.com/berth-dev/berth/internal/config"
 )
 
@@ -167,6 +167,11 @@ func Start(ctx context.Context, o Options) (*Broker, error) {
 		return f
 	}}
 	opts = append(opts, kfake.WithLogger(b.watch))
+	if b.files.Limit > 2*reservedFiles {
+		// Partition files beyond the budget are closed when idle and
+		// reopened on demand (budgetfs.go).
+		opts = append(opts, kfake.WithFS(newBudgetFS(int(b.files.Limit-reservedFiles))))
+	}
 	kc, err := kfake.NewCluster(opts...)
 	if err != nil {
 		lock.Close()

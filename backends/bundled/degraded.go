@@ -42,8 +42,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berth-dev/berth/backends/bundled/internal/kfake"
 )
 
 // passthroughTag marks requests the hooks must leave to kfake. Kafka's own

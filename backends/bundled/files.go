@@ -9,20 +9,21 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/berth-dev/berth/backends/bundled/internal/kfake"
 )
 
 // The bundled broker persists through kfake (kfake.DataDir), which keeps a
-// partition's active segment and index files open from its first write on:
-// two descriptors per partition written since start, plus listeners, client
-// connections and state logs. kfake opens them through an internal
-// filesystem interface with no exported hook, so Berth cannot close idle
-// segments itself; it budgets and reports instead. At start the soft
-// open-file limit is raised to the hard one; the broker says how many
-// partitions that leaves room for, warns when more exist, and every "too
-// many open files" kfake meets is logged as such (kfake answers the client
-// UNKNOWN_SERVER_ERROR and, without this, says nothing).
+// partition's active segment and index open from its first write on, and
+// every sealed segment it has read: two or more descriptors per partition.
+// At start the soft open-file limit is raised to the hard one, and kfake
+// persists through budgetFS (budgetfs.go), which keeps at most the limit
+// less a reserve open and reopens the rest on demand: 10,000 partitions
+// run under a 1,024 limit, more slowly once their files no longer all stay
+// open. Descriptors can still run out (connections, another process's
+// limit): every "too many open files" kfake meets is counted and logged as
+// such, instead of only answering the client UNKNOWN_SERVER_ERROR.
 
 const (
 	// filesPerPartition: the active segment and its index.
@@ -45,7 +46,8 @@ type FileBudget struct {
 	Exhausted int64
 }
 
-// MaxPartitions is how many partitions can take writes within the limit.
+// MaxPartitions is how many partitions' files stay open at once within the
+// limit; beyond it they are closed when idle and reopened on demand.
 func (f FileBudget) MaxPartitions() int {
 	if f.Limit <= reservedFiles {
 		return 0
@@ -53,17 +55,17 @@ func (f FileBudget) MaxPartitions() int {
 	return int((f.Limit - reservedFiles) / filesPerPartition)
 }
 
-// Short is true when the broker holds more partitions than the limit lets
-// take writes at once.
+// Short is true when the broker holds more partitions than keep their
+// files open at once (they still work, reopening files on demand).
 func (f FileBudget) Short() bool { return f.Limit > 0 && f.Partitions > f.MaxPartitions() }
 
-// Warning is the one-line warning for a short budget ("" when there is room).
+// Warning is the one-line note for a short budget ("" when there is room).
 func (f FileBudget) Warning() string {
 	if !f.Short() {
 		return ""
 	}
-	return fmt.Sprintf("bundled broker: %d partitions need up to %d open files once all take writes, but the open-file limit is %d (room for %d): writes beyond that fail; raise the limit (ulimit -n %d) or use fewer partitions",
-		f.Partitions, uint64(f.Partitions)*filesPerPartition+reservedFiles, f.Limit, f.MaxPartitions(), uint64(f.Partitions)*filesPerPartition+reservedFiles)
+	return fmt.Sprintf("bundled broker: %d partitions, more than the %d whose files stay open under the open-file limit %d: the others' files are reopened on demand (slower); for speed raise the limit (ulimit -n %d)",
+		f.Partitions, f.MaxPartitions(), f.Limit, uint64(f.Partitions)*filesPerPartition+reservedFiles)
 }
 
 // raiseFileLimit lifts the soft open-file limit to the hard one (the Go

@@ -123,7 +123,7 @@ replicas and moved leaders (nothing is really replicated by the bundled broker).
 				if fb.Raised > 0 {
 					raised = fmt.Sprintf(" (raised from %d)", fb.Raised)
 				}
-				fmt.Fprintf(out, "open files: limit %d%s, room for %d partitions taking writes; %d partitions\n", fb.Limit, raised, fb.MaxPartitions(), fb.Partitions)
+				fmt.Fprintf(out, "open files: limit %d%s, files of %d partitions kept open (more are reopened on demand); %d partitions\n", fb.Limit, raised, fb.MaxPartitions(), fb.Partitions)
 			}
 			<-ctx.Done()
 			fmt.Fprintln(out, "stopping: persisting state")
