@@ -366,31 +366,6 @@ func (k *KafkaRedrive) audit(ctx context.Context, action string, f redrive.File,
 	return nil
 }
 
-// Verified is a signature over a plan as allowed_signers says today.
-type Verified struct {
-	Role        approval.Role `json:"role"`
-	Principal   string        `json:"principal,omitempty"`
-	Fingerprint string        `json:"fingerprint"`
-	Problem     string        `json:"problem,omitempty"`
-}
-
-// Signers verifies each signature over the plan (role, cluster, hash).
-func Signers(f redrive.File, signers approval.AllowedSigners, now time.Time) []Verified {
-	out := []Verified{}
-	for _, s := range f.Signatures {
-		v := Verified{Role: s.Role, Fingerprint: s.Fingerprint}
-		if signers == nil {
-			v.Problem = "no allowed_signers configured"
-		} else if ok, err := approval.Verify(subject(f), s, signers, now); err != nil {
-			v.Problem = err.Error()
-		} else {
-			v.Principal, v.Fingerprint = ok.Principal, ok.Fingerprint
-		}
-		out = append(out, v)
-	}
-	return out
-}
-
 // Status is a stored plan's state as `redrive status` and the console's
 // plans page show it: the verified author and approvers (never the plan's
 // word for them), approvals counted today, progress from the ledger.
