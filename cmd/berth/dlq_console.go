@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/berth-dev/berth/backends/kafka"
@@ -31,10 +30,6 @@ var _ tuidlq.PlanActions = consoleRedrive{}
 func newConsoleRedrive(k *kafka.Cluster, cfg *config.Config) consoleRedrive {
 	return consoleRedrive{PlannerConsole: actions.PlannerConsole{P: actions.NewPlanner(k, cfg)}, k: k, cfg: cfg}
 }
-
-// cli is an app with only the config, enough for the CLI's status and
-// verification helpers (which read a.cfg and write notes to a.stderr).
-func (s consoleRedrive) cli() *app { return &app{cfg: s.cfg, stdout: io.Discard, stderr: io.Discard} }
 
 // Status lists the stored plans as `berth redrive status` does.
 func (s consoleRedrive) Status(ctx context.Context, readOnly bool) ([]tuidlq.PlanStatus, error) {
@@ -282,7 +277,12 @@ func (s consoleRedrive) Verify(ctx context.Context, hash string, watch time.Dura
 		return tuidlq.Verification{}, err
 	}
 	start := time.Now()
-	v, verr := s.cli().verifyRedrive(ctx, &redriveSession{cl: c, cluster: k, store: store}, pf, watch)
+	// The same verification as `berth redrive execute`; the console ends
+	// the watch by cancelling ctx.
+	own := consoleRedrive{PlannerConsole: actions.PlannerConsole{P: actions.NewPlanner(k, s.cfg)}, k: k, cfg: s.cfg}
+	v, verr := own.actions(contextName, false, "").Verify(ctx, pf, watch, func(w kafka.Watch) (kafka.WatchResult, error) {
+		return k.WatchRefailuresUntil(ctx, w)
+	})
 	out := tuidlq.Verification{Watched: watch}
 	if ctx.Err() != nil && watch > 0 {
 		// Stopped from the console: say how long it really watched.

@@ -3,8 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -302,18 +300,8 @@ type executeOutput struct {
 	Verified  *verification     `json:"verification,omitempty"`
 }
 
-type verification struct {
-	Checked    int              `json:"checked"`
-	Mismatches []kafka.Mismatch `json:"mismatches"`
-	// Watched is how long the DLQ was watched for re-failures, WatchFor
-	// the most it would have been, WatchEnded why it ended (see
-	// watchEnded), WatchGroups the consumer groups it waited for.
-	Watched     string            `json:"watched"`
-	WatchFor    string            `json:"watch_for"`
-	WatchEnded  string            `json:"watch_ended"`
-	WatchGroups []string          `json:"watch_groups"`
-	Refailed    []kafka.Refailure `json:"refailed"`
-}
+// verification is what execute checked after sending (actions.Verification).
+type verification = actions.Verification
 
 func newRedriveExecuteCmd(a *app) *cobra.Command {
 	var keyFile, auditFile string
@@ -470,74 +458,13 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 	return cmd
 }
 
-// verifyRedrive reads back every copy this plan has produced and compares
-// payload hashes, then watches the DLQ for records that fail again.
+// verifyRedrive runs actions.KafkaRedrive.Verify with the watch shown on
+// stderr (and left early with enter on a terminal).
 func (a *app) verifyRedrive(ctx context.Context, s *redriveSession, pf redrive.File, watch time.Duration) (*verification, error) {
-	v := &verification{Mismatches: []kafka.Mismatch{}, Refailed: []kafka.Refailure{}, Watched: "0s", WatchFor: watch.String(), WatchEnded: watchSkipped, WatchGroups: []string{}}
-	ends, err := s.cluster.DLQEnds(ctx, pf.Plan.DLQ)
-	if err != nil {
-		return v, err
-	}
-	// The ledger entries of this plan's records only (a keyed look-up),
-	// not the whole ledger.
-	locs := make([]string, 0, len(pf.Plan.Records))
-	for _, r := range pf.Plan.Records {
-		if r.Included {
-			locs = append(locs, r.Coord().String())
-		}
-	}
-	ledger, err := s.store.Lookup(ctx, pf.Plan.DLQ, locs)
-	if err != nil {
-		return v, err
-	}
-	var mine []redrive.LedgerEntry
-	for _, e := range ledger {
-		if e.Plan == pf.Hash && e.Action == redrive.LedgerRedriven {
-			mine = append(mine, e)
-		}
-	}
-	// Each copy must carry the value of the DLQ record it came from, as
-	// that record is now (its digest still the plan's).
-	coords := make([]redrive.Coord, 0, len(mine))
-	for _, e := range mine {
-		coords = append(coords, redrive.Coord{Partition: e.Partition, Offset: e.Offset})
-	}
-	recs, _, err := s.cluster.ReadDLQAt(ctx, pf.Plan.DLQ, coords)
-	if err != nil {
-		return v, err
-	}
-	digest := map[redrive.Coord]string{}
-	for _, r := range pf.Plan.Records {
-		digest[r.Coord()] = r.Digest
-	}
-	want := map[redrive.Coord]string{}
-	for _, r := range recs {
-		if r.Digest() == digest[r.Coord()] {
-			sum := sha256.Sum256(r.Value)
-			want[r.Coord()] = hex.EncodeToString(sum[:])
-		}
-	}
-	v.Checked = len(mine)
-	if v.Mismatches, err = s.cluster.VerifyRedriven(ctx, mine, want); err != nil {
-		return v, err
-	}
-	if v.Mismatches == nil {
-		v.Mismatches = []kafka.Mismatch{}
-	}
-	// Nothing sent by this plan: nothing can fail again.
-	if watch > 0 && len(mine) > 0 {
-		wr, err := a.watchRefailures(ctx, s, kafka.Watch{DLQ: pf.Plan.DLQ, Plan: pf.Hash, From: ends, Max: watch, Copies: mine})
-		v.Refailed, v.Watched, v.WatchEnded, v.WatchGroups = wr.Refailed, wr.Watched.Round(time.Millisecond).String(), wr.Ended, wr.Groups
-		if err != nil && ctx.Err() == nil {
-			return v, err
-		}
-	}
-	return v, nil
+	return a.kafkaRedrive(s, "", "").Verify(ctx, pf, watch, func(w kafka.Watch) (kafka.WatchResult, error) {
+		return a.watchRefailures(ctx, s, w)
+	})
 }
-
-// watchSkipped is verification.watch_ended when no watch ran (--watch 0,
-// or nothing was sent).
-const watchSkipped = "skipped"
 
 // watchRefailures runs the re-failure watch and says so on stderr: what it
 // watches, for whom and for how long at most, and how to leave it. On a

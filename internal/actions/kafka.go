@@ -2,6 +2,8 @@ package actions
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -426,4 +428,88 @@ func verifiedAuthor(f redrive.File, d approval.Decision) string {
 		return "(unsigned)"
 	}
 	return "(unverified)"
+}
+
+// Verification is what execute checks after sending: every copy read back
+// (read_committed) and compared with the DLQ record it came from, then the
+// DLQ watched for copies that fail again.
+type Verification struct {
+	Checked    int              `json:"checked"`
+	Mismatches []kafka.Mismatch `json:"mismatches"`
+	// Watched is how long the DLQ was watched for re-failures, WatchFor
+	// the most it would have been, WatchEnded why it ended (WatchSkipped,
+	// or the kafka.Watch* reasons), WatchGroups the consumer groups it
+	// waited for.
+	Watched     string            `json:"watched"`
+	WatchFor    string            `json:"watch_for"`
+	WatchEnded  string            `json:"watch_ended"`
+	WatchGroups []string          `json:"watch_groups"`
+	Refailed    []kafka.Refailure `json:"refailed"`
+}
+
+// WatchSkipped is Verification.WatchEnded when no watch ran (a zero watch,
+// or nothing was sent).
+const WatchSkipped = "skipped"
+
+// Verify reads back every copy this plan produced and compares payload
+// hashes with the DLQ records as they are now (their digests still the
+// plan's), then, for watch, watches the DLQ for records that fail again
+// through run (the caller's: it shows the watch and may end it early;
+// what was sent stays sent).
+func (k *KafkaRedrive) Verify(ctx context.Context, f redrive.File, watch time.Duration, run func(kafka.Watch) (kafka.WatchResult, error)) (*Verification, error) {
+	v := &Verification{Mismatches: []kafka.Mismatch{}, Refailed: []kafka.Refailure{}, Watched: "0s", WatchFor: watch.String(), WatchEnded: WatchSkipped, WatchGroups: []string{}}
+	cl := k.Planner.Cluster
+	ends, err := cl.DLQEnds(ctx, f.Plan.DLQ)
+	if err != nil {
+		return v, err
+	}
+	// The ledger entries of this plan's records only (a keyed look-up),
+	// not the whole ledger.
+	locs := make([]string, 0, len(f.Plan.Records))
+	for _, r := range f.Plan.Records {
+		if r.Included {
+			locs = append(locs, r.Coord().String())
+		}
+	}
+	ledger, err := k.Store.Lookup(ctx, f.Plan.DLQ, locs)
+	if err != nil {
+		return v, err
+	}
+	var mine []redrive.LedgerEntry
+	for _, e := range ledger {
+		if e.Plan == f.Hash && e.Action == redrive.LedgerRedriven {
+			mine = append(mine, e)
+		}
+	}
+	coords := make([]redrive.Coord, 0, len(mine))
+	for _, e := range mine {
+		coords = append(coords, redrive.Coord{Partition: e.Partition, Offset: e.Offset})
+	}
+	recs, err := cl.ReadDLQByCoord(ctx, f.Plan.DLQ, coords)
+	if err != nil {
+		return v, err
+	}
+	want := map[redrive.Coord]string{}
+	for _, r := range f.Plan.Records {
+		if rec, ok := recs[r.Coord()]; ok && rec.Digest() == r.Digest {
+			sum := sha256.Sum256(rec.Value)
+			want[r.Coord()] = hex.EncodeToString(sum[:])
+		}
+	}
+	v.Checked = len(mine)
+	if v.Mismatches, err = cl.VerifyRedriven(ctx, mine, want); err != nil {
+		return v, err
+	}
+	if v.Mismatches == nil {
+		v.Mismatches = []kafka.Mismatch{}
+	}
+	// Nothing sent by this plan: nothing can fail again.
+	if watch > 0 && len(mine) > 0 && run != nil {
+		wr, err := run(kafka.Watch{DLQ: f.Plan.DLQ, Plan: f.Hash, From: ends, Max: watch, Copies: mine})
+		v.Refailed, v.Watched, v.WatchEnded, v.WatchGroups = wr.Refailed, wr.Watched.Round(time.Millisecond).String(), wr.Ended, wr.Groups
+		if err != nil && ctx.Err() == nil {
+			return v, err
+		}
+	}
+	return v, nil
 }
