@@ -60,6 +60,10 @@ type Options struct {
 	// Logf receives the broker's own warnings: an open-file budget too
 	// small for its partitions, running out of descriptors (default: none).
 	Logf func(format string, args ...any)
+
+	// fileBudget (benchmarks) overrides how many descriptors budgetFS may
+	// keep open: 0 is the limit less the reserve, -1 is kfake's own files.
+	fileBudget int
 }
 
 // DefaultDataDir is where the bundled broker keeps its data unless told otherwise.
@@ -167,7 +171,10 @@ func Start(ctx context.Context, o Options) (*Broker, error) {
 		return f
 	}}
 	opts = append(opts, kfake.WithLogger(b.watch))
-	if b.files.Limit > 2*reservedFiles {
+	switch {
+	case o.fileBudget > 0:
+		opts = append(opts, kfake.WithFS(newBudgetFS(o.fileBudget)))
+	case o.fileBudget == 0 && b.files.Limit > 2*reservedFiles:
 		// Partition files beyond the budget are closed when idle and
 		// reopened on demand (budgetfs.go).
 		opts = append(opts, kfake.WithFS(newBudgetFS(int(b.files.Limit-reservedFiles))))
