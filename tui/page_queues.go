@@ -150,6 +150,7 @@ const (
 	ageSrcEstimate  = "est."         // ready / drain rate: not a measured age
 	ageSrcEmpty     = "empty"
 	ageSrcStream    = "stream: n/a"
+	ageSrcUnknown   = "unknown" // a DLQ holds messages whose age is not reported (yet)
 )
 
 // queueAgeText is the age cell and its source label. Unknown is "?",
@@ -159,6 +160,9 @@ func queueAgeText(q backends.Queue, l lag.QueueLag) (age, src string) {
 		return "—", ageSrcStream
 	}
 	if l.Age == nil {
+		if l.AgeSource == lag.AgeUnknown {
+			return "?", ageSrcUnknown
+		}
 		return "?", "—"
 	}
 	age = durations.Format(*l.Age)

@@ -201,6 +201,12 @@ func TestRabbitUnknownStatsAreNeverZero(t *testing.T) {
 	if eta, _ := queueETA(bal, lag.EvaluateQueue(bal, fixtureNow, time.Minute)); eta != "steady" {
 		t.Errorf("balanced queue ETA = %q, want steady", eta)
 	}
+	// A DLQ whose head timestamp is not reported yet: its age is said
+	// to be unknown, not left as blank as a queue with nothing to age.
+	dlq := backends.Queue{Name: "held.dlq", Type: "classic", Ready: i64(3), Unacked: i64(0), Consumers: intp(0)}
+	if age, src := queueAgeText(dlq, lag.EvaluateDeadLetterQueue(dlq, fixtureNow)); age != "?" || src != "unknown" {
+		t.Errorf("DLQ with no head timestamp yet: age %q from %q, want ? from unknown", age, src)
+	}
 	// A stream has no age and no ETA.
 	ev := rowOf(t, p, "events")
 	if ev[colQAge] != "—" || ev[colQAgeSrc] != "stream: n/a" || ev[colQType] != "stream" {

@@ -239,6 +239,8 @@ func (a *app) runQueues(cmd *cobra.Command) error {
 			src = "estimate (depth/drain)"
 		} else if src == lag.AgePublisherTimestamp {
 			src = "publisher timestamp"
+		} else if src == lag.AgeUnknown {
+			src = "unknown (head timestamp not reported)"
 		}
 		eta := ""
 		if r.ETASeconds != nil {

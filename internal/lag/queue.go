@@ -62,6 +62,12 @@ const (
 	AgePublisherTimestamp = "publisher_timestamp"
 	AgeEstimate           = "estimate"
 	AgeEmpty              = "empty"
+	// AgeUnknown: a dead-letter queue holds (or may hold) messages whose
+	// oldest age is not known: the management API has not reported the
+	// head message's timestamp yet, or never does (quorum queues, a head
+	// message without a timestamp property). It is said, so an unknown
+	// age never reads as an empty or fresh queue.
+	AgeUnknown = "unknown"
 )
 
 // QueueLag is a queue's computed status, age and ETA at one moment.
@@ -205,6 +211,14 @@ func EvaluateDeadLetterQueue(q backends.Queue, now time.Time) QueueLag {
 		out.Status, out.Reason, out.Age, out.AgeSource = QueueDLQEmpty, "no dead letters", &zero, AgeEmpty
 	default:
 		out.Status, out.Reason = QueueDLQHolding, fmt.Sprintf("%d dead letters held for review or redrive", depth)
+	}
+	if out.Age == nil {
+		out.AgeSource = AgeUnknown
+		if q.Type == backends.QueueQuorum {
+			out.Reason += "; oldest's age unknown (a quorum queue reports no head timestamp)"
+		} else {
+			out.Reason += "; oldest's age unknown (head timestamp not reported yet, or the head message carries none)"
+		}
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package lag
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -144,16 +145,23 @@ func TestDeadLetterQueueIsNeverStalled(t *testing.T) {
 	if w := EvaluateQueue(held, now, time.Minute); w.Status != QueueStalled || !w.Breach {
 		t.Fatalf("as a work queue: %s breach %v", w.Status, w.Breach)
 	}
+	notYet := held
+	notYet.HeadPublisherTimestamp = nil
 	cases := []struct {
 		name   string
 		q      backends.Queue
 		status QueueStatus
 		age    *float64
+		source string
 	}{
-		{"holding, oldest from the head's timestamp", held, QueueDLQHolding, f64(7200)},
-		{"receiving now", backends.Queue{Type: "quorum", Ready: i64(3), Unacked: i64(0), Consumers: intp(0), PublishRate: f64(2.5), HeadPublisherTimestamp: tp(now.Add(-time.Hour))}, QueueDLQReceiving, nil},
-		{"empty", backends.Queue{Type: "classic", Ready: i64(0), Unacked: i64(0), Consumers: intp(0), PublishRate: f64(0)}, QueueDLQEmpty, f64(0)},
-		{"statistics not produced yet", backends.Queue{Type: "classic"}, QueueDLQHolding, nil},
+		{"holding, oldest from the head's timestamp", held, QueueDLQHolding, f64(7200), AgePublisherTimestamp},
+		// The management API reports the counts before the head's
+		// timestamp: the age is said to be unknown, never left blank
+		// as if the queue were empty or its messages fresh.
+		{"holding, head timestamp not reported yet", notYet, QueueDLQHolding, nil, AgeUnknown},
+		{"receiving now", backends.Queue{Type: "quorum", Ready: i64(3), Unacked: i64(0), Consumers: intp(0), PublishRate: f64(2.5), HeadPublisherTimestamp: tp(now.Add(-time.Hour))}, QueueDLQReceiving, nil, AgeUnknown},
+		{"empty", backends.Queue{Type: "classic", Ready: i64(0), Unacked: i64(0), Consumers: intp(0), PublishRate: f64(0)}, QueueDLQEmpty, f64(0), AgeEmpty},
+		{"statistics not produced yet", backends.Queue{Type: "classic"}, QueueDLQHolding, nil, AgeUnknown},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -164,6 +172,12 @@ func TestDeadLetterQueueIsNeverStalled(t *testing.T) {
 			got := l.AgeSeconds()
 			if (got == nil) != (c.age == nil) || (got != nil && *got != *c.age) {
 				t.Fatalf("age %v, want %v", got, c.age)
+			}
+			if l.AgeSource != c.source {
+				t.Errorf("age source %q, want %q (%s)", l.AgeSource, c.source, l.Reason)
+			}
+			if c.source == AgeUnknown && !strings.Contains(l.Reason, "age unknown") {
+				t.Errorf("reason %q does not say the oldest's age is unknown", l.Reason)
 			}
 		})
 	}

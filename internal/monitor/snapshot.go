@@ -146,7 +146,9 @@ type QueueLag struct {
 	Consumers  *int     `json:"consumers"`
 	AgeSeconds *float64 `json:"age_seconds"`
 	// AgeSource is "publisher_timestamp" (head message's timestamp
-	// property) or "estimate" (ready / drain rate); "" when unknown.
+	// property) or "estimate" (ready / drain rate); "unknown" for a DLQ
+	// that holds messages whose age is not reported (yet); "" otherwise
+	// when unknown.
 	AgeSource string `json:"age_source"`
 	// Status is the queue's status name (e.g. OK, GROWING, STALLED).
 	Status     string  `json:"status"`
