@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/redrive"
+	"github.com/berth-dev/berth/redrive/approval"
 )
 
 // RabbitMQ redrive plans. A queue message has no offset, so a plan names
@@ -30,9 +31,13 @@ const planHashDomain = "berth-redrive-plan/rabbitmq/v1\n"
 
 // Plan is a reviewed selection of DLQ messages to redrive.
 type Plan struct {
-	Version   int       `json:"version"`
-	Kind      string    `json:"kind"`
-	Server    string    `json:"server"` // AMQP host:port
+	Version int    `json:"version"`
+	Kind    string `json:"kind"`
+	Server  string `json:"server"` // AMQP host:port
+	// Cluster is the RabbitMQ cluster's name (ClusterName): a plan runs
+	// only there, and its signatures cover it. Empty in plans made before
+	// it existed (they are bound to Server).
+	Cluster   string    `json:"cluster,omitempty"`
 	Vhost     string    `json:"vhost"`
 	DLQ       string    `json:"dlq"`
 	QueueType string    `json:"queue_type"`
@@ -325,6 +330,12 @@ func (p Plan) Hash() string {
 		panic(fmt.Sprintf("rabbitmq: plan does not encode: %v", err))
 	}
 	return redrive.DomainHash(planHashDomain, c)
+}
+
+// Subject is what a signature over the plan covers: its hash and its
+// cluster.
+func (p Plan) Subject() approval.Subject {
+	return approval.Subject{PlanHash: p.Hash(), Cluster: p.Cluster}
 }
 
 // Included returns the included records by event id.

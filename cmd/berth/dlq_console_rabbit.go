@@ -182,7 +182,7 @@ func (s *consoleQueues) Plan(ctx context.Context, req tuidlq.QueuePlanRequest) (
 }
 
 func queuePlanView(p rabbitmq.Plan, sum qPlanSummary) tuidlq.QueuePlan {
-	v := tuidlq.QueuePlan{Hash: sum.Hash, DLQ: p.DLQ, Vhost: p.Vhost, QueueType: p.QueueType, Target: p.Target, Author: p.Author, AuthorKey: sum.AuthorKey,
+	v := tuidlq.QueuePlan{Hash: sum.Hash, Cluster: p.Cluster, DLQ: p.DLQ, Vhost: p.Vhost, QueueType: p.QueueType, Target: p.Target, Author: p.Author, AuthorKey: sum.AuthorKey,
 		CreatedAt: p.CreatedAt, Stored: sum.Stored, StoreNote: sum.StoreNote, Policy: p.Policy, Rate: p.Rate, Window: p.Window, Accept: p.AcceptQuorumSideEffects,
 		Totals: p.Totals()}
 	v.Blocked, v.BlockedReason = p.Blocked()
@@ -258,7 +258,7 @@ func (s *consoleQueues) status(ctx context.Context, a *app, l *rabbitmq.Ledger, 
 		if author != nil {
 			all = append([]approval.Signature{*author}, approvals...)
 		}
-		st.Signatures = signatureInfos(approval.Subject{PlanHash: p.Hash()}, author, all, signers, serr)
+		st.Signatures = signatureInfos(p.Subject(), author, all, signers, serr)
 	}
 	if states, err := l.PlanStates(ctx, p.Hash()); err == nil {
 		st.States = states

@@ -688,7 +688,7 @@ func (a *app) rmqRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 	}
 	var sig *approval.Signature
 	if signer != nil {
-		s, err := signer(approval.Subject{PlanHash: p.Hash()})
+		s, err := signer(p.Subject())
 		if err != nil {
 			return fmt.Errorf("signing the plan: %v", err)
 		}
@@ -757,7 +757,7 @@ func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, audit
 		if err != nil {
 			return err
 		}
-		if sig, err = approval.Sign(approval.Subject{PlanHash: hash}, signer, approval.RoleApproval, now); err != nil {
+		if sig, err = approval.Sign(p.Subject(), signer, approval.RoleApproval, now); err != nil {
 			return err
 		}
 	} else {

@@ -341,3 +341,46 @@ redrive:
 		t.Errorf("%d message(s) sent", n)
 	}
 }
+
+// A RabbitMQ plan is bound to its cluster's name (and its signatures
+// cover it), not to the address it was reached by: the same cluster
+// through another address runs it; a plan claiming another cluster is
+// refused.
+func TestRabbitPlanIsBoundToItsClusterNotItsAddress(t *testing.T) {
+	isolateConfig(t)
+	conn, _, work, dlq := rmqDLQ(t, 2)
+	dir := t.TempDir()
+	other := strings.Replace(testAMQPURL(), "127.0.0.1", "localhost", 1)
+	if other == testAMQPURL() {
+		t.Skip("the AMQP URL does not name 127.0.0.1: no second address to reach it by")
+	}
+	common := []string{"--management", testManagementURL(), "--audit-file", filepath.Join(dir, "audit.log")}
+	plan := filepath.Join(dir, "plan.json")
+	if _, errOut, code := runBerth(t, append([]string{"redrive", "plan", dlq, "--all", "--out", plan, "--amqp", testAMQPURL()}, common...)...); code != 0 {
+		t.Fatalf("plan: %d %s", code, errOut)
+	}
+	p, err := rabbitmq.ReadPlan(plan)
+	if err != nil || p.Cluster == "" {
+		t.Fatalf("the plan names no cluster: %+v %v", p.Cluster, err)
+	}
+	// Another cluster's plan (its hash recomputed): refused, nothing sent.
+	forged := p
+	forged.Cluster = "rabbit@elsewhere"
+	elsewhere := filepath.Join(dir, "elsewhere.json")
+	if err := rabbitmq.WritePlan(elsewhere, forged); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runBerth(t, append([]string{"redrive", "execute", elsewhere, "--yes", "--amqp", testAMQPURL()}, common...)...); code == 0 || !strings.Contains(errOut, "rabbit@elsewhere") {
+		t.Errorf("a plan of another cluster: exit %d %q; want refused", code, errOut)
+	}
+	if n := rmqReadyCount(t, conn, work); n != 0 {
+		t.Fatalf("%d message(s) sent by another cluster's plan", n)
+	}
+	// The same cluster reached as localhost: runs.
+	if out, errOut, code := runBerth(t, append([]string{"redrive", "execute", plan, "--yes", "--amqp", other}, common...)...); code != 0 {
+		t.Fatalf("the same cluster through another address: exit %d %s %s", code, out, errOut)
+	}
+	if n := rmqReadyCount(t, conn, work); n != 2 {
+		t.Errorf("the work queue holds %d, want 2", n)
+	}
+}

@@ -141,7 +141,7 @@ func (r *RabbitRedrive) MakePlan(ctx context.Context, cl *rabbitmq.Client, l *ra
 	if !res.Complete && pol.OrderingKey != "" {
 		r.warn("note: ordering was checked among the messages read only; later messages are newer and cannot be overtaken")
 	}
-	p.Server, p.Vhost, p.DLQ, p.QueueType = cl.AMQPAddr(), cl.Vhost(), in.DLQ, res.Type
+	p.Server, p.Cluster, p.Vhost, p.DLQ, p.QueueType = cl.AMQPAddr(), cl.ClusterName(), cl.Vhost(), in.DLQ, res.Type
 	p.Rate, p.Window, p.AcceptQuorumSideEffects = in.Rate, in.Window, in.Accept
 	if in.ToQueue {
 		p.ToQueues()
@@ -257,7 +257,7 @@ func (r *RabbitRedrive) Decision(ctx context.Context, l *rabbitmq.Ledger, p rabb
 	if err != nil {
 		return approval.Decision{}, true, err
 	}
-	return approval.Evaluate(approval.Subject{PlanHash: p.Hash()}, author, approvals, signers, n, r.now()), true, nil
+	return approval.Evaluate(p.Subject(), author, approvals, signers, n, r.now()), true, nil
 }
 
 // Approve stores an approval over a plan: it refuses, storing nothing, a
@@ -291,13 +291,13 @@ func (r *RabbitRedrive) Approve(ctx context.Context, l *rabbitmq.Ledger, p rabbi
 	}
 	principal := ""
 	if signers != nil {
-		v, err := approval.Verify(approval.Subject{PlanHash: hash}, sig, signers, r.now())
+		v, err := approval.Verify(p.Subject(), sig, signers, r.now())
 		if err != nil {
 			return "", approval.Decision{}, 0, Refuse(ErrSignature, "%v", err)
 		}
 		principal = v.Principal
 		if author != nil {
-			if av, err := approval.Verify(approval.Subject{PlanHash: hash}, *author, signers, r.now()); err == nil && av.Principal == principal {
+			if av, err := approval.Verify(p.Subject(), *author, signers, r.now()); err == nil && av.Principal == principal {
 				return "", approval.Decision{}, 0, Refuse(ErrTwoPersonRule, "the plan's author cannot approve it (two-person rule: same principal)")
 			}
 		}
@@ -408,8 +408,8 @@ func (r *RabbitRedrive) Preflight(ctx context.Context, l *rabbitmq.Ledger, p rab
 func (r *RabbitRedrive) Run(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledger, p rabbitmq.Plan, dec approval.Decision, skip map[string]redrive.Verdict,
 	actor, auditFile string, o rabbitmq.ExecOptions, cancelled func() bool) (rabbitmq.Result, error) {
 	hash := p.Hash()
-	if cl.AMQPAddr() != p.Server {
-		err := Refuse(ErrClusterMismatch, "plan %s was made on %s, this context is %s", redrive.ShortHash(hash), p.Server, cl.AMQPAddr())
+	if mismatch := clusterMismatch(cl, p); mismatch != "" {
+		err := Refuse(ErrClusterMismatch, "plan %s %s", redrive.ShortHash(hash), mismatch)
 		_ = r.Audit(ctx, auditFile, "redrive.refused", hash, map[string]any{"dlq": p.DLQ, "reason": err.Error(), "actor": actor})
 		return rabbitmq.Result{Plan: hash}, err
 	}
@@ -461,6 +461,22 @@ func (r *RabbitRedrive) AuditVerified(ctx context.Context, auditFile string, p r
 	_ = r.Audit(context.WithoutCancel(ctx), auditFile, "redrive.verified", p.Hash(), map[string]any{"dlq": p.DLQ, "ok": v.OK, "depth_before": v.DepthBefore,
 		"depth_after": v.DepthAfter, "acked": v.Acked, "returned": v.Returned, "problem": v.Problem, "watched": v.Watched, "refailed": len(v.Refailed),
 		"watch_error": rabbitErrText(watchErr)})
+}
+
+// clusterMismatch says why p was made elsewhere ("" when it was made on
+// cl's cluster): by cluster name, reached through any address; a plan made
+// before it carried one, by the AMQP address.
+func clusterMismatch(cl *rabbitmq.Client, p rabbitmq.Plan) string {
+	if p.Cluster != "" {
+		if name := cl.ClusterName(); name != p.Cluster {
+			return fmt.Sprintf("was made on cluster %q, this context is cluster %q", p.Cluster, name)
+		}
+		return ""
+	}
+	if cl.AMQPAddr() != p.Server {
+		return fmt.Sprintf("was made on %s, this context is %s", p.Server, cl.AMQPAddr())
+	}
+	return ""
 }
 
 // recheck runs the ledger and system-of-record checks again for the
@@ -610,7 +626,7 @@ func (r *RabbitRedrive) verifiedAuthor(ctx context.Context, l *rabbitmq.Ledger, 
 	if err != nil {
 		return "(unverified)"
 	}
-	v, err := approval.Verify(approval.Subject{PlanHash: p.Hash()}, *author, signers, r.now())
+	v, err := approval.Verify(p.Subject(), *author, signers, r.now())
 	if err != nil {
 		return "(unverified)"
 	}

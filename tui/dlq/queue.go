@@ -155,6 +155,8 @@ type QueuePlanRequest struct {
 
 // QueuePlan is a RabbitMQ plan as the pages show it.
 type QueuePlan struct {
+	// Cluster is the cluster the plan is bound to (its signatures cover it).
+	Cluster                             string
 	Hash, DLQ, Vhost, QueueType, Target string
 	Author, AuthorKey                   string
 	CreatedAt                           time.Time

@@ -330,14 +330,14 @@ func (p *QueuePlanPage) runKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 // signCmd signs with the key file given at the prompt: an approval, or
 // (author) the author's signature over a plan made here.
 func (p *QueuePlanPage) signCmd(path string, author bool) tea.Cmd {
-	hash, ro := p.plan.Hash, p.env.ReadOnly
+	hash, cluster, ro := p.plan.Hash, p.plan.Cluster, p.env.ReadOnly
 	type msg = signedMsg[QueuePlanStatus]
 	return doQueues(p.env, func(err error) tea.Msg { return msg{err: err} }, func(ctx context.Context, s QueueService) tea.Msg {
 		role, verb := approval.RoleApproval, "approve"
 		if author {
 			role, verb = approval.RoleAuthor, "sign"
 		}
-		sig, err := signPlan(path, approval.Subject{PlanHash: hash}, role, verb)
+		sig, err := signPlan(path, approval.Subject{PlanHash: hash, Cluster: cluster}, role, verb)
 		if err != nil {
 			return msg{err: err}
 		}
