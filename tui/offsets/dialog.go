@@ -552,10 +552,19 @@ func (d *Dialog) planView(add func(string), muted, bad func(string) string) {
 	mode := strings.TrimSpace(p.Spec.String() + " " + p.Scope.String())
 	add(fmt.Sprintf("Dry run: %s · group %s, %d member(s)", sanitize.Text(mode), sanitize.Text(p.GroupState), len(p.Members)))
 	rows := [][]string{{"TOPIC", "PART", "CURRENT", "NEW", "CHANGE", "IMPACT", "CLAMPED"}}
+	clamped := false
 	for _, r := range p.Partitions {
 		rows = append(rows, []string{sanitize.Text(r.Topic), fmt.Sprint(r.Partition), r.CurrentText(), fmt.Sprint(r.Target), r.ChangeText(), r.Impact(), r.ClampText()})
+		clamped = clamped || r.Clamped
 	}
-	table := columns(rows, map[int]bool{1: true, 2: true, 3: true, 4: true})
+	if !clamped {
+		// A column of blanks would take the impact's room (at 100
+		// columns its time span): CLAMPED shows when a row is clamped.
+		for i := range rows {
+			rows[i] = rows[i][:len(rows[i])-1]
+		}
+	}
+	table := columns(rows, map[int]bool{1: true, 2: true, 3: true, 4: true}, d.width)
 	// Footer lines below the table: totals, warnings, the step's prompt.
 	var footer []string
 	footer = append(footer, fmt.Sprintf("Total: replay %d record(s), skip %d record(s).", p.ReplayTotal(), p.SkipTotal()))
@@ -632,21 +641,68 @@ func (d *Dialog) planView(add func(string), muted, bad func(string) string) {
 }
 
 // columns aligns rows (the first is the header) with two spaces between
-// columns; right marks right-aligned columns.
-func columns(rows [][]string, right map[int]bool) []string {
-	var widths []int
-	for _, r := range rows {
+// columns; right marks right-aligned columns (numbers). The lines fit
+// width as the console's tables do (tui/components/table): a header is
+// never cut (a column is never narrower than its title) and numbers stay
+// whole; when the rows are wider than width, the widest text column gives
+// up cells and its cells are cut with "…" (the CLI prints them whole).
+// Before, the lines were laid out at their natural width and fit cut
+// every line at the screen's edge, the header's last titles included.
+func columns(rows [][]string, right map[int]bool, width int) []string {
+	var widths, floors []int
+	for ri, r := range rows {
 		for i, c := range r {
 			if i >= len(widths) {
-				widths = append(widths, 0)
+				widths, floors = append(widths, 0), append(floors, 0)
 			}
 			widths[i] = max(widths[i], ansi.StringWidth(c))
+			if ri == 0 {
+				floors[i] = ansi.StringWidth(c)
+			}
 		}
+	}
+	// Too narrow even for the titles: the last columns drop out whole
+	// (as the console's tables drop theirs) rather than show a cut title.
+	for len(floors) > 1 {
+		t := 2 * (len(floors) - 1)
+		for _, f := range floors {
+			t += f
+		}
+		if t <= width {
+			break
+		}
+		floors, widths = floors[:len(floors)-1], widths[:len(widths)-1]
+	}
+	total := func() int {
+		t := 2 * max(len(widths)-1, 0)
+		for _, w := range widths {
+			t += w
+		}
+		return t
+	}
+	for over := total() - width; over > 0; over = total() - width {
+		wi := -1
+		for i, w := range widths {
+			if right[i] || w <= floors[i] {
+				continue
+			}
+			if wi < 0 || w > widths[wi] {
+				wi = i
+			}
+		}
+		if wi < 0 {
+			break // only titles and numbers left: fit cuts the row
+		}
+		widths[wi]-- // one cell at a time: the widest text columns shrink together
 	}
 	out := make([]string, 0, len(rows))
 	for _, r := range rows {
+		r = r[:min(len(r), len(widths))]
 		var b strings.Builder
 		for i, c := range r {
+			if ansi.StringWidth(c) > widths[i] {
+				c = ansi.Truncate(c, widths[i], "…")
+			}
 			pad := strings.Repeat(" ", widths[i]-ansi.StringWidth(c))
 			if right[i] {
 				b.WriteString(pad + c)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -500,5 +501,58 @@ func TestDialogFieldsShareTextEditing(t *testing.T) {
 	d.Update(tea.KeyMsg{Type: tea.KeyCtrlU})
 	if d.value != "" {
 		t.Fatalf("ctrl+u left value %q", d.value)
+	}
+}
+
+// The dry run's table header is never cut, whatever the width: each column
+// is at least its title's width, numbers stay whole, and a long impact
+// gives up cells (cut with "…" in its cell, the CLI prints it whole). At
+// 100 columns an unclamped plan shows every impact whole.
+func TestDialogDryRunHeaderIsNeverCut(t *testing.T) {
+	f := newFixture(t, 2)
+	for _, c := range []struct {
+		offset  string
+		w, h    int
+		titles  []string
+		clamped bool
+	}{
+		{"2", 100, 30, []string{"TOPIC", "PART", "CURRENT", "NEW", "CHANGE", "IMPACT"}, false},
+		{"2", 60, 24, []string{"TOPIC", "PART", "CURRENT", "NEW", "CHANGE", "IMPACT"}, false},
+		// Asked past the log end: clamped to it, and the CLAMPED column
+		// says so beside an impact that now has less room.
+		{"999", 100, 30, []string{"TOPIC", "PART", "CURRENT", "NEW", "CHANGE", "IMPACT", "CLAMPED"}, true},
+		{"999", 70, 24, []string{"TOPIC", "PART", "CURRENT", "NEW", "CHANGE", "IMPACT", "CLAMPED"}, true},
+		// Too narrow for every title: the last columns drop out whole.
+		{"999", 40, 24, []string{"TOPIC", "PART", "CURRENT", "NEW", "CHANGE"}, false},
+	} {
+		d := New(f.env, "g")
+		d.Update(tea.WindowSizeMsg{Width: c.w, Height: c.h})
+		chooseMode(t, d, reset.ToOffset)
+		keys(d, "tab")
+		typeText(d, c.offset)
+		keys(d, "enter")
+		if d.step != stepPlan {
+			t.Fatalf("--to-offset %s: step %d, errors %q %q", c.offset, d.step, d.formErr, d.planErr)
+		}
+		v := d.View()
+		assertFits(t, v, c.w, c.h)
+		lines := strings.Split(v, "\n")
+		i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "TOPIC") })
+		if i < 0 {
+			t.Fatalf("--to-offset %s at %d columns: no table header:\n%s", c.offset, c.w, v)
+		}
+		if got := strings.Fields(lines[i]); !slices.Equal(got, c.titles) {
+			t.Errorf("--to-offset %s at %d columns: header %q, want %q whole", c.offset, c.w, lines[i], c.titles)
+		}
+		row := lines[i+1]
+		if fs := strings.Fields(row); len(fs) < 5 || fs[0] != "orders" || fs[2] != "5" {
+			t.Errorf("--to-offset %s at %d columns: row %q lost its numbers", c.offset, c.w, row)
+		}
+		if c.clamped && !strings.Contains(row, "asked 999") && !strings.Contains(row, "…") {
+			t.Errorf("--to-offset %s at %d columns: row %q does not show the clamp", c.offset, c.w, row)
+		}
+		if !c.clamped && c.w == 100 && !strings.Contains(row, "replay 3 record(s) (2026-11-29 08:02:00Z → 2026-11-29 08:04:00Z)") {
+			t.Errorf("at 100 columns the impact is cut: %q", row)
+		}
 	}
 }
