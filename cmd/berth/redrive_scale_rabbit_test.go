@@ -51,7 +51,8 @@ func TestRabbitRedriveAtScaleFromTheBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	// Closed after the queues are deleted (cleanups run last-in first-out).
+	t.Cleanup(func() { conn.Close() })
 	ch, err := conn.Channel()
 	if err != nil {
 		t.Fatal(err)
