@@ -115,6 +115,10 @@ type Model struct {
 	help    bool
 
 	fleet *fleet // brokers known this session, and the switch's down set
+	// toggles counts broker toggles applied to fleet: a refresh that
+	// started before the latest one read the switch before it flipped and
+	// must not undo it.
+	toggles uint64
 
 	// confirm is the question waiting for y (nil when none).
 	confirm *ConfirmMsg
@@ -139,8 +143,9 @@ type (
 		err      error
 		// down is the broker switch's down set, read with the refresh
 		// (sim is false when there is no switch).
-		down []int32
-		sim  bool
+		down    []int32
+		sim     bool
+		toggles uint64 // Model.toggles when the refresh started
 	}
 	clockMsg  struct{}
 	routedMsg struct {
@@ -321,12 +326,12 @@ func (m *Model) refreshCmd() tea.Cmd {
 	}
 	m.refreshing = true
 	m.seq++
-	src, gen, seq, timeout, sw := m.source, m.gen, m.seq, m.opts.Timeout, m.brokerSwitch()
+	src, gen, seq, timeout, sw, toggles := m.source, m.gen, m.seq, m.opts.Timeout, m.brokerSwitch(), m.toggles
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		snap, err := src.Refresh(ctx)
-		msg := refreshedMsg{gen: gen, seq: seq, snap: snap, err: err}
+		msg := refreshedMsg{gen: gen, seq: seq, snap: snap, err: err, toggles: toggles}
 		if sw != nil {
 			msg.down, msg.sim = sw.Down(), true
 		}
@@ -395,6 +400,13 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case routedMsg:
 		if msg.gen != m.gen {
 			return m, nil // from before a context switch
+		}
+		if t, ok := msg.msg.(brokerToggledMsg); ok {
+			// The switch flipped whether or not its page is still open:
+			// keys wait gateWait at most for the answer, so an o typed
+			// after y can close the brokers page before a slow switch
+			// answers.
+			return m, m.applyToggle(t)
 		}
 		for i := range m.stack {
 			if m.stack[i].id == msg.pageID {
@@ -567,7 +579,7 @@ func (m *Model) applyRefresh(msg refreshedMsg) tea.Cmd {
 		m.lastErr, m.lastErrAt = msg.err, m.opts.Now()
 		return tea.Batch(next, m.setFlash(FlashMsg{Level: Error, Text: "refresh failed: " + msg.err.Error()}))
 	}
-	if msg.sim {
+	if msg.sim && msg.toggles == m.toggles {
 		m.fleet.setDown(msg.down)
 	}
 	m.snap = msg.snap
@@ -578,6 +590,25 @@ func (m *Model) applyRefresh(msg refreshedMsg) tea.Cmd {
 	}
 	m.lastErr = nil
 	return tea.Batch(next, m.updatePage(len(m.stack)-1, SnapshotMsg{Snap: m.snap}))
+}
+
+// applyToggle records a broker toggle's result in the fleet every page
+// counts from, redraws the page on top with it, and says what happened.
+func (m *Model) applyToggle(t brokerToggledMsg) tea.Cmd {
+	if t.err != nil {
+		return m.setFlash(FlashMsg{Level: Error, Text: fmt.Sprintf("broker %d: %v", t.id, t.err)})
+	}
+	m.fleet.setDown(t.downNow)
+	m.toggles++
+	var redraw tea.Cmd
+	if m.snap != nil {
+		redraw = m.updatePage(len(m.stack)-1, SnapshotMsg{Snap: m.snap})
+	}
+	state := "back up"
+	if t.down {
+		state = "down (simulated): ISR shrinks on the next refresh"
+	}
+	return tea.Batch(redraw, m.setFlash(FlashMsg{Level: Info, Text: fmt.Sprintf("broker %d %s", t.id, state)}))
 }
 
 func (m *Model) scheduleRefresh() tea.Cmd {

@@ -721,3 +721,45 @@ func TestConsoleIsReadOnlyOnAReadOnlyCluster(t *testing.T) {
 		t.Fatalf("no read-only badge: %q", lastLine(m.View()))
 	}
 }
+
+// x, y and o typed while the switch takes longer than gateWait to answer
+// (a loaded machine): the toggle's result arrives after the brokers page is
+// gone, and the overview counts it at once, not only after the next
+// refresh; a refresh that read the switch before the flip does not undo it.
+func TestBrokerToggleAnsweredAfterLeavingThePage(t *testing.T) {
+	sw := &fakeSwitch{down: map[int32]bool{1: true}}
+	m := newSwitchModel(t, sw)
+	send(m, refreshTickMsg{gen: m.gen})
+	press(m, "b", "j", "x")
+	if !strings.Contains(lastLine(m.View()), "bring broker 1 back up?") {
+		t.Fatalf("x did not ask: %q", lastLine(m.View()))
+	}
+	stale := m.refreshCmd() // started before the flip: reads broker 1 down
+	staleMsg := stale()
+	_, toggle := m.Update(keyMsg("y")) // the switch's answer, not delivered yet
+	send(m, gateOpenMsg{id: m.gate})   // the switch is slower than gateWait
+	press(m, "o")
+	if !strings.Contains(m.View(), "berth › overview") {
+		t.Fatalf("o did not open the overview:\n%s", m.View())
+	}
+	run(m, toggle)
+	if len(sw.calls) != 1 || sw.calls[0] != "b 1 up" {
+		t.Fatalf("calls = %v", sw.calls)
+	}
+	// Broker 1 is no longer counted as simulated down; it is counted up
+	// once the metadata lists it again.
+	if v := m.View(); strings.Contains(v, "simulated") {
+		t.Fatalf("overview right after the answer:\n%s", v)
+	}
+	if !strings.Contains(lastLine(m.View()), "broker 1 back up") {
+		t.Fatalf("no word of the toggle: %q", lastLine(m.View()))
+	}
+	send(m, staleMsg)
+	if v := m.View(); strings.Contains(v, "simulated") {
+		t.Fatalf("a refresh from before the flip undid it:\n%s", v)
+	}
+	send(m, refreshTickMsg{gen: m.gen})
+	if v := m.View(); !strings.Contains(v, "3/3 brokers up") || strings.Contains(v, "simulated") {
+		t.Fatalf("overview after the next refresh:\n%s", v)
+	}
+}

@@ -40,7 +40,8 @@ type brokersPage struct {
 }
 
 // brokerToggledMsg is the result of a broker toggle, with the switch's
-// down set after it.
+// down set after it. The model applies it (Model.applyToggle), not the
+// page: the page may be closed by the time it arrives.
 type brokerToggledMsg struct {
 	id      int32
 	down    bool
@@ -82,20 +83,6 @@ func newBrokers(env PageEnv) Page {
 }
 
 func (p *brokersPage) Update(msg tea.Msg) (Page, tea.Cmd) {
-	if m, ok := msg.(brokerToggledMsg); ok {
-		if m.err != nil {
-			return p, Flash(Error, fmt.Sprintf("broker %d: %v", m.id, m.err))
-		}
-		p.env.fleet.setDown(m.downNow)
-		if p.snap != nil {
-			p.tbl.SetRows(p.rows(p.snap))
-		}
-		state := "back up"
-		if m.down {
-			state = "down (simulated): ISR shrinks on the next refresh"
-		}
-		return p, Flash(Info, fmt.Sprintf("broker %d %s", m.id, state))
-	}
 	_, cmd := p.tablePage.Update(msg)
 	return p, cmd
 }

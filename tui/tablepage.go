@@ -103,6 +103,10 @@ func (p *tablePage) Update(msg tea.Msg) (Page, tea.Cmd) {
 		p.resize()
 	case SnapshotMsg:
 		p.snap = msg.Snap
+		// The header may count from more than the snapshot (the broker
+		// switch's down set): a SnapshotMsg redraws it even when the
+		// snapshot is the same.
+		p.headerCache = nil
 		p.resize()
 		if p.snap == nil {
 			break
