@@ -424,6 +424,24 @@ func scanProgressPrinter(w io.Writer) func(kafka.ScanProgress) {
 }
 
 func writeFileAtomic(path string, data []byte) error {
+	// Renaming over something that is not a regular file would replace it
+	// with one: --out /dev/null, run as root, turned /dev/null into a 0600
+	// file for the whole machine. A device, pipe or socket is written in
+	// place (it has no half-written state to hide); a directory is refused.
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		if st.IsDir() {
+			return fmt.Errorf("%s is a directory", path)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		if _, err := f.Write(data); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".berth-plan-*")
 	if err != nil {
 		return err

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -453,5 +455,39 @@ func TestRedriveApproveAndExecuteAskOnATerminal(t *testing.T) {
 	run.waitText("the run", "[berth exited]")
 	if got := f.state(t, hash); got != 2 {
 		t.Fatalf("sent %d of 2 after the prefix", got)
+	}
+}
+
+// --out naming something that is not a regular file (a pipe here; /dev/null
+// on a real machine) is written in place, never renamed over: doing so as
+// root replaced /dev/null with a 0600 file.
+func TestRedrivePlanOutToAPipeKeepsThePipe(t *testing.T) {
+	f := newRedriveFixture(t, 2, "    - match: \"ledger-events.DLT\"\n      review: none\n")
+	pipe := filepath.Join(t.TempDir(), "plan.pipe")
+	if err := syscall.Mkfifo(pipe, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		r, err := os.Open(pipe) // blocks until the writer opens it
+		if err != nil {
+			got <- nil
+			return
+		}
+		b, _ := io.ReadAll(r)
+		r.Close()
+		got <- b
+	}()
+	out, errOut, code := runBerth(t, "--config", f.config, "redrive", "plan", "ledger-events.DLT", "--offsets", "0:0", "--out", pipe, "-o", "json")
+	if code != 0 {
+		t.Fatalf("plan --out a pipe: exit %d %s %s", code, errOut, out)
+	}
+	// Checked first: had the pipe been replaced, its reader would wait on
+	// the old one for ever.
+	if st, err := os.Lstat(pipe); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("--out replaced the pipe: %v", err)
+	}
+	if b := <-got; !strings.Contains(string(b), `"format":"berth-redrive-plan/v2"`) {
+		t.Fatalf("the pipe's reader got %q", b)
 	}
 }
