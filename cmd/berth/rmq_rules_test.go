@@ -384,3 +384,42 @@ func TestRabbitPlanIsBoundToItsClusterNotItsAddress(t *testing.T) {
 		t.Errorf("the work queue holds %d, want 2", n)
 	}
 }
+
+// The loop guard runs again at execution under the stricter policy: a
+// message redriven once before, planned under the default limit (3), is
+// not sent once today's policy allows one redrive only.
+func TestRabbitExecuteRechecksTheLoopLimitUnderTodaysPolicy(t *testing.T) {
+	isolateConfig(t)
+	conn, ch, work, dlq := rmqDLQ(t, 0)
+	death := amqp.Table{"count": int64(1), "reason": "rejected", "queue": work, "exchange": "", "routing-keys": []any{work}, "time": time.Now().Truncate(time.Second)}
+	if err := ch.Publish("", dlq, false, false, amqp.Publishing{MessageId: "again-1", Body: []byte(`{}`),
+		Headers: amqp.Table{"x-death": []any{death}, "berth-redrive-attempt": int64(1)}}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	base := fmt.Sprintf(`current_context: rmq
+contexts:
+  rmq:
+    kind: rabbitmq
+    amqp_url: %s
+    management_url: %s
+audit:
+  file: %s
+redrive:
+  store_dsn: %s
+`, testAMQPURL(), testManagementURL(), filepath.Join(dir, "audit.log"), filepath.Join(dir, "ledger.db"))
+	before := writeConfig(t, base)
+	today := writeConfig(t, base+fmt.Sprintf("  policies:\n    - match: %q\n      review: none\n      max_redrives: 1\n", dlq))
+	plan := filepath.Join(dir, "plan.json")
+	out, errOut, code := runBerth(t, "redrive", "plan", dlq, "--all", "--out", plan, "--config", before, "-o", "json")
+	if code != 0 || !strings.Contains(out, `"included": 1`) {
+		t.Fatalf("plan: exit %d %s %s", code, out, errOut)
+	}
+	out, errOut, code = runBerth(t, "redrive", "execute", plan, "--yes", "--config", today, "-o", "json")
+	if !strings.Contains(out, `"loop_limit"`) {
+		t.Errorf("execute under max_redrives 1: exit %d, want the message skipped as loop_limit:\n%s%s", code, out, errOut)
+	}
+	if n := rmqReadyCount(t, conn, work); n != 0 {
+		t.Errorf("%d message(s) sent past today's loop limit", n)
+	}
+}

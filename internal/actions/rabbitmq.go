@@ -494,20 +494,38 @@ func (r *RabbitRedrive) recheck(ctx context.Context, l *rabbitmq.Ledger, p rabbi
 	if err != nil {
 		return nil, err
 	}
+	// The loop guard and the key requirement again, under the stricter of
+	// the plan's policy and today's (execution sends a message only when
+	// its key and prior redrives are the record's: derived_mismatch).
+	pol, matched := r.Config.RedrivePolicyFor(p.DLQ)
+	maxRedrives := p.Policy.MaxRedrives
+	if maxRedrives <= 0 {
+		maxRedrives = redrive.DefaultMaxRedrives
+	}
+	if matched && pol.MaxRedrives > 0 {
+		maxRedrives = min(maxRedrives, pol.MaxRedrives)
+	}
+	requireKey := p.Policy.RequireIdempotencyKey || (matched && pol.RequireIdempotencyKey)
 	var keys []string
 	for _, rec := range p.Records {
 		if !rec.Included {
 			continue
 		}
-		if e, ok := byOthers[rec.EventID]; ok {
+		switch e, ok := byOthers[rec.EventID]; {
+		case ok:
 			skip[rec.EventID] = redrive.Verdict{Reason: redrive.ReasonAlreadyRedriven, Detail: fmt.Sprintf("redriven meanwhile from %s by plan %s", e.DLQ, redrive.ShortHash(e.Plan))}
+			continue
+		case rec.PriorRedrives >= maxRedrives:
+			skip[rec.EventID] = redrive.Verdict{Reason: redrive.ReasonLoopLimit, Detail: fmt.Sprintf("redriven %d times before (limit %d under today's policy)", rec.PriorRedrives, maxRedrives)}
+			continue
+		case requireKey && rec.IdempotencyKey == "":
+			skip[rec.EventID] = redrive.Verdict{Reason: redrive.ReasonMissingKey, Detail: "today's policy requires an idempotency key and the message has none"}
 			continue
 		}
 		if rec.IdempotencyKey != "" {
 			keys = append(keys, rec.IdempotencyKey)
 		}
 	}
-	pol, _ := r.Config.RedrivePolicyFor(p.DLQ)
 	if pol.SystemOfRecord == nil || len(keys) == 0 {
 		return skip, nil
 	}
