@@ -67,10 +67,11 @@ func (tt *tmuxTerm) resize(w, h int) {
 	tt.run("resize-window", "-t", "b", "-x", fmt.Sprint(w), "-y", fmt.Sprint(h))
 }
 
-// waitFor polls the screen (20 s at most) until ok holds, and returns it.
+// waitFor polls the screen until ok holds (screenWait at most), and
+// returns it.
 func (tt *tmuxTerm) waitFor(what string, ok func(screen string) bool) string {
 	tt.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(screenWait)
 	for {
 		s := tt.screen()
 		if ok(s) {
@@ -129,6 +130,10 @@ func TestConsoleDemoInTmux(t *testing.T) {
 	tt.keys("x")
 	tt.waitText("the question", "bring broker 1 back up?")
 	tt.keys("y")
+	// Wait for the answer before the next key: a y read together with the
+	// o after it is a burst, and a burst never confirms (it would cancel).
+	upRow := regexp.MustCompile(`(?m)^▸ +1 .*(broker|controller)`)
+	tt.waitFor("broker 1 listed up", upRow.MatchString)
 	tt.keys("o")
 	tt.waitText("all brokers up", "3/3 brokers up")
 

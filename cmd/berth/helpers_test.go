@@ -5,6 +5,18 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+)
+
+// Deadlines of tests that wait for the console. They only turn a screen
+// that never comes into a failure; they are not speed limits: CI runs the
+// -race suite on 2 cores with every package at once, where a refresh
+// against the bundled broker or RabbitMQ (whose queue statistics lag a few
+// seconds even on a quiet machine) takes many times longer than here.
+const (
+	screenWait     = 2 * time.Minute  // a screen to show (teatest.WaitFor)
+	quitWait       = time.Minute      // the console to exit after q
+	consoleTimeout = 30 * time.Second // one console call (dial, refresh)
 )
 
 // runBerth runs the berth command line in-process, exactly as the binary
