@@ -70,16 +70,16 @@ func TestConsoleRabbitMQQueuesPageShowsRealQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := newApp(io.Discard, io.Discard)
-	a.cfg, a.ctxName, a.ctx, a.timeout = cfg, "rabbit", cfg.Contexts["rabbit"], 5*time.Second
+	a.cfg, a.ctxName, a.ctx, a.timeout = cfg, "rabbit", cfg.Contexts["rabbit"], consoleTimeout
 
-	m := tui.New(tui.Options{Config: cfg, Context: "rabbit", Dial: a.dialConsole, Timeout: 5 * time.Second, Refresh: 300 * time.Millisecond, Services: consoleServices()})
+	m := tui.New(tui.Options{Config: cfg, Context: "rabbit", Dial: a.dialConsole, Timeout: consoleTimeout, Refresh: 300 * time.Millisecond, Services: consoleServices()})
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(200, 50))
 	waitScreen := func(what string, re *regexp.Regexp) {
 		t.Helper()
 		t.Logf("waiting for %s", what)
-		// RabbitMQ emits queue statistics every 5s: allow a few rounds.
+		// RabbitMQ emits queue statistics every 5s: allow many rounds.
 		teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return re.MatchString(ansi.Strip(string(b))) },
-			teatest.WithDuration(30*time.Second), teatest.WithCheckInterval(50*time.Millisecond))
+			teatest.WithDuration(screenWait), teatest.WithCheckInterval(50*time.Millisecond))
 	}
 	waitScreen("the queue overview", regexp.MustCompile(`nodes running`))
 	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("c")})
@@ -93,7 +93,7 @@ func TestConsoleRabbitMQQueuesPageShowsRealQueue(t *testing.T) {
 	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
 	waitScreen("the queue page", regexp.MustCompile(`dead-letter exchange\s+dlx\.console\s+\(argument\)`))
 	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q")})
-	fm := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*tui.Model)
+	fm := tm.FinalModel(t, teatest.WithFinalTimeout(quitWait)).(*tui.Model)
 	v := ansi.Strip(fm.View())
 	if strings.Contains(v, "guest:guest") || strings.Contains(v, ":guest@") {
 		t.Errorf("the screen shows credentials:\n%s", v)
@@ -120,13 +120,13 @@ func TestConsoleRabbitMQDeadLetterPagesThroughTheApp(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := newApp(io.Discard, io.Discard)
-	a.cfg, a.ctxName, a.ctx, a.timeout = cfg, "rabbit", cfg.Contexts["rabbit"], 5*time.Second
-	m := tui.New(tui.Options{Config: cfg, Context: "rabbit", Dial: a.dialConsole, Timeout: 5 * time.Second, Refresh: 300 * time.Millisecond, Services: consoleServices()})
+	a.cfg, a.ctxName, a.ctx, a.timeout = cfg, "rabbit", cfg.Contexts["rabbit"], consoleTimeout
+	m := tui.New(tui.Options{Config: cfg, Context: "rabbit", Dial: a.dialConsole, Timeout: consoleTimeout, Refresh: 300 * time.Millisecond, Services: consoleServices()})
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(200, 50))
 	waitScreen := func(what string, re *regexp.Regexp) {
 		t.Helper()
 		teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return re.MatchString(ansi.Strip(string(b))) },
-			teatest.WithDuration(30*time.Second), teatest.WithCheckInterval(50*time.Millisecond))
+			teatest.WithDuration(screenWait), teatest.WithCheckInterval(50*time.Millisecond))
 	}
 	waitScreen("the queue overview", regexp.MustCompile(`nodes running`))
 	tm.Type(":dlq")
@@ -140,7 +140,7 @@ func TestConsoleRabbitMQDeadLetterPagesThroughTheApp(t *testing.T) {
 	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
 	waitScreen("the RabbitMQ plans page", regexp.MustCompile(`plan\(s\) in the redrive store`))
 	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q")})
-	fm := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*tui.Model)
+	fm := tm.FinalModel(t, teatest.WithFinalTimeout(quitWait)).(*tui.Model)
 	if v := ansi.Strip(fm.View()); strings.Contains(v, "Kafka only") {
 		t.Errorf("a RabbitMQ dead-letter page said Kafka only:\n%s", v)
 	}

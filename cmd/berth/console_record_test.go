@@ -32,7 +32,7 @@ func TestConsoleViewsTheRecordAtTheCommittedOffset(t *testing.T) {
 			Value:   []byte(fmt.Sprintf(`{"orderId":"o-%d","amountCents":%d,"note":"\u001b[2J"}`, i, 1000+i)),
 			Headers: []kgo.RecordHeader{{Key: "trace", Value: []byte("evil\x1b]0;owned\x07")}}})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.Addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
@@ -50,13 +50,13 @@ func TestConsoleViewsTheRecordAtTheCommittedOffset(t *testing.T) {
 	}
 
 	a := consoleApp(t, kc.Addrs[0])
-	m := tui.New(tui.Options{Config: a.cfg, Context: "local", Dial: a.dialConsole, Timeout: 5 * time.Second, Refresh: 300 * time.Millisecond, Services: consoleServices()})
+	m := tui.New(tui.Options{Config: a.cfg, Context: "local", Dial: a.dialConsole, Timeout: consoleTimeout, Refresh: 300 * time.Millisecond, Services: consoleServices()})
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(100, 40))
 	wait := func(what string, re *regexp.Regexp) {
 		t.Helper()
 		t.Logf("waiting for %s", what)
 		teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return re.MatchString(ansi.Strip(string(b))) },
-			teatest.WithDuration(20*time.Second), teatest.WithCheckInterval(30*time.Millisecond))
+			teatest.WithDuration(screenWait), teatest.WithCheckInterval(30*time.Millisecond))
 	}
 	wait("the overview", regexp.MustCompile(`fraud-monitor`))
 	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(":")})
@@ -67,7 +67,7 @@ func TestConsoleViewsTheRecordAtTheCommittedOffset(t *testing.T) {
 	wait("the record", regexp.MustCompile(`"amountCents": 1004`))
 
 	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q")})
-	fm := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*tui.Model)
+	fm := tm.FinalModel(t, teatest.WithFinalTimeout(quitWait)).(*tui.Model)
 	v := fm.View()
 	for _, want := range []string{"fraud-monitor › orders[1]@4", "the record at fraud-monitor's committed offset 4 on orders[1]",
 		"offset          4 (the committed offset)", "key             order-4", "trace = hex:6576696c1b5d303b6f776e656407", `"orderId": "o-4",`, `"note": "\u001b[2J"`} {
