@@ -83,13 +83,15 @@ func TestConsoleRabbitMQQueuesPageShowsRealQueue(t *testing.T) {
 	}
 	waitScreen("the queue overview", regexp.MustCompile(`nodes running`))
 	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("c")})
+	// Filtered before looking for the row: the broker is shared, and other
+	// tests' older queues can fill the screen above it.
+	tm.Type("/" + name)
+	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
 	// QUEUE VHOST TYPE STATUS AGE AGE-FROM READY: stalled (no consumers),
 	// ~10 minutes from the publisher timestamp, 3 ready.
 	row := regexp.MustCompile(regexp.QuoteMeta(name) + `\s+/\s+classic\s+STALLED!\s+1[01]m\d\ds\s+publisher ts\s+3\s`)
 	waitScreen("the queue's row with ready 3 and a publisher-timestamp age", row)
 
-	tm.Type("/" + name)
-	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
 	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
 	waitScreen("the queue page", regexp.MustCompile(`dead-letter exchange\s+dlx\.console\s+\(argument\)`))
 	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q")})
@@ -131,9 +133,11 @@ func TestConsoleRabbitMQDeadLetterPagesThroughTheApp(t *testing.T) {
 	waitScreen("the queue overview", regexp.MustCompile(`nodes running`))
 	tm.Type(":dlq")
 	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
-	waitScreen("the DLQ list", regexp.MustCompile(regexp.QuoteMeta(dlq)+`\s+/\s+classic\s.*`+regexp.QuoteMeta(work[:20])))
+	// Filtered first: other tests' DLQs on the shared broker can fill the
+	// screen above this one.
 	tm.Type("/" + dlq)
 	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
+	waitScreen("the DLQ list", regexp.MustCompile(regexp.QuoteMeta(dlq)+`\s+/\s+classic\s.*`+regexp.QuoteMeta(work[:20])))
 	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
 	waitScreen("the DLQ's classes", regexp.MustCompile(`2 message\(s\) read, 1 class\(es\)`))
 	tm.Type(":plans")
