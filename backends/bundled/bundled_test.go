@@ -17,7 +17,7 @@ import (
 
 func startBroker(t *testing.T, dir string, seed string) *Broker {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	b, err := Start(ctx, Options{Listen: "127.0.0.1:0", DataDir: dir, Seed: seed})
 	if err != nil {
@@ -38,7 +38,7 @@ func adminFor(t *testing.T, b *Broker, opts ...kgo.Opt) (*kgo.Client, *kadm.Clie
 }
 
 func tctx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }

@@ -11,7 +11,7 @@ import (
 // under min ISR — and refusing acks=all writes on a real broker — while
 // the cluster is healthy.
 func TestSeedOnOneBrokerCapsMinISR(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	b, err := Start(ctx, Options{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Brokers: 1})
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 
 func measureClient(t *testing.T, kc *kafkatest.Cluster) *Client {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c, err := Dial(ctx, Options{Bootstrap: kc.Addrs, Timeout: 5 * time.Second})
 	if err != nil {
@@ -56,7 +56,7 @@ func (p *producer) produce(topic string, partitions int32, n, size int) {
 		}
 		p.n++
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := p.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		p.t.Fatal(err)
@@ -94,7 +94,7 @@ func (c *drivenClock) advance(t *testing.T, d time.Duration, wantSample int) {
 	c.mu.Unlock()
 	select {
 	case c.tick <- at:
-	case <-time.After(10 * time.Second):
+	case <-time.After(2 * time.Minute):
 		t.Fatal("measurement did not wait for a tick")
 	}
 	c.wait(t, wantSample)
@@ -107,7 +107,7 @@ func (c *drivenClock) wait(t *testing.T, want int) {
 		if n != want {
 			t.Fatalf("sample %d, want %d", n, want)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(2 * time.Minute):
 		t.Fatalf("sample %d never taken", want)
 	}
 }
@@ -134,7 +134,7 @@ func TestMeasureLoad(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		l, err := c.MeasureLoad(ctx, "orders", LoadOptions{Window: 3 * time.Second, SampleRecords: 60, hooks: clock.hooks()})
 		done <- result{l, err}
@@ -176,7 +176,7 @@ func TestMeasureLoad_AllTopicsNoRate(t *testing.T) {
 	p := newProducer(t, kc)
 	p.produce("orders", 2, 10, 100)
 	p.produce("audit", 1, 10, 300)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	l, err := measureClient(t, kc).MeasureLoad(ctx, "", LoadOptions{})
 	if err != nil {
@@ -192,7 +192,7 @@ func TestMeasureLoad_AllTopicsNoRate(t *testing.T) {
 
 func TestMeasureLoad_UnknownTopic(t *testing.T) {
 	kc := kafkatest.Start(t, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	_, err := measureClient(t, kc).MeasureLoad(ctx, "nope", LoadOptions{})
 	if err == nil || !strings.Contains(err.Error(), "nope") {
@@ -220,7 +220,7 @@ func TestMeasureLoad_Cancel(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "context canceled") {
 			t.Fatalf("err = %v", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(2 * time.Minute):
 		t.Fatal("measurement ignored cancellation")
 	}
 }
@@ -231,7 +231,7 @@ func TestMeasureLoad_SampleBound(t *testing.T) {
 	kc := kafkatest.Start(t, 1)
 	kc.CreateTopic(t, "orders", 3, 1, nil)
 	newProducer(t, kc).produce("orders", 3, 30, 100)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	l, err := measureClient(t, kc).MeasureLoad(ctx, "orders", LoadOptions{SampleRecords: 10})
 	if err != nil {

@@ -26,7 +26,7 @@ func TestLedgerStores(t *testing.T) {
 	}
 	for name, dsn := range stores {
 		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			l, err := OpenLedger(ctx, dsn)
 			if err != nil {
