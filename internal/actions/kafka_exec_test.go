@@ -187,7 +187,7 @@ func TestRedriveTransactionalExactlyOnce(t *testing.T) {
 
 func readAllCommitted(t *testing.T, kc *kafkatest.Cluster, topic string) []*kgo.Record {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ends, err := kc.Admin.ListEndOffsets(ctx, topic)
 	if err != nil {

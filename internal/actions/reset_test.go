@@ -42,7 +42,7 @@ func setup(t *testing.T) *env {
 		kc.ProduceTo(t, "orders", p, 10, t0, time.Minute)
 	}
 	kc.Commit(t, "g", map[string]map[int32]int64{"orders": {0: 5, 1: 5}})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cl, err := kafka.Dial(ctx, kafka.Options{Bootstrap: kc.Addrs, Timeout: 5 * time.Second})
 	if err != nil {
@@ -60,7 +60,7 @@ func setup(t *testing.T) *env {
 }
 
 func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }
