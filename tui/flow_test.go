@@ -37,7 +37,7 @@ func waitFor(t *testing.T, tm *teatest.TestModel, what string, cond func(string)
 	t.Helper()
 	t.Logf("waiting for %s", what)
 	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return cond(string(b)) },
-		teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+		teatest.WithDuration(2*time.Minute), teatest.WithCheckInterval(20*time.Millisecond))
 }
 
 func contains(s string) func(string) bool {
@@ -50,7 +50,7 @@ func TestFlowOverviewToStuckPartition(t *testing.T) {
 	tm.Send(tea.KeyMsg{Type: tea.KeyEnter}) // the worst group is first
 	waitFor(t, tm, "group page", contains("STALLED!"))
 	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q")})
-	fm := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*Model)
+	fm := tm.FinalModel(t, teatest.WithFinalTimeout(time.Minute)).(*Model)
 	p, ok := fm.top().page.(*groupPage)
 	if !ok {
 		t.Fatalf("final page %T", fm.top().page)
@@ -72,7 +72,7 @@ func TestFlowPaletteToTopic(t *testing.T) {
 	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
 	waitFor(t, tm, "topic page", contains("HOT 7.0x"))
 	tm.Send(tea.KeyMsg{Type: tea.KeyCtrlC})
-	fm := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*Model)
+	fm := tm.FinalModel(t, teatest.WithFinalTimeout(time.Minute)).(*Model)
 	if got := crumbs(fm); got != "orders-by-tenant" {
 		t.Fatalf("stack = %q", got)
 	}
@@ -94,7 +94,7 @@ func TestFlowStaleAndRecovery(t *testing.T) {
 		return i >= 0 && !strings.Contains(s[i:], "STALE") && strings.Contains(s[i:], "ago")
 	})
 	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q")})
-	fm := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*Model)
+	fm := tm.FinalModel(t, teatest.WithFinalTimeout(time.Minute)).(*Model)
 	if fm.lastErr != nil || fm.snap == nil {
 		t.Fatalf("after recovery: lastErr=%v snap=%v", fm.lastErr, fm.snap != nil)
 	}

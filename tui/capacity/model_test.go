@@ -473,7 +473,7 @@ func TestPage_OpensWithTopic(t *testing.T) {
 		Size: func() (int, int) { return 120, 40 },
 		Do: func(fn func(ctx context.Context, c backends.Cluster) tea.Msg) tea.Cmd {
 			return func() tea.Msg {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
 				return fn(ctx, nil)
 			}

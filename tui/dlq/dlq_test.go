@@ -101,7 +101,7 @@ func world(t *testing.T, readOnly bool) tui.PageEnv {
 		Size: func() (int, int) { return width, height },
 		Do: func(fn func(ctx context.Context, c backends.Cluster) tea.Msg) tea.Cmd {
 			return func() tea.Msg {
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
 				return fn(ctx, cl)
 			}

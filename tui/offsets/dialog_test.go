@@ -49,7 +49,7 @@ func newFixture(t *testing.T, partitions int32) *fixture {
 		commits[p] = 5
 	}
 	kc.Commit(t, "g", map[string]map[int32]int64{"orders": commits})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cl, err := kafka.Dial(ctx, kafka.Options{Bootstrap: kc.Addrs, Timeout: 5 * time.Second})
 	if err != nil {
@@ -70,7 +70,7 @@ func newFixture(t *testing.T, partitions int32) *fixture {
 		Size:    func() (int, int) { return 100, 30 },
 		Do: func(fn func(context.Context, backends.Cluster) tea.Msg) tea.Cmd {
 			return func() tea.Msg {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
 				return fn(ctx, cluster)
 			}
@@ -245,7 +245,7 @@ func TestDialogRefusesActiveGroupBeforeAskingForItsName(t *testing.T) {
 		}
 	}()
 	defer func() { cancel(); <-done; cl.Close() }()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		gs, err := f.kc.Admin.DescribeGroups(context.Background(), "g")
 		if err == nil && gs["g"].State == "Stable" && len(gs["g"].Members) == 1 {
@@ -455,7 +455,7 @@ func TestFlowRFromGroupPageResetsOffsets(t *testing.T) {
 	wait := func(s string) {
 		t.Helper()
 		teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return strings.Contains(string(b), s) },
-			teatest.WithDuration(15*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+			teatest.WithDuration(2*time.Minute), teatest.WithCheckInterval(20*time.Millisecond))
 	}
 	tm.Type(":group g")
 	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
@@ -469,7 +469,7 @@ func TestFlowRFromGroupPageResetsOffsets(t *testing.T) {
 	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
 	wait("Executed: offsets committed")
 	tm.Send(tea.KeyMsg{Type: tea.KeyCtrlC})
-	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
+	tm.WaitFinished(t, teatest.WithFinalTimeout(time.Minute))
 	if c := f.committed(t, "g"); c[0] != 0 || c[1] != 0 {
 		t.Fatalf("console reset committed %v, want 0 and 0", c)
 	}

@@ -40,7 +40,7 @@ func env(w, h int, cl backends.Cluster) tui.PageEnv {
 		Size:   func() (int, int) { return w, h },
 		Do: func(fn func(ctx context.Context, c backends.Cluster) tea.Msg) tea.Cmd {
 			return func() tea.Msg {
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
 				return fn(ctx, cl)
 			}
