@@ -247,7 +247,7 @@ func TestCapacityConsolePrefill(t *testing.T) {
 	kc := kafkatest.Start(t, 1)
 	kc.CreateTopic(t, "orders", 4, 1, map[string]string{"retention.ms": "7200000"})
 	kc.Produce(t, &kgo.Record{Topic: "orders", Value: bytes.Repeat([]byte("x"), 321)})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c, err := kafka.Dial(ctx, kafka.Options{Bootstrap: kc.Addrs, Timeout: 5 * time.Second})
 	if err != nil {

@@ -39,7 +39,7 @@ func TestConsoleSourceRefreshesFromTheCluster(t *testing.T) {
 	kc := kafkatest.Start(t, 3)
 	kc.CreateTopic(t, "orders", 6, 3, map[string]string{"min.insync.replicas": "2"})
 	kc.ProduceTo(t, "orders", 2, 10, time.Now().Add(-time.Minute), time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var offs kadm.Offsets
 	offs.AddOffset("orders", 2, 4, -1)

@@ -33,7 +33,7 @@ func TestConsoleColumnsKeepNameEndingsAndWholeHeaders(t *testing.T) {
 	kc.ProduceTo(t, "orders", 0, 20, time.Now().Add(-time.Minute), time.Second)
 	blue := "settlement-reconciliation-worker-eu-west-1-blue"
 	green := "settlement-reconciliation-worker-eu-west-1-green"
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for i, g := range []string{blue, green} {
 		var offs kadm.Offsets
@@ -59,7 +59,7 @@ func TestConsoleColumnsKeepNameEndingsAndWholeHeaders(t *testing.T) {
 	screen := func() string { return tmux("capture-pane", "-p", "-t", "w") }
 	waitScreen := func(what string, ok func(string) bool) string {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
+		deadline := time.Now().Add(2 * time.Minute)
 		for {
 			s := screen()
 			if ok(s) {

@@ -26,7 +26,7 @@ func TestDemoRefusesForeignCluster(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "not a Berth bundled broker") || !strings.Contains(stderr, foreign.Addrs[0]) {
 		t.Fatalf("exit %d, stderr %q; want a refusal naming the address", code, stderr)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	tds, err := foreign.Admin.ListTopics(ctx)
 	if err != nil {
@@ -52,13 +52,13 @@ func TestDemoRejectsBadFlags(t *testing.T) {
 // The demo attaches to a bundled broker already running (recognised by its
 // cluster id), runs the workload against it and stops cleanly on SIGTERM.
 func TestDemoAttachesToBundledBroker(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
 	b := startBundled(t, dir)
 	p := startBerthProc(t, 0, "demo", "--headless", "--listen", b.Addrs()[0], "--data-dir", dir)
-	p.waitOutput(t, "attached to bundled broker "+b.ClusterID(), 15*time.Second)
-	p.waitOutput(t, "orders/s", 10*time.Second)
+	p.waitOutput(t, "attached to bundled broker "+b.ClusterID(), 2*time.Minute)
+	p.waitOutput(t, "orders/s", 2*time.Minute)
 
 	// The one line another terminal needs: a config file with the demo's
 	// context and policies, which a second berth uses as is.
@@ -98,7 +98,7 @@ func TestDemoAttachesToBundledBroker(t *testing.T) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	p.waitOutput(t, "orders ", 10*time.Second) // a status line
+	p.waitOutput(t, "orders ", 2*time.Minute) // a status line
 	if code := p.stop(t, syscall.SIGTERM); code != 0 {
 		t.Fatalf("SIGTERM exit %d; output:\n%s", code, p.output())
 	}
@@ -125,13 +125,13 @@ func TestDemoRefusesDataDirOfAnotherBroker(t *testing.T) {
 // puts it in the degraded state other clients observe.
 func TestDemoOwnBrokerDegraded(t *testing.T) {
 	p := startBerthProc(t, 3, "demo", "--headless", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--down-broker", "1")
-	p.waitOutput(t, "orders/s", 15*time.Second)
+	p.waitOutput(t, "orders/s", 2*time.Minute)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(p.addrs...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	adm := kadm.NewClient(cl)
 	tds, err := adm.ListTopics(ctx, "orders")
@@ -152,7 +152,7 @@ func TestDemoOwnBrokerDegraded(t *testing.T) {
 // dir, closed when the test ends.
 func startBundled(t *testing.T, dir string) *bundled.Broker {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	b, err := bundled.Start(ctx, bundled.Options{Listen: "127.0.0.1:0", DataDir: dir})
 	if err != nil {

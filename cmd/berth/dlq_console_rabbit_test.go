@@ -70,7 +70,7 @@ redrive:
 		Size: func() (int, int) { return consoleW, consoleH },
 		Do: func(fn func(ctx context.Context, c backends.Cluster) tea.Msg) tea.Cmd {
 			return func() tea.Msg {
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
 				return fn(ctx, cl)
 			}
@@ -257,7 +257,7 @@ func TestConsoleRabbitReadOnlyBrowsesAndRefuses(t *testing.T) {
 	// A hostile message put straight into the DLQ, behind the dead letters
 	// (dead-lettering is asynchronous: wait for them): its id, header and
 	// body must reach the screen escaped, never as terminal control.
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	for deadline := time.Now().Add(2 * time.Minute); ; {
 		q, err := ch.QueueDeclarePassive(dlq, false, false, false, false, nil)
 		if err == nil && q.Messages == 3 {
 			break
@@ -446,7 +446,7 @@ func TestConsoleRabbitQuorumDLQAsksBeforeReading(t *testing.T) {
 func waitManagementCount(t *testing.T, queue string, n int) {
 	t.Helper()
 	u := strings.TrimRight(testManagementURL(), "/") + "/api/queues/%2F/" + url.PathEscape(queue) + "?columns=messages"
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		req, _ := http.NewRequest(http.MethodGet, u, nil)
 		if req.URL.User == nil {

@@ -63,7 +63,7 @@ func consoleEnv(t *testing.T, f *redriveFixture, readOnly bool, watch time.Durat
 		Size: func() (int, int) { return consoleW, consoleH },
 		Do: func(fn func(ctx context.Context, c backends.Cluster) tea.Msg) tea.Cmd {
 			return func() tea.Msg {
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
 				return fn(ctx, cl)
 			}

@@ -170,7 +170,7 @@ type partitionJSON struct {
 // is returned.
 func shrinkISR(t *testing.T, kc *kafkatest.Cluster, topic string) (down int32) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	real, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, kc.Client)
 	if err != nil {
@@ -295,7 +295,7 @@ func TestGroupsAndDescribeGroupJSON(t *testing.T) {
 	kc.ProduceTo(t, "orders", 2, 8, time.Now(), time.Millisecond)
 	// Retention removed the first 5 records of partition 2: a commit before
 	// them cannot lag by records that no longer exist.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if r, err := kc.Admin.DeleteRecords(ctx, kadm.Offsets{"orders": {2: {Topic: "orders", Partition: 2, At: 5}}}); err != nil || r.Error() != nil {
 		t.Fatalf("delete records: %v %v", err, r.Error())
@@ -321,7 +321,7 @@ func TestGroupsAndDescribeGroupJSON(t *testing.T) {
 	t.Cleanup(func() { stop(); <-done; cl.Close() })
 
 	var dg describeGroupJSON
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		dg = describeGroupJSON{}
 		berthJSON(t, kc, &dg, "describe", "group", "email-notifier")

@@ -90,7 +90,7 @@ groups:
 		return m
 	}
 	// The management API publishes counts a few seconds after the fact.
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	var lagRows map[string]map[string]any
 	for {
 		lagRows = rows("lag")

@@ -57,7 +57,7 @@ func TestConsoleResetterOnTheDemoBrokerGuardsPaymentsGroups(t *testing.T) {
 	if err := os.WriteFile(demo.PaymentsDB(dir), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cl, err := kafka.Dial(ctx, kafka.Options{Bootstrap: kc.Addrs, Timeout: 5 * time.Second})
 	if err != nil {

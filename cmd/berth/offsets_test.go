@@ -99,7 +99,7 @@ func resetRun(t *testing.T, kc *kafkatest.Cluster, args ...string) (resetJSON, s
 
 func committedOf(t *testing.T, kc *kafkatest.Cluster, group string) map[int32]int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	resp, err := kc.Admin.FetchOffsets(ctx, group)
 	if err != nil {
@@ -386,7 +386,7 @@ func TestOffsetsResetActiveGroupRefusedNamingMember(t *testing.T) {
 		}
 	}()
 	defer func() { cancel(); <-done; cl.Close() }()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		gs, err := kc.Admin.DescribeGroups(context.Background(), "g")
 		if err == nil && gs["g"].State == "Stable" && len(gs["g"].Members) == 1 {
@@ -454,7 +454,7 @@ func TestOffsetsResetSavedPlanRefusedAfterChange(t *testing.T) {
 // policies and read-only.
 func TestConsoleResetterWiring(t *testing.T) {
 	kc, auditFile := resetCluster(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cl, err := kafka.Dial(ctx, kafka.Options{Bootstrap: kc.Addrs, Timeout: 5 * time.Second})
 	if err != nil {

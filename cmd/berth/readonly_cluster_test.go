@@ -104,7 +104,7 @@ func TestRedrivePlanInReadOnlyWritesNothingToTheCluster(t *testing.T) {
 
 func topicNames(t *testing.T, kc *kafkatest.Cluster) []string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// Named explicitly: a metadata request for every topic may leave out
 	// Berth's own (internal-looking) topics.

@@ -27,7 +27,7 @@ func TestRecordsFromTheCommittedOffset(t *testing.T) {
 	}
 	recs[3].Value = []byte{0xde, 0xad, 0xbe, 0xef}
 	kc.Produce(t, recs...)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var offs kadm.Offsets
 	offs.AddOffset("orders", 0, 2, -1)

@@ -123,7 +123,7 @@ func (f *redriveFixture) plan(t *testing.T, extra ...string) string {
 // plan, at the coordinates where the copy is. It returns how many are done.
 func (f *redriveFixture) state(t *testing.T, plan string) int {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ends, err := f.kc.Admin.ListCommittedOffsets(ctx, "ledger-events") // the LSO: a killed run may leave a transaction open
 	if err != nil {

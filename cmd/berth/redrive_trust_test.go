@@ -117,7 +117,7 @@ func forge(t *testing.T, file, key string, edit func(*redrive.Plan)) (string, st
 // transaction markers (so 0 above the originals means nothing was sent).
 func topicRecords(t *testing.T, kc *kafkatest.Cluster, topic string) int {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ends, err := kc.Admin.ListEndOffsets(ctx, topic)
 	if err != nil {
