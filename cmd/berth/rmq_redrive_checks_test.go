@@ -23,7 +23,7 @@ func rmqPostgres(t *testing.T) (string, *pgx.Conn) {
 	if dsn == "" {
 		dsn = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
@@ -404,7 +404,7 @@ func TestRabbitRedriveWatchReportsRefailures(t *testing.T) {
 		done <- result{out, errOut, code}
 	}()
 	// Once the run has ended (the watch begins), fail the copies again.
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		b, _ := os.ReadFile(auditFile)
 		if strings.Contains(string(b), "redrive.execute.finished") {

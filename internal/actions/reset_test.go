@@ -416,7 +416,7 @@ func joinGroup(t *testing.T, e *env, group, clientID string) {
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done; cl.Close() })
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		gs, err := e.kc.Admin.DescribeGroups(context.Background(), group)
 		if err == nil && len(gs[group].Members) > 0 && gs[group].State == "Stable" {

@@ -73,7 +73,7 @@ func (r *rig) refresh(t testing.TB) Snapshot {
 // from its cache for a moment after the cluster changes).
 func (r *rig) refreshUntil(t testing.TB, cond func(Snapshot) bool) Snapshot {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		s := r.refresh(t)
 		if cond(s) || time.Now().After(deadline) {
@@ -271,7 +271,7 @@ func TestStatusesFromScriptedCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		cl.PollFetches(ctx)
