@@ -552,8 +552,11 @@ func (a *app) rmqPlanSummary(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq
 	return s
 }
 
-func (a *app) writeQPlanText(s qPlanSummary) {
-	w := a.stdout
+func (a *app) writeQPlanText(s qPlanSummary) { writeQPlan(a.stdout, s) }
+
+// writeQPlan writes a RabbitMQ plan as `redrive show` prints it: every
+// record's event, class, target and verdict, then the totals.
+func writeQPlan(w io.Writer, s qPlanSummary) {
 	fmt.Fprintf(w, "plan %s\n", s.Hash)
 	if s.File != "" {
 		fmt.Fprintf(w, "file %s\n", sanitize.Text(s.File))
@@ -737,7 +740,7 @@ func (a *app) rmqRedriveShow(cmd *cobra.Command, ref string) error {
 
 // ---- berth redrive approve ----
 
-func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, auditFile string) error {
+func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, auditFile string, yes bool) error {
 	f, err := a.format(output.Table, output.JSON)
 	if err != nil {
 		return err
@@ -766,6 +769,15 @@ func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, audit
 			return fmt.Errorf("--signature: %v", errors.Unwrap(err))
 		}
 		if sig, err = approval.FromArmored(hash, raw, approval.RoleApproval, now); err != nil {
+			return err
+		}
+	}
+	if !yes && isTerminal(os.Stdin) && isTerminal(a.stderr) {
+		// On a terminal the approver sees what they sign (each message's
+		// target and verdict, the totals) and types the hash's first 8
+		// hex digits, as on Kafka; --yes signs without asking.
+		writeQPlan(a.stderr, a.rmqPlanSummary(ctx, l, p))
+		if err := confirmPlanHash(os.Stdin, a.stderr, "approve", hash, "nothing signed"); err != nil {
 			return err
 		}
 	}
@@ -855,7 +867,7 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 		}
 		fmt.Fprintf(a.stderr, "dry run: plan %s would redrive %d message(s) from %s (selected %d, excluded %d, skipped now %d)\n",
 			shortHash(hash), totals.Included-len(skip), sanitize.Text(p.DLQ), totals.Selected, totals.Excluded, len(skip))
-		if err := confirmPlanHash(os.Stdin, a.stderr, "send", hash); err != nil {
+		if err := confirmPlanHash(os.Stdin, a.stderr, "send", hash, "nothing sent"); err != nil {
 			return err
 		}
 	}
@@ -1044,11 +1056,11 @@ func statusRowOf(s actions.RabbitStatus) qStatusRow {
 
 // confirmPlanHash asks, on a terminal, for the first 8 hex digits of the
 // plan hash before verb; anything else refuses (actions.ErrNotConfirmed).
-func confirmPlanHash(in io.Reader, prompt io.Writer, verb, hash string) error {
+func confirmPlanHash(in io.Reader, prompt io.Writer, verb, hash, nothing string) error {
 	fmt.Fprintf(prompt, "to %s, type the first 8 hex digits of plan %s's hash: ", verb, shortHash(hash))
 	line, _ := bufio.NewReader(in).ReadString('\n')
 	if strings.TrimSpace(line) != hash[:8] {
-		return actions.Refuse(actions.ErrNotConfirmed, "not confirmed: nothing sent")
+		return actions.Refuse(actions.ErrNotConfirmed, "not confirmed: %s", nothing)
 	}
 	return nil
 }

@@ -223,7 +223,7 @@ and given with --signature. The author's own key never counts.`,
 				return fmt.Errorf("%w: an approval is written to the plan store", errReadOnly)
 			}
 			if a.isRabbit() {
-				return a.rmqRedriveApprove(cmd, args[0], keyFile, sigFile, auditFile)
+				return a.rmqRedriveApprove(cmd, args[0], keyFile, sigFile, auditFile, yes)
 			}
 			ctx, cancel := a.opCtx(cmd.Context())
 			defer cancel()

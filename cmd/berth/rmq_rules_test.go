@@ -423,3 +423,61 @@ redrive:
 		t.Errorf("%d message(s) sent past today's loop limit", n)
 	}
 }
+
+// On a terminal, approve shows the plan (each message's target and
+// verdict) and signs only after the plan hash's first 8 hex digits.
+func TestRabbitApproveOnATerminalShowsThePlanAndAsks(t *testing.T) {
+	isolateConfig(t)
+	_, _, work, dlq := rmqDLQ(t, 1)
+	dir := t.TempDir()
+	signers, alice, _, bob := signersFile(t, dir)
+	cfg := writeConfig(t, fmt.Sprintf(`current_context: rmq
+contexts:
+  rmq:
+    kind: rabbitmq
+    amqp_url: %s
+    management_url: %s
+audit:
+  file: %s
+redrive:
+  store_dsn: %s
+  policies:
+    - match: %q
+      review: required
+      approvals: 1
+      allowed_signers: %s
+`, testAMQPURL(), testManagementURL(), filepath.Join(dir, "audit.log"), filepath.Join(dir, "ledger.db"), dlq, signers))
+	plan := filepath.Join(dir, "plan.json")
+	out, errOut, code := runBerth(t, "redrive", "plan", dlq, "--all", "--key", alice, "--out", plan, "--config", cfg, "-o", "json")
+	if code != 0 {
+		t.Fatalf("plan: %d %s", code, errOut)
+	}
+	var p struct {
+		Hash string `json:"hash"`
+	}
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatal(err)
+	}
+	approvals := func() string {
+		out, _, _ := runBerth(t, "redrive", "status", plan, "--config", cfg, "-o", "json")
+		return out
+	}
+	wrong := startTmux(t, 160, 30, "redrive", "approve", plan, "--key", bob, "--config", cfg)
+	s := wrong.waitText("the review and the question", "type the first 8 hex digits")
+	if !strings.Contains(s, work) || !strings.Contains(s, "include") {
+		t.Errorf("the review does not show the target and verdict:\n%s", s)
+	}
+	wrong.keys("0000000", "Enter")
+	if s := wrong.waitText("the refusal", "[berth exited]"); !strings.Contains(s, "not confirmed: nothing signed") {
+		t.Errorf("a wrong prefix: %s", s)
+	}
+	if st := approvals(); !strings.Contains(st, `"approvers": []`) {
+		t.Fatalf("an approval was stored after a wrong prefix: %s", st)
+	}
+	right := startTmux(t, 160, 30, "redrive", "approve", plan, "--key", bob, "--config", cfg)
+	right.waitText("the question", "type the first 8 hex digits")
+	right.keys(p.Hash[:8], "Enter")
+	if s := right.waitText("the signature", "[berth exited]"); !strings.Contains(s, "approved by bob@hc") {
+		t.Errorf("after the prefix: %s", s)
+	}
+}
