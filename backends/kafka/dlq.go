@@ -107,9 +107,16 @@ func (k *Cluster) ReadDLQ(ctx context.Context, dlq string, opt ReadOptions) (Rea
 	return res, nil
 }
 
+// readAtIdle is how long ReadDLQAt waits for a record before it gives up:
+// every offset it reads is below the high watermark, so a record (or a
+// marker) is there and a quiet read means a slow broker, not the end.
+const readAtIdle = 20 * time.Second
+
 // ReadDLQAt reads the records at the given coordinates; coordinates with no
-// record (out of range, compacted, a transaction marker) are returned in
-// missing.
+// record (out of range, compacted, aborted, a transaction marker) are
+// returned in missing. A partition whose offsets could not be listed, or a
+// read that stops short of a coordinate, is an error: neither shows that
+// there is no record.
 func (k *Cluster) ReadDLQAt(ctx context.Context, dlq string, coords []redrive.Coord) ([]redrive.Record, []redrive.Coord, error) {
 	ts, err := k.Topics(ctx, dlq)
 	if err != nil {
@@ -118,6 +125,12 @@ func (k *Cluster) ReadDLQAt(ctx context.Context, dlq string, coords []redrive.Co
 	bounds := map[int32]backends.Partition{}
 	for _, p := range ts[0].Partitions {
 		bounds[p.Partition] = p
+	}
+	for _, c := range coords {
+		// Offsets not listed (HighWatermark -1) are not "no record".
+		if b, ok := bounds[c.Partition]; ok && b.Err != "" {
+			return nil, nil, fmt.Errorf("dlq %s[%d]: %s", dlq, c.Partition, b.Err)
+		}
 	}
 	wantAt := map[redrive.Coord]bool{}
 	lo, hi := map[int32]int64{}, map[int32]int64{}
@@ -142,19 +155,26 @@ func (k *Cluster) ReadDLQAt(ctx context.Context, dlq string, coords []redrive.Co
 	}
 	var out []redrive.Record
 	got := map[redrive.Coord]bool{}
-	if _, err := k.c.readRanges(ctx, ranges, 0, 0, func(r *kgo.Record) {
+	stats, err := k.c.readRanges(ctx, ranges, 0, readAtIdle, func(r *kgo.Record) {
 		c := redrive.Coord{Partition: r.Partition, Offset: r.Offset}
 		if wantAt[c] && !got[c] {
 			got[c] = true
 			out = append(out, toRecord(r))
 		}
-	}, nil); err != nil {
+	}, nil)
+	if err != nil {
 		return nil, nil, err
 	}
 	for c := range wantAt {
-		if !got[c] {
-			missing = append(missing, c)
+		if got[c] {
+			continue
 		}
+		// Only a read that went past c shows there is no record at c; one
+		// that stopped short (a slow broker) says nothing about it.
+		if next := stats.next[rangeKey{dlq, c.Partition}]; next <= c.Offset {
+			return nil, nil, fmt.Errorf("read %s[%d]: no answer for %s before offset %d (read up to %d); try again", dlq, c.Partition, readAtIdle, c.Offset, next)
+		}
+		missing = append(missing, c)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Partition != out[j].Partition {
@@ -398,7 +418,17 @@ func (c *Client) readRanges(ctx context.Context, ranges []readRange, limit int64
 		got := 0
 		fs.EachRecord(func(r *kgo.Record) {
 			k := rangeKey{r.Topic, r.Partition}
-			if done[k] || r.Offset >= ends[k] {
+			if done[k] {
+				return
+			}
+			if r.Offset >= ends[k] {
+				// Offsets only grow: a record past the end means every
+				// offset in range was read or is a gap (compacted away,
+				// aborted), so the range is read to its end.
+				stats.next[k] = ends[k]
+				done[k] = true
+				pending--
+				cl.PauseFetchPartitions(map[string][]int32{k.topic: {k.partition}})
 				return
 			}
 			got++

@@ -1,12 +1,15 @@
 package kafka
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berth-dev/berth/internal/kafkatest"
 	"github.com/berth-dev/berth/redrive"
@@ -180,5 +183,75 @@ func TestOrderingScanFindsNewerSameKeyRecordAndReportsProgress(t *testing.T) {
 	}
 	if v := s.Verdicts(false)[0]; v.Reason != redrive.ReasonCheckFailed {
 		t.Fatalf("missing topic verdict %+v", v)
+	}
+}
+
+// A record that berth dlq show lists is found by its coordinates even when
+// the broker is slow to answer the read (a busy machine, a 3-broker demo):
+// the first fetch here is answered after 4s, longer than the idle time of
+// a bounded read, which used to stop the read short and report the record
+// as "no record at 0:1".
+func TestReadDLQAtWaitsForASlowBroker(t *testing.T) {
+	kc := kafkatest.Start(t, 3)
+	kc.CreateTopic(t, "payments.DLT", 3, 3, nil)
+	ts := time.Now().Add(-time.Minute)
+	produceManual(t, kc,
+		dltRecord("payments.DLT", 0, "payments", 0, 7, "order-7", "a", ts),
+		dltRecord("payments.DLT", 0, "payments", 0, 9, "order-9", "b", ts))
+	cl := dialCluster(t, kc)
+	var slowed atomic.Bool
+	kc.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+		kc.KeepControl()
+		if slowed.CompareAndSwap(false, true) {
+			kc.SleepControl(func() { time.Sleep(4 * time.Second) })
+		}
+		return nil, nil, false
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	at, missing, err := cl.ReadDLQAt(ctx, "payments.DLT", []redrive.Coord{{Partition: 0, Offset: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(missing) != 0 || len(at) != 1 || at[0].Offset != 1 || string(at[0].Key) != "order-9" {
+		t.Fatalf("records %+v, missing %v: want the record at 0:1", at, missing)
+	}
+	if !slowed.Load() {
+		t.Fatal("no fetch was slowed: the test did not test a slow broker")
+	}
+
+	// Where there is no record the read still says so: a commit marker
+	// (partition 1: a record at 0, its marker at 1) and aborted data
+	// (partition 2: aborted at 0, its marker at 1, a record at 2).
+	tx, err := kgo.NewClient(kgo.SeedBrokers(kc.Addrs...), kgo.TransactionalID("berth-test-readat"), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	for _, w := range []struct {
+		partition int32
+		commit    bool
+	}{{1, true}, {2, false}, {2, true}} {
+		if err := tx.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.ProduceSync(ctx, dltRecord("payments.DLT", w.partition, "payments", w.partition, 1, "k", "v", ts)).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.EndTransaction(ctx, kgo.TransactionEndTry(w.commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at, missing, err = cl.ReadDLQAt(ctx, "payments.DLT", []redrive.Coord{{Partition: 1, Offset: 1}, {Partition: 2, Offset: 0}, {Partition: 2, Offset: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(at) != 1 || at[0].Partition != 2 || at[0].Offset != 2 || fmt.Sprint(missing) != "[1:1 2:0]" {
+		t.Fatalf("records %+v, missing %v: want 2:2, and 1:1 (marker) and 2:0 (aborted) missing", at, missing)
+	}
+	// Alone, the aborted offset is a range whose next record lies past
+	// its end: that ends the read at once (not a wait for more).
+	if at, missing, err = cl.ReadDLQAt(ctx, "payments.DLT", []redrive.Coord{{Partition: 2, Offset: 0}}); err != nil || len(at) != 0 || fmt.Sprint(missing) != "[2:0]" {
+		t.Fatalf("aborted 2:0: records %+v, missing %v, %v", at, missing, err)
 	}
 }
