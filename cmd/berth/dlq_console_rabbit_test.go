@@ -140,11 +140,17 @@ func TestConsoleRabbitDLQClassToExecutedPlan(t *testing.T) {
 
 	// :dlq lists the DLQ with the queue that dead-letters into it.
 	d := drive(t, env, tuidlq.NewQueueListPage(env))
+	// Filtered to this DLQ first: the broker is shared, and other tests'
+	// DLQs can fill the screen above it.
+	d.press(keyRunes("/"), never)
+	d.press(keyRunes(dlq), never)
+	d.press(keyEnterMsg, never)
 	v := d.until(dlq)
-	row := ""
+	row := "" // the first line naming it (the footer names the filter)
 	for _, l := range strings.Split(v, "\n") {
 		if strings.Contains(l, dlq) {
 			row = l
+			break
 		}
 	}
 	if !strings.Contains(row, work[:28]) || !strings.Contains(row, "classic") {
