@@ -576,3 +576,21 @@ func TestStallShowsAtRefreshPrecision(t *testing.T) {
 		r.clock.add(time.Second)
 	}
 }
+
+// A cluster can hold a retention.ms longer than time.Duration reaches;
+// it reads as "kept forever", never as a negative retention that would
+// make every partition look about to expire.
+func TestRetentionPastDurationRangeIsForever(t *testing.T) {
+	for ms, want := range map[string]time.Duration{
+		"604800000":           7 * 24 * time.Hour,
+		"-1":                  0,
+		"junk":                0,
+		"9223372036854775807": 0,
+		"9223372036855":       0, // one past the longest time.Duration
+		"9223372036854":       9223372036854 * time.Millisecond,
+	} {
+		if got := retentionOf(ms); got != want {
+			t.Errorf("retention.ms %s read as %v, want %v", ms, got, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"context"
+	"math"
 	"runtime"
 	"sort"
 	"strconv"
@@ -309,9 +310,7 @@ func (m *Monitor) topicViews(topics []backends.Topic) map[string]*topicView {
 		policy := t.Configs[backends.ConfigCleanupPolicy]
 		v.compacted = strings.Contains(policy, "compact")
 		v.deletes = policy == "" || strings.Contains(policy, "delete")
-		if ms, err := strconv.ParseInt(t.Configs[backends.ConfigRetentionMs], 10, 64); err == nil && ms > 0 {
-			v.retention = time.Duration(ms) * time.Millisecond
-		}
+		v.retention = retentionOf(t.Configs[backends.ConfigRetentionMs])
 		views[t.Name] = v
 	}
 	for name := range st.topics {
@@ -713,4 +712,16 @@ func appendHistory(h []Point, p Point, keep time.Duration) []Point {
 
 func oneLine(err error) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+}
+
+// retentionOf reads a topic's retention.ms: 0 when records are kept forever
+// (-1), when the value is unreadable, or when it is too long for a
+// time.Duration (past 292 years, which a cluster can hold: a multiplication
+// would wrap it negative and every partition would read as expiring).
+func retentionOf(ms string) time.Duration {
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil || n <= 0 || n > int64(math.MaxInt64/time.Millisecond) {
+		return 0
+	}
+	return time.Duration(n) * time.Millisecond
 }
