@@ -152,6 +152,9 @@ type Result struct {
 	// AlreadySent were confirmed by an earlier run (ledger) and only acked
 	// from the DLQ now: not published again.
 	AlreadySent int `json:"already_sent"`
+	// DoneBefore were sent and acked by an earlier run: no longer in the
+	// DLQ, the ledger says confirmed (a rerun of a finished plan).
+	DoneBefore int `json:"done_before"`
 	// Resent were recorded as intent by an earlier run that stopped before
 	// their confirm: sent again (consumers deduplicate by message_id).
 	Resent int `json:"resent"`
@@ -614,7 +617,9 @@ func (r *run) account() {
 	}
 	for id, rec := range r.included {
 		switch {
-		case r.seen[id] || r.states[id] == StateConfirmed:
+		case r.seen[id]:
+		case r.states[id] == StateConfirmed:
+			r.res.DoneBefore++
 		case r.mismatch[id] != "":
 			r.res.Skipped = append(r.res.Skipped, Skip{EventID: id, Position: rec.Position, Reason: ReasonDerivedChanged, Detail: r.mismatch[id]})
 		case r.changed[id]:

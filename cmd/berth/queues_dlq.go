@@ -799,24 +799,6 @@ func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, audit
 
 // ---- berth redrive execute ----
 
-type qExecuteOutput struct {
-	Plan         string                 `json:"plan"`
-	DLQ          string                 `json:"dlq"`
-	Sent         int                    `json:"sent"`
-	Resent       int                    `json:"resent"`
-	AlreadySent  int                    `json:"already_sent"`
-	Excluded     int                    `json:"excluded"`
-	Skipped      []rabbitmq.Skip        `json:"skipped"`
-	Failed       []rabbitmq.Failure     `json:"failed"`
-	Returned     int                    `json:"returned"`
-	NotFound     []string               `json:"not_found"`
-	Passed       int                    `json:"passed_over"`
-	Stopped      string                 `json:"stopped,omitempty"`
-	Cancelled    bool                   `json:"cancelled"`
-	Approvers    []string               `json:"approvers"`
-	Verification *rabbitmq.Verification `json:"verification,omitempty"`
-}
-
 func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bool, watch time.Duration, keyFile, auditFile string) error {
 	f, err := a.format(output.Table, output.JSON)
 	if err != nil {
@@ -916,62 +898,20 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 		v.Refailed = back
 	}
 	rr.AuditVerified(sigCtx, auditFile, p, res.Verification, werr)
-	out := qExecuteOutput{Plan: hash, DLQ: p.DLQ, Sent: res.Sent, Resent: res.Resent, AlreadySent: res.AlreadySent, Excluded: res.Excluded, Skipped: res.Skipped,
-		Failed: res.Failed, Returned: res.Returned, NotFound: res.NotFound, Passed: res.Passed, Stopped: res.Stopped, Cancelled: cancelled,
-		Approvers: dec.Approvers, Verification: res.Verification}
-	if out.Approvers == nil {
-		out.Approvers = []string{}
-	}
-	fmt.Fprintf(a.stderr, "redrive %s: sent %d, skipped %d, failed %d in %s\n", shortHash(hash), res.Sent, len(res.Skipped), len(res.Failed), time.Since(start).Round(time.Millisecond))
+	out := rabbitExecuteOutput(hash, p.DLQ, res, cancelled, dec.Approvers)
+	out.judge()
+	fmt.Fprintf(a.stderr, "redrive %s: sent %d, skipped %d, failed %d in %s\n", shortHash(hash), res.Sent, len(out.Skipped), len(res.Failed), time.Since(start).Round(time.Millisecond))
 	if f == output.JSON {
 		if werr := output.WriteJSON(a.stdout, out); werr != nil {
 			return werr
 		}
 	} else {
-		a.writeQExecuteText(out)
+		writeExecuteText(a.stdout, out)
 	}
 	if err != nil && !cancelled {
 		return err
 	}
-	if len(res.Failed) > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("%d message(s) failed and stay in %s", len(res.Failed), sanitize.Text(p.DLQ))}
-	}
-	if v := res.Verification; v != nil && !v.OK {
-		return &exitError{code: 1, err: fmt.Errorf("verification: %s", v.Problem)}
-	}
-	return nil
-}
-
-func (a *app) writeQExecuteText(o qExecuteOutput) {
-	w := a.stdout
-	fmt.Fprintf(w, "plan %s  dlq %s\nsent %d (resent %d), already sent %d, excluded %d, skipped %d, failed %d, not found %d, passed over %d",
-		shortHash(o.Plan), sanitize.Text(o.DLQ), o.Sent, o.Resent, o.AlreadySent, o.Excluded, len(o.Skipped), len(o.Failed), len(o.NotFound), o.Passed)
-	if o.Cancelled {
-		fmt.Fprint(w, "  (cancelled: run the same command to resume)")
-	}
-	fmt.Fprintln(w)
-	for _, s := range o.Skipped {
-		fmt.Fprintf(w, "  skipped #%d %s: %s %s\n", s.Position, sanitize.Text(s.EventID), s.Reason, sanitize.Text(s.Detail))
-	}
-	for _, fl := range o.Failed {
-		fmt.Fprintf(w, "  failed %s -> %q %s: %s\n", sanitize.Text(fl.EventID), sanitize.Text(fl.Exchange), sanitize.Text(fl.RoutingKey), sanitize.Text(fl.Error))
-	}
-	if o.Stopped != "" {
-		fmt.Fprintln(w, "stopped: "+sanitize.Text(o.Stopped))
-	}
-	if v := o.Verification; v != nil {
-		state := "ok"
-		if !v.OK {
-			state = "PROBLEM: " + v.Problem
-		}
-		fmt.Fprintf(w, "verified: DLQ depth %d -> %d with %d acked, %d returned: %s\n", v.DepthBefore, v.DepthAfter, v.Acked, v.Returned, state)
-		if v.Watched != "" {
-			fmt.Fprintf(w, "%d re-failed within %s\n", len(v.Refailed), v.Watched)
-		}
-		for _, r := range v.Refailed {
-			fmt.Fprintf(w, "  re-failed: %s (#%d) %s in %s %s\n", sanitize.Text(r.EventID), r.Position, sanitize.Text(r.Reason), sanitize.Text(r.OriginalQueue), sanitize.Text(r.Error))
-		}
-	}
+	return out.exit()
 }
 
 // ---- berth redrive status ----

@@ -67,18 +67,20 @@ func TestQueuesDLQRedriveCommands(t *testing.T) {
 		Sent         int   `json:"sent"`
 		Failed       []any `json:"failed"`
 		Verification struct {
-			Before   int64 `json:"dlq_depth_before"`
-			After    int64 `json:"dlq_depth_after"`
-			Acked    int   `json:"acked"`
-			Returned int   `json:"returned"`
-			OK       bool  `json:"ok"`
+			OK       bool `json:"ok"`
+			RabbitMQ struct {
+				Before   int64 `json:"dlq_depth_before"`
+				After    int64 `json:"dlq_depth_after"`
+				Acked    int   `json:"acked"`
+				Returned int   `json:"returned"`
+			} `json:"rabbitmq"`
 		} `json:"verification"`
 	}
 	must(json.Unmarshal([]byte(out), &res))
 	if res.Sent != 2 || len(res.Failed) != 0 {
 		t.Fatalf("execute result %s", out)
 	}
-	if v := res.Verification; !v.OK || v.Before != 4 || v.After != 2 || v.Acked != 2 || v.Returned != 0 {
+	if v := res.Verification.RabbitMQ; !res.Verification.OK || v.Before != 4 || v.After != 2 || v.Acked != 2 || v.Returned != 0 {
 		t.Errorf("verification: %+v", v)
 	}
 	var got []string

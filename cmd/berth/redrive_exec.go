@@ -289,17 +289,6 @@ and given with --signature. The author's own key never counts.`,
 	return cmd
 }
 
-type executeOutput struct {
-	Plan      string            `json:"plan"`
-	DLQ       string            `json:"dlq"`
-	Sent      int               `json:"sent"`
-	Skipped   []actions.Skip    `json:"skipped"`
-	Failed    []actions.Failure `json:"failed"`
-	Cancelled bool              `json:"cancelled"`
-	Approvers []string          `json:"approvers"`
-	Verified  *verification     `json:"verification,omitempty"`
-}
-
 // verification is what execute checked after sending (actions.Verification).
 type verification = actions.Verification
 
@@ -412,16 +401,13 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 			res, err := a.kafkaRedrive(s, auditFile, actor).Execute(sigCtx, pf, actions.ExecControl{
 				Control: control, Progress: func(p actions.Progress) { progressLine(a.stderr, p) },
 			})
-			out := executeOutput{Plan: pf.Hash, DLQ: pf.Plan.DLQ, Sent: res.Sent, Skipped: res.Skipped, Failed: res.Failed, Cancelled: res.Cancelled, Approvers: res.Approval.Approvers}
-			if out.Approvers == nil {
-				out.Approvers = []string{}
-			}
+			out := kafkaExecuteOutput(pf, res)
 			if actions.IsRefusal(err) {
 				return err
 			}
 			if err == nil && !noVerify && sigCtx.Err() == nil {
 				v, verr := a.verifyRedrive(sigCtx, s, pf, watch)
-				out.Verified = v
+				out.kafkaVerified(v)
 				if verr != nil {
 					err = verr
 				}
@@ -433,21 +419,19 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 			if res.Cancelled {
 				stopped = " (cancelled: run the same command to resume)"
 			}
-			fmt.Fprintf(a.stderr, "redrive %s: sent %d, skipped %d, failed %d in %s%s\n", shortHash(pf.Hash), res.Sent, len(res.Skipped), len(res.Failed), time.Since(start).Round(time.Millisecond), stopped)
+			fmt.Fprintf(a.stderr, "redrive %s: sent %d, skipped %d, failed %d in %s%s\n", shortHash(pf.Hash), res.Sent, len(out.Skipped), len(res.Failed), time.Since(start).Round(time.Millisecond), stopped)
+			out.judge()
 			if f == output.JSON {
 				if werr := output.WriteJSON(a.stdout, out); werr != nil {
 					return werr
 				}
 			} else {
-				writeExecuteTable(a.stdout, out)
+				writeExecuteText(a.stdout, out)
 			}
 			if err != nil {
 				return err
 			}
-			if len(res.Failed) > 0 || (out.Verified != nil && len(out.Verified.Mismatches) > 0) {
-				return &exitError{code: 1, silent: true}
-			}
-			return nil
+			return out.exit()
 		},
 	}
 	cmd.Flags().StringVar(&keyFile, "key", "", "your SSH key: records its fingerprint as the executor in the audit log")
@@ -674,33 +658,6 @@ func writeSummary(w io.Writer, f redrive.File) {
 			x.Add(fmt.Sprintf("%d:%d", e.Partition, e.Offset), e.EventID, string(e.Reason), e.Detail)
 		}
 		_ = x.WriteTable(w)
-	}
-}
-
-func writeExecuteTable(w io.Writer, o executeOutput) {
-	fmt.Fprintf(w, "plan %s  dlq %s\nsent %d  skipped %d  failed %d", shortHash(o.Plan), o.DLQ, o.Sent, len(o.Skipped), len(o.Failed))
-	if o.Cancelled {
-		fmt.Fprint(w, "  (cancelled: run the same command to resume)")
-	}
-	fmt.Fprintln(w)
-	if len(o.Skipped) > 0 {
-		g := output.Grid{Header: []string{"SKIPPED", "EVENT", "REASON", "DETAIL"}}
-		for _, s := range o.Skipped {
-			g.Add(fmt.Sprintf("%d:%d", s.Partition, s.Offset), s.EventID, string(s.Reason), s.Detail)
-		}
-		_ = g.WriteTable(w)
-	}
-	for _, f := range o.Failed {
-		fmt.Fprintf(w, "FAILED %d records: %s\n", len(f.Records), f.Error)
-	}
-	if v := o.Verified; v != nil {
-		fmt.Fprintf(w, "verified: %d copies read back, %d mismatches; %d re-failed within %s (watch: %s)\n", v.Checked, len(v.Mismatches), len(v.Refailed), v.Watched, v.WatchEnded)
-		for _, m := range v.Mismatches {
-			fmt.Fprintf(w, "  mismatch %s -> %s %s: %s\n", m.DLQ, m.Target, m.Where, m.Reason)
-		}
-		for _, r := range v.Refailed {
-			fmt.Fprintf(w, "  re-failed: %s landed again at %s (%s)\n", r.Origin, r.DLQ, r.Exception)
-		}
 	}
 }
 

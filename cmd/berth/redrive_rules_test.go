@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"testing"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // One rule suite, run against both backends through the command line a
@@ -29,6 +32,9 @@ type ruleEnv struct {
 	dir     string
 	// sent counts the copies of plan (hash) that reached the target.
 	sent func(t *testing.T, plan string) int
+	// drop removes one record from the DLQ behind berth's back (another
+	// consumer, a retention cut).
+	drop func(t *testing.T)
 }
 
 // policy is a redrive.policies entry for the DLQ (YAML, indented).
@@ -73,6 +79,34 @@ func kafkaRuleEnv(t *testing.T, policy func(ruleEnv) string) ruleEnv {
 	f := newRedriveFixture(t, ruleN, policy(e))
 	e.config, e.audit, e.dir = f.config, f.audit, filepath.Dir(f.audit)
 	e.sent = func(t *testing.T, plan string) int { return f.state(t, plan) }
+	e.drop = func(t *testing.T) {
+		t.Helper()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(f.kc.Addrs...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		adm := kadm.NewClient(cl)
+		ends, err := adm.ListEndOffsets(context.Background(), e.dlq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Cut the log's first record on the first partition that has one.
+		for p := int32(0); ; p++ {
+			o, ok := ends.Lookup(e.dlq, p)
+			if !ok {
+				t.Fatalf("%s holds no record to drop", e.dlq)
+			}
+			if o.Offset > 0 {
+				var cut kadm.Offsets
+				cut.Add(kadm.Offset{Topic: e.dlq, Partition: p, At: 1})
+				if _, err := adm.DeleteRecords(context.Background(), cut); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+		}
+	}
 	return e
 }
 
@@ -108,7 +142,70 @@ redrive:
 		}
 		return q.Messages
 	}
+	e.drop = func(t *testing.T) {
+		t.Helper()
+		ch, err := conn.Channel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ch.Close()
+		if _, ok, err := ch.Get(dlq, true); err != nil || !ok {
+			t.Fatalf("take one message from %s: %v (got one: %v)", dlq, err, ok)
+		}
+	}
 	return e
+}
+
+// executeCore is the JSON both backends print for execute: the same field
+// names with the same meanings (issue 13, divergence #25).
+type executeCore struct {
+	Backend     string `json:"backend"`
+	Plan        string `json:"plan"`
+	DLQ         string `json:"dlq"`
+	Sent        *int   `json:"sent"`
+	AlreadySent *int   `json:"already_sent"`
+	Excluded    *int   `json:"excluded"`
+	Skipped     []struct {
+		Record string `json:"record"`
+		Reason string `json:"reason"`
+	} `json:"skipped"`
+	Failed       []any    `json:"failed"`
+	Cancelled    *bool    `json:"cancelled"`
+	Approvers    []string `json:"approvers"`
+	Problems     []string `json:"problems"`
+	Verification *struct {
+		OK       *bool  `json:"ok"`
+		Watched  string `json:"watched"`
+		Refailed *int   `json:"refailed"`
+	} `json:"verification"`
+	Kafka    json.RawMessage `json:"kafka"`
+	RabbitMQ json.RawMessage `json:"rabbitmq"`
+}
+
+// execute runs execute --yes -o json and decodes the common core, failing
+// when a core field is missing or a list is null.
+func (e ruleEnv) execute(t *testing.T, hash string) (executeCore, string, int) {
+	t.Helper()
+	out, errOut, code := e.run(t, "redrive", "execute", hash[:12], "--yes", "--watch", "0", "-o", "json")
+	var c executeCore
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatalf("%s: execute output: %v\n%s%s", e.backend, err, out, errOut)
+	}
+	if c.Backend != e.backend || c.Plan != hash || c.DLQ != e.dlq || c.Sent == nil || c.AlreadySent == nil || c.Excluded == nil ||
+		c.Skipped == nil || c.Failed == nil || c.Cancelled == nil || c.Approvers == nil || c.Problems == nil {
+		t.Errorf("%s: execute JSON lacks a core field:\n%s", e.backend, out)
+	}
+	if v := c.Verification; v == nil || v.OK == nil || v.Refailed == nil || v.Watched == "" {
+		t.Errorf("%s: execute JSON lacks verification{ok,watched,refailed}:\n%s", e.backend, out)
+	}
+	own, other := c.Kafka, c.RabbitMQ
+	if e.backend == "rabbitmq" {
+		own, other = other, own
+	}
+	if own == nil || other != nil {
+		t.Errorf("%s: backend extras must sit under %q only:\n%s", e.backend, e.backend, out)
+	}
+	return c, out + errOut, code
 }
 
 var ruleBackends = []struct {
@@ -218,6 +315,36 @@ func TestRedriveRulesOnBothBackends(t *testing.T) {
 				}
 				if n := e.sent(t, hash); n != 0 {
 					t.Errorf("%d record(s) sent without an audit log", n)
+				}
+			})
+
+			t.Run("execute prints the same JSON core; exit 0 when every record was sent, again 0 on a rerun (already sent)", func(t *testing.T) {
+				e := b.env(t, noReview)
+				_, hash := e.planAll(t)
+				c, out, code := e.execute(t, hash)
+				if code != 0 || *c.Sent != ruleN || *c.AlreadySent != 0 || len(c.Skipped) != 0 || len(c.Failed) != 0 || len(c.Problems) != 0 || !*c.Verification.OK {
+					t.Fatalf("execute: exit %d, want 0 with %d sent:\n%s", code, ruleN, out)
+				}
+				c, out, code = e.execute(t, hash)
+				if code != 0 || *c.Sent != 0 || *c.AlreadySent != ruleN || len(c.Skipped) != 0 || len(c.Problems) != 0 {
+					t.Errorf("rerun of a finished plan: exit %d, want 0 with %d already sent:\n%s", code, ruleN, out)
+				}
+				if n := e.sent(t, hash); n != ruleN {
+					t.Errorf("%d copies reached the target, want %d", n, ruleN)
+				}
+			})
+
+			t.Run("a record gone from the DLQ is skipped as record_gone, the rest sent, exit 1", func(t *testing.T) {
+				e := b.env(t, noReview)
+				_, hash := e.planAll(t)
+				e.drop(t)
+				c, out, code := e.execute(t, hash)
+				if code != 1 || *c.Sent != ruleN-1 || len(c.Skipped) != 1 || c.Skipped[0].Reason != "record_gone" || c.Skipped[0].Record == "" ||
+					len(c.Problems) != 1 || !strings.Contains(c.Problems[0], "record_gone") {
+					t.Errorf("execute with one record gone: exit %d, want 1 with %d sent and one record_gone:\n%s", code, ruleN-1, out)
+				}
+				if !strings.Contains(out, "record_gone") {
+					t.Errorf("stderr does not name the problem:\n%s", out)
 				}
 			})
 

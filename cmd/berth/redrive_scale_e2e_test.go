@@ -65,14 +65,16 @@ func TestRedriveAtScaleFromTheBinary(t *testing.T) {
 	var done struct {
 		Sent     int `json:"sent"`
 		Verified struct {
-			Checked    int   `json:"checked"`
-			Mismatches []any `json:"mismatches"`
+			Kafka struct {
+				Checked    int   `json:"checked"`
+				Mismatches []any `json:"mismatches"`
+			} `json:"kafka"`
 		} `json:"verification"`
 	}
 	if err := json.Unmarshal([]byte(exec.stdout), &done); err != nil {
 		t.Fatal(err)
 	}
-	if done.Sent != made.Totals.Included || done.Verified.Checked != done.Sent || len(done.Verified.Mismatches) != 0 {
+	if done.Sent != made.Totals.Included || done.Verified.Kafka.Checked != done.Sent || len(done.Verified.Kafka.Mismatches) != 0 {
 		t.Fatalf("execute: %+v", done)
 	}
 	if got := r.landed(t, made.Hash); got != done.Sent {

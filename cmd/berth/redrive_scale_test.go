@@ -116,16 +116,18 @@ func TestRedriveWatchEndsWhenTheConsumersCatchUp(t *testing.T) {
 	var res struct {
 		Sent     int `json:"sent"`
 		Verified struct {
-			Watched     string   `json:"watched"`
-			WatchFor    string   `json:"watch_for"`
-			WatchEnded  string   `json:"watch_ended"`
-			WatchGroups []string `json:"watch_groups"`
+			Kafka struct {
+				Watched     string   `json:"watched"`
+				WatchFor    string   `json:"watch_for"`
+				WatchEnded  string   `json:"watch_ended"`
+				WatchGroups []string `json:"watch_groups"`
+			} `json:"kafka"`
 		} `json:"verification"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}
-	v := res.Verified
+	v := res.Verified.Kafka
 	if res.Sent != 20 || v.WatchEnded != "consumers_caught_up" || v.WatchFor != "2m0s" || len(v.WatchGroups) != 1 || v.WatchGroups[0] != "ledger-svc" {
 		t.Fatalf("watch: %+v (sent %d)\n%s", v, res.Sent, errOut)
 	}

@@ -214,10 +214,12 @@ redrive:
 			Reason  string `json:"reason"`
 		} `json:"skipped"`
 		Verification struct {
-			Before int64 `json:"dlq_depth_before"`
-			After  int64 `json:"dlq_depth_after"`
-			Acked  int   `json:"acked"`
-			OK     bool  `json:"ok"`
+			OK       bool `json:"ok"`
+			RabbitMQ struct {
+				Before int64 `json:"dlq_depth_before"`
+				After  int64 `json:"dlq_depth_after"`
+				Acked  int   `json:"acked"`
+			} `json:"rabbitmq"`
 		} `json:"verification"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
@@ -226,7 +228,7 @@ redrive:
 	if res.Sent != 2 || len(res.Skipped) != 1 || res.Skipped[0].EventID != u+"job-2" || res.Skipped[0].Reason != "effect_committed" {
 		t.Fatalf("execute: %s", out)
 	}
-	if v := res.Verification; !v.OK || v.Before != 6 || v.After != 4 || v.Acked != 2 {
+	if v := res.Verification.RabbitMQ; !res.Verification.OK || v.Before != 6 || v.After != 4 || v.Acked != 2 {
 		t.Errorf("verification %+v", v)
 	}
 	var got []string
@@ -437,21 +439,24 @@ func TestRabbitRedriveWatchReportsRefailures(t *testing.T) {
 		Verification struct {
 			OK       bool   `json:"ok"`
 			Watched  string `json:"watched"`
-			Refailed []struct {
-				EventID       string `json:"event_id"`
-				Reason        string `json:"reason"`
-				OriginalQueue string `json:"original_queue"`
-			} `json:"refailed"`
+			Refailed int    `json:"refailed"`
+			RabbitMQ struct {
+				Refailed []struct {
+					EventID       string `json:"event_id"`
+					Reason        string `json:"reason"`
+					OriginalQueue string `json:"original_queue"`
+				} `json:"refailed"`
+			} `json:"rabbitmq"`
 		} `json:"verification"`
 	}
 	if err := json.Unmarshal([]byte(res.out), &out); err != nil {
 		t.Fatalf("%v: %s", err, res.out)
 	}
 	v := out.Verification
-	if !v.OK || v.Watched != "3s" || len(v.Refailed) != 2 {
+	if !v.OK || v.Watched != "3s" || v.Refailed != 2 || len(v.RabbitMQ.Refailed) != 2 {
 		t.Fatalf("verification %+v", v)
 	}
-	for i, r := range v.Refailed {
+	for i, r := range v.RabbitMQ.Refailed {
 		if r.EventID != fmt.Sprintf("%sjob-%d", u, i) || r.Reason != "rejected" || r.OriginalQueue != work {
 			t.Errorf("refailed[%d] = %+v", i, r)
 		}

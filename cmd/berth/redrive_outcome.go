@@ -1,0 +1,268 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/berth-dev/berth/backends/rabbitmq"
+	"github.com/berth-dev/berth/internal/actions"
+	"github.com/berth-dev/berth/internal/output"
+	"github.com/berth-dev/berth/internal/sanitize"
+	"github.com/berth-dev/berth/redrive"
+)
+
+// executeOutput is what `berth redrive execute` prints on both backends
+// (issue 13: the same rules, and so the same answer, on Kafka and
+// RabbitMQ). Every core field means the same on both; what only one
+// backend has sits under its own name ("kafka" or "rabbitmq").
+type executeOutput struct {
+	Backend string `json:"backend"`
+	Plan    string `json:"plan"`
+	DLQ     string `json:"dlq"`
+	// Sent were sent by this run; AlreadySent by an earlier run (the
+	// ledger says so) and not sent again.
+	Sent        int `json:"sent"`
+	AlreadySent int `json:"already_sent"`
+	// Excluded are the records the plan itself excluded (never sent).
+	Excluded int `json:"excluded"`
+	// Skipped are records the plan included that this run did not send,
+	// each with its reason; Failed could not be sent (one entry a record).
+	Skipped   []outcomeSkip    `json:"skipped"`
+	Failed    []outcomeFailure `json:"failed"`
+	Cancelled bool             `json:"cancelled"`
+	Approvers []string         `json:"approvers"`
+	// Problems are why the exit status is 1 (empty: 0).
+	Problems     []string             `json:"problems"`
+	Verification *outcomeVerification `json:"verification,omitempty"`
+	Kafka        *kafkaOutcome        `json:"kafka,omitempty"`
+	RabbitMQ     *rabbitOutcome       `json:"rabbitmq,omitempty"`
+}
+
+// outcomeSkip is one record not sent. Record is where it is: Kafka
+// partition:offset, RabbitMQ its event id (a queue has no stable position).
+type outcomeSkip struct {
+	Record  string         `json:"record"`
+	EventID string         `json:"event_id,omitempty"`
+	Reason  redrive.Reason `json:"reason"`
+	Detail  string         `json:"detail,omitempty"`
+}
+
+// outcomeFailure is one record that could not be sent; it stays in the DLQ.
+type outcomeFailure struct {
+	Record  string `json:"record"`
+	EventID string `json:"event_id,omitempty"`
+	// Target is where it was going, when the backend knows per record
+	// (RabbitMQ: exchange and routing key).
+	Target string `json:"target,omitempty"`
+	Error  string `json:"error"`
+}
+
+// outcomeVerification is the check after sending. OK is false when it
+// found a problem (Problem says which); Refailed counts the plan's records
+// that landed in the DLQ again within the watch (Watched: how long).
+type outcomeVerification struct {
+	OK       bool                   `json:"ok"`
+	Problem  string                 `json:"problem,omitempty"`
+	Watched  string                 `json:"watched"`
+	Refailed int                    `json:"refailed"`
+	Kafka    *actions.Verification  `json:"kafka,omitempty"`
+	RabbitMQ *rabbitmq.Verification `json:"rabbitmq,omitempty"`
+}
+
+// kafkaOutcome: nothing Kafka-only at the top level yet; the read-back
+// details are under verification.kafka.
+type kafkaOutcome struct{}
+
+// rabbitOutcome is what only RabbitMQ execution reports.
+type rabbitOutcome struct {
+	// Resent were recorded as intent by an earlier run that stopped before
+	// their confirm, and sent again (also counted in sent).
+	Resent int `json:"resent"`
+	// Returned were returned by the broker as unroutable (also failed).
+	Returned int `json:"returned"`
+	// PassedOver are unselected messages left in the DLQ.
+	PassedOver int    `json:"passed_over"`
+	Stopped    string `json:"stopped,omitempty"`
+}
+
+// harmlessSkip is a skip reason that says the record needs no redrive (its
+// effect is already done): it does not make the exit status 1. Any other
+// skip (gone, changed, a check that could not run, a loop or an ordering
+// hazard) leaves an approved record undelivered for a reason to look at.
+func harmlessSkip(r redrive.Reason) bool {
+	switch r {
+	case redrive.ReasonEffectCommitted, redrive.ReasonDuplicate:
+		return true
+	}
+	return false
+}
+
+// judge fills Problems: the one exit-status rule for both backends.
+func (o *executeOutput) judge() {
+	o.Problems = []string{}
+	if n := len(o.Failed); n > 0 {
+		o.Problems = append(o.Problems, fmt.Sprintf("%d record(s) failed and stay in the DLQ", n))
+	}
+	bad := map[redrive.Reason]int{}
+	var order []redrive.Reason
+	for _, s := range o.Skipped {
+		if harmlessSkip(s.Reason) {
+			continue
+		}
+		if bad[s.Reason] == 0 {
+			order = append(order, s.Reason)
+		}
+		bad[s.Reason]++
+	}
+	for _, r := range order {
+		o.Problems = append(o.Problems, fmt.Sprintf("%d record(s) skipped: %s", bad[r], r))
+	}
+	if o.Cancelled {
+		o.Problems = append(o.Problems, "cancelled before every record was sent: run the same command to resume")
+	}
+	if v := o.Verification; v != nil && !v.OK {
+		o.Problems = append(o.Problems, "verification: "+v.Problem)
+	}
+}
+
+// exit is the exit status error for o: nil when every approved record was
+// sent (now or before) or needs no redrive, and verification found nothing.
+func (o *executeOutput) exit() error {
+	if len(o.Problems) == 0 {
+		return nil
+	}
+	return &exitError{code: 1, err: fmt.Errorf("redrive %s: %s", shortHash(o.Plan), sanitize.Text(strings.Join(o.Problems, "; ")))}
+}
+
+// kafkaExecuteOutput maps a Kafka run onto the common shape.
+func kafkaExecuteOutput(pf redrive.File, res actions.Result) executeOutput {
+	o := executeOutput{Backend: "kafka", Plan: pf.Hash, DLQ: pf.Plan.DLQ, Sent: res.Sent, Skipped: []outcomeSkip{}, Failed: []outcomeFailure{},
+		Cancelled: res.Cancelled, Approvers: res.Approval.Approvers, Kafka: &kafkaOutcome{}}
+	excluded := map[redrive.Coord]bool{}
+	for _, r := range pf.Plan.Records {
+		if !r.Included {
+			excluded[r.Coord()] = true
+		}
+	}
+	for _, s := range res.Skipped {
+		c := redrive.Coord{Partition: s.Partition, Offset: s.Offset}
+		switch {
+		case excluded[c]:
+			o.Excluded++
+		case s.Reason == redrive.ReasonAlreadyRedriven:
+			// The ledger: sent before (a resumed run), not sent again.
+			o.AlreadySent++
+		default:
+			o.Skipped = append(o.Skipped, outcomeSkip{Record: c.String(), EventID: s.EventID, Reason: s.Reason, Detail: s.Detail})
+		}
+	}
+	for _, f := range res.Failed {
+		for _, c := range f.Records {
+			o.Failed = append(o.Failed, outcomeFailure{Record: c.String(), Error: f.Error})
+		}
+	}
+	if o.Approvers == nil {
+		o.Approvers = []string{}
+	}
+	return o
+}
+
+// kafkaVerified sets the verification: a copy that does not match is a
+// problem; re-failures are reported, not a problem (the redrive did what
+// it should; the consumer failed again).
+func (o *executeOutput) kafkaVerified(v *actions.Verification) {
+	if v == nil {
+		return
+	}
+	ov := &outcomeVerification{OK: len(v.Mismatches) == 0, Watched: v.Watched, Refailed: len(v.Refailed), Kafka: v}
+	if !ov.OK {
+		ov.Problem = fmt.Sprintf("%d of %d copies read back differ from the DLQ records", len(v.Mismatches), v.Checked)
+	}
+	o.Verification = ov
+}
+
+// rabbitExecuteOutput maps a RabbitMQ run onto the common shape.
+func rabbitExecuteOutput(hash, dlq string, res rabbitmq.Result, cancelled bool, approvers []string) executeOutput {
+	o := executeOutput{Backend: "rabbitmq", Plan: hash, DLQ: dlq, Sent: res.Sent, AlreadySent: res.AlreadySent + res.DoneBefore, Excluded: res.Excluded,
+		Skipped: []outcomeSkip{}, Failed: []outcomeFailure{}, Cancelled: cancelled, Approvers: approvers,
+		RabbitMQ: &rabbitOutcome{Resent: res.Resent, Returned: res.Returned, PassedOver: res.Passed, Stopped: res.Stopped}}
+	for _, s := range res.Skipped {
+		if s.Reason == redrive.ReasonAlreadyRedriven {
+			o.AlreadySent++
+			continue
+		}
+		o.Skipped = append(o.Skipped, outcomeSkip{Record: s.EventID, EventID: s.EventID, Reason: s.Reason, Detail: s.Detail})
+	}
+	// A message no longer in the DLQ is Kafka's record_gone.
+	for _, id := range res.NotFound {
+		o.Skipped = append(o.Skipped, outcomeSkip{Record: id, EventID: id, Reason: actions.ReasonGone, Detail: "no longer in the DLQ (consumed or purged elsewhere)"})
+	}
+	for _, f := range res.Failed {
+		o.Failed = append(o.Failed, outcomeFailure{Record: f.EventID, EventID: f.EventID, Target: fmt.Sprintf("exchange %q routing key %q", f.Exchange, f.RoutingKey), Error: f.Error})
+	}
+	if v := res.Verification; v != nil {
+		o.Verification = &outcomeVerification{OK: v.OK, Problem: v.Problem, Watched: v.Watched, Refailed: len(v.Refailed), RabbitMQ: v}
+		if o.Verification.Watched == "" {
+			o.Verification.Watched = "0s"
+		}
+	}
+	if o.Approvers == nil {
+		o.Approvers = []string{}
+	}
+	return o
+}
+
+// writeExecuteText is the text form of executeOutput, the same on both
+// backends but for the extras' lines.
+func writeExecuteText(w io.Writer, o executeOutput) {
+	fmt.Fprintf(w, "plan %s  dlq %s\nsent %d  already sent %d  excluded %d  skipped %d  failed %d", shortHash(o.Plan), sanitize.Text(o.DLQ), o.Sent, o.AlreadySent, o.Excluded, len(o.Skipped), len(o.Failed))
+	if r := o.RabbitMQ; r != nil {
+		fmt.Fprintf(w, "  (resent %d, passed over %d)", r.Resent, r.PassedOver)
+	}
+	if o.Cancelled {
+		fmt.Fprint(w, "  (cancelled: run the same command to resume)")
+	}
+	fmt.Fprintln(w)
+	if len(o.Skipped) > 0 {
+		g := output.Grid{Header: []string{"SKIPPED", "EVENT", "REASON", "DETAIL"}}
+		for _, s := range o.Skipped {
+			g.Add(sanitize.Text(s.Record), sanitize.Text(s.EventID), string(s.Reason), sanitize.Text(s.Detail))
+		}
+		_ = g.WriteTable(w)
+	}
+	for _, f := range o.Failed {
+		fmt.Fprintf(w, "FAILED %s %s: %s\n", sanitize.Text(f.Record), sanitize.Text(f.Target), sanitize.Text(f.Error))
+	}
+	if r := o.RabbitMQ; r != nil && r.Stopped != "" {
+		fmt.Fprintln(w, "stopped: "+sanitize.Text(r.Stopped))
+	}
+	if v := o.Verification; v != nil {
+		state := "ok"
+		if !v.OK {
+			state = "PROBLEM: " + sanitize.Text(v.Problem)
+		}
+		switch {
+		case v.Kafka != nil:
+			fmt.Fprintf(w, "verified: %d copies read back, %d mismatches: %s; %d re-failed within %s (watch: %s)\n", v.Kafka.Checked, len(v.Kafka.Mismatches), state, v.Refailed, v.Watched, v.Kafka.WatchEnded)
+			for _, m := range v.Kafka.Mismatches {
+				fmt.Fprintf(w, "  mismatch %s -> %s %s: %s\n", m.DLQ, m.Target, m.Where, m.Reason)
+			}
+			for _, r := range v.Kafka.Refailed {
+				fmt.Fprintf(w, "  re-failed: %s landed again at %s (%s)\n", r.Origin, r.DLQ, sanitize.Text(r.Exception))
+			}
+		case v.RabbitMQ != nil:
+			rv := v.RabbitMQ
+			fmt.Fprintf(w, "verified: DLQ depth %d -> %d with %d acked, %d returned: %s\n", rv.DepthBefore, rv.DepthAfter, rv.Acked, rv.Returned, state)
+			if rv.Watched != "" {
+				fmt.Fprintf(w, "%d re-failed within %s\n", len(rv.Refailed), rv.Watched)
+			}
+			for _, r := range rv.Refailed {
+				fmt.Fprintf(w, "  re-failed: %s (#%d) %s in %s %s\n", sanitize.Text(r.EventID), r.Position, sanitize.Text(r.Reason), sanitize.Text(r.OriginalQueue), sanitize.Text(r.Error))
+			}
+		}
+	}
+	for _, p := range o.Problems {
+		fmt.Fprintln(w, "problem: "+p)
+	}
+}
