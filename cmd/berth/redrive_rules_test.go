@@ -183,8 +183,9 @@ type executeCore struct {
 }
 
 // execute runs execute --yes -o json and decodes the common core, failing
-// when a core field is missing or a list is null.
-func (e ruleEnv) execute(t *testing.T, hash string) (executeCore, string, int) {
+// when a core field is missing or a list is null. It returns stdout and
+// stderr together, then stderr alone.
+func (e ruleEnv) execute(t *testing.T, hash string) (executeCore, string, string, int) {
 	t.Helper()
 	out, errOut, code := e.run(t, "redrive", "execute", hash[:12], "--yes", "--watch", "0", "-o", "json")
 	var c executeCore
@@ -205,7 +206,7 @@ func (e ruleEnv) execute(t *testing.T, hash string) (executeCore, string, int) {
 	if own == nil || other != nil {
 		t.Errorf("%s: backend extras must sit under %q only:\n%s", e.backend, e.backend, out)
 	}
-	return c, out + errOut, code
+	return c, out + errOut, errOut, code
 }
 
 var ruleBackends = []struct {
@@ -321,11 +322,11 @@ func TestRedriveRulesOnBothBackends(t *testing.T) {
 			t.Run("execute prints the same JSON core; exit 0 when every record was sent, again 0 on a rerun (already sent)", func(t *testing.T) {
 				e := b.env(t, noReview)
 				_, hash := e.planAll(t)
-				c, out, code := e.execute(t, hash)
+				c, out, _, code := e.execute(t, hash)
 				if code != 0 || *c.Sent != ruleN || *c.AlreadySent != 0 || len(c.Skipped) != 0 || len(c.Failed) != 0 || len(c.Problems) != 0 || !*c.Verification.OK {
 					t.Fatalf("execute: exit %d, want 0 with %d sent:\n%s", code, ruleN, out)
 				}
-				c, out, code = e.execute(t, hash)
+				c, out, _, code = e.execute(t, hash)
 				if code != 0 || *c.Sent != 0 || *c.AlreadySent != ruleN || len(c.Skipped) != 0 || len(c.Problems) != 0 {
 					t.Errorf("rerun of a finished plan: exit %d, want 0 with %d already sent:\n%s", code, ruleN, out)
 				}
@@ -338,13 +339,13 @@ func TestRedriveRulesOnBothBackends(t *testing.T) {
 				e := b.env(t, noReview)
 				_, hash := e.planAll(t)
 				e.drop(t)
-				c, out, code := e.execute(t, hash)
+				c, out, errOut, code := e.execute(t, hash)
 				if code != 1 || *c.Sent != ruleN-1 || len(c.Skipped) != 1 || c.Skipped[0].Reason != "record_gone" || c.Skipped[0].Record == "" ||
 					len(c.Problems) != 1 || !strings.Contains(c.Problems[0], "record_gone") {
 					t.Errorf("execute with one record gone: exit %d, want 1 with %d sent and one record_gone:\n%s", code, ruleN-1, out)
 				}
-				if !strings.Contains(out, "record_gone") {
-					t.Errorf("stderr does not name the problem:\n%s", out)
+				if !strings.Contains(errOut, "1 record(s) skipped: record_gone") {
+					t.Errorf("stderr does not name the problem:\n%s", errOut)
 				}
 			})
 
