@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -134,5 +135,32 @@ func TestRedriveWatchEndsWhenTheConsumersCatchUp(t *testing.T) {
 	if !strings.Contains(errOut, "watching ledger-events.DLT for re-failures of plan "+plan[:12]+" until the consumers of ledger-events pass its 20 copies, at most 2m0s") ||
 		!strings.Contains(errOut, "passed every copy; 0 re-failed") {
 		t.Fatalf("the watch does not say what it watches and why it ended:\n%s", errOut)
+	}
+}
+
+// TestRedrivePlanRefusesASelectionPastRead: a class selection over a DLQ
+// holding more records than --read is refused with a message naming the
+// bound (never planned over the records read only): no plan file, nothing
+// in the plan store.
+func TestRedrivePlanRefusesASelectionPastRead(t *testing.T) {
+	f := newRedriveFixture(t, 30, "    - match: \"ledger-events.DLT\"\n      review: none\n")
+	out, errOut, code := runBerth(t, "--config", f.config, "dlq", "classes", "ledger-events.DLT", "-o", "json")
+	var classes []struct {
+		Class string `json:"class"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &classes) != nil || len(classes) != 1 {
+		t.Fatalf("dlq classes: exit %d %s %s", code, out, errOut)
+	}
+	planFile := t.TempDir() + "/p.json"
+	_, errOut, code = runBerth(t, "--config", f.config, "redrive", "plan", "ledger-events.DLT", "--class", classes[0].Class, "--read", "10", "--out", planFile, "-o", "json")
+	if code == 0 || !strings.Contains(errOut, "more than the 10 read") || !strings.Contains(errOut, "raise --read") {
+		t.Fatalf("a selection past --read: exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(planFile); !os.IsNotExist(err) {
+		t.Fatalf("a refused plan left a file: %v", err)
+	}
+	out, errOut, code = runBerth(t, "--config", f.config, "redrive", "status", "-o", "json")
+	if code != 0 || strings.TrimSpace(out) != "[]" {
+		t.Fatalf("a refused plan was stored: exit %d %s %s", code, out, errOut)
 	}
 }
