@@ -12,6 +12,10 @@ var (
 	ErrAuth = errors.New("authentication failed")
 	// ErrNotFound: the named queue, topic or vhost does not exist.
 	ErrNotFound = errors.New("not found")
+	// ErrReadOnly: a write refused because the context or cluster is
+	// read-only. internal/actions.ErrReadOnly is this same value; a backend
+	// refuses with it only as a last line behind the actions layer.
+	ErrReadOnly = errors.New("the context is read-only")
 )
 
 // Failure is an error that prints msg and matches each of causes with

@@ -432,7 +432,7 @@ func (l *Ledger) plans(ctx context.Context, prefix string) ([]Plan, error) {
 			return nil, fmt.Errorf("plan store: plan %s: %w", short(hash), err)
 		}
 		if f.Plan.Hash() != hash {
-			return nil, fmt.Errorf("plan store: plan %s: content does not match its hash", short(hash))
+			return nil, fmt.Errorf("plan store: plan %s: %w", short(hash), ErrPlanEdited)
 		}
 		out = append(out, f.Plan)
 	}

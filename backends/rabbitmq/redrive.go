@@ -325,7 +325,7 @@ func (c *Client) newRun(ctx context.Context, p Plan, l *Ledger, o ExecOptions) (
 	r.o.Rate = firstPositive(o.Rate, p.Rate, 0)
 	r.o.MaxHeld = firstPositive(o.MaxHeld, 50_000)
 	if c.opts.ReadOnly {
-		return r, errors.New("refused: the context is read-only")
+		return r, fmt.Errorf("refused: %w", backends.ErrReadOnly)
 	}
 	if err := c.execAllowed(ctx, p); err != nil {
 		return r, err

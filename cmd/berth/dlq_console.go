@@ -190,7 +190,7 @@ func (s consoleRedrive) RecordPlan(ctx context.Context, f redrive.File, contextN
 // has an author's signature keeps it (nobody can take over authorship).
 func (s consoleRedrive) SignAsAuthor(ctx context.Context, hash string, sig approval.Signature, contextName string, readOnly bool) error {
 	if readOnly {
-		return errors.New("refused: the context is read-only; nothing stored")
+		return fmt.Errorf("%w; nothing stored", errReadOnly)
 	}
 	pf, err := s.P.Store.Plan(ctx, hash)
 	if err != nil {

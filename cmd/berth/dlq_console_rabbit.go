@@ -294,7 +294,8 @@ func (s *consoleQueues) Approve(ctx context.Context, hash string, sig approval.S
 	}
 	principal, dec, _, err := a.rabbitRedrive().Approve(ctx, l, p, sig, "")
 	if err != nil {
-		if strings.HasPrefix(err.Error(), "refused") {
+		// A refusal stored nothing; the no-allowed_signers one already says so.
+		if actions.IsRefusal(err) && !errors.Is(err, actions.ErrNoAllowedSigners) {
 			err = fmt.Errorf("%v; nothing stored", err)
 		}
 		return tuidlq.Approved{}, err

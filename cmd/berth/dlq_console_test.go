@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/backends/kafka"
+	"github.com/berth-dev/berth/internal/actions"
 	"github.com/berth-dev/berth/internal/audit"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/redrive/approval"
@@ -341,10 +343,10 @@ func TestConsoleExecuteIsDisabledInReadOnly(t *testing.T) {
 	}
 	defer c.Close()
 	svc := newConsoleRedrive(kafka.NewCluster(c), env.Config)
-	if _, err := svc.Execute(context.Background(), plan, tuidlq.ExecRequest{Context: "test", ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "read-only") {
+	if _, err := svc.Execute(context.Background(), plan, tuidlq.ExecRequest{Context: "test", ReadOnly: true}); !errors.Is(err, actions.ErrReadOnly) {
 		t.Fatalf("read-only execute through the service: %v", err)
 	}
-	if _, err := svc.Approve(context.Background(), plan, approval.Signature{PlanHash: plan, Role: approval.RoleApproval}, "test", true); err == nil || !strings.Contains(err.Error(), "read-only") {
+	if _, err := svc.Approve(context.Background(), plan, approval.Signature{PlanHash: plan, Role: approval.RoleApproval}, "test", true); !errors.Is(err, actions.ErrReadOnly) {
 		t.Fatalf("read-only approve through the service: %v", err)
 	}
 	if got := auditActions(t, f.audit); !strings.Contains(got, "redrive.refused") {

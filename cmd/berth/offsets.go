@@ -379,8 +379,18 @@ func sanitizeErr(err error) error {
 	if errors.As(err, &ex) {
 		return err
 	}
-	return errors.New(sanitize.Text(err.Error()))
+	return &sanitizedError{msg: sanitize.Text(err.Error()), err: err}
 }
+
+// sanitizedError prints the escaped text but keeps the cause, so callers
+// still match actions.ErrReadOnly and the other refusals with errors.Is.
+type sanitizedError struct {
+	msg string
+	err error
+}
+
+func (e *sanitizedError) Error() string { return e.msg }
+func (e *sanitizedError) Unwrap() error { return e.err }
 
 func memberList(p offsets.Plan) []string {
 	out := []string{}

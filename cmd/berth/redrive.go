@@ -352,7 +352,7 @@ func (a *app) runRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 	p.Progress = scanProgressPrinter(a.stderr)
 	file, err := p.Plan(ctx, req)
 	if err != nil {
-		if errors.Is(err, actions.ErrNoSelector) || strings.HasPrefix(err.Error(), "--") {
+		if errors.Is(err, actions.ErrBadRequest) {
 			return usageErr("%v", err)
 		}
 		return err

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
+	"github.com/berth-dev/berth/internal/actions"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/output"
 )
@@ -281,8 +281,10 @@ func (a *app) format(allowed ...output.Format) (output.Format, error) {
 	return f, nil
 }
 
-// errReadOnly is returned by every action refused in a read-only context.
-var errReadOnly = errors.New("refused: the context is read-only")
+// errReadOnly is returned by every action the CLI refuses itself in a
+// read-only context: a refusal wrapping actions.ErrReadOnly, the one value
+// every read-only refusal matches.
+var errReadOnly = actions.Refuse(actions.ErrReadOnly, "the context is read-only")
 
 func displayPath(p string) string {
 	if p == "" {

@@ -3,13 +3,17 @@ package actions
 import (
 	"errors"
 	"fmt"
+
+	"github.com/berth-dev/berth/backends"
 )
 
 // Refusal reasons. Every refusal wraps exactly one of these, so callers can
 // test with errors.Is; the message says what to do about it.
 var (
-	// ErrReadOnly: the context (or cluster) is read-only.
-	ErrReadOnly = errors.New("the context is read-only")
+	// ErrReadOnly: the context (or cluster) is read-only. It is the same
+	// value as backends.ErrReadOnly, so a backend's own last-line refusal
+	// and this layer's match one errors.Is test.
+	ErrReadOnly = backends.ErrReadOnly
 	// ErrTwoPersonRule: a signer tried to approve a plan they authored, or
 	// a signer's second approval was offered as another person's.
 	ErrTwoPersonRule = errors.New("two-person rule")
@@ -81,4 +85,21 @@ func Refuse(reason error, format string, a ...any) error {
 func IsRefusal(err error) bool {
 	var r *Refusal
 	return errors.As(err, &r)
+}
+
+// ErrBadRequest: a plan or reset request a flag value cannot satisfy (not
+// NAME=VALUE, an unknown class, no record at an offset). The CLI exits 2 on
+// it, as for any usage error. The message is the request error's own, which
+// names the flag.
+var ErrBadRequest = errors.New("bad request")
+
+// badRequest is an error that prints its message and matches ErrBadRequest.
+type badRequest struct{ msg string }
+
+func (e *badRequest) Error() string        { return e.msg }
+func (e *badRequest) Is(target error) bool { return target == ErrBadRequest }
+
+// BadRequest builds an error matching ErrBadRequest with a formatted message.
+func BadRequest(format string, a ...any) error {
+	return &badRequest{msg: fmt.Sprintf(format, a...)}
 }

@@ -9,7 +9,6 @@ package actions
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -244,8 +243,9 @@ const (
 	DefaultBatchSize = 100
 )
 
-// ErrNoSelector refuses a plan that selects nothing explicitly.
-var ErrNoSelector = errors.New("a plan needs an explicit selection: --all, --class, --offsets, --record-key, --header, --since or --until (never everything implicitly)")
+// ErrNoSelector refuses a plan that selects nothing explicitly; it also
+// matches ErrBadRequest.
+var ErrNoSelector = BadRequest("a plan needs an explicit selection: --all, --class, --offsets, --record-key, --header, --since or --until (never everything implicitly)")
 
 // Plan selects records, runs the checks and returns the plan (unsigned, not
 // stored). A plan whose checks could not all run is returned with those
@@ -257,10 +257,10 @@ func (p *Planner) Plan(ctx context.Context, req PlanRequest) (redrive.File, erro
 	}
 	hName, hValue, hasHeader := strings.Cut(req.Header, "=")
 	if req.Header != "" && (!hasHeader || hName == "") {
-		return redrive.File{}, fmt.Errorf("--header: %q is not NAME=VALUE", req.Header)
+		return redrive.File{}, BadRequest("--header: %q is not NAME=VALUE", req.Header)
 	}
 	if req.Rate < 0 || req.BatchSize < 0 {
-		return redrive.File{}, errors.New("--rate and --batch-size must not be negative")
+		return redrive.File{}, BadRequest("--rate and --batch-size must not be negative")
 	}
 	l, err := p.Load(ctx, req.DLQ, 0)
 	if err != nil {
@@ -277,7 +277,7 @@ func (p *Planner) Plan(ctx context.Context, req PlanRequest) (redrive.File, erro
 	}
 	for _, c := range req.Classes {
 		if !known[c] {
-			return redrive.File{}, fmt.Errorf("--class %s: no such class in %s (see berth dlq classes %s)", c, req.DLQ, req.DLQ)
+			return redrive.File{}, BadRequest("--class %s: no such class in %s (see berth dlq classes %s)", c, req.DLQ, req.DLQ)
 		}
 	}
 
@@ -303,7 +303,7 @@ func (p *Planner) Plan(ctx context.Context, req PlanRequest) (redrive.File, erro
 			for _, m := range missing {
 				ms = append(ms, m.String())
 			}
-			return redrive.File{}, fmt.Errorf("--offsets: no record at %s in %s", strings.Join(ms, ","), req.DLQ)
+			return redrive.File{}, BadRequest("--offsets: no record at %s in %s", strings.Join(ms, ","), req.DLQ)
 		}
 		for _, r := range recs {
 			chosen[r.Coord()] = redrive.ParseRecord(r, l.Policy.Extractors)

@@ -295,13 +295,13 @@ func TestUnreachableSystemOfRecordBlocksThePlan(t *testing.T) {
 func TestPlanSelectionIsExplicit(t *testing.T) {
 	f := newFixture(t, nil)
 	p := f.planner()
-	if _, err := p.Plan(tctx(t), PlanRequest{DLQ: "payments.DLT"}); !errors.Is(err, ErrNoSelector) {
+	if _, err := p.Plan(tctx(t), PlanRequest{DLQ: "payments.DLT"}); !errors.Is(err, ErrNoSelector) || !errors.Is(err, ErrBadRequest) {
 		t.Fatalf("no selector: %v", err)
 	}
-	if _, err := p.Plan(tctx(t), PlanRequest{DLQ: "payments.DLT", Classes: []string{"c-nope"}}); err == nil || !strings.Contains(err.Error(), "c-nope") {
+	if _, err := p.Plan(tctx(t), PlanRequest{DLQ: "payments.DLT", Classes: []string{"c-nope"}}); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "c-nope") {
 		t.Fatalf("unknown class: %v", err)
 	}
-	if _, err := p.Plan(tctx(t), PlanRequest{DLQ: "payments.DLT", Offsets: []redrive.Coord{{Partition: 0, Offset: 99}}}); err == nil || !strings.Contains(err.Error(), "0:99") {
+	if _, err := p.Plan(tctx(t), PlanRequest{DLQ: "payments.DLT", Offsets: []redrive.Coord{{Partition: 0, Offset: 99}}}); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "0:99") {
 		t.Fatalf("missing offset: %v", err)
 	}
 	// A key filter alone selects.

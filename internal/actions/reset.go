@@ -134,7 +134,7 @@ func (r *Resetter) Plan(ctx context.Context, req ResetRequest) (offsets.Plan, er
 	groups := []string{req.Group}
 	if spec.Mode == offsets.FromGroup {
 		if spec.Group == req.Group {
-			return offsets.Plan{}, fmt.Errorf("--from-group %s: that is the group being reset", spec.Group)
+			return offsets.Plan{}, BadRequest("--from-group %s: that is the group being reset", spec.Group)
 		}
 		groups = append(groups, spec.Group)
 	}
