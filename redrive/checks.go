@@ -42,15 +42,6 @@ type Candidate struct {
 	Target string
 }
 
-// CandidateOf builds the check input for a parsed record.
-func CandidateOf(p Parsed) Candidate {
-	c := Candidate{Coord: p.Coord(), EventID: p.EventID, IdempotencyKey: p.IdempotencyKey, Key: p.Key, KeyNull: p.KeyNull, PriorRedrives: p.Diag.PriorRedrives()}
-	if h := p.Diag.LastHop(); h != nil {
-		c.Origin = *h
-	}
-	return c
-}
-
 // Verdict is one record's check result.
 type Verdict struct {
 	Included bool   `json:"included"`

@@ -3,7 +3,6 @@ package redrive
 import (
 	"path"
 	"sort"
-	"strings"
 	"time"
 )
 
@@ -19,17 +18,6 @@ func IsDLQName(name string) bool {
 		}
 	}
 	return false
-}
-
-// OriginalByName is the original topic a conventionally named DLQ implies
-// ("payments.DLT" -> "payments"), or "".
-func OriginalByName(name string) string {
-	for _, suf := range []string{".DLT", "-dlt", ".dlq", "-dlq", ".DLQ"} {
-		if strings.HasSuffix(name, suf) && len(name) > len(suf) {
-			return strings.TrimSuffix(name, suf)
-		}
-	}
-	return ""
 }
 
 // Pair is a DLQ and the original topic its configuration declares.

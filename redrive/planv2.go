@@ -511,11 +511,6 @@ type DLQRecord struct {
 	Props []Header
 }
 
-// Digest is the record's content digest, as a plan row stores it.
-func (r DLQRecord) Digest() string {
-	return ContentDigest(r.Record.Key, r.Record.KeyNull, r.Record.Value, r.Record.Headers, r.Props)
-}
-
 // Outgoing is one record to send, with the ledger entry that must be
 // written with it (atomically on Kafka, after its confirm on RabbitMQ).
 type Outgoing struct {

@@ -124,24 +124,6 @@ func (l *Ledger) PlanStates(ctx context.Context, plan string) (map[string]string
 	return out, rows.Err()
 }
 
-// Redriven returns the event ids of a DLQ confirmed by any plan.
-func (l *Ledger) Redriven(ctx context.Context, vhost, dlq string) (map[string]bool, error) {
-	rows, err := l.db.QueryContext(ctx, `SELECT event_id FROM berth_rabbitmq_ledger WHERE vhost = $1 AND dlq = $2 AND state = $3`, vhost, dlq, StateConfirmed)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: %w", err)
-	}
-	defer rows.Close()
-	out := map[string]bool{}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("ledger: %w", err)
-		}
-		out[id] = true
-	}
-	return out, rows.Err()
-}
-
 // Entries lists a plan's rows (every plan when plan is "").
 func (l *Ledger) Entries(ctx context.Context, plan string) ([]LedgerEntry, error) {
 	q := `SELECT ` + entryColumns + ` FROM berth_rabbitmq_ledger`
