@@ -105,7 +105,7 @@ func (k *Cluster) consumersPast(ctx context.Context, need map[rangeKey]int64) (g
 	return groups, behind, nil
 }
 
-// WatchRefailures reads the DLQ from w.From and reports records carrying
+// WatchRefailuresUntil reads the DLQ from w.From and reports records carrying
 // berth-redrive-plan = w.Plan (copies that failed again). It ends when the
 // consumer groups reading the copies' topics have all committed past every
 // copy and the DLQ has been read to its end after that, when w.Max has

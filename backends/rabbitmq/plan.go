@@ -379,7 +379,7 @@ func WritePlan(path string, p Plan) error {
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
-// ErrPlanEdited: a plan file's content does not hash to the hash it
+// ErrPlanEdited means a plan file's content does not hash to the hash it
 // carries (edited after it was made; its approvals would not cover it).
 var ErrPlanEdited = errors.New("content does not match its hash (edited?)")
 

@@ -87,8 +87,8 @@ func IsRefusal(err error) bool {
 	return errors.As(err, &r)
 }
 
-// ErrBadRequest: a plan or reset request a flag value cannot satisfy (not
-// NAME=VALUE, an unknown class, no record at an offset). The CLI exits 2 on
+// ErrBadRequest means a plan or reset request has a flag value that cannot
+// work (not NAME=VALUE, an unknown class, no record at an offset). The CLI exits 2 on
 // it, as for any usage error. The message is the request error's own, which
 // names the flag.
 var ErrBadRequest = errors.New("bad request")

@@ -37,7 +37,7 @@ type Planner struct {
 	Now func() time.Time
 }
 
-// New returns a planner on a connected cluster.
+// NewPlanner returns a planner on a connected cluster.
 func NewPlanner(cl *kafka.Cluster, cfg *config.Config) *Planner {
 	return &Planner{Cluster: cl, Store: kafka.NewPlanStore(cl.Client()), Config: cfg, Now: time.Now}
 }

@@ -150,7 +150,7 @@ func (r *RabbitRedrive) MakePlan(ctx context.Context, cl *rabbitmq.Client, l *ra
 	return p, res, nil
 }
 
-// ErrSelectionTooLarge: the DLQ holds more messages than were read, and
+// ErrSelectionTooLarge means the DLQ holds more messages than were read, and
 // the selection could reach past them; a plan is never made from a part
 // of what was asked for.
 var ErrSelectionTooLarge = errors.New("the selection reaches past the messages read")

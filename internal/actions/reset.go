@@ -107,11 +107,11 @@ func (r *Resetter) now() time.Time {
 
 func (r *Resetter) effects(group string) bool { return r.Effects != nil && r.Effects(group) }
 
-// offsets.Plan computes the dry run: it reads the group, its committed offsets, the
-// partitions in scope with their log bounds (and, per mode, offsets for a
-// time or another group's commits), computes targets, then reads the
-// timestamps bounding each replayed or skipped span. It changes nothing
-// and is allowed in read-only contexts.
+// Plan computes the dry run (an offsets.Plan): it reads the group, its
+// committed offsets, the partitions in scope with their log bounds (and,
+// per mode, offsets for a time or another group's commits), computes
+// targets, then reads the timestamps bounding each replayed or skipped
+// span. It changes nothing and is allowed in read-only contexts.
 func (r *Resetter) Plan(ctx context.Context, req ResetRequest) (offsets.Plan, error) {
 	if req.Group == "" {
 		return offsets.Plan{}, errors.New("no group given")

@@ -694,27 +694,27 @@ type planKeyPage interface {
 // planKey handles a key on plan page p: the open prompt, the keys of a
 // running plan, then a, X, S and u; done is false for keys it leaves to
 // the table.
-func (b *planPageBase) planKey(msg tea.KeyMsg, p planKeyPage) (tea.Cmd, bool) {
-	if b.mode != promptNone {
-		return b.promptKey(msg, p.planHash(), p.signCmd, p.executeCmd), true
+func (p *planPageBase) planKey(msg tea.KeyMsg, page planKeyPage) (tea.Cmd, bool) {
+	if p.mode != promptNone {
+		return p.promptKey(msg, page.planHash(), page.signCmd, page.executeCmd), true
 	}
-	if p.running() {
-		if cmd, done := p.runKey(msg); done {
+	if page.running() {
+		if cmd, done := page.runKey(msg); done {
 			return cmd, true
 		}
 	}
-	if b.tbl.Filtering() {
+	if p.tbl.Filtering() {
 		return nil, false
 	}
 	switch {
 	case key.Matches(msg, keyApprove):
-		return p.action("a"), true
+		return page.action("a"), true
 	case key.Matches(msg, keyExecute):
-		return p.action("X"), true
+		return page.action("X"), true
 	case key.Matches(msg, keySign):
-		return p.action("S"), true
+		return page.action("S"), true
 	case key.Matches(msg, keyStatus):
-		return p.reloadStatus(), true
+		return page.reloadStatus(), true
 	}
 	return nil, false
 }
