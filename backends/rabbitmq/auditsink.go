@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -127,7 +128,7 @@ func (s *AuditSink) Close() {
 
 func (s *AuditSink) closeLocked() {
 	if s.conn != nil {
-		_ = s.conn.Close()
+		_ = s.conn.CloseDeadline(time.Now().Add(closeGrace))
 	}
 	s.conn, s.ch = nil, nil
 }

@@ -148,10 +148,17 @@ func (c *Client) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.conn != nil {
-		_ = c.conn.Close()
+		_ = c.conn.CloseDeadline(time.Now().Add(closeGrace))
 		c.conn = nil
 	}
 }
+
+// closeGrace bounds the wait for the broker's close-ok. A broker that does
+// not answer (a queue process busy requeueing tens of thousands of
+// messages, a stalled network) must not hold up an exit, an interrupt in
+// particular; the socket closes either way and the broker returns what
+// the connection held unacked.
+const closeGrace = 500 * time.Millisecond
 
 // connection returns the shared AMQP connection, dialing it when needed.
 func (c *Client) connection(ctx context.Context) (*amqp.Connection, error) {
@@ -380,12 +387,19 @@ func (c *Client) passive(ctx context.Context, name string) (backends.Queue, erro
 	if err != nil {
 		return backends.Queue{}, err
 	}
-	defer ch.Close()
 	var q amqp.Queue
 	err = c.bounded(ctx, "declare "+name, func() (err error) {
 		q, err = ch.QueueDeclarePassive(name, false, false, false, false, nil)
 		return err
 	})
+	// Closing waits for the broker's close-ok, and behind the declare a
+	// busy queue process holds that up for minutes: once ctx ended, close
+	// in the background so an interrupt takes effect now.
+	if ctx.Err() != nil {
+		go ch.Close()
+	} else {
+		defer ch.Close()
+	}
 	if err != nil {
 		var ae *amqp.Error
 		if errors.As(err, &ae) && ae.Code == amqp.NotFound {

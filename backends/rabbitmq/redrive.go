@@ -240,11 +240,11 @@ func (c *Client) Execute(ctx context.Context, p Plan, l *Ledger, o ExecOptions) 
 	before, berr := c.passive(ctx, p.DLQ)
 	if err := r.open(ctx); err != nil {
 		if r.conn != nil {
-			r.close()
+			r.close(ctx)
 		}
 		return r.res, err
 	}
-	defer r.close()
+	defer r.close(ctx)
 	settled := r.settleInOrder(ctx)
 	readErr := r.read(ctx)
 	if readErr == nil && !r.cancelled {
@@ -260,8 +260,13 @@ func (c *Client) Execute(ctx context.Context, p Plan, l *Ledger, o ExecOptions) 
 		readErr = err
 	}
 	// Stop the consumer; closing the channel returns every held message
-	// (unselected, failed, changed) to the DLQ in place.
-	_ = r.cch.Close()
+	// (unselected, failed, changed) to the DLQ in place. Interrupted, do not
+	// wait for the broker's close-ok (a classic queue busy requeueing holds
+	// it up for minutes): closing the connection (r.close, bounded) or the
+	// process exiting returns them just the same.
+	if ctx.Err() == nil {
+		_ = r.cch.Close()
+	}
 	r.account()
 	if readErr != nil {
 		return r.res, readErr
@@ -370,16 +375,29 @@ func (r *run) open(ctx context.Context) error {
 		return err
 	}
 	r.conn = conn
-	if r.cch, err = conn.Channel(); err != nil {
+	// Each of these waits for the broker's answer, and the answer to
+	// basic.consume comes from the DLQ's queue process: one still busy
+	// requeueing a large browse (the plan's: 100,000 messages keep a 3.10
+	// classic queue busy for many minutes) does not answer. Bounded by ctx
+	// so that an interrupt ends the wait; nothing is consumed yet.
+	err = c.bounded(ctx, "consume "+r.p.DLQ, func() (err error) {
+		if r.cch, err = conn.Channel(); err != nil {
+			return err
+		}
+		if err = r.cch.Qos(r.o.MaxHeld+2*r.o.Window, 0, false); err != nil {
+			return err
+		}
+		r.deliveries, err = r.cch.Consume(r.p.DLQ, "", false, false, false, false, nil)
+		return err
+	})
+	if err != nil {
 		return c.amqpErr(err)
 	}
-	if err := r.cch.Qos(r.o.MaxHeld+2*r.o.Window, 0, false); err != nil {
-		return c.amqpErr(err)
-	}
-	if r.deliveries, err = r.cch.Consume(r.p.DLQ, "", false, false, false, false, nil); err != nil {
-		return c.amqpErr(err)
-	}
-	if r.pub, err = r.newPublisher(); err != nil {
+	err = c.bounded(ctx, "open a publisher", func() (err error) {
+		r.pub, err = r.newPublisher()
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	r.x = Extractors{IdempotencyKey: r.p.Policy.IdempotencyKey}
@@ -394,9 +412,15 @@ func (r *run) open(ctx context.Context) error {
 }
 
 // close releases the run's connection and rate ticker.
-func (r *run) close() {
+func (r *run) close(ctx context.Context) {
 	if r.pace != nil {
 		r.pace.Stop()
+	}
+	if ctx.Err() != nil {
+		// Interrupted: the broker gets closeGrace to answer; the socket
+		// closes either way and the broker returns every unacked message.
+		_ = r.conn.CloseDeadline(time.Now().Add(closeGrace))
+		return
 	}
 	_ = r.conn.Close()
 }

@@ -911,6 +911,12 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 	if err != nil && !cancelled {
 		return err
 	}
+	if cancelled {
+		// Interrupted (SIGINT/SIGTERM): unsent messages are back in the DLQ
+		// and the stop is audited; the exit says it did not finish.
+		return &exitError{code: 1, err: fmt.Errorf("interrupted: plan %s sent %d of %d; the rest stay in %s (run the same command to send them)",
+			shortHash(hash), res.Sent+res.AlreadySent, totals.Included, sanitize.Text(p.DLQ))}
+	}
 	return out.exit()
 }
 

@@ -440,12 +440,17 @@ func (r *RabbitRedrive) Run(ctx context.Context, cl *rabbitmq.Client, l *rabbitm
 	stopped := cancelled()
 	status := "finished"
 	switch {
+	case stopped || res.Stopped == rabbitmq.Cancelled:
+		// An interrupt ends Execute with the context's error: still a stop
+		// the operator asked for, not a failure.
+		status = "cancelled"
 	case err != nil:
 		status = "failed"
-	case stopped || res.Stopped == rabbitmq.Cancelled:
-		status = "cancelled"
 	}
-	_ = record(context.WithoutCancel(ctx), "redrive.execute."+status, map[string]any{"sent": res.Sent, "resent": res.Resent,
+	// The end is on record even when interrupted (see afterStop).
+	endCtx, endCancel := afterStop(ctx)
+	defer endCancel()
+	_ = record(endCtx, "redrive.execute."+status, map[string]any{"sent": res.Sent, "resent": res.Resent,
 		"already_sent": res.AlreadySent, "failed": len(res.Failed), "returned": res.Returned, "not_found": len(res.NotFound), "skipped": len(res.Skipped),
 		"stopped": res.Stopped, "error": rabbitErrText(err)})
 	return res, err
@@ -458,7 +463,9 @@ func (r *RabbitRedrive) AuditVerified(ctx context.Context, auditFile string, p r
 	if v == nil {
 		return
 	}
-	_ = r.Audit(context.WithoutCancel(ctx), auditFile, "redrive.verified", p.Hash(), map[string]any{"dlq": p.DLQ, "ok": v.OK, "depth_before": v.DepthBefore,
+	vctx, vcancel := afterStop(ctx)
+	defer vcancel()
+	_ = r.Audit(vctx, auditFile, "redrive.verified", p.Hash(), map[string]any{"dlq": p.DLQ, "ok": v.OK, "depth_before": v.DepthBefore,
 		"depth_after": v.DepthAfter, "acked": v.Acked, "returned": v.Returned, "problem": v.Problem, "watched": v.Watched, "refailed": len(v.Refailed),
 		"watch_error": rabbitErrText(watchErr)})
 }
@@ -669,6 +676,20 @@ func (r *RabbitRedrive) Audit(ctx context.Context, file, action, target string, 
 		return nil
 	}
 	return fmt.Errorf("audit log: %w", err)
+}
+
+// auditGrace bounds an audit entry written after an interrupt.
+const auditGrace = 2 * time.Second
+
+// afterStop is the context for an entry that must be written however the
+// run ended: ctx's values without its cancel, and once ctx was cancelled
+// (an interrupt) at most auditGrace, so a broker that no longer answers
+// cannot hold the exit up (the local log is written before the mirror).
+func afterStop(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx.Err() != nil {
+		return context.WithTimeout(context.WithoutCancel(ctx), auditGrace)
+	}
+	return context.WithCancel(context.WithoutCancel(ctx))
 }
 
 func rabbitErrText(err error) string {
