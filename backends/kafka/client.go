@@ -2,8 +2,9 @@
 // optional abilities) on franz-go's kgo and kadm. The console and the pure
 // engines never see a franz-go type. Outside backends/, franz-go is imported
 // only where Berth is itself a Kafka client or configures one: internal/demo
-// (the HarborCart workload's producers and consumers) and cmd/berth's SASL
-// mechanisms (backend.go). Client.Kgo and Client.Admin are for backend
+// (the HarborCart workload's producers and consumers), cmd/berth's SASL
+// mechanisms (backend.go) and internal/kafkatest (tests seed topics and
+// groups with it). Client.Kgo and Client.Admin are for backend
 // packages.
 package kafka
 

@@ -145,9 +145,13 @@ type BrowseResult struct {
 type RefusedError struct {
 	Why        string
 	Acceptable bool
+	// Cause is what errors.Is matches (backends.ErrReadOnly when the
+	// refusal is read-only's), or nil.
+	Cause error
 }
 
 func (e *RefusedError) Error() string { return e.Why }
+func (e *RefusedError) Unwrap() error { return e.Cause }
 
 // Browse reads messages of a queue without losing, dead-lettering or
 // reordering any:
@@ -185,7 +189,7 @@ func (c *Client) Browse(ctx context.Context, queue string, o BrowseOptions) (Bro
 	case backends.QueueQuorum:
 		if c.opts.ReadOnly {
 			// Reading a quorum queue raises delivery counts: a write.
-			return res, &RefusedError{Why: fmt.Sprintf("queue %q is a quorum queue: browsing it raises delivery counts, and the context is read-only", queue)}
+			return res, &RefusedError{Why: fmt.Sprintf("queue %q is a quorum queue: browsing it raises delivery counts, and the context is read-only", queue), Cause: backends.ErrReadOnly}
 		}
 		return c.browseQuorum(ctx, res, q, o)
 	}

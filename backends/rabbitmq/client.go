@@ -1,7 +1,9 @@
 // Package rabbitmq is the RabbitMQ backend: queue inventory and statistics
 // from the management HTTP API, messages over AMQP 0.9.1 (amqp091-go), and a
 // reduced mode (passive declares of configured queues) when there is no
-// management API. Callers see only backends types; amqp091-go stays here.
+// management API. It also holds RabbitMQ's redrive I/O (plan store, ledger,
+// confirmed publishing), which internal/actions drives. amqp091-go stays
+// here: only ContentDigest and ToMessage take an amqp.Delivery.
 package rabbitmq
 
 import (

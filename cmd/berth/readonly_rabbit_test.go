@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/berth-dev/berth/internal/actions"
 )
 
 // Reading a quorum DLQ with --accept-requeue-side-effects raises delivery
@@ -55,6 +58,13 @@ func TestQuorumBrowseIsRefusedOnAReadOnlyRabbitMQCluster(t *testing.T) {
 		_, errOut, code := runBerth(t, tc.args...)
 		if code == 0 || !strings.Contains(errOut, "read-only") {
 			t.Errorf("%s: exit %d, stderr %q; want a read-only refusal", tc.what, code, errOut)
+		}
+		// The same one error value whether the CLI refuses the flag or the
+		// backend refuses the quorum browse itself.
+		for _, args := range [][]string{tc.args, tc.args[:len(tc.args)-1]} {
+			if err := berthErr(t, args...); !errors.Is(err, actions.ErrReadOnly) {
+				t.Errorf("%s: %v; want errors.Is(err, actions.ErrReadOnly)", strings.Join(args[len(args)-3:], " "), err)
+			}
 		}
 	}
 	d, ok, err := ch.Get(q, false)
