@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -409,8 +408,27 @@ func (f File) Approvals() []approval.Signature {
 	return out
 }
 
-// ErrHashMismatch means a plan file was edited after it was made.
-var ErrHashMismatch = errors.New("the plan's content does not match its hash (edited after it was made?)")
+// ErrHashMismatch means a plan file was edited after it was made. It is
+// the one "plan edited" sentinel: rabbitmq.ErrPlanEdited and
+// actions.ErrPlanEdited are made with PlanEditedError, so an edited plan
+// matches all three with errors.Is whichever backend's loader found it.
+var ErrHashMismatch = PlanEditedError("the plan's content does not match its hash (edited after it was made?)")
+
+// PlanEditedError returns a "plan edited" sentinel with its own message
+// (each layer keeps the words its users already see) that errors.Is
+// treats as the same error as ErrHashMismatch and every other value made
+// here.
+func PlanEditedError(msg string) error { return planEditedError{msg} }
+
+type planEditedError struct{ msg string }
+
+func (e planEditedError) Error() string { return e.msg }
+
+// Is makes every planEditedError match every other, whatever its message.
+func (e planEditedError) Is(target error) bool {
+	_, ok := target.(planEditedError)
+	return ok
+}
 
 // DecodeFile parses a plan file (format v2, see SignedPlan): the core must
 // validate and hash to the file's hash, and every signature must name it.

@@ -381,7 +381,10 @@ func WritePlan(path string, p Plan) error {
 
 // ErrPlanEdited means a plan file's content does not hash to the hash it
 // carries (edited after it was made; its approvals would not cover it).
-var ErrPlanEdited = errors.New("content does not match its hash (edited?)")
+//
+// It is the same sentinel as redrive.ErrHashMismatch (errors.Is matches
+// either) with the message RabbitMQ users already see.
+var ErrPlanEdited = redrive.PlanEditedError("content does not match its hash (edited?)")
 
 // ReadPlan reads a plan file and checks its hash: a plan edited by hand
 // is refused (its approvals would not cover it).

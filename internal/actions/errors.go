@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/berth-dev/berth/backends"
+	"github.com/berth-dev/berth/redrive"
 )
 
 // Refusal reasons. Every refusal wraps exactly one of these, so callers can
@@ -26,8 +27,10 @@ var (
 	// ErrAuditUnwritable: the local audit log cannot be written; a write
 	// that cannot be recorded does not happen.
 	ErrAuditUnwritable = errors.New("the audit log cannot be written")
-	// ErrPlanEdited: the plan's content does not hash to its hash.
-	ErrPlanEdited = errors.New("the plan's content does not match its hash (edited after it was made)")
+	// ErrPlanEdited: the plan's content does not hash to its hash. It
+	// matches redrive.ErrHashMismatch and rabbitmq.ErrPlanEdited with
+	// errors.Is, so one test catches an edited plan from either backend.
+	ErrPlanEdited = redrive.PlanEditedError("the plan's content does not match its hash (edited after it was made)")
 	// ErrPlanMalformed: the plan file or stored record is not a v2 plan.
 	ErrPlanMalformed = errors.New("not a valid plan")
 	// ErrPlanExpired: the plan is older than redrive.plan_max_age.
