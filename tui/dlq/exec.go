@@ -68,7 +68,7 @@ type Verification struct {
 	Checked    int
 	Mismatches []string
 	Watched    time.Duration
-	Stopped    bool // the watch was stopped early (c)
+	Stopped    bool // the watch was stopped early (c or esc)
 	Refailed   []string
 }
 

@@ -394,6 +394,14 @@ func (p *PlanPage) action(a string) tea.Cmd {
 // runKey handles the execution's keys; done is false for keys it leaves to
 // the table.
 func (p *PlanPage) runKey(msg tea.KeyMsg) (tea.Cmd, bool) {
+	// Once everything is sent only the re-failure watch is left: esc stops
+	// it at once, as c does (and as enter does in the CLI); what was sent
+	// stays sent. Leaving a watch in the background would only hide it.
+	if p.view.phase == phaseVerifying && msg.String() == "esc" {
+		p.leaving = false
+		p.run.cancel()
+		return nil, true
+	}
 	return p.planUI.runKey(msg, runControl{
 		pause: func() {
 			if p.view.phase != phaseSending || p.view.cancelling {
@@ -607,7 +615,7 @@ func (p *PlanPage) actionLine() string {
 	if p.running() {
 		running = "p pause/resume · c cancel (finishes the batch in flight) · esc leave it running"
 		if p.view.phase == phaseVerifying {
-			running = "c stop the re-failure watch · esc leave it running"
+			running = "c or esc stop the re-failure watch (what was sent stays sent)"
 		}
 	}
 	return p.planUI.actionLine(running, p.disabled, p.req != nil)
@@ -641,7 +649,7 @@ func (p *PlanPage) runLines() []string {
 		line := "verifying: reading back every copy and comparing payload hashes"
 		if !v.result.Cancelled && v.err == nil && p.env.Config != nil {
 			if w := min(p.env.Config.Redrive.VerifyWatch, maxConsoleWatch); w > 0 {
-				line += fmt.Sprintf(", then watching %s for re-failures for %s (c stops the watch)", sanitize.Text(p.file.Plan.DLQ), w)
+				line += fmt.Sprintf(", then watching %s for re-failures for %s (c or esc stops the watch)", sanitize.Text(p.file.Plan.DLQ), w)
 			}
 		}
 		return []string{p.barLine("executed ", pct), counts, line}
