@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/berth-dev/berth/internal/audit"
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -347,6 +348,14 @@ func TestRedriveRulesOnBothBackends(t *testing.T) {
 				if !strings.Contains(errOut, "1 record(s) skipped: record_gone") {
 					t.Errorf("stderr does not name the problem:\n%s", errOut)
 				}
+				// The audit's end entry counts it under the same names on both.
+				d := finishedDetails(t, e.audit)
+				if d["sent"] != float64(ruleN-1) || d["already_sent"] != float64(0) || d["skipped"] != float64(1) || d["failed"] != float64(0) {
+					t.Errorf("redrive.execute.finished details: %v; want sent %d, already_sent 0, skipped 1, failed 0", d, ruleN-1)
+				}
+				if r, _ := d["skipped_reasons"].(map[string]any); r["record_gone"] != float64(1) {
+					t.Errorf("redrive.execute.finished skipped_reasons: %v; want record_gone 1", d["skipped_reasons"])
+				}
 			})
 
 			t.Run("audit entries carry the same names and are mirrored off the machine", func(t *testing.T) {
@@ -364,6 +373,35 @@ func TestRedriveRulesOnBothBackends(t *testing.T) {
 						t.Errorf("audit log lacks %s: %s", want, got)
 					}
 				}
+				// The end entry's details: the same keys on both backends,
+				// and only RabbitMQ's extras besides.
+				d := finishedDetails(t, e.audit)
+				for _, k := range []string{"sent", "already_sent", "excluded", "skipped", "skipped_reasons", "failed", "error"} {
+					if _, ok := d[k]; !ok {
+						t.Errorf("redrive.execute.finished lacks %q: %v", k, d)
+					}
+				}
+				extras := map[string]bool{"plan": true, "dlq": true, "actor": true}
+				if e.backend == "rabbitmq" {
+					extras["resent"], extras["returned"], extras["stopped"] = true, true, true
+				}
+				for k := range d {
+					switch k {
+					case "sent", "already_sent", "excluded", "skipped", "skipped_reasons", "failed", "error":
+					default:
+						if !extras[k] {
+							t.Errorf("redrive.execute.finished has %q, a name the other backend does not write: %v", k, d)
+						}
+					}
+				}
+				if d["sent"] != float64(ruleN) || d["already_sent"] != float64(0) || d["skipped"] != float64(0) {
+					t.Errorf("redrive.execute.finished details: %v; want sent %d, nothing already sent or skipped", d, ruleN)
+				}
+				// `berth audit` reads them as words, the same on both.
+				table, errOut, code := e.run(t, "audit")
+				if code != 0 || !strings.Contains(table, "already sent 0; excluded 0; failed 0; ") || !strings.Contains(table, fmt.Sprintf("sent %d; skipped 0", ruleN)) {
+					t.Errorf("berth audit: exit %d, want the finished entry's counts as words:\n%s%s", code, table, errOut)
+				}
 				out, errOut, code := e.run(t, "audit", "verify")
 				if code != 0 || !strings.Contains(out, "audit mirror") || !strings.Contains(out, e.audit) {
 					t.Errorf("audit verify: exit %d, want the mirror checked:\n%s%s", code, out, errOut)
@@ -371,4 +409,30 @@ func TestRedriveRulesOnBothBackends(t *testing.T) {
 			})
 		})
 	}
+}
+
+// finishedDetails is the details of the last redrive.execute.finished
+// entry in the audit log, as JSON reads them.
+func finishedDetails(t *testing.T, file string) map[string]any {
+	t.Helper()
+	log, err := audit.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := log.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(entries) - 1; i >= 0; i-- {
+		if entries[i].Action != "redrive.execute.finished" {
+			continue
+		}
+		d := map[string]any{}
+		if err := json.Unmarshal(entries[i].DetailsJSON(), &d); err != nil {
+			t.Fatalf("redrive.execute.finished details: %v", err)
+		}
+		return d
+	}
+	t.Fatalf("no redrive.execute.finished entry in %s", file)
+	return nil
 }

@@ -283,9 +283,7 @@ func Execute(ctx context.Context, f redrive.File, o Options) (Result, error) {
 	if err != nil {
 		status = "failed"
 	}
-	aerr := o.audit(ctx, "redrive.execute."+status, f, map[string]any{
-		"sent": res.Sent, "skipped": len(res.Skipped), "failed": len(res.Failed), "error": errString(err),
-	})
+	aerr := o.audit(ctx, "redrive.execute."+status, f, kafkaCounts(f, res).details(err))
 	return res, errors.Join(err, aerr)
 }
 

@@ -450,9 +450,14 @@ func (r *RabbitRedrive) Run(ctx context.Context, cl *rabbitmq.Client, l *rabbitm
 	// The end is on record even when interrupted (see afterStop).
 	endCtx, endCancel := afterStop(ctx)
 	defer endCancel()
-	_ = record(endCtx, "redrive.execute."+status, map[string]any{"sent": res.Sent, "resent": res.Resent,
-		"already_sent": res.AlreadySent, "failed": len(res.Failed), "returned": res.Returned, "not_found": len(res.NotFound), "skipped": len(res.Skipped),
-		"stopped": res.Stopped, "error": rabbitErrText(err)})
+	// The counts under Kafka's names; what only RabbitMQ has under the
+	// names the CLI's "rabbitmq" extras use.
+	end := rabbitCounts(res).details(err)
+	end["resent"], end["returned"] = res.Resent, res.Returned
+	if res.Stopped != "" {
+		end["stopped"] = res.Stopped
+	}
+	_ = record(endCtx, "redrive.execute."+status, end)
 	return res, err
 }
 
