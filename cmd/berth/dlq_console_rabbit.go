@@ -403,7 +403,9 @@ func (s *consoleQueues) Execute(ctx context.Context, hash string, req tuidlq.Que
 		},
 	}, cancelled)
 	rr.AuditVerified(ctx, "", p, res.Verification, nil)
-	out := tuidlq.QueueResult{Sent: res.Sent, Resent: res.Resent, AlreadySent: res.AlreadySent, Excluded: res.Excluded, Returned: res.Returned,
+	// Already sent counts what an earlier run sent and acked too, as the
+	// CLI's already_sent does.
+	out := tuidlq.QueueResult{Sent: res.Sent, Resent: res.Resent, AlreadySent: res.AlreadySent + res.DoneBefore, Excluded: res.Excluded, Returned: res.Returned,
 		Passed: res.Passed, Skipped: queueSkips(res.Skipped), NotFound: res.NotFound, Stopped: res.Stopped,
 		Cancelled: res.Stopped == rabbitmq.Cancelled || cancelled(), Approvers: dec.Approvers, Warnings: n.lines()}
 	for _, f := range res.Failed {

@@ -275,6 +275,12 @@ func skipSummary(skips []actions.Skip) string {
 	for _, s := range skips {
 		by[s.Reason]++
 	}
+	return reasonSummary(by)
+}
+
+// reasonSummary is skip counts by reason as "record_gone 1, …", the words
+// both backends' result lines use.
+func reasonSummary(by map[redrive.Reason]int) string {
 	var parts []string
 	for r, n := range by {
 		parts = append(parts, fmt.Sprintf("%s %d", r, n))

@@ -72,3 +72,24 @@ func TestRunOverDropsTheLeaveQuestion(t *testing.T) {
 		t.Fatal("runOver dropped a note that was not about the run")
 	}
 }
+
+// TestQueueResultLineSpeaksKafkasWords: the RabbitMQ plan page's result
+// reads like the Kafka page and `berth redrive execute`: a message gone
+// from the DLQ is skipped as record_gone (not "not found"), a ledger
+// skip is already sent, and the counts stay true.
+func TestQueueResultLineSpeaksKafkasWords(t *testing.T) {
+	res := QueueResult{Sent: 3, Resent: 1, AlreadySent: 2, NotFound: []string{"ev-9"},
+		Skipped: []QueueSkip{
+			{EventID: "ev-4", Reason: redrive.ReasonAlreadyRedriven},
+			{EventID: "ev-5", Reason: redrive.ReasonEffectCommitted},
+		},
+		Failed: []QueueFailure{{EventID: "ev-6", Error: "returned"}}}
+	got := queueResultLine(res)
+	want := "result: sent 3 · already sent 3 · skipped 2 (effect_committed 1, record_gone 1) · failed 1 · 1 of the sent resent (an earlier run stopped before their confirm)"
+	if got != want {
+		t.Errorf("result line\n got %q\nwant %q", got, want)
+	}
+	if got := queueResultLine(QueueResult{Sent: 4}); got != "result: sent 4 · already sent 0 · skipped 0 · failed 0" {
+		t.Errorf("a clean run reads %q", got)
+	}
+}

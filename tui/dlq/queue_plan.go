@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/berth-dev/berth/internal/actions"
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
@@ -492,7 +493,7 @@ func (p *QueuePlanPage) runLines() []string {
 		return nil // the note says why
 	}
 	res := v.result
-	out := fmt.Sprintf("result: sent %d (resent %d) · already sent %d · skipped %d · failed %d · not found %d", res.Sent, res.Resent, res.AlreadySent, len(res.Skipped), len(res.Failed), len(res.NotFound))
+	out := queueResultLine(res)
 	lvl := styles.Good
 	switch {
 	case len(res.Failed) > 0 || v.err != nil:
@@ -522,6 +523,35 @@ func (p *QueuePlanPage) runLines() []string {
 		lines = append(lines, p.level(styles.Bad).Render("warning: "+sanitize.Text(w)))
 	}
 	return lines
+}
+
+// queueResultLine says what a run did in the words of the Kafka plan page
+// and `berth redrive execute`: sent, already sent (the ledger's
+// already_redriven included), skipped with reasons (a message no longer in
+// the DLQ is record_gone), failed; resends are RabbitMQ's extra.
+func queueResultLine(res QueueResult) string {
+	already, skipped, by := res.AlreadySent, 0, map[redrive.Reason]int{}
+	for _, s := range res.Skipped {
+		if s.Reason == redrive.ReasonAlreadyRedriven {
+			already++
+			continue
+		}
+		by[s.Reason]++
+		skipped++
+	}
+	if n := len(res.NotFound); n > 0 {
+		by[actions.ReasonGone] += n
+		skipped += n
+	}
+	out := fmt.Sprintf("result: sent %d · already sent %d · skipped %d", res.Sent, already, skipped)
+	if skipped > 0 {
+		out += " (" + reasonSummary(by) + ")"
+	}
+	out += fmt.Sprintf(" · failed %d", len(res.Failed))
+	if res.Resent > 0 {
+		out += fmt.Sprintf(" · %d of the sent resent (an earlier run stopped before their confirm)", res.Resent)
+	}
+	return out
 }
 
 func (p *QueuePlanPage) View() string { return p.renderPlan(p.checking, p.plan != nil, p.head) }
