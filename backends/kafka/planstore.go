@@ -405,12 +405,19 @@ func (s *PlanStore) Plans(ctx context.Context) ([]redrive.File, error) {
 // prefix is an error, and so is a matching record that is not a usable
 // plan (named by its offset).
 func (s *PlanStore) Plan(ctx context.Context, prefix string) (redrive.File, error) {
+	return findPlan(ctx, s, prefix, s.load)
+}
+
+// findPlan finds the one stored plan whose hash starts with prefix and
+// loads it with load (v1 files and v2 signed plans share the look-up).
+func findPlan[T any](ctx context.Context, s *PlanStore, prefix string, load func(context.Context, string, planEntry, []approval.Signature) (T, error)) (T, error) {
+	var zero T
 	if len(prefix) < 8 {
-		return redrive.File{}, fmt.Errorf("plan %q: give at least 8 hex digits of its hash", prefix)
+		return zero, fmt.Errorf("plan %q: give at least 8 hex digits of its hash", prefix)
 	}
 	ix, err := s.index(ctx)
 	if err != nil {
-		return redrive.File{}, err
+		return zero, err
 	}
 	prefix = strings.ToLower(prefix)
 	var match []string
@@ -421,16 +428,16 @@ func (s *PlanStore) Plan(ctx context.Context, prefix string) (redrive.File, erro
 	}
 	switch len(match) {
 	case 0:
-		return redrive.File{}, fmt.Errorf("plan %s: not in the plan store (%s)", prefix, PlanTopic)
+		return zero, fmt.Errorf("plan %s: not in the plan store (%s)", prefix, PlanTopic)
 	case 1:
 		e := ix.plans[match[0]]
-		f, err := s.load(ctx, match[0], e, ix.sigs[match[0]])
+		p, err := load(ctx, match[0], e, ix.sigs[match[0]])
 		if err != nil {
-			return redrive.File{}, fmt.Errorf("plan %s: %s offset %d: %w", prefix, PlanTopic, e.offset, err)
+			return zero, fmt.Errorf("plan %s: %s offset %d: %w", prefix, PlanTopic, e.offset, err)
 		}
-		return f, nil
+		return p, nil
 	}
-	return redrive.File{}, fmt.Errorf("plan %s: ambiguous, %d plans match", prefix, len(match))
+	return zero, fmt.Errorf("plan %s: ambiguous, %d plans match", prefix, len(match))
 }
 
 // Ledger returns every ledger entry (read committed: entries of an aborted

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -99,32 +98,7 @@ func (s *PlanStore) loadSigned(ctx context.Context, hash string, e planEntry, si
 // GetSigned returns the v2 plan whose hash starts with prefix (8+ hex
 // digits) with its stored signatures, fetching only that plan's chunks.
 func (s *PlanStore) GetSigned(ctx context.Context, prefix string) (redrive.SignedPlan, error) {
-	if len(prefix) < 8 {
-		return redrive.SignedPlan{}, fmt.Errorf("plan %q: give at least 8 hex digits of its hash", prefix)
-	}
-	ix, err := s.index(ctx)
-	if err != nil {
-		return redrive.SignedPlan{}, err
-	}
-	prefix = strings.ToLower(prefix)
-	var match []string
-	for hash := range ix.plans {
-		if strings.HasPrefix(hash, prefix) {
-			match = append(match, hash)
-		}
-	}
-	switch len(match) {
-	case 0:
-		return redrive.SignedPlan{}, fmt.Errorf("plan %s: not in the plan store (%s)", prefix, PlanTopic)
-	case 1:
-		e := ix.plans[match[0]]
-		p, err := s.loadSigned(ctx, match[0], e, ix.sigs[match[0]])
-		if err != nil {
-			return redrive.SignedPlan{}, fmt.Errorf("plan %s: %s offset %d: %w", prefix, PlanTopic, e.offset, err)
-		}
-		return p, nil
-	}
-	return redrive.SignedPlan{}, fmt.Errorf("plan %s: ambiguous, %d plans match", prefix, len(match))
+	return findPlan(ctx, s, prefix, s.loadSigned)
 }
 
 // ListSigned returns every v2 plan, newest first, and one entry with Err
