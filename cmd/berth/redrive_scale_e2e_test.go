@@ -20,7 +20,10 @@ import (
 //
 //	BERTH_SCALE_RECORDS=100000 go test -run TestRedriveAtScaleFromTheBinary -v -timeout 30m ./cmd/berth/
 //
-// Unset, it does not run (it is a measurement, minutes long at scale).
+// BERTH_SCALE_STEPS=plan stops after `redrive plan` (its figures and what
+// it must hold are still checked), so the plan can be measured alone at
+// sizes whose execute would take too long. Unset, it does not run (it is a
+// measurement, minutes long at scale).
 func TestRedriveAtScaleFromTheBinary(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("BERTH_SCALE_RECORDS"))
 	if n <= 0 {
@@ -54,6 +57,11 @@ func TestRedriveAtScaleFromTheBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("records %d (included %d, captured %d)", n, made.Totals.Included, r.captured)
+	t.Logf("redrive plan:    %8.2fs  peak RSS %6.0f MiB  plan file %d bytes (%.1f bytes/record)", plan.wall.Seconds(), plan.mib(), st.Size(), float64(st.Size())/float64(n))
+	if os.Getenv("BERTH_SCALE_STEPS") == "plan" {
+		return
+	}
 	approve := r.run(t, "redrive", "approve", made.Hash[:16], "--key", r.approver, "-o", "json")
 	if approve.code != 0 {
 		t.Fatalf("redrive approve: exit %d: %s", approve.code, approve.stderr)
@@ -81,8 +89,6 @@ func TestRedriveAtScaleFromTheBinary(t *testing.T) {
 		t.Fatalf("%d copies in %s, %d sent", got, scaleTopic, done.Sent)
 	}
 	base := r.baseline(t)
-	t.Logf("records %d (included %d, captured %d)", n, made.Totals.Included, r.captured)
-	t.Logf("redrive plan:    %8.2fs  peak RSS %6.0f MiB  plan file %d bytes (%.1f bytes/record)", plan.wall.Seconds(), plan.mib(), st.Size(), float64(st.Size())/float64(n))
 	t.Logf("redrive approve: %8.2fs  peak RSS %6.0f MiB", approve.wall.Seconds(), approve.mib())
 	t.Logf("redrive execute: %8.2fs  peak RSS %6.0f MiB  %.0f records/s (sent / wall time of the command, read-back included)",
 		exec.wall.Seconds(), exec.mib(), float64(done.Sent)/exec.wall.Seconds())
