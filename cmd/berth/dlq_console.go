@@ -267,26 +267,30 @@ func (s consoleRedrive) Execute(ctx context.Context, hash string, req tuidlq.Exe
 // Verify reads back what the plan produced and watches for re-failures,
 // as `berth redrive execute` does after sending.
 func (s consoleRedrive) Verify(ctx context.Context, hash string, watch time.Duration, contextName string) (tuidlq.Verification, error) {
-	c, k, store, err := s.dial(ctx)
+	// ctx ends when c or esc stop the watch: that stops the watch only.
+	// The read-back goes to its end (a key pressed during it ends the watch
+	// before it begins), so what was sent is always checked.
+	rctx := context.WithoutCancel(ctx)
+	c, k, store, err := s.dial(rctx)
 	if err != nil {
 		return tuidlq.Verification{}, err
 	}
 	defer c.Close()
-	pf, err := store.Plan(ctx, hash)
+	pf, err := store.Plan(rctx, hash)
 	if err != nil {
 		return tuidlq.Verification{}, err
 	}
-	start := time.Now()
-	// The same verification as `berth redrive execute`; the console ends
-	// the watch by cancelling ctx.
+	// The same verification as `berth redrive execute`.
 	own := consoleRedrive{PlannerConsole: actions.PlannerConsole{P: actions.NewPlanner(k, s.cfg)}, k: k, cfg: s.cfg}
-	v, verr := own.actions(contextName, false, "").Verify(ctx, pf, watch, func(w kafka.Watch) (kafka.WatchResult, error) {
-		return k.WatchRefailuresUntil(ctx, w)
+	v, verr := own.actions(contextName, false, "").Verify(rctx, pf, watch, func(w kafka.Watch) (kafka.WatchResult, error) {
+		w.Stop = ctx.Done()
+		return k.WatchRefailuresUntil(rctx, w)
 	})
 	out := tuidlq.Verification{Watched: watch}
-	if ctx.Err() != nil && watch > 0 {
+	if v != nil && v.WatchEnded == kafka.WatchStopped {
 		// Stopped from the console: say how long it really watched.
-		out.Stopped, out.Watched = true, min(time.Since(start), watch)
+		out.Stopped = true
+		out.Watched, _ = time.ParseDuration(v.Watched)
 	}
 	if v != nil {
 		out.Checked = v.Checked
@@ -296,7 +300,7 @@ func (s consoleRedrive) Verify(ctx context.Context, hash string, watch time.Dura
 		for _, r := range v.Refailed {
 			out.Refailed = append(out.Refailed, fmt.Sprintf("re-failed: %s landed again at %d:%d (%s)", r.Origin, r.DLQ.Partition, r.DLQ.Offset, r.Exception))
 		}
-		if err := s.audit(context.WithoutCancel(ctx), contextName, "redrive.verified", pf, map[string]any{
+		if err := s.audit(rctx, contextName, "redrive.verified", pf, map[string]any{
 			"checked": v.Checked, "mismatches": len(v.Mismatches), "refailed": len(v.Refailed),
 		}); err != nil && verr == nil {
 			verr = err

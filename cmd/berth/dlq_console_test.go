@@ -357,12 +357,20 @@ func TestConsoleExecuteIsDisabledInReadOnly(t *testing.T) {
 	}
 }
 
-func TestConsoleExecuteRunsToCompletion(t *testing.T) {
-	const n = 30
+// unreviewedPlanOnConsole stores a plan of n records under a policy
+// without review (batches of 10, no rate to speak of) and opens :plans on
+// a console whose re-failure watch lasts watch.
+func unreviewedPlanOnConsole(t *testing.T, n int, watch time.Duration) (*redriveFixture, string, *consoleDriver) {
+	t.Helper()
 	f := newRedriveFixture(t, n, "    - match: \"ledger-events.DLT\"\n      review: none\n")
 	plan := f.plan(t, "--batch-size", "10", "--rate", "10000")
-	env := consoleEnv(t, f, false, 200*time.Millisecond)
-	d := drive(t, env, tuidlq.NewPlansPage(env))
+	env := consoleEnv(t, f, false, watch)
+	return f, plan, drive(t, env, tuidlq.NewPlansPage(env))
+}
+
+func TestConsoleExecuteRunsToCompletion(t *testing.T) {
+	const n = 30
+	f, plan, d := unreviewedPlanOnConsole(t, n, 200*time.Millisecond)
 	d.press(keyRunes("X"), never)
 	if v := d.view(); !strings.Contains(v, "type the first 8 digits of the plan hash to execute") {
 		t.Fatalf("X did not ask for the hash:\n%s", v)
@@ -398,6 +406,40 @@ func TestConsoleExecuteRunsToCompletion(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Fatalf("audit log lacks %s: %s", want, got)
 		}
+	}
+}
+
+// Once a plan has sent everything the console verifies it (read-back, then
+// the re-failure watch): the keys then say what they do (q does not claim
+// that esc leaves anything running), and c stops only the watch: the
+// read-back still checks every copy, even when c comes before the watch
+// has begun.
+func TestConsoleKeysDuringTheVerification(t *testing.T) {
+	const n = 10
+	// No consumer group reads the target, so only a key ends this watch.
+	f, plan, d := unreviewedPlanOnConsole(t, n, 10*time.Minute)
+	d.press(keyEnterMsg, never)
+	d.press(keyRunes("X"), never)
+	d.typeText(plan[:8])
+	d.press(keyEnterMsg, func() bool { return strings.Contains(d.view(), "c or esc stop the re-failure watch") })
+	v := d.view()
+	if !strings.Contains(v, "ctrl+c quits") || strings.Contains(v, "p pause") {
+		t.Fatalf("action line while verifying:\n%s", v)
+	}
+	d.press(keyRunes("q"), func() bool { return strings.Contains(d.view(), "only the re-failure watch runs") })
+	if v := d.view(); strings.Contains(v, "leaves it running") || !strings.Contains(v, "c or esc stops it") {
+		t.Fatalf("q while verifying:\n%s", v)
+	}
+	d.press(keyRunes("c"), func() bool { return strings.Contains(d.view(), "verif") && !strings.Contains(d.view(), "verifying:") })
+	v = d.until("verified:")
+	if want := fmt.Sprintf("verified: %d copies read back, 0 mismatch(es); re-failed 0 before the watch was stopped after", n); !strings.Contains(v, want) {
+		t.Fatalf("after c while verifying, want %q:\n%s", want, v)
+	}
+	if strings.Contains(v, "only the re-failure watch runs") {
+		t.Fatalf("the watch's note outlived it:\n%s", v)
+	}
+	if got := f.state(t, plan); got != n {
+		t.Fatalf("target has %d of %d", got, n)
 	}
 }
 

@@ -266,10 +266,31 @@ func showSigned[S any](u *planUI, m signedMsg[S], setStatus func(S)) {
 // runControl is what the keys of a running plan do.
 type runControl struct {
 	pause, cancel func()
-	// quit is the note for q (the run keeps going), leave what esc, pressed
-	// twice, returns.
-	quit  string
-	leave func() tea.Cmd
+	// line is the action line while the plan sends, quit the note for q
+	// then (the run keeps going), leave what esc, pressed twice, returns.
+	line, quit string
+	leave      func() tea.Cmd
+	// watching: everything is sent and only the re-failure watch is left
+	// (Kafka; the RabbitMQ console runs no watch).
+	watching bool
+}
+
+// What the keys do while only the re-failure watch is left, said the way
+// they work: c and esc stop the watch at once and show the result (as
+// enter and ctrl+c do in the CLI); p has nothing left to pause; q does not
+// quit under a running watch, it says how (ctrl+c quits at once). What was
+// sent stays sent whatever is pressed.
+const (
+	watchLine = "c or esc stop the re-failure watch (what was sent stays sent) · ctrl+c quits"
+	watchNote = "everything is sent, only the re-failure watch runs: c or esc stops it and shows the result, ctrl+c quits at once (what was sent stays sent)"
+)
+
+// runningLine is the action line while a plan runs.
+func (c runControl) runningLine() string {
+	if c.watching {
+		return watchLine
+	}
+	return c.line
 }
 
 // runKey handles the keys of a plan executing; done is false for keys it
@@ -277,6 +298,17 @@ type runControl struct {
 func (u *planUI) runKey(msg tea.KeyMsg, c runControl) (tea.Cmd, bool) {
 	leaving := u.leaving
 	u.leaving = false
+	if c.watching {
+		switch msg.String() {
+		case "c", "esc":
+			c.cancel()
+			return nil, true
+		case "p", "q":
+			u.note, u.noteBad = watchNote, false
+			return nil, true
+		}
+		return nil, false
+	}
 	switch msg.String() {
 	case "p":
 		c.pause()
@@ -300,10 +332,10 @@ func (u *planUI) runKey(msg tea.KeyMsg, c runControl) (tea.Cmd, bool) {
 }
 
 // runOver drops the questions about a run that has ended (the "esc again
-// to leave it running" prompt, "the plan is executing") before the page
-// shows how it ended.
+// to leave it running" prompt, "the plan is executing", the watch's keys)
+// before the page shows how it ended.
 func (u *planUI) runOver() {
-	if u.leaving || strings.HasPrefix(u.note, "the plan is executing") {
+	if u.leaving || strings.HasPrefix(u.note, "the plan is executing") || u.note == watchNote {
 		u.note = ""
 	}
 	u.leaving = false

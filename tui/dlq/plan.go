@@ -394,17 +394,16 @@ func (p *PlanPage) action(a string) tea.Cmd {
 // runKey handles the execution's keys; done is false for keys it leaves to
 // the table.
 func (p *PlanPage) runKey(msg tea.KeyMsg) (tea.Cmd, bool) {
-	// Once everything is sent only the re-failure watch is left: esc stops
-	// it at once, as c does (and as enter does in the CLI); what was sent
-	// stays sent. Leaving a watch in the background would only hide it.
-	if p.view.phase == phaseVerifying && msg.String() == "esc" {
-		p.leaving = false
-		p.run.cancel()
-		return nil, true
-	}
-	return p.planUI.runKey(msg, runControl{
+	return p.planUI.runKey(msg, p.control())
+}
+
+// control is what the execution's keys do, and the action line that says
+// so. Once everything is sent only the re-failure watch is left: c and esc
+// stop it at once (leaving a watch in the background would only hide it).
+func (p *PlanPage) control() runControl {
+	return runControl{
 		pause: func() {
-			if p.view.phase != phaseSending || p.view.cancelling {
+			if p.view.cancelling {
 				return
 			}
 			if p.view.progress.Paused {
@@ -413,10 +412,12 @@ func (p *PlanPage) runKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 				p.run.send(actions.Pause)
 			}
 		},
-		cancel: p.run.cancel,
-		quit:   "the plan is executing: c cancels after the batch in flight, esc leaves it running (ctrl+c quits at once: the open batch is aborted, run the plan again to resume)",
-		leave:  func() tea.Cmd { return leaveRunning(p.file.Hash, p.run.notifyWhenDone()) },
-	})
+		cancel:   p.run.cancel,
+		line:     "p pause/resume · c cancel (finishes the batch in flight) · esc leave it running",
+		quit:     "the plan is executing: c cancels after the batch in flight, esc leaves it running (ctrl+c quits at once: the open batch is aborted, run the plan again to resume)",
+		leave:    func() tea.Cmd { return leaveRunning(p.file.Hash, p.run.notifyWhenDone()) },
+		watching: p.view.phase == phaseVerifying,
+	}
 }
 
 // signCmd signs with the key file given at the prompt: an approval, or
@@ -613,10 +614,7 @@ func approvers(st *PlanStatus) []string {
 func (p *PlanPage) actionLine() string {
 	running := ""
 	if p.running() {
-		running = "p pause/resume · c cancel (finishes the batch in flight) · esc leave it running"
-		if p.view.phase == phaseVerifying {
-			running = "c or esc stop the re-failure watch (what was sent stays sent)"
-		}
+		running = p.control().runningLine()
 	}
 	return p.planUI.actionLine(running, p.disabled, p.req != nil)
 }

@@ -316,16 +316,24 @@ func (p *QueuePlanPage) action(a string) tea.Cmd {
 }
 
 func (p *QueuePlanPage) runKey(msg tea.KeyMsg) (tea.Cmd, bool) {
-	return p.planUI.runKey(msg, runControl{
+	return p.planUI.runKey(msg, p.control())
+}
+
+// control is what the execution's keys do, and the action line that says
+// so (the console runs no re-failure watch on RabbitMQ: `berth redrive
+// execute --watch` does).
+func (p *QueuePlanPage) control() runControl {
+	return runControl{
 		pause: func() {
 			if !p.view.cancelling {
 				p.run.setPaused(!p.view.paused)
 			}
 		},
 		cancel: p.run.cancel,
+		line:   "p pause/resume · c cancel (between chunks: the chunk in flight settles) · esc leave it running",
 		quit:   "the plan is executing: c cancels between chunks, esc leaves it running (ctrl+c quits at once: messages not yet acked return to the DLQ, run the plan again to resume)",
 		leave:  func() tea.Cmd { return leaveRunning(p.plan.Hash, p.run.notifyWhenDone()) },
-	})
+	}
 }
 
 // signCmd signs with the key file given at the prompt: an approval, or
@@ -464,7 +472,7 @@ func (p *QueuePlanPage) dryLines() []string {
 func (p *QueuePlanPage) actionLine() string {
 	running := ""
 	if p.running() {
-		running = "p pause/resume · c cancel (between chunks: the chunk in flight settles) · esc leave it running"
+		running = p.control().runningLine()
 	}
 	return p.planUI.actionLine(running, p.disabled, p.req != nil)
 }
