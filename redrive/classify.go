@@ -34,6 +34,27 @@ func (c Coord) String() string { return fmt.Sprintf("%d:%d", c.Partition, c.Offs
 // Coord returns the record's coordinates.
 func (r Record) Coord() Coord { return Coord{r.Partition, r.Offset} }
 
+// Clone returns a copy that shares no memory with r (a null key stays
+// null), for keeping a record a reader lends only for one call.
+func (r Record) Clone() Record {
+	c := r
+	c.Key, c.Value = cloneBytes(r.Key), cloneBytes(r.Value)
+	if r.Headers != nil {
+		c.Headers = make([]Header, len(r.Headers))
+		for i, h := range r.Headers {
+			c.Headers[i] = Header{Key: h.Key, Value: cloneBytes(h.Value)}
+		}
+	}
+	return c
+}
+
+func cloneBytes(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append(make([]byte, 0, len(b)), b...)
+}
+
 // Parsed is a DLQ record with its diagnostics, ids and class.
 type Parsed struct {
 	Record

@@ -60,8 +60,36 @@ type ReadResult struct {
 }
 
 // ReadDLQ reads a DLQ's records oldest first (per partition, from its log
-// start to its last stable offset), at most opt.Limit of them.
+// start to its last stable offset), at most opt.Limit of them, and returns
+// them sorted by partition and offset.
 func (k *Cluster) ReadDLQ(ctx context.Context, dlq string, opt ReadOptions) (ReadResult, error) {
+	var recs []redrive.Record
+	res, err := k.ReadDLQEach(ctx, dlq, opt, func(r redrive.Record) {
+		recs = append(recs, r.Clone())
+	})
+	if err != nil {
+		return ReadResult{}, err
+	}
+	sort.Slice(recs, func(i, j int) bool {
+		a, b := recs[i], recs[j]
+		if a.Partition != b.Partition {
+			return a.Partition < b.Partition
+		}
+		return a.Offset < b.Offset
+	})
+	res.Records = recs
+	return res, nil
+}
+
+// ReadDLQEach reads what ReadDLQ reads but hands each record to fn as it
+// arrives instead of holding them all, so a caller keeps only what it needs
+// of each: at incident scale the records themselves (about 2 KB each with
+// Spring's headers) are what does not fit. Within a partition records come
+// in offset order; partitions interleave. The record's Key, Value and
+// header values belong to the read and are valid only during the call
+// (redrive.Record.Clone keeps one). The result has Total and Complete; its
+// Records are nil.
+func (k *Cluster) ReadDLQEach(ctx context.Context, dlq string, opt ReadOptions, fn func(redrive.Record)) (ReadResult, error) {
 	ts, err := k.Topics(ctx, dlq)
 	if err != nil {
 		return ReadResult{}, err
@@ -90,20 +118,25 @@ func (k *Cluster) ReadDLQ(ctx context.Context, dlq string, opt ReadOptions) (Rea
 		res.Total += end - p.LogStart
 		ranges = append(ranges, readRange{topic: dlq, partition: p.Partition, from: p.LogStart, end: end})
 	}
+	var headers []redrive.Header // reused: fn must not keep the record
 	stats, err := k.c.readRanges(ctx, ranges, int64(limit), opt.Idle, func(r *kgo.Record) {
-		res.Records = append(res.Records, toRecord(r))
+		rec := redrive.Record{
+			Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UTC(),
+			Key: r.Key, Value: r.Value, KeyNull: r.Key == nil,
+		}
+		headers = headers[:0]
+		for _, h := range r.Headers {
+			headers = append(headers, redrive.Header{Key: h.Key, Value: h.Value})
+		}
+		if len(headers) > 0 {
+			rec.Headers = headers
+		}
+		fn(rec)
 	}, nil)
 	if err != nil {
 		return ReadResult{}, err
 	}
 	res.Complete = stats.complete()
-	sort.Slice(res.Records, func(i, j int) bool {
-		a, b := res.Records[i], res.Records[j]
-		if a.Partition != b.Partition {
-			return a.Partition < b.Partition
-		}
-		return a.Offset < b.Offset
-	})
 	return res, nil
 }
 
@@ -309,6 +342,10 @@ func toRecord(r *kgo.Record) redrive.Record {
 	return out
 }
 
+// readFetchMaxBytes bounds one fetch response of a DLQ or ordering read
+// (the broker still returns at least one whole batch).
+const readFetchMaxBytes = 4 << 20
+
 // readRange is [from, end) of one partition; realEnd is the partition's end
 // when end is a bound short of it (0: end is the real end).
 type readRange struct {
@@ -380,6 +417,11 @@ func (c *Client) readRanges(ctx context.Context, ranges []readRange, limit int64
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
 		kgo.FetchMaxWait(250*time.Millisecond),
+		// The client fetches the next response while the caller works
+		// through the last: with the default 50 MiB a response (several
+		// times that once decompressed) is what a plan's memory peaks on,
+		// not what it keeps.
+		kgo.FetchMaxBytes(readFetchMaxBytes),
 	)
 	if err != nil {
 		return stats, err

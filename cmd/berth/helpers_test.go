@@ -34,7 +34,7 @@ func runBerth(t testing.TB, args ...string) (stdout, stderr string, code int) {
 // directories and clears BERTH_* overrides, so a test sees no config file
 // unless it writes one. It returns the config directory's berth/config.yaml
 // path (not created).
-func isolateConfig(t *testing.T) string {
+func isolateConfig(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))

@@ -284,7 +284,7 @@ func TestRedriveSurvivesKill9(t *testing.T) {
 	t.Logf("killed %d runs; %d audit entries", kills, rep.Entries)
 }
 
-func sshKey(t *testing.T, dir, name string) (keyFile, pub string) {
+func sshKey(t testing.TB, dir, name string) (keyFile, pub string) {
 	t.Helper()
 	keyFile = filepath.Join(dir, name)
 	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", keyFile).CombinedOutput(); err != nil {

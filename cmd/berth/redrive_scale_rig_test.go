@@ -44,7 +44,7 @@ const (
 	scaleParts = 12
 )
 
-func newScaleRig(t *testing.T, n int) *scaleRig {
+func newScaleRig(t testing.TB, n int) *scaleRig {
 	t.Helper()
 	isolateConfig(t)
 	dsn, conn := rmqPostgres(t)

@@ -17,7 +17,7 @@ import (
 
 // rmqPostgres returns the test database, skipping when it is unreachable
 // unless BERTH_TEST_REQUIRE_SERVICES is set.
-func rmqPostgres(t *testing.T) (string, *pgx.Conn) {
+func rmqPostgres(t testing.TB) (string, *pgx.Conn) {
 	t.Helper()
 	dsn := os.Getenv("BERTH_TEST_POSTGRES_DSN")
 	if dsn == "" {

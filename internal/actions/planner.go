@@ -116,13 +116,11 @@ func (p *Planner) List(ctx context.Context) ([]redrive.DLQ, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries, err := p.Store.Ledger(ctx)
-	if err != nil {
-		return nil, err
-	}
 	out := make([]redrive.DLQ, 0, len(dlqs))
 	for _, d := range dlqs {
-		l, err := p.load(ctx, d.Name, p.ReadLimit, entries)
+		// Each DLQ's ledger entries are looked up by the records read (see
+		// ledgerFor): what the ledger ever held is never read whole.
+		l, err := p.load(ctx, d.Name, p.ReadLimit)
 		if err != nil {
 			return nil, err
 		}
@@ -147,7 +145,7 @@ type Loaded struct {
 // Load reads and classifies a DLQ (at most limit records; 0: ReadLimit).
 // The ledger is asked about the records read only (see ledgerFor).
 func (p *Planner) Load(ctx context.Context, dlq string, limit int) (Loaded, error) {
-	return p.load(ctx, dlq, limit, nil)
+	return p.load(ctx, dlq, limit)
 }
 
 // ledgerFor returns the ledger entries the checks need for cs: those of
@@ -175,9 +173,8 @@ func (p *Planner) ledgerFor(ctx context.Context, dlq string, cs []redrive.Candid
 	return append(byCoord, byEvent...), nil
 }
 
-// load reads and classifies a DLQ; entries is the whole ledger when the
-// caller has it (List), else the records read are looked up.
-func (p *Planner) load(ctx context.Context, dlq string, limit int, entries []redrive.LedgerEntry) (Loaded, error) {
+// load reads and classifies a DLQ, asking the ledger about the records read.
+func (p *Planner) load(ctx context.Context, dlq string, limit int) (Loaded, error) {
 	pol, err := p.PolicyFor(dlq)
 	if err != nil {
 		return Loaded{}, err
@@ -193,14 +190,13 @@ func (p *Planner) load(ctx context.Context, dlq string, limit int, entries []red
 	if err != nil {
 		return Loaded{}, err
 	}
-	if entries == nil {
-		cs := make([]redrive.Candidate, len(res.Records))
-		for i, r := range res.Records {
-			cs[i] = redrive.Candidate{Coord: r.Coord()}
-		}
-		if entries, err = p.ledgerFor(ctx, dlq, cs); err != nil {
-			return Loaded{}, err
-		}
+	cs := make([]redrive.Candidate, len(res.Records))
+	for i, r := range res.Records {
+		cs[i] = redrive.Candidate{Coord: r.Coord()}
+	}
+	entries, err := p.ledgerFor(ctx, dlq, cs)
+	if err != nil {
+		return Loaded{}, err
 	}
 	l := Loaded{DLQ: dlq, Policy: pol, Total: res.Total, Complete: res.Complete, Ledger: redrive.NewLedgerIndex(dlq, entries)}
 	for _, r := range res.Records {
@@ -262,35 +258,56 @@ func (p *Planner) Plan(ctx context.Context, req PlanRequest) (redrive.File, erro
 	if req.Rate < 0 || req.BatchSize < 0 {
 		return redrive.File{}, BadRequest("--rate and --batch-size must not be negative")
 	}
-	l, err := p.Load(ctx, req.DLQ, 0)
+	pol, err := p.PolicyFor(req.DLQ)
+	if err != nil {
+		return redrive.File{}, err
+	}
+	if _, err := p.Rules(); err != nil {
+		return redrive.File{}, err // a bad class rule is refused before anything is read
+	}
+	// Every record read is parsed and classed as it streams past; only the
+	// selected ones are kept, as plan records (coordinates, digest, ids,
+	// origin, target), never the records themselves.
+	wantClass := map[string]bool{}
+	for _, c := range req.Classes {
+		wantClass[c] = true
+	}
+	base := func(class string) bool {
+		return req.All || wantClass[class] || (len(req.Classes) == 0 && len(req.Offsets) == 0)
+	}
+	filter := func(r redrive.Parsed) bool {
+		switch {
+		case req.Key != "" && string(r.Key) != req.Key,
+			req.Header != "" && !hasHeaderValue(r.Headers, hName, hValue),
+			req.Since != nil && r.Timestamp.Before(*req.Since),
+			req.Until != nil && !r.Timestamp.Before(*req.Until):
+			return false
+		}
+		return true
+	}
+	known := map[string]bool{}
+	in := newInterner()
+	var picked []redrive.PlanRecord
+	read := 0
+	res, err := p.Cluster.ReadDLQEach(ctx, req.DLQ, kafka.ReadOptions{Limit: p.ReadLimit}, func(r redrive.Record) {
+		read++
+		pr := redrive.ParseRecord(r, pol.Extractors)
+		known[pr.Class] = true
+		if base(pr.Class) && filter(pr) {
+			picked = append(picked, in.record(redrive.NewPlanRecord(pr, req.Target)))
+		}
+	})
 	if err != nil {
 		return redrive.File{}, err
 	}
 	// Classes and filters select among every record: on a DLQ larger than
 	// the read bound they would silently miss the unread ones.
-	if !l.Complete && (len(req.Classes) > 0 || len(req.Offsets) == 0) {
-		return redrive.File{}, fmt.Errorf("%s holds %d records, more than the %d read: select by --offsets, or raise --read", req.DLQ, l.Total, len(l.Records))
-	}
-	known := map[string]bool{}
-	for _, r := range l.Records {
-		known[r.Class] = true
+	if !res.Complete && (len(req.Classes) > 0 || len(req.Offsets) == 0) {
+		return redrive.File{}, fmt.Errorf("%s holds %d records, more than the %d read: select by --offsets, or raise --read", req.DLQ, res.Total, read)
 	}
 	for _, c := range req.Classes {
 		if !known[c] {
 			return redrive.File{}, BadRequest("--class %s: no such class in %s (see berth dlq classes %s)", c, req.DLQ, req.DLQ)
-		}
-	}
-
-	// Base set: the classes' records plus the coordinates; filters alone
-	// select from every record.
-	chosen := map[redrive.Coord]redrive.Parsed{}
-	wantClass := map[string]bool{}
-	for _, c := range req.Classes {
-		wantClass[c] = true
-	}
-	for _, r := range l.Records {
-		if req.All || wantClass[r.Class] || (len(req.Classes) == 0 && len(req.Offsets) == 0) {
-			chosen[r.Coord()] = r
 		}
 	}
 	if len(req.Offsets) > 0 {
@@ -306,35 +323,15 @@ func (p *Planner) Plan(ctx context.Context, req PlanRequest) (redrive.File, erro
 			return redrive.File{}, BadRequest("--offsets: no record at %s in %s", strings.Join(ms, ","), req.DLQ)
 		}
 		for _, r := range recs {
-			chosen[r.Coord()] = redrive.ParseRecord(r, l.Policy.Extractors)
+			if pr := redrive.ParseRecord(r, pol.Extractors); filter(pr) {
+				picked = append(picked, in.record(redrive.NewPlanRecord(pr, req.Target)))
+			}
 		}
 	}
-	var picked []redrive.Parsed
-	for _, r := range chosen {
-		if req.Key != "" && string(r.Key) != req.Key {
-			continue
-		}
-		if req.Header != "" && !hasHeaderValue(r.Headers, hName, hValue) {
-			continue
-		}
-		if req.Since != nil && r.Timestamp.Before(*req.Since) {
-			continue
-		}
-		if req.Until != nil && !r.Timestamp.Before(*req.Until) {
-			continue
-		}
-		picked = append(picked, r)
-	}
+	picked = sortUnique(picked)
 	if len(picked) == 0 {
 		return redrive.File{}, fmt.Errorf("the selection matches no record in %s", req.DLQ)
 	}
-	sort.Slice(picked, func(i, j int) bool {
-		if picked[i].Partition != picked[j].Partition {
-			return picked[i].Partition < picked[j].Partition
-		}
-		return picked[i].Offset < picked[j].Offset
-	})
-
 	info, err := p.Cluster.Describe(ctx)
 	if err != nil {
 		return redrive.File{}, err
@@ -342,7 +339,7 @@ func (p *Planner) Plan(ctx context.Context, req PlanRequest) (redrive.File, erro
 	plan := redrive.Plan{
 		Version: redrive.PlanVersion, Cluster: info.ID, DLQ: req.DLQ, Selection: sel, Target: req.Target,
 		Rate: req.Rate, BatchSize: req.BatchSize, AllowOrderingHazards: req.AllowHazards,
-		Policy: l.Policy.Snapshot(), Author: req.Author, CreatedAt: p.now().UTC().Truncate(time.Millisecond),
+		Policy: pol.Snapshot(), Author: req.Author, CreatedAt: p.now().UTC().Truncate(time.Millisecond),
 	}
 	if plan.Rate == 0 {
 		plan.Rate = DefaultRate
@@ -353,9 +350,7 @@ func (p *Planner) Plan(ctx context.Context, req PlanRequest) (redrive.File, erro
 	if plan.Author == "" {
 		plan.Author = DefaultAuthor()
 	}
-	for _, r := range picked {
-		plan.Records = append(plan.Records, redrive.NewPlanRecord(r, req.Target))
-	}
+	plan.Records = picked
 	checker := p
 	if req.Progress != nil {
 		c := *p
@@ -413,6 +408,45 @@ func (p *Planner) Check(ctx context.Context, plan redrive.Plan, cs []redrive.Can
 		}
 	}
 	return vs, nil
+}
+
+// sortUnique sorts plan records by coordinates and keeps one per record
+// (a record both in a selected class and named by --offsets is one record).
+func sortUnique(rs []redrive.PlanRecord) []redrive.PlanRecord {
+	sort.SliceStable(rs, func(i, j int) bool {
+		if rs[i].Partition != rs[j].Partition {
+			return rs[i].Partition < rs[j].Partition
+		}
+		return rs[i].Offset < rs[j].Offset
+	})
+	out := rs[:0]
+	for i, r := range rs {
+		if i > 0 && r.Coord() == rs[i-1].Coord() {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// interner shares the strings a million plan records repeat (topics,
+// classes, consumer groups) instead of holding one copy per record.
+type interner map[string]string
+
+func newInterner() interner { return interner{} }
+
+func (in interner) str(s string) string {
+	if v, ok := in[s]; ok {
+		return v
+	}
+	in[s] = s
+	return s
+}
+
+func (in interner) record(r redrive.PlanRecord) redrive.PlanRecord {
+	r.Target, r.Class = in.str(r.Target), in.str(r.Class)
+	r.Origin.Topic, r.Origin.Group, r.Origin.TimestampType = in.str(r.Origin.Topic), in.str(r.Origin.Group), in.str(r.Origin.TimestampType)
+	return r
 }
 
 func hasHeaderValue(hs []redrive.Header, name, value string) bool {
