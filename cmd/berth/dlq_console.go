@@ -94,7 +94,8 @@ func (s consoleRedrive) statusOf(f redrive.File, redriven int, readOnly bool) tu
 	st.Policy = policyLine(r)
 	st.Signatures = signatureInfos(subjectOf(f), f.Author(), f.Signatures, r.Signers, r.Err)
 	_, perr := actions.Preflight(f, actions.Options{ReadOnly: readOnly, MaxAge: s.cfg.Redrive.PlanMaxAge,
-		Cluster: f.Plan.Cluster, Policy: r.Today.Snapshot(), HasPolicy: r.Matched, Signers: r.Signers})
+		Cluster: f.Plan.Cluster, Policy: r.Today.Snapshot(), HasPolicy: r.Matched, Signers: r.Signers,
+		SignersToEdit: actions.SignersToEdit(f.Plan.DLQ, r.Today.RedrivePolicy, r.Matched, s.cfg.Source)})
 	var ref *actions.Refusal
 	t := f.Plan.Totals()
 	switch {

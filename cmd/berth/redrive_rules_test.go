@@ -294,11 +294,37 @@ func TestRedriveRulesOnBothBackends(t *testing.T) {
 				}
 				bare := strings.Replace(string(cfg), reviewed(e), "", 1)
 				e.config = writeConfig(t, strings.Replace(bare, "  policies:\n", "", 1))
-				if _, errOut, code := e.run(t, "redrive", "approve", hash[:12], "--key", bob); code == 0 || !strings.Contains(errOut, "allowed_signers") {
-					t.Errorf("approve with no allowed_signers: exit %d %q; want a refusal", code, errOut)
+				// The refusal names the file to edit: the config, whose
+				// policies no longer cover the DLQ.
+				if _, errOut, code := e.run(t, "redrive", "approve", hash[:12], "--key", bob); code == 0 || !strings.Contains(errOut, "allowed_signers") || !strings.Contains(errOut, e.config) {
+					t.Errorf("approve with no allowed_signers: exit %d %q; want a refusal naming %s", code, errOut, e.config)
 				}
-				if _, _, code := e.run(t, "redrive", "execute", hash[:12], "--yes"); code == 0 {
-					t.Errorf("execute of a plan that requires review, with no allowed_signers: exit 0")
+				if _, errOut, code := e.run(t, "redrive", "execute", hash[:12], "--yes"); code == 0 || !strings.Contains(errOut, e.config) {
+					t.Errorf("execute of a plan that requires review, with no allowed_signers: exit %d %q; want a refusal naming %s", code, errOut, e.config)
+				}
+				if n := e.sent(t, hash); n != 0 {
+					t.Errorf("%d record(s) sent", n)
+				}
+			})
+
+			t.Run("an allowed_signers file with no key refuses, naming the file", func(t *testing.T) {
+				// As `berth demo` leaves it: the policy names the file, no
+				// approver has been added yet.
+				dir := t.TempDir()
+				_, alice, _, bob := signersFile(t, dir)
+				empty := filepath.Join(dir, "empty_signers")
+				if err := os.WriteFile(empty, []byte("# approvers, one a line\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				e := b.env(t, func(e ruleEnv) string {
+					return e.policyFor("      review: required\n      approvals: 1\n", fmt.Sprintf("      allowed_signers: %s\n", empty))
+				})
+				_, hash := e.planAll(t, "--key", alice)
+				for _, args := range [][]string{{"approve", hash[:12], "--key", bob}, {"execute", hash[:12], "--yes"}} {
+					_, errOut, code := e.run(t, append([]string{"redrive"}, args...)...)
+					if code == 0 || strings.Count(strings.TrimSpace(errOut), "\n") > 0 || !strings.Contains(errOut, "allowed_signers file "+empty+" lists no key") {
+						t.Errorf("%s with an empty allowed_signers: exit %d %q; want one line naming %s", args[0], code, errOut, empty)
+					}
 				}
 				if n := e.sent(t, hash); n != 0 {
 					t.Errorf("%d record(s) sent", n)

@@ -93,7 +93,7 @@ func TestRedriveApproveWithoutAllowedSignersIsRefused(t *testing.T) {
 	plan := f.plan(t, "--key", alice)
 	noPolicy := writeConfig(t, fmt.Sprintf("current_context: test\ncontexts:\n  test:\n    kind: kafka\n    bootstrap: [%s]\naudit:\n  file: %s\n", f.kc.Addrs[0], f.audit))
 	_, errOut, code := runBerth(t, "--config", noPolicy, "redrive", "approve", plan[:12], "--key", bob)
-	if code != 1 || !strings.Contains(errOut, "no allowed_signers") {
+	if code != 1 || !strings.Contains(errOut, "allowed_signers") || !strings.Contains(errOut, noPolicy) {
 		t.Fatalf("approve: exit %d %q", code, errOut)
 	}
 	out, errOut, code := runBerth(t, "--config", f.config, "redrive", "status", "-o", "json")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/berth-dev/berth/backends"
+	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/redrive"
 )
 
@@ -105,4 +106,29 @@ func (e *badRequest) Is(target error) bool { return target == ErrBadRequest }
 // BadRequest builds an error matching ErrBadRequest with a formatted message.
 func BadRequest(format string, a ...any) error {
 	return &badRequest{msg: fmt.Sprintf(format, a...)}
+}
+
+// SignersToEdit says which file to edit so that an approval of a plan
+// from dlq can be verified, for a refusal when review is required and no
+// allowed signer is known: the allowed_signers file the policy names
+// (it lists no key), or else the config file (source; "" when none was
+// read), whose policy for dlq must name one.
+func SignersToEdit(dlq string, pol config.RedrivePolicy, matched bool, source string) string {
+	if pol.AllowedSigners != "" {
+		return fmt.Sprintf("the allowed_signers file %s lists no key: add each approver's public key there, one line each (principal key-type key)", pol.AllowedSigners)
+	}
+	where := "the config file"
+	if source != "" {
+		where = source
+	}
+	if !matched {
+		return fmt.Sprintf("no redrive policy in %s matches %s: add one with review and allowed_signers: FILE", where, dlq)
+	}
+	return fmt.Sprintf("the redrive policy %q in %s names no allowed_signers file: add allowed_signers: FILE to it", pol.Match, where)
+}
+
+// noSigners is the refusal when review is required and no allowed signer
+// is known; edit is SignersToEdit's answer, tail what was not done.
+func noSigners(edit, tail string) error {
+	return Refuse(ErrNoAllowedSigners, "review is required but no approval can be verified: %s; %s", edit, tail)
 }

@@ -64,8 +64,10 @@ type Options struct {
 	// matches the DLQ any more: the plan's own policy then applies.
 	Policy    redrive.PolicySnapshot
 	HasPolicy bool
-	// Signers is the policy's allowed_signers (required when review is).
-	Signers approval.AllowedSigners
+	// Signers is the policy's allowed_signers (required when review is);
+	// SignersToEdit names the file to edit when there are none.
+	Signers       approval.AllowedSigners
+	SignersToEdit string
 	// Recheck runs the redrive checks over candidates derived from the
 	// records as they are now, under the given (stricter) policy; one
 	// verdict per candidate, in order.
@@ -162,7 +164,7 @@ func Preflight(f redrive.File, o Options) (approval.Decision, error) {
 		return approval.Decision{Approved: true, Approvers: []string{}}, nil
 	}
 	if len(o.Signers) == 0 {
-		return d, Refuse(ErrNoAllowedSigners, "the policy requires review but no allowed_signers are configured")
+		return d, noSigners(o.SignersToEdit, "nothing sent")
 	}
 	d = approval.Evaluate(approval.Subject{PlanHash: f.Hash, Cluster: f.Plan.Cluster}, f.Author(), f.Approvals(), o.Signers, max(pol.Approvals, 1), now)
 	if !d.Approved {

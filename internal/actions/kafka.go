@@ -86,6 +86,11 @@ func (k *KafkaRedrive) ReviewOf(f redrive.File) Review {
 	return r
 }
 
+// signersToEdit names the file to edit when the review has no signers.
+func (k *KafkaRedrive) signersToEdit(f redrive.File, r Review) string {
+	return SignersToEdit(f.Plan.DLQ, r.Today.RedrivePolicy, r.Matched, k.Planner.Config.Source)
+}
+
 // Decision evaluates the plan's verified signatures under the review.
 func (k *KafkaRedrive) Decision(f redrive.File, r Review) approval.Decision {
 	if r.Required() == 0 {
@@ -137,7 +142,7 @@ func (k *KafkaRedrive) Approve(ctx context.Context, f redrive.File, sig approval
 		return Approved{}, r.Err
 	}
 	if r.Signers == nil {
-		return Approved{}, k.refused(ctx, f, Refuse(ErrNoAllowedSigners, "the plan's policy names no allowed_signers: an approval could never be verified; nothing stored"))
+		return Approved{}, k.refused(ctx, f, noSigners(k.signersToEdit(f, r), "nothing stored"))
 	}
 	if sig.PlanHash != f.Hash || sig.Role != approval.RoleApproval {
 		return Approved{}, Refuse(ErrSignature, "not an approval of plan %s; nothing stored", short(f.Hash))
@@ -203,7 +208,7 @@ func (k *KafkaRedrive) Execute(ctx context.Context, f redrive.File, x ExecContro
 	if r.Err != nil {
 		return res, o.refused(ctx, f, r.Err)
 	}
-	o.Policy, o.HasPolicy, o.Signers = r.Today.Snapshot(), r.Matched, r.Signers
+	o.Policy, o.HasPolicy, o.Signers, o.SignersToEdit = r.Today.Snapshot(), r.Matched, r.Signers, k.signersToEdit(f, r)
 	o.StopOnFailure = r.Today.StopOnFailure || r.Strict.RequireIdempotencyKey
 	o.Recheck = k.Planner.Check
 	tr := &lazyTransport{open: func(ctx context.Context) (*kafka.RedriveTransport, error) {

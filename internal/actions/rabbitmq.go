@@ -243,6 +243,12 @@ func (r *RabbitRedrive) Review(p rabbitmq.Plan) (n int, signers approval.Allowed
 	return n, s, true, err
 }
 
+// signersToEdit names the file to edit when a review has no signers.
+func (r *RabbitRedrive) signersToEdit(p rabbitmq.Plan) string {
+	pol, ok := r.Config.RedrivePolicyFor(p.DLQ)
+	return SignersToEdit(p.DLQ, pol, ok, r.Config.Source)
+}
+
 // Decision applies the two-person rule to a plan whose policy requires
 // review.
 func (r *RabbitRedrive) Decision(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan) (approval.Decision, bool, error) {
@@ -251,7 +257,7 @@ func (r *RabbitRedrive) Decision(ctx context.Context, l *rabbitmq.Ledger, p rabb
 		return approval.Decision{Approved: !required, Approvers: []string{}}, required, err
 	}
 	if signers == nil {
-		return approval.Decision{Required: n, Approvers: []string{}, Reason: "the policy requires review but names no allowed_signers"}, true, nil
+		return approval.Decision{Required: n, Approvers: []string{}, Reason: "no approval can be verified: " + r.signersToEdit(p)}, true, nil
 	}
 	author, approvals, err := l.Signatures(ctx, p.Hash())
 	if err != nil {
@@ -287,7 +293,7 @@ func (r *RabbitRedrive) Approve(ctx context.Context, l *rabbitmq.Ledger, p rabbi
 	if required && signers == nil {
 		// Nothing to verify an approval against: storing it would show an
 		// approval that execute refuses to count (as for Kafka plans).
-		return "", approval.Decision{}, 0, Refuse(ErrNoAllowedSigners, "the plan's policy requires review but no allowed_signers are configured; nothing stored")
+		return "", approval.Decision{}, 0, noSigners(r.signersToEdit(p), "nothing stored")
 	}
 	principal := ""
 	if signers != nil {
