@@ -44,15 +44,8 @@ func newRabbitConsole(t *testing.T, policy string, readOnly bool) *rabbitConsole
 	dir := t.TempDir()
 	rc := &rabbitConsole{audit: filepath.Join(dir, "audit.log")}
 	t.Setenv("BERTH_AUDIT_FILE", rc.audit)
-	rc.config = writeConfig(t, fmt.Sprintf(`current_context: rmq
-contexts:
-  rmq:
-    kind: rabbitmq
-    amqp_url: %s
-    management_url: %s
-redrive:
-  store_dsn: %s
-%s`, testAMQPURL(), testManagementURL(), filepath.Join(dir, "redrive.db"), policy))
+	// policy continues the redrive section ("  policies:\n...").
+	rc.config = writeConfig(t, rabbitConfig{Store: filepath.Join(dir, "redrive.db")}.yaml()+policy)
 	cfg, err := config.Load(rc.config)
 	if err != nil {
 		t.Fatal(err)

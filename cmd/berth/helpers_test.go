@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -57,4 +58,51 @@ func writeConfig(t testing.TB, yaml string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// rabbitConfig is a config file whose current context, rmq, is the
+// machine's RabbitMQ: the YAML most RabbitMQ tests write, in one place.
+type rabbitConfig struct {
+	AMQP       string // amqp_url ("": testAMQPURL())
+	Management string // management_url ("": testManagementURL())
+	Context    string // more lines of the context, indented by 4 ("    read_only: true\n")
+	Audit      string // audit.file ("": the default)
+	Store      string // redrive.store_dsn ("": none)
+	Policies   string // the items under redrive.policies, indented by 4 ("    - match: q\n      review: none\n")
+	Rest       string // more top-level YAML
+}
+
+// write writes the config to a temporary file and returns its path.
+func (c rabbitConfig) write(t testing.TB) string {
+	t.Helper()
+	return writeConfig(t, c.yaml())
+}
+
+func (c rabbitConfig) yaml() string {
+	if c.AMQP == "" {
+		c.AMQP = testAMQPURL()
+	}
+	if c.Management == "" {
+		c.Management = testManagementURL()
+	}
+	y := fmt.Sprintf("current_context: rmq\ncontexts:\n  rmq:\n    kind: rabbitmq\n    amqp_url: %s\n    management_url: %s\n%s", c.AMQP, c.Management, c.Context)
+	if c.Audit != "" {
+		y += fmt.Sprintf("audit:\n  file: %s\n", c.Audit)
+	}
+	if c.Store != "" || c.Policies != "" {
+		y += "redrive:\n"
+		if c.Store != "" {
+			y += fmt.Sprintf("  store_dsn: %s\n", c.Store)
+		}
+		if c.Policies != "" {
+			y += "  policies:\n" + c.Policies
+		}
+	}
+	return y + c.Rest
+}
+
+// rabbitRedriveConfig is the usual redrive test config: the audit log
+// (audit.log) and the redrive store (ledger.db) in dir, and policies.
+func rabbitRedriveConfig(dir, policies string) rabbitConfig {
+	return rabbitConfig{Audit: filepath.Join(dir, "audit.log"), Store: filepath.Join(dir, "ledger.db"), Policies: policies}
 }

@@ -14,14 +14,7 @@ import (
 func TestLagQueueRowsShowUnknownStatsAsNull(t *testing.T) {
 	isolateConfig(t)
 	name := rabbitQueue(t, amqp.Publishing{Body: []byte("a")}, amqp.Publishing{Body: []byte("b")})
-	cfg := writeConfig(t, fmt.Sprintf(`current_context: rmq
-contexts:
-  rmq:
-    kind: rabbitmq
-    amqp_url: %s
-    management_url: http://127.0.0.1:1
-    queues: [%s]
-`, testAMQPURL(), name))
+	cfg := rabbitConfig{Management: "http://127.0.0.1:1", Context: fmt.Sprintf("    queues: [%s]\n", name)}.write(t)
 	out, errOut, code := runBerth(t, "lag", "--config", cfg, "-o", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)

@@ -60,16 +60,7 @@ func TestRabbitDLQIsNeverStalled(t *testing.T) {
 			}
 		}
 	}
-	cfg := writeConfig(t, fmt.Sprintf(`current_context: rmq
-contexts:
-  rmq:
-    kind: rabbitmq
-    amqp_url: %s
-    management_url: %s
-groups:
-  - match: berth.test.lagdlq.*
-    slo: 1s
-`, testAMQPURL(), testManagementURL()))
+	cfg := rabbitConfig{Rest: "groups:\n  - match: berth.test.lagdlq.*\n    slo: 1s\n"}.write(t)
 	rows := func(args ...string) map[string]map[string]any {
 		out, errOut, code := runBerth(t, append([]string{"--config", cfg, "-o", "json"}, args...)...)
 		if code != 0 {

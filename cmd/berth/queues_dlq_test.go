@@ -193,20 +193,11 @@ func TestQueuesRedriveApprovals(t *testing.T) {
 	if err := os.WriteFile(signers, []byte("alice@hc "+alicePub+"\nbob@hc "+bobPub+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := writeConfig(t, fmt.Sprintf(`current_context: rmq
-contexts:
-  rmq:
-    kind: rabbitmq
-    amqp_url: %s
-    management_url: %s
-redrive:
-  store_dsn: %s
-  policies:
-    - match: "berth.test.cmd.dlq.*"
+	cfg := rabbitConfig{Store: filepath.Join(dir, "ledger.db"), Policies: fmt.Sprintf(`    - match: "berth.test.cmd.dlq.*"
       review: required
       approvals: 1
       allowed_signers: %s
-`, testAMQPURL(), testManagementURL(), filepath.Join(dir, "ledger.db"), signers))
+`, signers)}.write(t)
 	run := func(args ...string) (string, string, int) { return runBerth(t, append(args, "--config", cfg)...) }
 	plan := filepath.Join(dir, "plan.json")
 	if _, errOut, code := run("redrive", "plan", dlq, "--all", "--key", alice, "--out", plan); code != 0 {

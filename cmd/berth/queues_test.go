@@ -118,16 +118,7 @@ func TestQueuesReducedModeFromConfig(t *testing.T) {
 	isolateConfig(t)
 	name := rabbitQueue(t, amqp.Publishing{Body: []byte("a")}, amqp.Publishing{Body: []byte("b")}, amqp.Publishing{Body: []byte("c")})
 	t.Setenv("BERTH_TEST_RMQ_PW", "guest")
-	cfg := writeConfig(t, fmt.Sprintf(`current_context: rmq
-contexts:
-  rmq:
-    kind: rabbitmq
-    amqp_url: %s
-    management_url: http://127.0.0.1:1
-    username: guest
-    password_env: BERTH_TEST_RMQ_PW
-    queues: [%s]
-`, testAMQPURL(), name))
+	cfg := rabbitConfig{Management: "http://127.0.0.1:1", Context: fmt.Sprintf("    username: guest\n    password_env: BERTH_TEST_RMQ_PW\n    queues: [%s]\n", name)}.write(t)
 	out, errOut, code := runBerth(t, "queues", "--config", cfg, "-o", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)

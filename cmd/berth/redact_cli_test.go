@@ -35,18 +35,9 @@ func TestMalformedConnectionStringsNeverPrintThePassword(t *testing.T) {
 	}
 	for i, u := range append(urls, dsns...) {
 		isolateConfig(t)
-		cfg := writeConfig(t, fmt.Sprintf(`current_context: r
-contexts:
-  r:
-    kind: rabbitmq
-    amqp_url: %s
-    management_url: %s
-redrive:
-  store_dsn: %s
-  policies:
-    - match: "*"
-      system_of_record: {driver: postgres, dsn: %s, query: "select 1"}
-`, strconv.Quote(u), strconv.Quote(u), strconv.Quote(u), strconv.Quote(u)))
+		q := strconv.Quote(u)
+		cfg := rabbitConfig{AMQP: q, Management: q, Store: q,
+			Policies: fmt.Sprintf("    - match: \"*\"\n      system_of_record: {driver: postgres, dsn: %s, query: \"select 1\"}\n", q)}.write(t)
 		for _, o := range []string{"yaml", "json"} {
 			args := []string{"--config", cfg, "config", "view"}
 			if o == "json" {

@@ -202,8 +202,7 @@ func interruptStalledRedrive(t *testing.T, afterChunk bool) {
 	proxy := newStallProxy(t, mustHost(t, testAMQPURL()))
 	dir := t.TempDir()
 	auditFile := filepath.Join(dir, "audit.log")
-	config := writeConfig(t, fmt.Sprintf("current_context: rmq\ncontexts:\n  rmq:\n    kind: rabbitmq\n    amqp_url: %s\n    management_url: %s\naudit:\n  file: %s\n",
-		amqpURLVia(t, proxy.ln.Addr().String()), testManagementURL(), auditFile))
+	config := rabbitConfig{AMQP: amqpURLVia(t, proxy.ln.Addr().String()), Audit: auditFile}.write(t)
 	bin := buildBerth(t)
 	planFile := filepath.Join(dir, "plan.json")
 	// Paced so that the run is still going when the broker stalls.

@@ -118,18 +118,7 @@ func rabbitRuleEnv(t *testing.T, policy func(ruleEnv) string) ruleEnv {
 	conn, _, work, dlq := rmqDLQ(t, ruleN)
 	e := ruleEnv{backend: "rabbitmq", dlq: dlq, dir: t.TempDir()}
 	e.audit = filepath.Join(e.dir, "audit.log")
-	e.config = writeConfig(t, fmt.Sprintf(`current_context: rmq
-contexts:
-  rmq:
-    kind: rabbitmq
-    amqp_url: %s
-    management_url: %s
-audit:
-  file: %s
-redrive:
-  store_dsn: %s
-  policies:
-%s`, testAMQPURL(), testManagementURL(), e.audit, filepath.Join(e.dir, "ledger.db"), policy(e)))
+	e.config = rabbitConfig{Audit: e.audit, Store: filepath.Join(e.dir, "ledger.db"), Policies: policy(e)}.write(t)
 	e.sent = func(t *testing.T, plan string) int {
 		t.Helper()
 		ch, err := conn.Channel()

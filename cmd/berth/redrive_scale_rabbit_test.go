@@ -111,25 +111,14 @@ func TestRabbitRedriveAtScaleFromTheBinary(t *testing.T) {
 	publishAll(dlq)
 
 	r := &scaleRig{bin: buildBerth(t), dir: t.TempDir(), n: n}
-	r.config = writeConfig(t, fmt.Sprintf(`current_context: rmq
-contexts:
-  rmq:
-    kind: rabbitmq
-    amqp_url: %s
-    management_url: %s
-audit:
-  file: %s
-redrive:
-  store_dsn: %s
-  policies:
-    - match: "berth.scale.dlq.*"
+	r.config = rabbitConfig{Audit: filepath.Join(r.dir, "audit.log"), Store: dsn, Policies: fmt.Sprintf(`    - match: "berth.scale.dlq.*"
       idempotency_key: json:idem
       require_idempotency_key: true
       system_of_record:
         driver: postgres
         dsn: %s
         query: select 1 from %s where idem = $1
-`, testAMQPURL(), testManagementURL(), filepath.Join(r.dir, "audit.log"), dsn, dsn, table))
+`, dsn, table)}.write(t)
 	planFile := filepath.Join(r.dir, "plan.json")
 	plan := r.run(t, "redrive", "plan", dlq, "--all", "--read", strconv.Itoa(n+1), "--rate", "1000000", "--batch-size", "500", "--out", planFile, "-o", "json")
 	if plan.code != 0 {

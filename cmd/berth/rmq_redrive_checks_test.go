@@ -151,23 +151,14 @@ func TestRabbitRedriveChecks(t *testing.T) {
 		{"job-4", "C", "k4", base.Add(6 * time.Second)}, // committed in the system of record
 		{"job-5", "D", "", base.Add(7 * time.Second)},   // no idempotency key to ask with
 	})
-	cfg := writeConfig(t, fmt.Sprintf(`current_context: rmq
-contexts:
-  rmq:
-    kind: rabbitmq
-    amqp_url: %s
-    management_url: %s
-redrive:
-  store_dsn: %s
-  policies:
-    - match: "berth.test.chk.dlq.*"
+	cfg := rabbitConfig{Store: dsn, Policies: fmt.Sprintf(`    - match: "berth.test.chk.dlq.*"
       idempotency_key: json:idem
       ordering_key: json:orderId
       system_of_record:
         driver: postgres
         dsn: %s
         query: select 1 from %s where idem = $1
-`, testAMQPURL(), testManagementURL(), dsn, dsn, table))
+`, dsn, table)}.write(t)
 	run := func(args ...string) (string, string, int) { return runBerth(t, append(args, "--config", cfg)...) }
 	dir := t.TempDir()
 	plan := func(name string, extra ...string) rmqPlanOut {
@@ -265,22 +256,13 @@ func TestRabbitRedriveUnreachableSystemOfRecordBlocks(t *testing.T) {
 	isolateConfig(t)
 	_, _, dlq, _ := rmqDLQWith(t, []rmqTestMsg{{"job-0", "A", "k0", time.Now()}})
 	dir := t.TempDir()
-	cfg := writeConfig(t, fmt.Sprintf(`current_context: rmq
-contexts:
-  rmq:
-    kind: rabbitmq
-    amqp_url: %s
-    management_url: %s
-redrive:
-  store_dsn: %s
-  policies:
-    - match: "berth.test.chk.dlq.*"
+	cfg := rabbitConfig{Store: filepath.Join(dir, "ledger.db"), Policies: `    - match: "berth.test.chk.dlq.*"
       idempotency_key: json:idem
       system_of_record:
         driver: postgres
         dsn: postgres://postgres:s3cret-pw@127.0.0.1:1/none?connect_timeout=2
         query: select 1 from t where idem = $1
-`, testAMQPURL(), testManagementURL(), filepath.Join(dir, "ledger.db")))
+`}.write(t)
 	run := func(args ...string) (string, string, int) { return runBerth(t, append(args, "--config", cfg)...) }
 	planFile := filepath.Join(dir, "p.json")
 	out, errOut, code := run("redrive", "plan", dlq, "--all", "--out", planFile, "-o", "json")

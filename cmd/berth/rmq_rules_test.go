@@ -113,24 +113,12 @@ func TestRabbitApproveRefusesWithoutAllowedSigners(t *testing.T) {
 	if err := os.WriteFile(signers, []byte("alice@hc "+alicePub+"\nbob@hc "+bobPub+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	base := fmt.Sprintf(`current_context: rmq
-contexts:
-  rmq:
-    kind: rabbitmq
-    amqp_url: %s
-    management_url: %s
-audit:
-  file: %s
-redrive:
-  store_dsn: %s
-`, testAMQPURL(), testManagementURL(), filepath.Join(dir, "audit.log"), filepath.Join(dir, "ledger.db"))
-	reviewed := writeConfig(t, base+fmt.Sprintf(`  policies:
-    - match: "berth.test.cmd.dlq.*"
+	reviewed := rabbitRedriveConfig(dir, fmt.Sprintf(`    - match: "berth.test.cmd.dlq.*"
       review: required
       approvals: 1
       allowed_signers: %s
-`, signers))
-	unreviewed := writeConfig(t, base)
+`, signers)).write(t)
+	unreviewed := rabbitRedriveConfig(dir, "").write(t)
 	plan := filepath.Join(dir, "plan.json")
 	if _, errOut, code := runBerth(t, "redrive", "plan", dlq, "--all", "--key", alice, "--out", plan, "--config", reviewed); code != 0 {
 		t.Fatalf("plan: %d %s", code, errOut)
@@ -152,17 +140,7 @@ func TestRabbitExecuteOnATerminalAsksForThePlanHash(t *testing.T) {
 	isolateConfig(t)
 	conn, _, work, dlq := rmqDLQ(t, 2)
 	dir := t.TempDir()
-	cfg := writeConfig(t, fmt.Sprintf(`current_context: rmq
-contexts:
-  rmq:
-    kind: rabbitmq
-    amqp_url: %s
-    management_url: %s
-audit:
-  file: %s
-redrive:
-  store_dsn: %s
-`, testAMQPURL(), testManagementURL(), filepath.Join(dir, "audit.log"), filepath.Join(dir, "ledger.db")))
+	cfg := rabbitRedriveConfig(dir, "").write(t)
 	plan := filepath.Join(dir, "plan.json")
 	out, errOut, code := runBerth(t, "redrive", "plan", dlq, "--all", "--out", plan, "--config", cfg, "-o", "json")
 	if code != 0 {
@@ -203,17 +181,7 @@ func TestRabbitExecutePausesOnSIGUSR1(t *testing.T) {
 	conn, _, work, dlq := rmqDLQ(t, 6)
 	bin := buildBerth(t)
 	dir := t.TempDir()
-	cfg := writeConfig(t, fmt.Sprintf(`current_context: rmq
-contexts:
-  rmq:
-    kind: rabbitmq
-    amqp_url: %s
-    management_url: %s
-audit:
-  file: %s
-redrive:
-  store_dsn: %s
-`, testAMQPURL(), testManagementURL(), filepath.Join(dir, "audit.log"), filepath.Join(dir, "ledger.db")))
+	cfg := rabbitRedriveConfig(dir, "").write(t)
 	plan := filepath.Join(dir, "plan.json")
 	if _, errOut, code := runBerth(t, "redrive", "plan", dlq, "--all", "--batch-size", "1", "--rate", "20", "--out", plan, "--config", cfg); code != 0 {
 		t.Fatalf("plan: %d %s", code, errOut)
@@ -274,22 +242,11 @@ func TestRabbitStatusShowsVerifiedSignersAndAFuturePlanIsRefused(t *testing.T) {
 	conn, _, work, dlq := rmqDLQ(t, 1)
 	dir := t.TempDir()
 	signers, alice, _, bob := signersFile(t, dir)
-	cfg := writeConfig(t, fmt.Sprintf(`current_context: rmq
-contexts:
-  rmq:
-    kind: rabbitmq
-    amqp_url: %s
-    management_url: %s
-audit:
-  file: %s
-redrive:
-  store_dsn: %s
-  policies:
-    - match: %q
+	cfg := rabbitRedriveConfig(dir, fmt.Sprintf(`    - match: %q
       review: required
       approvals: 1
       allowed_signers: %s
-`, testAMQPURL(), testManagementURL(), filepath.Join(dir, "audit.log"), filepath.Join(dir, "ledger.db"), dlq, signers))
+`, dlq, signers)).write(t)
 	run := func(args ...string) (string, string, int) { return runBerth(t, append(args, "--config", cfg)...) }
 	status := func(plan string) (author string, approvers []string) {
 		t.Helper()
@@ -397,19 +354,8 @@ func TestRabbitExecuteRechecksTheLoopLimitUnderTodaysPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	base := fmt.Sprintf(`current_context: rmq
-contexts:
-  rmq:
-    kind: rabbitmq
-    amqp_url: %s
-    management_url: %s
-audit:
-  file: %s
-redrive:
-  store_dsn: %s
-`, testAMQPURL(), testManagementURL(), filepath.Join(dir, "audit.log"), filepath.Join(dir, "ledger.db"))
-	before := writeConfig(t, base)
-	today := writeConfig(t, base+fmt.Sprintf("  policies:\n    - match: %q\n      review: none\n      max_redrives: 1\n", dlq))
+	before := rabbitRedriveConfig(dir, "").write(t)
+	today := rabbitRedriveConfig(dir, fmt.Sprintf("    - match: %q\n      review: none\n      max_redrives: 1\n", dlq)).write(t)
 	plan := filepath.Join(dir, "plan.json")
 	out, errOut, code := runBerth(t, "redrive", "plan", dlq, "--all", "--out", plan, "--config", before, "-o", "json")
 	if code != 0 || !strings.Contains(out, `"included": 1`) {
@@ -431,22 +377,11 @@ func TestRabbitApproveOnATerminalShowsThePlanAndAsks(t *testing.T) {
 	_, _, work, dlq := rmqDLQ(t, 1)
 	dir := t.TempDir()
 	signers, alice, _, bob := signersFile(t, dir)
-	cfg := writeConfig(t, fmt.Sprintf(`current_context: rmq
-contexts:
-  rmq:
-    kind: rabbitmq
-    amqp_url: %s
-    management_url: %s
-audit:
-  file: %s
-redrive:
-  store_dsn: %s
-  policies:
-    - match: %q
+	cfg := rabbitRedriveConfig(dir, fmt.Sprintf(`    - match: %q
       review: required
       approvals: 1
       allowed_signers: %s
-`, testAMQPURL(), testManagementURL(), filepath.Join(dir, "audit.log"), filepath.Join(dir, "ledger.db"), dlq, signers))
+`, dlq, signers)).write(t)
 	plan := filepath.Join(dir, "plan.json")
 	out, errOut, code := runBerth(t, "redrive", "plan", dlq, "--all", "--key", alice, "--out", plan, "--config", cfg, "-o", "json")
 	if code != 0 {
