@@ -248,7 +248,7 @@ func TestConsoleApproveRefusesAuthorAndStrangerThenCounts(t *testing.T) {
 	if err := os.WriteFile(signers, []byte("alice@hc "+alicePub+"\nbob@hc "+bobPub+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f := newRedriveFixture(t, 6, fmt.Sprintf("    - match: \"ledger-events.DLT\"\n      review: required\n      approvals: 1\n      allowed_signers: %s\n", signers))
+	f := newRedriveFixture(t, 6, reviewPolicy(signers, ""))
 	plan := f.plan(t, "--key", alice)
 	env := consoleEnv(t, f, false, 0)
 
@@ -516,7 +516,7 @@ func TestConsoleSignsItsOwnPlanAsAuthor(t *testing.T) {
 	if err := os.WriteFile(signers, []byte("alice@hc "+alicePub+"\nbob@hc "+bobPub+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f := newRedriveFixture(t, 5, fmt.Sprintf("    - match: \"ledger-events.DLT\"\n      review: required\n      approvals: 1\n      allowed_signers: %s\n", signers))
+	f := newRedriveFixture(t, 5, reviewPolicy(signers, ""))
 	env := consoleEnv(t, f, false, 0)
 	d := drive(t, env, tuidlq.NewClassesPage(env, "ledger-events.DLT"))
 	d.press(keyRunes("x"), never)

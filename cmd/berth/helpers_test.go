@@ -106,3 +106,9 @@ func (c rabbitConfig) yaml() string {
 func rabbitRedriveConfig(dir, policies string) rabbitConfig {
 	return rabbitConfig{Audit: filepath.Join(dir, "audit.log"), Store: filepath.Join(dir, "ledger.db"), Policies: policies}
 }
+
+// reviewedPolicy is a redrive policy item for DLQs matching match: one
+// reviewed approval, verified against the allowed_signers file signers.
+func reviewedPolicy(match, signers string) string {
+	return fmt.Sprintf("    - match: %q\n      review: required\n      approvals: 1\n      allowed_signers: %s\n", match, signers)
+}

@@ -123,15 +123,33 @@ func qdlqWriteFile(p, s string) error { return os.WriteFile(p, []byte(s), 0o600)
 // messages job-0..job-n-1; everything is deleted after the test.
 func rmqDLQ(t *testing.T, n int) (*amqp.Connection, *amqp.Channel, string, string) {
 	t.Helper()
-	rabbitQueue(t) // skips (or fails under BERTH_TEST_REQUIRE_SERVICES) without RabbitMQ
+	conn, ch, work, dlq, _ := rmqDeadLettered(t, "cmd", true, func(string) []amqp.Publishing {
+		msgs := make([]amqp.Publishing, n)
+		for i := range msgs {
+			msgs[i] = amqp.Publishing{MessageId: fmt.Sprintf("job-%d", i), Body: []byte(`{}`)}
+		}
+		return msgs
+	})
+	return conn, ch, work, dlq
+}
+
+// rmqDeadLettered declares a work queue (auto-delete when autoDeleteWork)
+// that dead-letters into a DLQ, berth.test.KIND.{work,dlq,dlx}.UNIQUE,
+// publishes msgs(UNIQUE) to the work queue and rejects every one into the
+// DLQ; all is deleted after the test. It skips (fails under
+// BERTH_TEST_REQUIRE_SERVICES) without RabbitMQ.
+func rmqDeadLettered(t *testing.T, kind string, autoDeleteWork bool, msgs func(sfx string) []amqp.Publishing) (conn *amqp.Connection, ch *amqp.Channel, work, dlq, sfx string) {
+	t.Helper()
+	rabbitQueue(t)
 	conn, err := amqp.Dial(testAMQPURL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	ch, _ := conn.Channel()
-	sfx := fmt.Sprint(time.Now().UnixNano())
-	work, dlq, dlx := "berth.test.cmd.work."+sfx, "berth.test.cmd.dlq."+sfx, "berth.test.cmd.dlx."+sfx
+	ch, _ = conn.Channel()
+	sfx = fmt.Sprint(time.Now().UnixNano())
+	prefix := "berth.test." + kind + "."
+	work, dlq, dlx := prefix+"work."+sfx, prefix+"dlq."+sfx, prefix+"dlx."+sfx
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -139,7 +157,7 @@ func rmqDLQ(t *testing.T, n int) (*amqp.Connection, *amqp.Channel, string, strin
 		}
 	}
 	must(ch.ExchangeDeclare(dlx, "direct", false, true, false, false, nil))
-	_, err = ch.QueueDeclare(work, false, true, false, false, amqp.Table{"x-dead-letter-exchange": dlx, "x-dead-letter-routing-key": "dead"})
+	_, err = ch.QueueDeclare(work, false, autoDeleteWork, false, false, amqp.Table{"x-dead-letter-exchange": dlx, "x-dead-letter-routing-key": "dead"})
 	must(err)
 	// Not auto-delete: execution refuses an auto-delete DLQ (its consumer
 	// leaving would delete it with the messages not redriven).
@@ -153,10 +171,11 @@ func rmqDLQ(t *testing.T, n int) (*amqp.Connection, *amqp.Channel, string, strin
 			c.ExchangeDelete(dlx, false, false)
 		}
 	})
-	for i := 0; i < n; i++ {
-		must(ch.Publish("", work, false, false, amqp.Publishing{MessageId: fmt.Sprintf("job-%d", i), Body: []byte(`{}`)}))
+	ms := msgs(sfx)
+	for _, m := range ms {
+		must(ch.Publish("", work, false, false, m))
 	}
-	for i := 0; i < n; {
+	for i := 0; i < len(ms); {
 		d, ok, err := ch.Get(work, false)
 		must(err)
 		if ok {
@@ -164,7 +183,7 @@ func rmqDLQ(t *testing.T, n int) (*amqp.Connection, *amqp.Channel, string, strin
 			i++
 		}
 	}
-	return conn, ch, work, dlq
+	return conn, ch, work, dlq, sfx
 }
 
 func rmqSSHKey(t *testing.T, dir, name string) (keyFile, pub string) {
@@ -193,11 +212,7 @@ func TestQueuesRedriveApprovals(t *testing.T) {
 	if err := os.WriteFile(signers, []byte("alice@hc "+alicePub+"\nbob@hc "+bobPub+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := rabbitConfig{Store: filepath.Join(dir, "ledger.db"), Policies: fmt.Sprintf(`    - match: "berth.test.cmd.dlq.*"
-      review: required
-      approvals: 1
-      allowed_signers: %s
-`, signers)}.write(t)
+	cfg := rabbitConfig{Store: filepath.Join(dir, "ledger.db"), Policies: reviewedPolicy("berth.test.cmd.dlq.*", signers)}.write(t)
 	run := func(args ...string) (string, string, int) { return runBerth(t, append(args, "--config", cfg)...) }
 	plan := filepath.Join(dir, "plan.json")
 	if _, errOut, code := run("redrive", "plan", dlq, "--all", "--key", alice, "--out", plan); code != 0 {

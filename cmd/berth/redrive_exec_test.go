@@ -309,7 +309,7 @@ func TestRedriveApprovalWorkflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 12
-	f := newRedriveFixture(t, n, fmt.Sprintf("    - match: \"ledger-events.DLT\"\n      review: required\n      approvals: 1\n      allowed_signers: %s\n", signers))
+	f := newRedriveFixture(t, n, reviewPolicy(signers, ""))
 	plan := f.plan(t, "--key", alice)
 	exec := func(extra ...string) (string, string, int) {
 		return runBerth(t, append([]string{"--config", f.config, "redrive", "execute", plan[:12], "--yes", "--no-verify", "-o", "json"}, extra...)...)

@@ -23,7 +23,7 @@ func TestRedriveStatusCountsOnlyValidApprovals(t *testing.T) {
 	if err := os.WriteFile(signers, []byte("alice@hc "+alicePub+"\nbob@hc "+bobPub+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f := newRedriveFixture(t, 3, fmt.Sprintf("    - match: \"ledger-events.DLT\"\n      review: required\n      approvals: 1\n      allowed_signers: %s\n", signers))
+	f := newRedriveFixture(t, 3, reviewPolicy(signers, ""))
 	plan := f.plan(t, "--key", alice)
 	if _, errOut, code := runBerth(t, "--config", f.config, "redrive", "approve", plan[:12], "--key", bob); code != 0 {
 		t.Fatalf("approve: exit %d %s", code, errOut)
@@ -89,7 +89,7 @@ func TestRedriveApproveWithoutAllowedSignersIsRefused(t *testing.T) {
 	if err := os.WriteFile(signers, []byte("alice@hc "+alicePub+"\nbob@hc "+bobPub+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f := newRedriveFixture(t, 2, fmt.Sprintf("    - match: \"ledger-events.DLT\"\n      review: required\n      approvals: 1\n      allowed_signers: %s\n", signers))
+	f := newRedriveFixture(t, 2, reviewPolicy(signers, ""))
 	plan := f.plan(t, "--key", alice)
 	noPolicy := writeConfig(t, fmt.Sprintf("current_context: test\ncontexts:\n  test:\n    kind: kafka\n    bootstrap: [%s]\naudit:\n  file: %s\n", f.kc.Addrs[0], f.audit))
 	_, errOut, code := runBerth(t, "--config", noPolicy, "redrive", "approve", plan[:12], "--key", bob)

@@ -51,7 +51,7 @@ func newPeople(t *testing.T) people {
 }
 
 func reviewPolicy(signers, extra string) string {
-	return fmt.Sprintf("    - match: \"ledger-events.DLT\"\n      review: required\n      approvals: 1\n      allowed_signers: %s\n%s", signers, extra)
+	return reviewedPolicy("ledger-events.DLT", signers) + extra
 }
 
 // planFile makes a plan over every DLQ record into a file and returns the

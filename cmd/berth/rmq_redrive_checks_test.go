@@ -45,51 +45,20 @@ type rmqTestMsg struct {
 // DLQ, both deleted after the test; bodies carry orderId and idem fields.
 func rmqDLQWith(t *testing.T, msgs []rmqTestMsg) (*amqp.Channel, string, string, string) {
 	t.Helper()
-	rabbitQueue(t)
-	conn, err := amqp.Dial(testAMQPURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	ch, _ := conn.Channel()
-	sfx := fmt.Sprint(time.Now().UnixNano())
-	work, dlq, dlx := "berth.test.chk.work."+sfx, "berth.test.chk.dlq."+sfx, "berth.test.chk.dlx."+sfx
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
+	_, ch, work, dlq, sfx := rmqDeadLettered(t, "chk", false, func(sfx string) []amqp.Publishing {
+		var out []amqp.Publishing
+		for _, m := range msgs {
+			body := fmt.Sprintf(`{"orderId":%q`, m.order)
+			if m.key != "" {
+				body += fmt.Sprintf(`,"idem":%q`, m.key)
+			}
+			// Event ids are matched across the whole ledger (as for Kafka):
+			// make them unique to this run, since the PostgreSQL ledger is
+			// shared.
+			out = append(out, amqp.Publishing{MessageId: sfx + "-" + m.id, Timestamp: m.ts, Body: []byte(body + "}")})
 		}
-	}
-	must(ch.ExchangeDeclare(dlx, "direct", false, true, false, false, nil))
-	_, err = ch.QueueDeclare(work, false, false, false, false, amqp.Table{"x-dead-letter-exchange": dlx, "x-dead-letter-routing-key": "dead"})
-	must(err)
-	_, err = ch.QueueDeclare(dlq, false, false, false, false, nil)
-	must(err)
-	must(ch.QueueBind(dlq, "dead", dlx, false, nil))
-	t.Cleanup(func() {
-		if c, err := conn.Channel(); err == nil {
-			c.QueueDelete(work, false, false, false)
-			c.QueueDelete(dlq, false, false, false)
-			c.ExchangeDelete(dlx, false, false)
-		}
+		return out
 	})
-	for _, m := range msgs {
-		body := fmt.Sprintf(`{"orderId":%q`, m.order)
-		if m.key != "" {
-			body += fmt.Sprintf(`,"idem":%q`, m.key)
-		}
-		// Event ids are matched across the whole ledger (as for Kafka): make
-		// them unique to this run, since the PostgreSQL ledger is shared.
-		must(ch.Publish("", work, false, false, amqp.Publishing{MessageId: sfx + "-" + m.id, Timestamp: m.ts, Body: []byte(body + "}")}))
-	}
-	for i := 0; i < len(msgs); {
-		d, ok, err := ch.Get(work, false)
-		must(err)
-		if ok {
-			must(d.Reject(false))
-			i++
-		}
-	}
 	return ch, work, dlq, sfx + "-"
 }
 

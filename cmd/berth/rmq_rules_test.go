@@ -113,11 +113,7 @@ func TestRabbitApproveRefusesWithoutAllowedSigners(t *testing.T) {
 	if err := os.WriteFile(signers, []byte("alice@hc "+alicePub+"\nbob@hc "+bobPub+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	reviewed := rabbitRedriveConfig(dir, fmt.Sprintf(`    - match: "berth.test.cmd.dlq.*"
-      review: required
-      approvals: 1
-      allowed_signers: %s
-`, signers)).write(t)
+	reviewed := rabbitRedriveConfig(dir, reviewedPolicy("berth.test.cmd.dlq.*", signers)).write(t)
 	unreviewed := rabbitRedriveConfig(dir, "").write(t)
 	plan := filepath.Join(dir, "plan.json")
 	if _, errOut, code := runBerth(t, "redrive", "plan", dlq, "--all", "--key", alice, "--out", plan, "--config", reviewed); code != 0 {
@@ -242,11 +238,7 @@ func TestRabbitStatusShowsVerifiedSignersAndAFuturePlanIsRefused(t *testing.T) {
 	conn, _, work, dlq := rmqDLQ(t, 1)
 	dir := t.TempDir()
 	signers, alice, _, bob := signersFile(t, dir)
-	cfg := rabbitRedriveConfig(dir, fmt.Sprintf(`    - match: %q
-      review: required
-      approvals: 1
-      allowed_signers: %s
-`, dlq, signers)).write(t)
+	cfg := rabbitRedriveConfig(dir, reviewedPolicy(dlq, signers)).write(t)
 	run := func(args ...string) (string, string, int) { return runBerth(t, append(args, "--config", cfg)...) }
 	status := func(plan string) (author string, approvers []string) {
 		t.Helper()
@@ -377,11 +369,7 @@ func TestRabbitApproveOnATerminalShowsThePlanAndAsks(t *testing.T) {
 	_, _, work, dlq := rmqDLQ(t, 1)
 	dir := t.TempDir()
 	signers, alice, _, bob := signersFile(t, dir)
-	cfg := rabbitRedriveConfig(dir, fmt.Sprintf(`    - match: %q
-      review: required
-      approvals: 1
-      allowed_signers: %s
-`, dlq, signers)).write(t)
+	cfg := rabbitRedriveConfig(dir, reviewedPolicy(dlq, signers)).write(t)
 	plan := filepath.Join(dir, "plan.json")
 	out, errOut, code := runBerth(t, "redrive", "plan", dlq, "--all", "--key", alice, "--out", plan, "--config", cfg, "-o", "json")
 	if code != 0 {
