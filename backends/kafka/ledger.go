@@ -9,11 +9,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/redrive"
 )
 
@@ -106,8 +108,14 @@ func (s *PlanStore) lookup(ctx context.Context, keys map[string]bool, events map
 		return out, nil
 	}
 	n, err := s.ledgerPartitionCount(ctx)
-	if err != nil || n == 0 {
+	if err != nil {
 		return out, err
+	}
+	if n == 0 {
+		if s.pin != nil {
+			s.pin.empty()
+		}
+		return out, nil
 	}
 	parts := map[int32]bool{}
 	for k := range keys {
@@ -148,6 +156,58 @@ func (s *PlanStore) lookup(ctx context.Context, keys map[string]bool, events map
 		return nil, decodeErr
 	}
 	return out, nil
+}
+
+// Pinned returns the store with its ledger look-ups (Lookup, LookupEvents)
+// bounded to the ledger as it is at the first of them. An execution
+// re-checks its records a chunk at a time while it sends; pinned, every
+// chunk's look-up reads what the ledger held when the run began (what
+// earlier runs and other plans did, as a look-up of the whole plan before
+// sending would), never the entries the run itself keeps adding, so the
+// look-ups do not grow as it sends. (Those entries are for records of
+// earlier chunks, and the executor tracks the event ids it sends.)
+func (s *PlanStore) Pinned() *PlanStore {
+	c := *s
+	c.pin = &ledgerPin{}
+	return &c
+}
+
+// ledgerPin is the ledger's end offsets at the first pinned look-up.
+type ledgerPin struct {
+	mu   sync.Mutex
+	ends map[int32]int64
+}
+
+// bound is the end a pinned read of partition p stops at: every
+// partition's end is taken at the first read (parts: the partitions as
+// listed now, end: p's end now).
+func (l *ledgerPin) bound(parts []backends.Partition, p int32, end int64) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ends == nil {
+		l.ends = map[int32]int64{}
+		for _, q := range parts {
+			e := q.LastStable
+			if e < 0 {
+				e = q.HighWatermark
+			}
+			l.ends[q.Partition] = e
+		}
+	}
+	if pinned := l.ends[p]; pinned < end {
+		return pinned // 0 for a partition that did not exist then
+	}
+	return end
+}
+
+// empty pins a ledger that does not exist yet: nothing was redriven when
+// the run began.
+func (l *ledgerPin) empty() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ends == nil {
+		l.ends = map[int32]int64{}
+	}
 }
 
 // ledgerPartitionCount is the ledger topic's partition count (0 when it

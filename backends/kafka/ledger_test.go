@@ -150,3 +150,52 @@ func BenchmarkLedgerLookup(b *testing.B) {
 		})
 	}
 }
+
+// TestPinnedLookupsSeeTheLedgerAsItWasAtTheFirst: an execution's chunked
+// checks read the ledger as it was when the run began (what earlier runs
+// did), not the entries the run adds as it sends, so each chunk's look-up
+// does not grow; an unpinned store sees everything. A ledger that did not
+// exist at the first pinned look-up stays empty to it.
+func TestPinnedLookupsSeeTheLedgerAsItWasAtTheFirst(t *testing.T) {
+	kc := kafkatest.Start(t, 1)
+	store := NewPlanStore(dialCluster(t, kc).Client())
+	entry := func(off int64) redrive.LedgerEntry {
+		return redrive.LedgerEntry{DLQ: "pay.DLT", Offset: off, EventID: "evt-" + strconv.FormatInt(off, 10), Action: redrive.LedgerRedriven, Plan: "p1", Target: "pay", At: time.Now().UTC()}
+	}
+	locs := []string{"0:1", "0:2", "0:3"}
+	ids := []string{"evt-1", "evt-2", "evt-3"}
+	count := func(s *PlanStore) (int, int) {
+		byLoc, err := s.Lookup(tctx(t), "pay.DLT", locs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byEvent, err := s.LookupEvents(tctx(t), ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(byLoc), len(byEvent)
+	}
+	before := store.Pinned()
+	if l, e := count(before); l != 0 || e != 0 {
+		t.Fatalf("no ledger yet: %d %d", l, e)
+	}
+	if err := store.AppendLedger(tctx(t), entry(1)); err != nil {
+		t.Fatal(err)
+	}
+	if l, e := count(before); l != 0 || e != 0 {
+		t.Fatalf("pinned before the ledger existed, it sees %d and %d entries", l, e)
+	}
+	pinned := store.Pinned()
+	if l, e := count(pinned); l != 1 || e != 1 {
+		t.Fatalf("pinned at one entry: %d %d", l, e)
+	}
+	if err := store.AppendLedger(tctx(t), entry(2), entry(3)); err != nil {
+		t.Fatal(err)
+	}
+	if l, e := count(pinned); l != 1 || e != 1 {
+		t.Fatalf("pinned at one entry, it sees %d and %d after two more", l, e)
+	}
+	if l, e := count(store); l != 3 || e != 3 {
+		t.Fatalf("unpinned: %d %d", l, e)
+	}
+}

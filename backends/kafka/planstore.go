@@ -61,6 +61,9 @@ type PlanStore struct {
 	c *Client
 	// Idle bounds how long a read waits for records that should be there.
 	Idle time.Duration
+	// pin, when set, bounds ledger look-ups to the ledger as it was at the
+	// first one (Pinned).
+	pin *ledgerPin
 }
 
 // NewPlanStore returns the store on c's cluster.
@@ -170,6 +173,9 @@ func (s *PlanStore) scanPartitions(ctx context.Context, topic string, only map[i
 		end := p.LastStable
 		if end < 0 {
 			end = p.HighWatermark
+		}
+		if topic == LedgerTopic && s.pin != nil {
+			end = s.pin.bound(ts[0].Partitions, p.Partition, end)
 		}
 		ranges = append(ranges, readRange{topic: topic, partition: p.Partition, from: p.LogStart, end: end})
 	}

@@ -105,10 +105,16 @@ func (s *redriveSession) loadPlan(ctx context.Context, ref string) (redrive.File
 	return s.readPlan(ctx, ref, true)
 }
 
+// isPlanFile says whether ref names a plan file rather than a stored plan.
+func isPlanFile(ref string) bool {
+	st, err := os.Stat(ref)
+	return err == nil && !st.IsDir()
+}
+
 // readPlan is loadPlan that stores a plan file only when store is set (a
 // dry run writes nothing).
 func (s *redriveSession) readPlan(ctx context.Context, ref string, store bool) (redrive.File, error) {
-	if st, err := os.Stat(ref); err == nil && !st.IsDir() {
+	if isPlanFile(ref) {
 		raw, err := os.ReadFile(ref)
 		if err != nil {
 			return redrive.File{}, err
@@ -353,7 +359,10 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 			defer s.Close()
 			// A dry run first, always: the plan checked, its records re-read
 			// and re-derived, what would be sent counted; nothing written.
-			pf, err := s.readPlan(setup, args[0], false)
+			var pf redrive.File
+			if !yes {
+				pf, err = s.readPlan(setup, args[0], false)
+			}
 			if errors.Is(err, errPlanEdited) && !yes {
 				return err
 			}
@@ -375,7 +384,9 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 					return actions.Refuse(actions.ErrNotConfirmed, "not confirmed: nothing sent")
 				}
 			}
-			if err == nil {
+			// A plan file is stored now (approvers at other terminals see
+			// it); a stored plan the dry run read is not read again.
+			if err == nil && (yes || isPlanFile(args[0])) {
 				pf, err = s.loadPlan(setup, args[0])
 			}
 			if errors.Is(err, errPlanEdited) {

@@ -39,24 +39,12 @@ type executeOutput struct {
 	RabbitMQ     *rabbitOutcome       `json:"rabbitmq,omitempty"`
 }
 
-// outcomeSkip is one record not sent. Record is where it is: Kafka
-// partition:offset, RabbitMQ its event id (a queue has no stable position).
-type outcomeSkip struct {
-	Record  string         `json:"record"`
-	EventID string         `json:"event_id,omitempty"`
-	Reason  redrive.Reason `json:"reason"`
-	Detail  string         `json:"detail,omitempty"`
-}
-
-// outcomeFailure is one record that could not be sent; it stays in the DLQ.
-type outcomeFailure struct {
-	Record  string `json:"record"`
-	EventID string `json:"event_id,omitempty"`
-	// Target is where it was going, when the backend knows per record
-	// (RabbitMQ: exchange and routing key).
-	Target string `json:"target,omitempty"`
-	Error  string `json:"error"`
-}
+// outcomeSkip and outcomeFailure are counted by actions (RunOutcome), the
+// one place a run is counted for this output and for the audit log.
+type (
+	outcomeSkip    = actions.SkippedRecord
+	outcomeFailure = actions.FailedRecord
+)
 
 // outcomeVerification is the check after sending. OK is false when it
 // found a problem (Problem says which); Refailed counts the plan's records
@@ -137,35 +125,17 @@ func (o *executeOutput) exit() error {
 
 // kafkaExecuteOutput maps a Kafka run onto the common shape.
 func kafkaExecuteOutput(pf redrive.File, res actions.Result) executeOutput {
-	o := executeOutput{Backend: "kafka", Plan: pf.Hash, DLQ: pf.Plan.DLQ, Sent: res.Sent, Skipped: []outcomeSkip{}, Failed: []outcomeFailure{},
-		Cancelled: res.Cancelled, Approvers: res.Approval.Approvers, Kafka: &kafkaOutcome{}}
-	excluded := map[redrive.Coord]bool{}
-	for _, r := range pf.Plan.Records {
-		if !r.Included {
-			excluded[r.Coord()] = true
-		}
-	}
-	for _, s := range res.Skipped {
-		c := redrive.Coord{Partition: s.Partition, Offset: s.Offset}
-		switch {
-		case excluded[c]:
-			o.Excluded++
-		case s.Reason == redrive.ReasonAlreadyRedriven:
-			// The ledger: sent before (a resumed run), not sent again.
-			o.AlreadySent++
-		default:
-			o.Skipped = append(o.Skipped, outcomeSkip{Record: c.String(), EventID: s.EventID, Reason: s.Reason, Detail: s.Detail})
-		}
-	}
-	for _, f := range res.Failed {
-		for _, c := range f.Records {
-			o.Failed = append(o.Failed, outcomeFailure{Record: c.String(), Error: f.Error})
-		}
-	}
+	o := executeOutput{Backend: "kafka", Plan: pf.Hash, DLQ: pf.Plan.DLQ, Cancelled: res.Cancelled, Approvers: res.Approval.Approvers, Kafka: &kafkaOutcome{}}
+	o.counted(actions.KafkaOutcome(pf, res))
+	return o
+}
+
+// counted sets the core counts and lists from the run's outcome.
+func (o *executeOutput) counted(c actions.RunOutcome) {
+	o.Sent, o.AlreadySent, o.Excluded, o.Skipped, o.Failed = c.Sent, c.AlreadySent, c.Excluded, c.Skipped, c.Failed
 	if o.Approvers == nil {
 		o.Approvers = []string{}
 	}
-	return o
 }
 
 // kafkaVerified sets the verification: a copy that does not match is a
@@ -184,31 +154,14 @@ func (o *executeOutput) kafkaVerified(v *actions.Verification) {
 
 // rabbitExecuteOutput maps a RabbitMQ run onto the common shape.
 func rabbitExecuteOutput(hash, dlq string, res rabbitmq.Result, cancelled bool, approvers []string) executeOutput {
-	o := executeOutput{Backend: "rabbitmq", Plan: hash, DLQ: dlq, Sent: res.Sent, AlreadySent: res.AlreadySent + res.DoneBefore, Excluded: res.Excluded,
-		Skipped: []outcomeSkip{}, Failed: []outcomeFailure{}, Cancelled: cancelled, Approvers: approvers,
+	o := executeOutput{Backend: "rabbitmq", Plan: hash, DLQ: dlq, Cancelled: cancelled, Approvers: approvers,
 		RabbitMQ: &rabbitOutcome{Resent: res.Resent, Returned: res.Returned, PassedOver: res.Passed, Stopped: res.Stopped}}
-	for _, s := range res.Skipped {
-		if s.Reason == redrive.ReasonAlreadyRedriven {
-			o.AlreadySent++
-			continue
-		}
-		o.Skipped = append(o.Skipped, outcomeSkip{Record: s.EventID, EventID: s.EventID, Reason: s.Reason, Detail: s.Detail})
-	}
-	// A message no longer in the DLQ is Kafka's record_gone.
-	for _, id := range res.NotFound {
-		o.Skipped = append(o.Skipped, outcomeSkip{Record: id, EventID: id, Reason: actions.ReasonGone, Detail: "no longer in the DLQ (consumed or purged elsewhere)"})
-	}
-	for _, f := range res.Failed {
-		o.Failed = append(o.Failed, outcomeFailure{Record: f.EventID, EventID: f.EventID, Target: fmt.Sprintf("exchange %q routing key %q", f.Exchange, f.RoutingKey), Error: f.Error})
-	}
+	o.counted(actions.RabbitOutcome(res))
 	if v := res.Verification; v != nil {
 		o.Verification = &outcomeVerification{OK: v.OK, Problem: v.Problem, Watched: v.Watched, Refailed: len(v.Refailed), RabbitMQ: v}
 		if o.Verification.Watched == "" {
 			o.Verification.Watched = "0s"
 		}
-	}
-	if o.Approvers == nil {
-		o.Approvers = []string{}
 	}
 	return o
 }

@@ -85,6 +85,12 @@ type Options struct {
 	Control   <-chan Control
 	// Sleep waits for the rate limiter (tests may replace it).
 	Sleep func(ctx context.Context, d time.Duration) error
+	// KeepLedger keeps every sent record's ledger entry in Result.Ledger
+	// (memory grows with the plan).
+	KeepLedger bool
+	// Chunk is how many records are re-read, re-derived and re-checked at
+	// once (0: DefaultChunk).
+	Chunk int
 }
 
 // Skip is a record not sent, with the reason.
@@ -104,14 +110,17 @@ type Failure struct {
 
 // Result is the outcome of an execution.
 type Result struct {
-	Plan      string                `json:"plan"`
-	DLQ       string                `json:"dlq"`
-	Sent      int                   `json:"sent"`
-	Skipped   []Skip                `json:"skipped"`
-	Failed    []Failure             `json:"failed"`
-	Cancelled bool                  `json:"cancelled"`
-	Approval  approval.Decision     `json:"approval"`
-	Ledger    []redrive.LedgerEntry `json:"-"`
+	Plan      string            `json:"plan"`
+	DLQ       string            `json:"dlq"`
+	Sent      int               `json:"sent"`
+	Skipped   []Skip            `json:"skipped"`
+	Failed    []Failure         `json:"failed"`
+	Cancelled bool              `json:"cancelled"`
+	Approval  approval.Decision `json:"approval"`
+	// Ledger is what this run sent, one entry a record with where its copy
+	// is, when Options.KeepLedger asked for it (the console shows it per
+	// record); the CLI does not hold it (it reads the ledger to verify).
+	Ledger []redrive.LedgerEntry `json:"-"`
 	// DryRun: nothing was sent; WouldSend counts what would be, per target.
 	DryRun    bool           `json:"dry_run"`
 	WouldSend map[string]int `json:"would_send,omitempty"`
@@ -177,9 +186,22 @@ func Preflight(f redrive.File, o Options) (approval.Decision, error) {
 	return d, nil
 }
 
+// DefaultChunk is how many of a plan's records an execution re-reads,
+// re-derives and re-checks at once when Options.Chunk is 0. Memory is
+// bounded by it (about two chunks of records are held: the one being sent
+// and the next, read meanwhile), never by the plan's size.
+const DefaultChunk = 25000
+
 // Execute runs the plan. A Refusal means nothing was sent. Cancelling ctx
 // stops after the batch in flight (the transport's atomicity makes any point
 // safe); running the same plan again resumes from the ledger.
+//
+// It streams: a first pass re-reads every included record chunk by chunk,
+// checks its digest and derives its target (a target that differs from the
+// plan's refuses the whole plan before anything is sent) and keeps only
+// each record's place in the send order. The records are then read again a
+// chunk at a time in that order, derived, re-checked and sent, the next
+// chunk read and checked while the current one is sent, and dropped.
 func Execute(ctx context.Context, f redrive.File, o Options) (Result, error) {
 	res := Result{Plan: f.Hash, DLQ: f.Plan.DLQ, Skipped: []Skip{}, Failed: []Failure{}}
 	dec, err := Preflight(f, o)
@@ -199,85 +221,28 @@ func Execute(ctx context.Context, f redrive.File, o Options) (Result, error) {
 	if err != nil {
 		return res, o.refused(ctx, f, Refuse(ErrPolicyChanged, "plan %s: %v", short(f.Hash), err))
 	}
-
-	// Re-read every included record: what is sent, and everything the
-	// checks see, comes from the record as it is now, never from the plan.
-	var want []redrive.Coord
 	for _, r := range f.Plan.Records {
-		if r.Included {
-			want = append(want, r.Coord())
-		} else {
+		if !r.Included {
 			res.Skipped = append(res.Skipped, skipOf(r, r.Verdict))
 		}
 	}
-	recs, err := o.Reader.Read(ctx, f.Plan.DLQ, want)
+	order, err := o.vet(ctx, f, &res)
 	if err != nil {
-		return res, fmt.Errorf("read %s: %w", f.Plan.DLQ, err)
+		return res, err
 	}
-	var todo []redrive.PlanRecord
-	var raw []redrive.Record
-	for _, r := range f.Plan.Records {
-		if !r.Included {
-			continue
-		}
-		rec, ok := recs[r.Coord()]
-		switch {
-		case !ok:
-			res.Skipped = append(res.Skipped, Skip{r.Partition, r.Offset, "", ReasonGone, "no longer in the DLQ's log"})
-			continue
-		case rec.Digest() != r.Digest:
-			res.Skipped = append(res.Skipped, Skip{r.Partition, r.Offset, "", ReasonChanged, "key, value or headers differ from the plan's digest"})
-			continue
-		}
-		parsed := redrive.ParseRecord(rec, x)
-		if t := redrive.DeriveTarget(parsed, f.Plan.Target); t != r.Target {
-			// The plan says where a record goes and the reviewer saw it;
-			// the record says otherwise. Nothing of such a plan is sent.
-			return res, o.refused(ctx, f, Refuse(ErrTargetChanged, "plan %s gives record %s the target %q, but the record names %q: nothing sent; make the plan again", short(f.Hash), r.Coord(), r.Target, orNone(t)))
-		}
-		r.Fill(parsed)
-		todo = append(todo, r)
-		raw = append(raw, rec)
-	}
-
-	// Checks again, over what the records say now, under the stricter policy.
-	cs := make([]redrive.Candidate, len(todo))
-	for i, r := range todo {
-		cs[i] = r.Candidate()
-	}
-	verdicts, err := o.Recheck(ctx, f.Plan, cs, pol)
-	if err != nil {
-		return res, fmt.Errorf("checks: %w", err)
-	}
-	if len(verdicts) != len(todo) {
-		return res, fmt.Errorf("checks: %d verdicts for %d records", len(verdicts), len(todo))
-	}
-	var send []int
-	for i, r := range todo {
-		// A check that cannot run blocks the record: never read as "not applied".
-		if v := verdicts[i]; !v.Included {
-			res.Skipped = append(res.Skipped, skipOf(r, v))
-			continue
-		}
-		send = append(send, i)
-	}
-	// Same-key order: send in the order the records were first consumed
-	// (original topic, partition, offset); records with no known origin
-	// follow in DLQ order.
-	sort.SliceStable(send, func(a, b int) bool { return originBefore(todo[send[a]], todo[send[b]]) })
-	out := make([]Outgoing, 0, len(send))
-	for _, i := range send {
-		out = append(out, outgoing(f, todo[i], raw[i], o.now()))
-	}
+	run := &execRun{o: o, f: f, pol: pol, x: x, res: &res}
 	if o.DryRun {
 		res.DryRun, res.WouldSend = true, map[string]int{}
-		for _, x := range out {
-			res.WouldSend[x.Target]++
-		}
-		return res, nil
+		err := run.stream(ctx, chunksOf(order, o.chunk()), func(p prepared) error {
+			for _, x := range p.out {
+				res.WouldSend[x.Target]++
+			}
+			return nil
+		})
+		return res, err
 	}
 
-	err = o.sendAll(ctx, f, out, &res)
+	err = run.sendAll(ctx, chunksOf(order, o.chunk()))
 	status := "finished"
 	if res.Cancelled {
 		status = "cancelled"
@@ -285,11 +250,305 @@ func Execute(ctx context.Context, f redrive.File, o Options) (Result, error) {
 	if err != nil {
 		status = "failed"
 	}
-	aerr := o.audit(ctx, "redrive.execute."+status, f, kafkaCounts(f, res).details(err))
+	aerr := o.audit(ctx, "redrive.execute."+status, f, KafkaOutcome(f, res).details(err))
 	return res, errors.Join(err, aerr)
 }
 
-func (o Options) sendAll(ctx context.Context, f redrive.File, out []Outgoing, res *Result) error {
+func (o Options) chunk() int {
+	if o.Chunk > 0 {
+		return o.Chunk
+	}
+	return DefaultChunk
+}
+
+// sendKey is one included record's place in the send order: its index in
+// the plan and its origin (topic as an index into the run's topic names,
+// -1 when the record does not say where it came from). Only these are kept
+// for the whole run, so a plan of any size is ordered without holding its
+// records.
+type sendKey struct {
+	idx       int
+	topic     int32
+	partition int32
+	offset    int64
+}
+
+// order is the plan's included records in send order.
+type order struct {
+	keys   []sendKey
+	topics []string
+}
+
+// vet is the first pass: every included record re-read (a chunk at a time,
+// nothing held), a record gone or changed skipped, and a target derived
+// from the record that differs from the plan's refuses the plan before
+// anything is sent. It returns the records to send, in the order that keeps
+// same-key order: as first consumed (original topic, partition, offset),
+// then those with no known origin in DLQ order.
+func (o Options) vet(ctx context.Context, f redrive.File, res *Result) (order, error) {
+	var ord order
+	topicIdx := map[string]int32{}
+	var idx []int
+	for i, r := range f.Plan.Records {
+		if r.Included {
+			idx = append(idx, i)
+		}
+	}
+	n := o.chunk()
+	for from := 0; from < len(idx); from += n {
+		part := idx[from:min(from+n, len(idx))]
+		coords := make([]redrive.Coord, len(part))
+		for j, i := range part {
+			coords[j] = f.Plan.Records[i].Coord()
+		}
+		recs, err := o.Reader.Read(ctx, f.Plan.DLQ, coords)
+		if err != nil {
+			return ord, fmt.Errorf("read %s: %w", f.Plan.DLQ, err)
+		}
+		for _, i := range part {
+			r := f.Plan.Records[i]
+			rec, ok := recs[r.Coord()]
+			if sk, skip := vetSkip(r, rec, ok); skip {
+				res.Skipped = append(res.Skipped, sk)
+				continue
+			}
+			// The target needs the headers only; the digest pins them, so
+			// the second pass derives the same target from the same bytes.
+			p := redrive.Parsed{Record: rec, Diag: redrive.Parse(rec.Headers)}
+			if err := o.sameTarget(ctx, f, r, p); err != nil {
+				return ord, err
+			}
+			k := sendKey{idx: i, topic: -1}
+			if h := p.Diag.LastHop(); h != nil && h.Located() {
+				t, ok := topicIdx[h.Topic]
+				if !ok {
+					t = int32(len(ord.topics))
+					topicIdx[h.Topic] = t
+					ord.topics = append(ord.topics, h.Topic)
+				}
+				k.topic, k.partition, k.offset = t, h.Partition, h.Offset
+			}
+			ord.keys = append(ord.keys, k)
+		}
+	}
+	recs := f.Plan.Records
+	sort.SliceStable(ord.keys, func(a, b int) bool {
+		ka, kb := ord.keys[a], ord.keys[b]
+		if (ka.topic >= 0) != (kb.topic >= 0) {
+			return ka.topic >= 0
+		}
+		if ka.topic >= 0 {
+			if ta, tb := ord.topics[ka.topic], ord.topics[kb.topic]; ta != tb {
+				return ta < tb
+			}
+			if ka.partition != kb.partition {
+				return ka.partition < kb.partition
+			}
+			if ka.offset != kb.offset {
+				return ka.offset < kb.offset
+			}
+		}
+		ra, rb := recs[ka.idx], recs[kb.idx]
+		if ra.Partition != rb.Partition {
+			return ra.Partition < rb.Partition
+		}
+		return ra.Offset < rb.Offset
+	})
+	return ord, nil
+}
+
+// vetSkip says whether a re-read record is skipped: gone from the log, or
+// its content no longer the plan's digest.
+func vetSkip(r redrive.PlanRecord, rec redrive.Record, found bool) (Skip, bool) {
+	switch {
+	case !found:
+		return Skip{r.Partition, r.Offset, "", ReasonGone, "no longer in the DLQ's log"}, true
+	case rec.Digest() != r.Digest:
+		return Skip{r.Partition, r.Offset, "", ReasonChanged, "key, value or headers differ from the plan's digest"}, true
+	}
+	return Skip{}, false
+}
+
+// sameTarget refuses the plan when the record names another target than
+// the plan gives it: the plan says where a record goes and the reviewer saw
+// it; the record says otherwise. Nothing of such a plan is sent.
+func (o Options) sameTarget(ctx context.Context, f redrive.File, r redrive.PlanRecord, p redrive.Parsed) error {
+	if t := redrive.DeriveTarget(p, f.Plan.Target); t != r.Target {
+		return o.refused(ctx, f, Refuse(ErrTargetChanged, "plan %s gives record %s the target %q, but the record names %q: nothing sent; make the plan again", short(f.Hash), r.Coord(), r.Target, orNone(t)))
+	}
+	return nil
+}
+
+// chunksOf cuts the send order into chunks of at most n records. An
+// original partition's records stay in one chunk when they fit in one, so
+// the ordering check sees every record of the plan on that partition at
+// once (a newer same-key record the plan also redrives is no hazard); a
+// partition with more than n records is cut, and the ordering check of one
+// part then sees the plan's records in the other parts as newer records.
+func chunksOf(ord order, n int) [][]sendKey {
+	var out [][]sendKey
+	keys := ord.keys
+	for len(keys) > 0 {
+		// run: the records of keys[0]'s original partition
+		run := 1
+		for run < len(keys) && keys[run].topic == keys[0].topic && keys[run].partition == keys[0].partition {
+			run++
+		}
+		last := len(out) - 1
+		switch {
+		case last >= 0 && len(out[last])+run <= n:
+			out[last] = append(out[last], keys[:run]...)
+		case run <= n:
+			out = append(out, append([]sendKey(nil), keys[:run]...))
+		default:
+			for i := 0; i < run; i += n {
+				out = append(out, append([]sendKey(nil), keys[i:min(i+n, run)]...))
+			}
+		}
+		keys = keys[run:]
+	}
+	return out
+}
+
+// execRun is one execution's state while it streams.
+type execRun struct {
+	o   Options
+	f   redrive.File
+	pol redrive.PolicySnapshot
+	x   redrive.Extractors
+	res *Result
+}
+
+// prepared is one chunk re-read, derived and re-checked: what to send, in
+// order, and what is skipped.
+type prepared struct {
+	out   []Outgoing
+	skips []Skip
+	err   error
+}
+
+// stream prepares the chunks in order, the next one while fn handles the
+// current one, and stops at the first error (fn's, or a chunk's). A chunk
+// that could not be prepared because ctx ended is not an error.
+func (e *execRun) stream(ctx context.Context, chunks [][]sendKey, fn func(prepared) error) error {
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	// Unbuffered: at most the chunk being sent and the next one are held.
+	ready := make(chan prepared)
+	go func() {
+		defer close(ready)
+		// Event ids already going out, across chunks: a duplicate event is
+		// redriven once (the first in send order goes).
+		seen := map[string]redrive.Coord{}
+		for _, c := range chunks {
+			p := e.prepare(pctx, c, seen)
+			select {
+			case ready <- p:
+			case <-pctx.Done():
+				return
+			}
+			if p.err != nil {
+				return
+			}
+		}
+	}()
+	for p := range ready {
+		if p.err != nil {
+			if ctx.Err() != nil {
+				e.res.Cancelled = !e.o.DryRun
+				return nil
+			}
+			return p.err
+		}
+		e.res.Skipped = append(e.res.Skipped, p.skips...)
+		if err := fn(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// prepare re-reads one chunk's records, derives everything from them, runs
+// the checks again over what was derived (under the stricter policy) and
+// builds what is to be sent, in send order.
+func (e *execRun) prepare(ctx context.Context, keys []sendKey, seen map[string]redrive.Coord) prepared {
+	f, o := e.f, e.o
+	coords := make([]redrive.Coord, len(keys))
+	for i, k := range keys {
+		coords[i] = f.Plan.Records[k.idx].Coord()
+	}
+	recs, err := o.Reader.Read(ctx, f.Plan.DLQ, coords)
+	if err != nil {
+		return prepared{err: fmt.Errorf("read %s: %w", f.Plan.DLQ, err)}
+	}
+	var p prepared
+	todo := make([]redrive.PlanRecord, 0, len(keys))
+	raw := make([]redrive.Record, 0, len(keys))
+	for _, k := range keys {
+		r := f.Plan.Records[k.idx]
+		rec, ok := recs[r.Coord()]
+		if sk, skip := vetSkip(r, rec, ok); skip {
+			// gone or changed since the first pass
+			p.skips = append(p.skips, sk)
+			continue
+		}
+		parsed := parseForExecute(rec, e.x)
+		if err := o.sameTarget(ctx, f, r, parsed); err != nil {
+			return prepared{err: err} // cannot happen: same bytes as the first pass
+		}
+		r.Fill(parsed)
+		todo = append(todo, r)
+		raw = append(raw, rec)
+	}
+	if len(todo) == 0 {
+		return p
+	}
+	cs := make([]redrive.Candidate, len(todo))
+	for i, r := range todo {
+		cs[i] = r.Candidate()
+	}
+	verdicts, err := o.Recheck(ctx, f.Plan, cs, e.pol)
+	if err != nil {
+		return prepared{err: fmt.Errorf("checks: %w", err)}
+	}
+	if len(verdicts) != len(todo) {
+		return prepared{err: fmt.Errorf("checks: %d verdicts for %d records", len(verdicts), len(todo))}
+	}
+	now := o.now()
+	p.out = make([]Outgoing, 0, len(todo))
+	for i, r := range todo {
+		v := verdicts[i]
+		if v.Included && r.EventID != "" {
+			if first, dup := seen[r.EventID]; dup {
+				v = redrive.Verdict{Reason: redrive.ReasonDuplicate, Detail: fmt.Sprintf("event %s is also at %s, which is redriven instead", r.EventID, first)}
+			} else {
+				seen[r.EventID] = r.Coord()
+			}
+		}
+		// A check that cannot run blocks the record: never read as "not applied".
+		if !v.Included {
+			p.skips = append(p.skips, skipOf(r, v))
+			continue
+		}
+		p.out = append(p.out, outgoing(f, r, raw[i], now))
+	}
+	return p
+}
+
+// parseForExecute is redrive.ParseRecord without the failure class, which
+// nothing at execute needs (classifying is the costliest part of parsing).
+func parseForExecute(rec redrive.Record, x redrive.Extractors) redrive.Parsed {
+	p := redrive.Parsed{Record: rec, Diag: redrive.Parse(rec.Headers)}
+	p.EventID, _ = x.EventID.Extract(rec.Headers, rec.Value)
+	p.IdempotencyKey, _ = x.IdempotencyKey.Extract(rec.Headers, rec.Value)
+	return p
+}
+
+// sendAll streams the chunks into batches of the plan's size (a batch may
+// take records of two chunks), rate limited, pausable and cancellable
+// between batches, each batch audited.
+func (e *execRun) sendAll(ctx context.Context, chunks [][]sendKey) error {
+	o, f, res := e.o, e.f, e.res
 	batch := f.Plan.BatchSize
 	if batch <= 0 {
 		batch = 100
@@ -299,14 +558,14 @@ func (o Options) sendAll(ctx context.Context, f redrive.File, out []Outgoing, re
 		interval = time.Second * time.Duration(batch) / time.Duration(f.Plan.Rate)
 	}
 	start := o.now()
-	total := len(out) + len(res.Skipped)
+	total := len(f.Plan.Records)
 	paused := false
 	report := func() {
 		if o.Progress == nil {
 			return
 		}
 		p := Progress{Plan: f.Hash, Total: total, Sent: res.Sent, Skipped: len(res.Skipped), Failed: failedCount(res), Paused: paused, Elapsed: o.now().Sub(start)}
-		left := len(out) - res.Sent - failedCount(res)
+		left := total - p.Sent - p.Skipped - p.Failed
 		if res.Sent > 0 {
 			p.ETA = time.Duration(float64(p.Elapsed) / float64(res.Sent) * float64(left))
 		}
@@ -321,54 +580,73 @@ func (o Options) sendAll(ctx context.Context, f redrive.File, out []Outgoing, re
 	}
 	report()
 	next := o.now()
-	for i := 0; i < len(out); {
-		// Controls are read between batches: a batch is never split.
-		if o.waitTurn(ctx, &paused, report) {
-			res.Cancelled = true
-			return nil
-		}
-		if ctx.Err() != nil {
-			res.Cancelled = true
-			return nil
-		}
-		if wait := next.Sub(o.now()); wait > 0 {
-			if err := o.sleep(ctx, wait); err != nil {
+	var pending []Outgoing
+	stopped := errors.New("stopped")
+	// send sends pending in batches; all says whether a last short batch
+	// goes too (no more records will come).
+	send := func(all bool) error {
+		for len(pending) >= batch || (all && len(pending) > 0) {
+			// Controls are read between batches: a batch is never split.
+			if o.waitTurn(ctx, &paused, report) || ctx.Err() != nil {
 				res.Cancelled = true
-				return nil
+				return stopped
 			}
-		}
-		end := i + batch
-		if end > len(out) {
-			end = len(out)
-		}
-		b := out[i:end]
-		// The batch in flight finishes even if ctx is cancelled meanwhile.
-		entries, err := o.Publisher.Publish(context.WithoutCancel(ctx), b)
-		if err != nil {
-			fl := Failure{Error: err.Error()}
-			for _, x := range b {
-				fl.Records = append(fl.Records, redrive.Coord{Partition: x.Ledger.Partition, Offset: x.Ledger.Offset})
+			if wait := next.Sub(o.now()); wait > 0 {
+				if err := o.sleep(ctx, wait); err != nil {
+					res.Cancelled = true
+					return stopped
+				}
 			}
-			res.Failed = append(res.Failed, fl)
-			if aerr := o.audit(ctx, "redrive.batch.failed", f, map[string]any{"records": fl.Records, "error": fl.Error}); aerr != nil {
-				return aerr
-			}
-			if o.StopOnFailure {
+			b := pending[:min(batch, len(pending))]
+			pending = pending[len(b):]
+			if err := e.publish(ctx, b); err != nil {
 				report()
-				return fmt.Errorf("stopped at the first failure (policy): %v", err)
+				return err
 			}
-		} else {
-			res.Sent += len(entries)
-			res.Ledger = append(res.Ledger, entries...)
-			if aerr := o.audit(ctx, "redrive.batch.sent", f, map[string]any{"records": len(entries), "first": coordOf(entries[0]), "last": coordOf(entries[len(entries)-1])}); aerr != nil {
-				return aerr
-			}
+			report()
+			next = next.Add(interval)
 		}
-		report()
-		i = end
-		next = next.Add(interval)
+		return nil
 	}
-	return nil
+	err := e.stream(ctx, chunks, func(p prepared) error {
+		report()
+		pending = append(pending, p.out...)
+		return send(false)
+	})
+	if err == nil && !res.Cancelled {
+		err = send(true)
+	}
+	if errors.Is(err, stopped) {
+		return nil
+	}
+	return err
+}
+
+// publish sends one batch and audits it; a failed batch is recorded (and
+// stops the run under a stop-on-failure policy).
+func (e *execRun) publish(ctx context.Context, b []Outgoing) error {
+	o, f, res := e.o, e.f, e.res
+	// The batch in flight finishes even if ctx is cancelled meanwhile.
+	entries, err := o.Publisher.Publish(context.WithoutCancel(ctx), b)
+	if err != nil {
+		fl := Failure{Error: err.Error()}
+		for _, x := range b {
+			fl.Records = append(fl.Records, redrive.Coord{Partition: x.Ledger.Partition, Offset: x.Ledger.Offset})
+		}
+		res.Failed = append(res.Failed, fl)
+		if aerr := o.audit(ctx, "redrive.batch.failed", f, map[string]any{"records": fl.Records, "error": fl.Error}); aerr != nil {
+			return aerr
+		}
+		if o.StopOnFailure {
+			return fmt.Errorf("stopped at the first failure (policy): %v", err)
+		}
+		return nil
+	}
+	res.Sent += len(entries)
+	if o.KeepLedger {
+		res.Ledger = append(res.Ledger, entries...)
+	}
+	return o.audit(ctx, "redrive.batch.sent", f, map[string]any{"records": len(entries), "first": coordOf(entries[0]), "last": coordOf(entries[len(entries)-1])})
 }
 
 // waitTurn applies pending controls and blocks while paused; it reports
@@ -433,27 +711,6 @@ func outgoing(f redrive.File, r redrive.PlanRecord, rec redrive.Record, now time
 			Action: redrive.LedgerRedriven, Plan: f.Hash, Target: target, Attempt: attempt, At: now.UTC(),
 		},
 	}
-}
-
-func originBefore(a, b redrive.PlanRecord) bool {
-	if a.OriginLocated != b.OriginLocated {
-		return a.OriginLocated
-	}
-	if a.OriginLocated {
-		if a.Origin.Topic != b.Origin.Topic {
-			return a.Origin.Topic < b.Origin.Topic
-		}
-		if a.Origin.Partition != b.Origin.Partition {
-			return a.Origin.Partition < b.Origin.Partition
-		}
-		if a.Origin.Offset != b.Origin.Offset {
-			return a.Origin.Offset < b.Origin.Offset
-		}
-	}
-	if a.Partition != b.Partition {
-		return a.Partition < b.Partition
-	}
-	return a.Offset < b.Offset
 }
 
 // refused audits a refusal and returns it; a refusal that cannot be

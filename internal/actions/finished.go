@@ -1,76 +1,111 @@
 package actions
 
 import (
+	"fmt"
+
 	"github.com/berth-dev/berth/backends/rabbitmq"
 	"github.com/berth-dev/berth/redrive"
 )
 
-// runCounts is what a run did, under the names `berth redrive execute`
-// prints on both backends, so a redrive.execute.* end entry reads the same
-// whichever backend wrote it (issue 13): Sent by this run; AlreadySent by
-// an earlier run (the ledger says so) and not sent again; Excluded by the
-// plan itself; Skipped, by reason, included records this run did not send;
+// RunOutcome is what one execution did, counted in one place for both
+// backends under the names `berth redrive execute` prints and the
+// redrive.execute.* end entry records (issue 13: the same answer on Kafka
+// and RabbitMQ). Sent by this run; AlreadySent by an earlier run (the
+// ledger says so) and not sent again; Excluded by the plan itself;
+// Skipped, included records this run did not send, each with its reason;
 // Failed, records that could not be sent and stay in the DLQ.
-type runCounts struct {
-	sent, alreadySent, excluded, failed int
-	skipped                             map[redrive.Reason]int
+type RunOutcome struct {
+	Sent        int
+	AlreadySent int
+	Excluded    int
+	Skipped     []SkippedRecord
+	Failed      []FailedRecord
+}
+
+// SkippedRecord is one included record not sent. Record is where it is:
+// Kafka partition:offset, RabbitMQ its event id (a queue has no stable
+// position).
+type SkippedRecord struct {
+	Record  string         `json:"record"`
+	EventID string         `json:"event_id,omitempty"`
+	Reason  redrive.Reason `json:"reason"`
+	Detail  string         `json:"detail,omitempty"`
+}
+
+// FailedRecord is one record that could not be sent; it stays in the DLQ.
+type FailedRecord struct {
+	Record  string `json:"record"`
+	EventID string `json:"event_id,omitempty"`
+	// Target is where it was going, when the backend knows per record
+	// (RabbitMQ: exchange and routing key).
+	Target string `json:"target,omitempty"`
+	Error  string `json:"error"`
+}
+
+func newOutcome(sent, alreadySent, excluded int) RunOutcome {
+	return RunOutcome{Sent: sent, AlreadySent: alreadySent, Excluded: excluded, Skipped: []SkippedRecord{}, Failed: []FailedRecord{}}
 }
 
 // skip counts one included record not sent this run: the ledger's
 // already_redriven is already sent, not a skip.
-func (c *runCounts) skip(r redrive.Reason) {
-	if r == redrive.ReasonAlreadyRedriven {
-		c.alreadySent++
+func (o *RunOutcome) skip(s SkippedRecord) {
+	if s.Reason == redrive.ReasonAlreadyRedriven {
+		o.AlreadySent++
 		return
 	}
-	if c.skipped == nil {
-		c.skipped = map[redrive.Reason]int{}
-	}
-	c.skipped[r]++
+	o.Skipped = append(o.Skipped, s)
 }
 
-// details is the end entry's details; the caller adds what only its
-// backend has.
-func (c runCounts) details(err error) map[string]any {
-	n := 0
-	reasons := map[string]int{}
-	for r, k := range c.skipped {
-		n += k
-		reasons[string(r)] = k
-	}
-	return map[string]any{"sent": c.sent, "already_sent": c.alreadySent, "excluded": c.excluded,
-		"skipped": n, "skipped_reasons": reasons, "failed": c.failed, "error": errString(err)}
-}
-
-// kafkaCounts reads a Kafka run: the plan's excluded records come back
+// KafkaOutcome counts a Kafka run: the plan's excluded records come back
 // among res.Skipped and are counted as excluded.
-func kafkaCounts(f redrive.File, res Result) runCounts {
+func KafkaOutcome(f redrive.File, res Result) RunOutcome {
 	excluded := map[redrive.Coord]bool{}
 	for _, r := range f.Plan.Records {
 		if !r.Included {
 			excluded[r.Coord()] = true
 		}
 	}
-	c := runCounts{sent: res.Sent, failed: failedCount(&res)}
+	o := newOutcome(res.Sent, 0, 0)
 	for _, s := range res.Skipped {
-		if excluded[redrive.Coord{Partition: s.Partition, Offset: s.Offset}] {
-			c.excluded++
+		c := redrive.Coord{Partition: s.Partition, Offset: s.Offset}
+		if excluded[c] {
+			o.Excluded++
 			continue
 		}
-		c.skip(s.Reason)
+		o.skip(SkippedRecord{Record: c.String(), EventID: s.EventID, Reason: s.Reason, Detail: s.Detail})
 	}
-	return c
+	for _, fl := range res.Failed {
+		for _, c := range fl.Records {
+			o.Failed = append(o.Failed, FailedRecord{Record: c.String(), Error: fl.Error})
+		}
+	}
+	return o
 }
 
-// rabbitCounts reads a RabbitMQ run: a message no longer in the DLQ is
-// Kafka's record_gone; one sent and acked by an earlier run is already sent.
-func rabbitCounts(res rabbitmq.Result) runCounts {
-	c := runCounts{sent: res.Sent, alreadySent: res.AlreadySent + res.DoneBefore, excluded: res.Excluded, failed: len(res.Failed)}
+// RabbitOutcome counts a RabbitMQ run: a message no longer in the DLQ is
+// Kafka's record_gone; one sent and acked by an earlier run is already
+// sent.
+func RabbitOutcome(res rabbitmq.Result) RunOutcome {
+	o := newOutcome(res.Sent, res.AlreadySent+res.DoneBefore, res.Excluded)
 	for _, s := range res.Skipped {
-		c.skip(s.Reason)
+		o.skip(SkippedRecord{Record: s.EventID, EventID: s.EventID, Reason: s.Reason, Detail: s.Detail})
 	}
-	for range res.NotFound {
-		c.skip(ReasonGone)
+	for _, id := range res.NotFound {
+		o.skip(SkippedRecord{Record: id, EventID: id, Reason: ReasonGone, Detail: "no longer in the DLQ (consumed or purged elsewhere)"})
 	}
-	return c
+	for _, f := range res.Failed {
+		o.Failed = append(o.Failed, FailedRecord{Record: f.EventID, EventID: f.EventID, Target: fmt.Sprintf("exchange %q routing key %q", f.Exchange, f.RoutingKey), Error: f.Error})
+	}
+	return o
+}
+
+// details is the end entry's details; the caller adds what only its
+// backend has.
+func (o RunOutcome) details(err error) map[string]any {
+	reasons := map[string]int{}
+	for _, s := range o.Skipped {
+		reasons[string(s.Reason)]++
+	}
+	return map[string]any{"sent": o.Sent, "already_sent": o.AlreadySent, "excluded": o.Excluded,
+		"skipped": len(o.Skipped), "skipped_reasons": reasons, "failed": len(o.Failed), "error": errString(err)}
 }

@@ -1,11 +1,13 @@
 package actions
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -180,6 +182,8 @@ type ExecControl struct {
 	Progress func(Progress)
 	// DryRun stops before sending (see Options.DryRun).
 	DryRun bool
+	// KeepLedger returns every sent record's ledger entry (Options.KeepLedger).
+	KeepLedger bool
 }
 
 // Execute runs a plan under the stricter policy, re-deriving everything
@@ -188,7 +192,7 @@ type ExecControl struct {
 func (k *KafkaRedrive) Execute(ctx context.Context, f redrive.File, x ExecControl) (Result, error) {
 	res := Result{Plan: f.Hash, DLQ: f.Plan.DLQ, Skipped: []Skip{}, Failed: []Failure{}}
 	o := Options{ReadOnly: k.ReadOnly, Context: k.Context, Actor: k.Actor, Now: k.Now, MaxAge: k.MaxAge,
-		Control: x.Control, Progress: x.Progress, DryRun: x.DryRun}
+		Control: x.Control, Progress: x.Progress, DryRun: x.DryRun, KeepLedger: x.KeepLedger}
 	if !x.DryRun {
 		log, closeLog, err := k.OpenAudit()
 		if err != nil {
@@ -210,7 +214,12 @@ func (k *KafkaRedrive) Execute(ctx context.Context, f redrive.File, x ExecContro
 	}
 	o.Policy, o.HasPolicy, o.Signers, o.SignersToEdit = r.Today.Snapshot(), r.Matched, r.Signers, k.signersToEdit(f, r)
 	o.StopOnFailure = r.Today.StopOnFailure || r.Strict.RequireIdempotencyKey
-	o.Recheck = k.Planner.Check
+	// The checks run a chunk at a time as the records are sent; each
+	// chunk's ledger look-up reads the ledger as it was when the run
+	// began (kafka.PlanStore.Pinned).
+	pinned := *k.Planner
+	pinned.Store = k.Planner.Store.Pinned()
+	o.Recheck = pinned.Check
 	tr := &lazyTransport{open: func(ctx context.Context) (*kafka.RedriveTransport, error) {
 		return k.Planner.Cluster.NewRedriveTransport(ctx, f.Hash)
 	}, read: k.Planner.Cluster}
@@ -452,6 +461,51 @@ type Verification struct {
 	Refailed    []kafka.Refailure `json:"refailed"`
 }
 
+// verifyCopies reads back the copies in entries a chunk at a time, in the
+// order they were sent (so each chunk's copies sit together in the target
+// and its DLQ records together in the DLQ), comparing each copy's payload
+// with the DLQ record it came from as that record is now (its digest still
+// the plan's). Only one chunk of records is held at once.
+func (k *KafkaRedrive) verifyCopies(ctx context.Context, f redrive.File, entries []redrive.LedgerEntry) ([]kafka.Mismatch, error) {
+	digest := make(map[redrive.Coord]string, len(entries))
+	for _, r := range f.Plan.Records {
+		if r.Included {
+			digest[r.Coord()] = r.Digest
+		}
+	}
+	sent := entries // sorted in place: the caller's order does not matter
+	slices.SortFunc(sent, func(a, b redrive.LedgerEntry) int {
+		return cmp.Or(cmp.Compare(a.Target, b.Target), cmp.Compare(a.TargetPartition, b.TargetPartition), cmp.Compare(a.TargetOffset, b.TargetOffset))
+	})
+	cl := k.Planner.Cluster
+	out := []kafka.Mismatch{}
+	for from := 0; from < len(sent); from += DefaultChunk {
+		part := sent[from:min(from+DefaultChunk, len(sent))]
+		coords := make([]redrive.Coord, len(part))
+		for i, e := range part {
+			coords[i] = redrive.Coord{Partition: e.Partition, Offset: e.Offset}
+		}
+		recs, err := cl.ReadDLQByCoord(ctx, f.Plan.DLQ, coords)
+		if err != nil {
+			return nil, err
+		}
+		want := make(map[redrive.Coord]string, len(recs))
+		for c, rec := range recs {
+			if d, ok := digest[c]; ok && rec.Digest() == d {
+				sum := sha256.Sum256(rec.Value)
+				want[c] = hex.EncodeToString(sum[:])
+			}
+		}
+		ms, err := cl.VerifyRedriven(ctx, part, want)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ms...)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Where < out[j].Where })
+	return out, nil
+}
+
 // WatchSkipped is Verification.WatchEnded when no watch ran (a zero watch,
 // or nothing was sent).
 const WatchSkipped = "skipped"
@@ -486,27 +540,9 @@ func (k *KafkaRedrive) Verify(ctx context.Context, f redrive.File, watch time.Du
 			mine = append(mine, e)
 		}
 	}
-	coords := make([]redrive.Coord, 0, len(mine))
-	for _, e := range mine {
-		coords = append(coords, redrive.Coord{Partition: e.Partition, Offset: e.Offset})
-	}
-	recs, err := cl.ReadDLQByCoord(ctx, f.Plan.DLQ, coords)
-	if err != nil {
-		return v, err
-	}
-	want := map[redrive.Coord]string{}
-	for _, r := range f.Plan.Records {
-		if rec, ok := recs[r.Coord()]; ok && rec.Digest() == r.Digest {
-			sum := sha256.Sum256(rec.Value)
-			want[r.Coord()] = hex.EncodeToString(sum[:])
-		}
-	}
 	v.Checked = len(mine)
-	if v.Mismatches, err = cl.VerifyRedriven(ctx, mine, want); err != nil {
+	if v.Mismatches, err = k.verifyCopies(ctx, f, mine); err != nil {
 		return v, err
-	}
-	if v.Mismatches == nil {
-		v.Mismatches = []kafka.Mismatch{}
 	}
 	// Nothing sent by this plan: nothing can fail again.
 	if watch > 0 && len(mine) > 0 && run != nil {

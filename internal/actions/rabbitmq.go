@@ -458,7 +458,7 @@ func (r *RabbitRedrive) Run(ctx context.Context, cl *rabbitmq.Client, l *rabbitm
 	defer endCancel()
 	// The counts under Kafka's names; what only RabbitMQ has under the
 	// names the CLI's "rabbitmq" extras use.
-	end := rabbitCounts(res).details(err)
+	end := RabbitOutcome(res).details(err)
 	end["resent"], end["returned"] = res.Resent, res.Returned
 	if res.Stopped != "" {
 		end["stopped"] = res.Stopped
