@@ -234,3 +234,33 @@ func hasFlag(c *cobra.Command, name string) bool {
 	}
 	return found
 }
+
+// A mistyped subcommand of a command group is a usage error naming it
+// (exit 2), as a mistyped top-level command is, never the group's help
+// with exit 0 that a script would take for success; the group alone still
+// prints its help.
+func TestUnknownSubcommandIsAUsageError(t *testing.T) {
+	isolateConfig(t)
+	root := newRoot(newApp(io.Discard, io.Discard))
+	groups := 0
+	for _, g := range root.Commands() {
+		if !g.HasSubCommands() || g.Name() == "help" {
+			continue
+		}
+		groups++
+		_, errOut, code := runBerth(t, g.Name(), "no-such-step", "x")
+		if code != 2 || !strings.Contains(errOut, `"no-such-step"`) {
+			t.Errorf("berth %s no-such-step x: exit %d, stderr %q; want exit 2 naming it", g.Name(), code, errOut)
+		}
+		if g.Runnable() {
+			continue // a command of its own as well (berth offsets GROUP)
+		}
+		out, _, code := runBerth(t, g.Name())
+		if code != 0 || !strings.Contains(out, "Available Commands:") {
+			t.Errorf("berth %s alone: exit %d, want its help:\n%s", g.Name(), code, out)
+		}
+	}
+	if groups < 3 {
+		t.Fatalf("only %d command groups found", groups)
+	}
+}

@@ -108,6 +108,7 @@ func newRoot(a *app) *cobra.Command {
 		}
 		parent.AddCommand(sc.make(a))
 	}
+	rejectUnknownSubcommands(root)
 	// The console is the default action. Without it, bare `berth` prints
 	// help; either way an unknown command is a usage error (exit 2), not
 	// cobra's help page with exit 0.
@@ -301,6 +302,30 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// rejectUnknownSubcommands makes a command group below c (dlq, redrive,
+// offsets, …) given an unknown subcommand a usage error (exit 2) naming
+// it, as at the top level, where cobra would print the group's help and
+// exit 0: a mistyped `berth redrive aprove` in a script must not pass.
+// Alone, a group still prints its help.
+func rejectUnknownSubcommands(c *cobra.Command) {
+	for _, g := range c.Commands() {
+		if g.HasSubCommands() && !g.Runnable() {
+			g.Args = cobra.ArbitraryArgs
+			g.RunE = func(cmd *cobra.Command, args []string) error {
+				if len(args) > 0 {
+					return usageErr("unknown command %q for %q (see %s --help)", args[0], cmd.CommandPath(), cmd.CommandPath())
+				}
+				return cmd.Help()
+			}
+			if g.Annotations == nil {
+				g.Annotations = map[string]string{}
+			}
+			g.Annotations["config"] = "none" // a usage error needs no config
+		}
+		rejectUnknownSubcommands(g)
+	}
 }
 
 func findCommand(root *cobra.Command, name string) *cobra.Command {
