@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 )
 
 // Every `--flag` the manual (cmd/berth/help/*.md) and README.md give to a
@@ -217,22 +216,15 @@ func anyHasFlag(c *cobra.Command, name string) bool {
 }
 
 func hasFlag(c *cobra.Command, name string) bool {
-	if name == "help" {
+	if name == "help" || c.Flags().Lookup(name) != nil {
 		return true
 	}
-	found := false
 	for x := c; x != nil; x = x.Parent() {
-		fs := []*pflag.FlagSet{x.PersistentFlags()}
-		if x == c {
-			fs = append(fs, x.Flags())
-		}
-		for _, f := range fs {
-			if f.Lookup(name) != nil {
-				found = true
-			}
+		if x.PersistentFlags().Lookup(name) != nil {
+			return true
 		}
 	}
-	return found
+	return false
 }
 
 // A mistyped subcommand of a command group is a usage error naming it
