@@ -72,6 +72,9 @@ type PolicySnapshot struct {
 	Review                string `json:"review"`
 	Approvals             int    `json:"approvals"`
 	MaxRedrives           int    `json:"max_redrives"`
+	// OrderingKey is the RabbitMQ policy's ordering_key (json:FIELD or
+	// header:NAME): the business key whose messages keep their order.
+	OrderingKey string `json:"ordering_key,omitempty"`
 }
 
 // PlanRecord is one selected record with its checks' verdict. Coordinates,
@@ -326,22 +329,29 @@ type ClassCount struct {
 
 // Totals counts records by verdict and class.
 func (p Plan) Totals() Totals {
+	return totalsOf(len(p.Records), func(i int) (string, Verdict) { return p.Records[i].Class, p.Records[i].Verdict })
+}
+
+// totalsOf counts n records by verdict and class (every reason present, at
+// 0 when none); rec says each one's class and verdict.
+func totalsOf(n int, rec func(i int) (string, Verdict)) Totals {
 	t := Totals{ByReason: map[Reason]int{}, ByClass: map[string]ClassCount{}}
 	for _, r := range Reasons {
 		t.ByReason[r] = 0
 	}
-	for _, r := range p.Records {
+	for i := 0; i < n; i++ {
+		class, v := rec(i)
 		t.Selected++
-		cc := t.ByClass[r.Class]
+		cc := t.ByClass[class]
 		cc.Selected++
-		if r.Included {
+		if v.Included {
 			t.Included++
 			cc.Included++
 		} else {
 			t.Excluded++
-			t.ByReason[r.Reason]++
+			t.ByReason[v.Reason]++
 		}
-		t.ByClass[r.Class] = cc
+		t.ByClass[class] = cc
 	}
 	return t
 }

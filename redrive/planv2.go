@@ -56,6 +56,9 @@ type Core struct {
 	// Vhost is the RabbitMQ virtual host ("" for Kafka).
 	Vhost string `json:"vhost,omitempty"`
 	DLQ   string `json:"dlq"`
+	// QueueType is the RabbitMQ DLQ's type (classic, quorum, stream) when
+	// the plan was made; "" for Kafka.
+	QueueType string `json:"queue_type,omitempty"`
 	// CreatedAt is CreatedAtLayout; a plan expires from it and a plan
 	// claiming to be made in the future is refused.
 	CreatedAt string         `json:"created_at"`

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/berth-dev/berth/redrive"
 )
 
 // TestMain doubles as the child process of the kill -9 test: with
@@ -121,7 +123,7 @@ func TestRedriveKilledMidPlanResumesWithoutLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	p := planFor(t, c, dlq, Selection{All: true}, l)
+	p := planFor(t, c, dlq, redrive.QueueSelection{All: true}, l)
 	planPath := filepath.Join(dir, "plan.json")
 	if err := WritePlan(planPath, p); err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package rabbitmq
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	_ "modernc.org/sqlite"             // registers the "sqlite" database/sql driver
 
 	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
 )
 
@@ -355,17 +355,19 @@ const plansTable = `CREATE TABLE IF NOT EXISTS berth_rabbitmq_plans (
 		created_at TEXT NOT NULL,
 		body       TEXT NOT NULL)`
 
-// PutPlan stores a plan under its hash (storing it again changes nothing).
-func (l *Ledger) PutPlan(ctx context.Context, p Plan) error {
+// PutPlan stores a plan under its hash (storing it again changes nothing),
+// as its v2 plan file.
+func (l *Ledger) PutPlan(ctx context.Context, p redrive.QueuePlan) error {
 	if _, err := l.db.ExecContext(ctx, plansTable); err != nil {
 		return fmt.Errorf("plan store: %w", err)
 	}
-	body, err := json.Marshal(planFile{Hash: p.Hash(), Plan: p})
+	body, err := p.Encode()
 	if err != nil {
 		return err
 	}
+	hash := p.Hash()
 	_, err = l.db.ExecContext(ctx, `INSERT INTO berth_rabbitmq_plans (hash, vhost, dlq, created_at, body) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (hash) DO NOTHING`, p.Hash(), p.Vhost, p.DLQ, p.CreatedAt.UTC().Format(time.RFC3339Nano), string(body))
+		ON CONFLICT (hash) DO NOTHING`, hash, p.Vhost, p.DLQ, p.CreatedAt.UTC().Format(time.RFC3339Nano), string(body))
 	if err != nil {
 		return fmt.Errorf("plan store: %w", err)
 	}
@@ -376,47 +378,55 @@ func (l *Ledger) PutPlan(ctx context.Context, p Plan) error {
 var ErrNoPlan = errors.New("no such plan in the redrive store")
 
 // Plan finds a stored plan by a hash prefix (8+ hex digits); its content is
-// checked against its hash, as for a file.
-func (l *Ledger) Plan(ctx context.Context, prefix string) (Plan, error) {
-	ps, err := l.plans(ctx, strings.ToLower(prefix))
+// checked against its hash, as for a file. A stored plan that cannot be
+// used (a v1 plan, an edited one) is an error naming it.
+func (l *Ledger) Plan(ctx context.Context, prefix string) (redrive.QueuePlan, error) {
+	ps, bad, err := l.plans(ctx, strings.ToLower(prefix))
 	if err != nil {
-		return Plan{}, err
+		return redrive.QueuePlan{}, err
 	}
-	switch len(ps) {
-	case 0:
-		return Plan{}, fmt.Errorf("plan %s: %w", prefix, ErrNoPlan)
-	case 1:
-		return ps[0], nil
+	switch {
+	case len(ps)+len(bad) > 1:
+		return redrive.QueuePlan{}, fmt.Errorf("plan %s: the prefix matches %d plans; give more digits", prefix, len(ps)+len(bad))
+	case len(bad) == 1:
+		return redrive.QueuePlan{}, bad[0]
+	case len(ps) == 0:
+		return redrive.QueuePlan{}, fmt.Errorf("plan %s: %w", prefix, ErrNoPlan)
 	}
-	return Plan{}, fmt.Errorf("plan %s: the prefix matches %d plans; give more digits", prefix, len(ps))
+	return ps[0], nil
 }
 
-// Plans lists every stored plan, oldest first.
-func (l *Ledger) Plans(ctx context.Context) ([]Plan, error) { return l.plans(ctx, "") }
+// Plans lists every usable stored plan, oldest first, and why each other
+// one was skipped: one bad row blocks only itself.
+func (l *Ledger) Plans(ctx context.Context) ([]redrive.QueuePlan, []error, error) {
+	return l.plans(ctx, "")
+}
 
-func (l *Ledger) plans(ctx context.Context, prefix string) ([]Plan, error) {
+func (l *Ledger) plans(ctx context.Context, prefix string) ([]redrive.QueuePlan, []error, error) {
 	if _, err := l.db.ExecContext(ctx, plansTable); err != nil {
-		return nil, fmt.Errorf("plan store: %w", err)
+		return nil, nil, fmt.Errorf("plan store: %w", err)
 	}
 	rows, err := l.db.QueryContext(ctx, `SELECT hash, body FROM berth_rabbitmq_plans WHERE hash LIKE $1 ORDER BY created_at, hash`, prefix+"%")
 	if err != nil {
-		return nil, fmt.Errorf("plan store: %w", err)
+		return nil, nil, fmt.Errorf("plan store: %w", err)
 	}
 	defer rows.Close()
-	var out []Plan
+	var out []redrive.QueuePlan
+	var bad []error
 	for rows.Next() {
 		var hash, body string
 		if err := rows.Scan(&hash, &body); err != nil {
-			return nil, fmt.Errorf("plan store: %w", err)
+			return nil, nil, fmt.Errorf("plan store: %w", err)
 		}
-		var f planFile
-		if err := json.Unmarshal([]byte(body), &f); err != nil {
-			return nil, fmt.Errorf("plan store: plan %s: %w", short(hash), err)
+		p, err := redrive.DecodeQueuePlan([]byte(body))
+		switch {
+		case err != nil:
+			bad = append(bad, fmt.Errorf("plan store: plan %s: %w", short(hash), err))
+		case p.Hash() != hash:
+			bad = append(bad, fmt.Errorf("plan store: plan %s: %w", short(hash), ErrPlanEdited))
+		default:
+			out = append(out, p)
 		}
-		if f.Plan.Hash() != hash {
-			return nil, fmt.Errorf("plan store: plan %s: %w", short(hash), ErrPlanEdited)
-		}
-		out = append(out, f.Plan)
 	}
-	return out, rows.Err()
+	return out, bad, rows.Err()
 }

@@ -12,81 +12,6 @@ import (
 	"github.com/berth-dev/berth/redrive"
 )
 
-func orderedMsg(pos int, id, key string, ts time.Time) Message {
-	m := Message{Position: pos, EventID: id, OrderingKey: key, Timestamp: &ts,
-		Death: DeathInfo{Deaths: []Death{{Count: 1, Reason: "rejected", Queue: "q", Exchange: "x", RoutingKeys: []string{"k"}}}}}
-	m.Class = ClassOf(m).ID
-	return m
-}
-
-func verdictsOf(p Plan) string {
-	var out []string
-	for _, r := range p.Records {
-		v := "in"
-		if !r.Included {
-			v = string(r.Reason)
-		} else if r.HazardPosition != nil {
-			v = fmt.Sprintf("in!%d", *r.HazardPosition)
-		}
-		out = append(out, r.EventID+":"+v)
-	}
-	return strings.Join(out, " ")
-}
-
-// Ordering by business key: a message overtaking an older same-key message
-// left in the DLQ, or published before a same-key message ahead of it, is a
-// hazard; excluding one leaves it behind, so its key's later messages
-// follow; a key whose older message was already redriven is no hazard.
-func TestCheckOrdering(t *testing.T) {
-	t0 := time.Unix(1_000_000, 0)
-	msgs := []Message{
-		orderedMsg(0, "a0", "A", t0),                    // not selected: stays behind
-		orderedMsg(1, "a1", "A", t0.Add(time.Second)),   // overtakes a0
-		orderedMsg(2, "a2", "A", t0.Add(2*time.Second)), // a1 stays behind too
-		orderedMsg(3, "b0", "B", t0.Add(5*time.Second)),
-		orderedMsg(4, "b1", "B", t0.Add(3*time.Second)), // published before b0
-		orderedMsg(5, "c0", "C", t0),                    // already redriven: delivered
-		orderedMsg(6, "c1", "C", t0.Add(time.Second)),
-		orderedMsg(7, "n0", "", t0), // no key: not checked
-	}
-	sel := Selection{EventIDs: []string{"a1", "a2", "b0", "b1", "c0", "c1", "n0"}}
-	in := CheckInput{Redriven: map[string]string{"c0": "earlier plan"}}
-	p, err := MakePlan(msgs, sel, redrive.PolicySnapshot{}, in, t0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := verdictsOf(p), "a1:ordering_hazard a2:ordering_hazard b0:in b1:ordering_hazard c0:already_redriven c1:in n0:in"; got != want {
-		t.Errorf("strict\n got %s\nwant %s", got, want)
-	}
-	in.AllowHazards = true
-	p, _ = MakePlan(msgs, sel, redrive.PolicySnapshot{}, in, t0)
-	if got, want := verdictsOf(p), "a1:in!0 a2:in!0 b0:in b1:in!3 c0:already_redriven c1:in n0:in"; got != want {
-		t.Errorf("allowed\n got %s\nwant %s", got, want)
-	}
-	if !p.AllowHazards {
-		t.Error("the plan does not record that hazards were allowed")
-	}
-}
-
-// The system-of-record check never reads silence as "not applied": a
-// record with no key to ask with is excluded, and a key the system of
-// record did not answer for blocks the plan.
-func TestPlanSystemOfRecordNeedsAnAnswer(t *testing.T) {
-	a := orderedMsg(0, "a", "", time.Unix(0, 0))
-	a.IdempotencyKey = "ka"
-	b := orderedMsg(1, "b", "", time.Unix(0, 0))
-	p, err := MakePlan([]Message{a, b}, Selection{All: true}, redrive.PolicySnapshot{}, CheckInput{HasSOR: true, Committed: map[string]bool{}}, time.Unix(0, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := verdictsOf(p); got != "a:check_failed b:missing_idempotency_key" {
-		t.Errorf("got %s", got)
-	}
-	if blocked, _ := p.Blocked(); !blocked {
-		t.Error("a plan with check_failed must be blocked")
-	}
-}
-
 // Execution refuses an auto-delete DLQ: its consumer leaving would make
 // RabbitMQ delete it with every message not redriven.
 func TestExecuteRefusesAutoDeleteDLQ(t *testing.T) {
@@ -107,12 +32,85 @@ func TestExecuteRefusesAutoDeleteDLQ(t *testing.T) {
 		}
 	}
 	c := testClient(t, Options{AMQPURL: amqpURL(), ManagementURL: mgmtURL()})
-	p := Plan{Kind: PlanKind, Vhost: c.Vhost(), DLQ: dlq, QueueType: "classic", Records: []PlanRecord{{EventID: "m0", Exchange: "", RoutingKey: dlq, Verdict: redrive.Verdict{Included: true}}}}
+	p := redrive.QueuePlan{Vhost: c.Vhost(), DLQ: dlq, QueueType: "classic", Records: []redrive.QueueRecord{{EventID: "m0", Exchange: "", RoutingKey: dlq, Verdict: redrive.Verdict{Included: true}}}}
 	_, err = c.Execute(context.Background(), p, sqliteLedger(t), ExecOptions{})
 	if err == nil || !strings.Contains(err.Error(), "auto-delete") {
 		t.Fatalf("err %v; want a refusal naming auto-delete", err)
 	}
 	if q, err := ch.QueueDeclarePassive(dlq, false, true, false, false, nil); err != nil || q.Messages != 2 {
 		t.Errorf("the DLQ must be untouched: %v %+v", err, q)
+	}
+}
+
+// Ordering is checked again as the run consumes the DLQ (it was not, before
+// plan format v2): the run sees every message ahead of a planned one, so
+// when an older message of the same ordering key stays in the DLQ — skipped
+// by the checks run again at execute, or before the run — the newer one
+// would overtake it: it is skipped as ordering_hazard and stays too, unless
+// the plan allows hazards. Another key is not held up.
+func TestExecuteRechecksOrderingAsItConsumes(t *testing.T) {
+	t.Parallel()
+	loop := redrive.Verdict{Reason: redrive.ReasonLoopLimit, Detail: "limit 1 today"}
+	for _, tc := range []struct {
+		name   string
+		allow  bool
+		o      ExecOptions
+		sent   string
+		hazard bool
+	}{
+		{name: "recheck skips the older", o: ExecOptions{Recheck: func(_ context.Context, ms []redrive.QueueMessage) (map[string]redrive.Verdict, error) {
+			return map[string]redrive.Verdict{"m0": loop}, nil
+		}}, sent: "[m2]", hazard: true},
+		{name: "preflight skips the older", o: ExecOptions{Skip: map[string]redrive.Verdict{"m0": loop}}, sent: "[m2]", hazard: true},
+		{name: "hazards allowed", allow: true, o: ExecOptions{Skip: map[string]redrive.Verdict{"m0": loop}}, sent: "[m1 m2]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			conn := needRabbit(t)
+			needManagement(t)
+			tp := newTopology(t, conn, nil, nil)
+			msgs := workMessages(3)
+			for i, key := range []string{"ord-1", "ord-1", "ord-2"} {
+				msgs[i].Headers["order"] = key
+			}
+			publishConfirmed(t, conn, tp.workX, tp.key, msgs...)
+			kill(t, conn, tp.work, 3)
+			eventually(t, 10*time.Second, "3 dead letters", func() bool { return readyCount(t, conn, tp.dlq) == 3 })
+			c := testClient(t, Options{AMQPURL: amqpURL(), ManagementURL: mgmtURL()})
+			pol := redrive.PolicySnapshot{OrderingKey: "header:order"}
+			res, err := c.Browse(context.Background(), tp.dlq, BrowseOptions{Limit: 10, Extractors: Extractors{OrderingKey: pol.OrderingKey}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := redrive.MakeQueuePlan(FactsOf(res.Messages), redrive.QueueSelection{All: true}, pol, redrive.QueueCheckInput{AllowHazards: tc.allow}, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Cluster, p.Vhost, p.DLQ, p.QueueType = c.ClusterName(), c.Vhost(), tp.dlq, res.Type
+			if p.Totals().Included != 3 {
+				t.Fatalf("the plan includes %d, want all 3 (no hazard when it was made)", p.Totals().Included)
+			}
+			r, err := c.Execute(context.Background(), p, sqliteLedger(t), tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(sortedIDs(drain(t, conn, tp.work))); got != tc.sent {
+				t.Errorf("sent %s, want %s", got, tc.sent)
+			}
+			var hazard *Skip
+			for i := range r.Skipped {
+				if r.Skipped[i].EventID == "m1" {
+					hazard = &r.Skipped[i]
+				}
+			}
+			if tc.hazard && (hazard == nil || hazard.Reason != redrive.ReasonOrderingHazard || !strings.Contains(hazard.Detail, "ord-1")) {
+				t.Errorf("skipped %+v, want m1 as ordering_hazard naming its key", r.Skipped)
+			}
+			if !tc.hazard && hazard != nil {
+				t.Errorf("hazards allowed, yet m1 was skipped: %+v", hazard)
+			}
+			want := 3 - len(strings.Fields(strings.Trim(tc.sent, "[]")))
+			eventually(t, 10*time.Second, "the rest back in the DLQ", func() bool { return readyCount(t, conn, tp.dlq) == want })
+		})
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/berth-dev/berth/redrive"
 )
 
 // The console's pause and cancel: a run paused before its second chunk
@@ -23,7 +25,7 @@ func TestRedrivePauseThenCancelBetweenChunksResumes(t *testing.T) {
 
 	c := testClient(t, Options{AMQPURL: amqpURL(), ManagementURL: mgmtURL()})
 	l := sqliteLedger(t)
-	p := planFor(t, c, tp.dlq, Selection{All: true}, l)
+	p := planFor(t, c, tp.dlq, redrive.QueueSelection{All: true}, l)
 	calls := 0
 	paused := make(chan struct{})
 	decide := make(chan bool)

@@ -2,12 +2,9 @@ package rabbitmq
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
-	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -41,6 +38,12 @@ type ExecOptions struct {
 	// Skip holds included records that the checks, run again at execution,
 	// now exclude (by event id): they are left in the DLQ and reported.
 	Skip map[string]redrive.Verdict
+	// Recheck, when set, runs the checks that need what a message derives
+	// to (system of record, loop limit, idempotency key) over each chunk's
+	// messages as consumed, before their intents are recorded: a verdict
+	// that excludes one leaves it in the DLQ, reported under Skipped. An
+	// error stops the run (the chunk stays in the DLQ).
+	Recheck func(ctx context.Context, msgs []redrive.QueueMessage) (map[string]redrive.Verdict, error)
 	// Verify checks, after the run, that the DLQ's depth fell by exactly
 	// the number of messages acked and that nothing was returned.
 	Verify bool
@@ -66,44 +69,16 @@ const ReasonContentChanged redrive.Reason = "payload_changed"
 // its checks ran; they asked about the plan's values, not the message's).
 const ReasonDerivedChanged redrive.Reason = "derived_mismatch"
 
-// derivedDiffers says how r differs from what m derives to under the
-// plan's extractors and target mode ("" when it does not).
-func (r PlanRecord) derivedDiffers(m Message, target string, keys []string) string {
-	x, k, ok := m.Death.Target()
-	if target == TargetQueue {
-		x, k, ok = "", m.Death.OriginalQueue(), m.Death.OriginalQueue() != ""
-	}
-	switch {
-	case !ok || x != r.Exchange || k != r.RoutingKey:
+// targetDiffers says how the plan's target for a record differs from what
+// the message's dead-lettering derives to under the plan's target mode (""
+// when it does not). The idempotency key and prior redrives are not in a
+// plan: they are derived from the consumed message and checked then.
+func targetDiffers(r redrive.QueueRecord, m Message, toQueues bool) string {
+	x, k, ok := m.Facts().Target(toQueues)
+	if !ok || x != r.Exchange || k != r.RoutingKey {
 		return fmt.Sprintf("the plan sends it to exchange %q key %q; the message's dead-lettering says exchange %q key %q", r.Exchange, r.RoutingKey, x, k)
-	case !slices.Contains(keys, r.IdempotencyKey):
-		return fmt.Sprintf("the plan's idempotency key %q is not the message's %q (the checks asked about the plan's)", r.IdempotencyKey, m.IdempotencyKey)
-	case m.PriorRedrives != r.PriorRedrives:
-		return fmt.Sprintf("the plan counts %d prior redrives; the message carries %d", r.PriorRedrives, m.PriorRedrives)
 	}
 	return ""
-}
-
-// keysOf are the idempotency keys message m may have been planned under:
-// its key by the plan's extractor and, when the plan's policy shows the
-// default extractor (a snapshot cannot tell it from none configured, under
-// which a message's key is its message_id), the key with none configured.
-func (r *run) keysOf(d amqp.Delivery, m Message) []string {
-	keys := []string{m.IdempotencyKey}
-	if r.p.Policy.IdempotencyKey == redrive.DefaultEventID {
-		keys = append(keys, ToMessage(0, d, Extractors{}).IdempotencyKey)
-	}
-	return keys
-}
-
-// sameContent reports whether m is the message r approved: its content
-// digest, or for plans made before digests its body hash.
-func (r PlanRecord) sameContent(m Message) bool {
-	if r.Digest != "" {
-		return r.Digest == m.Digest
-	}
-	sum := sha256.Sum256(m.Body)
-	return r.BodySHA256 == hex.EncodeToString(sum[:])
 }
 
 // Cancelled is Result.Stopped for a run stopped through ExecOptions.Cancel
@@ -182,7 +157,9 @@ type Result struct {
 // item is one message in flight.
 type item struct {
 	d     amqp.Delivery
-	rec   PlanRecord
+	rec   redrive.QueueRecord
+	m     redrive.QueueMessage // what the consumed message derives to
+	seq   int                  // its place in the order the run read the DLQ
 	dc    *amqp.DeferredConfirmation
 	err   error // publish failed before a confirm
 	again bool  // an earlier run recorded intent
@@ -231,7 +208,7 @@ func (p *publisher) closeReason() string {
 //
 // Callers enforce read-only contexts and approvals before calling (the
 // action layer refuses too: Execute itself refuses a read-only client).
-func (c *Client) Execute(ctx context.Context, p Plan, l *Ledger, o ExecOptions) (Result, error) {
+func (c *Client) Execute(ctx context.Context, p redrive.QueuePlan, l *Ledger, o ExecOptions) (Result, error) {
 	r, err := c.newRun(ctx, p, l, o)
 	if err != nil || len(r.included) == 0 {
 		return r.res, err
@@ -281,12 +258,12 @@ func (c *Client) Execute(ctx context.Context, p Plan, l *Ledger, o ExecOptions) 
 // the two stages that share its result (reading and publishing; settling).
 type run struct {
 	c        *Client
-	p        Plan
+	p        redrive.QueuePlan
 	hash     string
 	l        *Ledger
 	o        ExecOptions
-	included map[string]PlanRecord // by event id, less the skipped
-	states   map[string]string     // the ledger's state per event id
+	included map[string]redrive.QueueRecord // by event id, less the skipped
+	states   map[string]string              // the ledger's state per event id
 
 	conn       *amqp.Connection
 	cch        *amqp.Channel // consumes the DLQ; acks what arrived
@@ -297,11 +274,17 @@ type run struct {
 
 	seen    map[string]bool // included ids found (with the plan's content)
 	changed map[string]bool // ids met on content other than the plan's
-	// mismatch: ids whose plan record says what the message does not
-	// (target, idempotency key, prior redrives), with why.
+	// mismatch: ids whose plan target is not what the message derives to,
+	// with why.
 	mismatch map[string]string
-	cur      []item       // the chunk being filled
-	pace     *time.Ticker // nil: no rate limit
+	// order re-checks ordering as the DLQ is consumed (by the plan's
+	// ordering_key); settled are event ids whose message, left in the DLQ,
+	// is delivered or settled already (no older same-key event waits).
+	order   *redrive.QueueOrdering
+	settled map[string]bool
+	reads   int          // deliveries taken so far
+	cur     []item       // the chunk being filled
+	pace    *time.Ticker // nil: no rate limit
 
 	inflight  chan chunk
 	stop      chan string
@@ -317,12 +300,9 @@ type run struct {
 
 // newRun checks that the plan may run on this client, fills in the
 // defaults and reads the plan's ledger states.
-func (c *Client) newRun(ctx context.Context, p Plan, l *Ledger, o ExecOptions) (*run, error) {
+func (c *Client) newRun(ctx context.Context, p redrive.QueuePlan, l *Ledger, o ExecOptions) (*run, error) {
 	hash := p.Hash()
 	r := &run{c: c, p: p, hash: hash, l: l, o: o, res: Result{Plan: hash, Failed: []Failure{}, NotFound: []string{}, Skipped: []Skip{}}}
-	if p.Kind != PlanKind {
-		return r, fmt.Errorf("plan %s is not a RabbitMQ plan (kind %q)", short(hash), p.Kind)
-	}
 	if p.Vhost != c.Vhost() {
 		return r, fmt.Errorf("plan %s is for vhost %q; this connection is to %q", short(hash), p.Vhost, c.Vhost())
 	}
@@ -336,15 +316,22 @@ func (c *Client) newRun(ctx context.Context, p Plan, l *Ledger, o ExecOptions) (
 		return r, err
 	}
 	r.included = p.Included()
+	r.order, r.settled = redrive.NewQueueOrdering(), map[string]bool{}
 	for _, rec := range p.Records {
 		if !rec.Included {
 			r.res.Excluded++
+			if !redrive.StaysBehind(rec.Reason) {
+				r.settled[rec.EventID] = true
+			}
 		}
 	}
 	for id, v := range o.Skip {
 		if rec, ok := r.included[id]; ok && !v.Included {
 			r.res.Skipped = append(r.res.Skipped, Skip{EventID: id, Position: rec.Position, Reason: v.Reason, Detail: v.Detail})
 			delete(r.included, id)
+			if !redrive.StaysBehind(v.Reason) {
+				r.settled[id] = true
+			}
 		}
 	}
 	sort.Slice(r.res.Skipped, func(i, j int) bool { return r.res.Skipped[i].Position < r.res.Skipped[j].Position })
@@ -400,7 +387,7 @@ func (r *run) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.x = Extractors{IdempotencyKey: r.p.Policy.IdempotencyKey}
+	r.x = Extractors{IdempotencyKey: r.p.Policy.IdempotencyKey, OrderingKey: r.p.Policy.OrderingKey}
 	r.origin = url.PathEscape(r.p.Vhost) + "/" + r.p.DLQ
 	r.seen, r.changed, r.mismatch = map[string]bool{}, map[string]bool{}, map[string]string{}
 	r.inflight = make(chan chunk, 2)
@@ -478,6 +465,9 @@ func (r *run) flush(ctx context.Context) error {
 		r.cancelled = true
 		return nil
 	}
+	if err := r.admit(ctx); err != nil || len(r.cur) == 0 {
+		return err
+	}
 	intents := make([]LedgerEntry, len(r.cur))
 	for i, it := range r.cur {
 		intents[i] = LedgerEntry{Plan: r.hash, EventID: it.rec.EventID, Vhost: r.p.Vhost, DLQ: r.p.DLQ, Exchange: it.rec.Exchange, RoutingKey: it.rec.RoutingKey, State: StateIntent}
@@ -501,7 +491,7 @@ func (r *run) flush(ctx context.Context) error {
 				return err
 			}
 		}
-		msg := redriveMessage(it.d, it.rec, r.hash, r.origin)
+		msg := redriveMessage(it.d, it.rec.EventID, it.m.PriorRedrives, r.hash, r.origin)
 		it.dc, it.err = r.pub.ch.PublishWithDeferredConfirmWithContext(ctx, it.rec.Exchange, it.rec.RoutingKey, true, false, msg)
 	}
 	r.inflight <- chunk{items: r.cur, pub: r.pub}
@@ -577,26 +567,32 @@ func (r *run) read(ctx context.Context) error {
 }
 
 // take handles one delivery: passed over (held) unless it is an included
-// message with the plan's content; acked at once when an earlier run
-// confirmed it; else added to the chunk, flushed when full. done reports
-// that the run must stop reading.
+// message with the plan's content and target; acked at once when an earlier
+// run confirmed it; else added to the chunk, flushed when full. done reports
+// that the run must stop reading. A message passed over stays in the DLQ
+// ahead of what follows: its ordering key is noted (admit).
 func (r *run) take(ctx context.Context, d amqp.Delivery) (done bool, err error) {
 	m := ToMessage(0, d, r.x)
+	seq := r.reads
+	r.reads++
 	rec, want := r.included[m.EventID]
 	if want && !r.seen[m.EventID] {
-		if !rec.sameContent(m) {
+		if rec.Digest != m.Digest {
 			// The approved id on other content: never sent under this
 			// plan; held like an unselected message (it stays in place).
 			r.changed[m.EventID] = true
 			want = false
-		} else if why := rec.derivedDiffers(m, r.p.Target, r.keysOf(d, m)); why != "" {
-			// The plan says something about it that the message does not
-			// (edited after the checks ran): not sent, left in place.
+		} else if why := targetDiffers(rec, m, r.p.Target == redrive.QueueTargetQueue); why != "" {
+			// The plan sends it where its dead-lettering does not say (the
+			// plan was edited after its checks ran): not sent, left in place.
 			r.mismatch[m.EventID] = why
 			want = false
 		}
 	}
 	if !want || r.seen[m.EventID] {
+		if !r.seen[m.EventID] && !r.settled[m.EventID] {
+			r.order.StaysBehind(m.OrderingKey, seq)
+		}
 		r.mu.Lock()
 		r.res.Passed++
 		held := r.res.Passed
@@ -608,6 +604,7 @@ func (r *run) take(ctx context.Context, d amqp.Delivery) (done bool, err error) 
 	}
 	r.seen[m.EventID] = true
 	r.remaining--
+	it := item{d: d, rec: rec, m: m.Facts(), seq: seq}
 	switch r.states[m.EventID] {
 	case StateConfirmed:
 		// Arrived in an earlier run that stopped before the ack.
@@ -619,10 +616,9 @@ func (r *run) take(ctx context.Context, d amqp.Delivery) (done bool, err error) 
 		r.mu.Unlock()
 		return false, nil
 	case StateIntent:
-		r.cur = append(r.cur, item{d: d, rec: rec, again: true})
-	default:
-		r.cur = append(r.cur, item{d: d, rec: rec})
+		it.again = true
 	}
+	r.cur = append(r.cur, it)
 	if len(r.cur) >= r.o.Window {
 		if err := r.flush(ctx); err != nil {
 			return true, err
@@ -630,6 +626,55 @@ func (r *run) take(ctx context.Context, d amqp.Delivery) (done bool, err error) 
 		return r.cancelled, nil
 	}
 	return false, nil
+}
+
+// admit runs, before a chunk's intents are recorded, the checks that need
+// what its messages derive to as consumed (Recheck: system of record, loop
+// limit, idempotency key) and the ordering check in the order the DLQ was
+// read: a message whose older same-key message stays in the DLQ (passed
+// over, changed, skipped) would overtake it. What they exclude is held
+// (back to the DLQ in place at the end) and reported; it stays behind in
+// turn for the messages after it.
+func (r *run) admit(ctx context.Context) error {
+	var verdicts map[string]redrive.Verdict
+	if r.o.Recheck != nil {
+		msgs := make([]redrive.QueueMessage, len(r.cur))
+		for i, it := range r.cur {
+			msgs[i] = it.m
+		}
+		var err error
+		if verdicts, err = r.o.Recheck(ctx, msgs); err != nil {
+			return err
+		}
+	}
+	keep := r.cur[:0]
+	var skipped []Skip
+	for _, it := range r.cur {
+		v, out := verdicts[it.rec.EventID]
+		out = out && !v.Included
+		if pos, behind := r.order.Hazard(it.m.OrderingKey, it.seq); !out && behind && !r.p.AllowHazards {
+			v, out = redrive.Verdict{Reason: redrive.ReasonOrderingHazard, Detail: fmt.Sprintf(
+				"an older message with ordering key %s stays in the DLQ (read %d message(s) before this one); this one would overtake it", it.m.OrderingKey, it.seq-pos)}, true
+		}
+		if !out {
+			keep = append(keep, it)
+			continue
+		}
+		if redrive.StaysBehind(v.Reason) {
+			r.order.StaysBehind(it.m.OrderingKey, it.seq)
+		}
+		skipped = append(skipped, Skip{EventID: it.rec.EventID, Position: it.rec.Position, Reason: v.Reason, Detail: v.Detail})
+	}
+	r.cur = keep
+	if len(keep) == 0 {
+		r.cur = nil
+	}
+	if len(skipped) > 0 {
+		r.mu.Lock()
+		r.res.Skipped = append(r.res.Skipped, skipped...)
+		r.mu.Unlock()
+	}
+	return nil
 }
 
 // account reports, once the DLQ was read to its end or every included id
@@ -697,7 +742,7 @@ func (c *Client) verifyDepth(ctx context.Context, dlq string, before backends.Qu
 
 // settleChunk waits for a chunk's confirms, collects returns, records the
 // outcome in the ledger and then acks the DLQ copies of what arrived.
-func (c *Client) settleChunk(ctx context.Context, ch chunk, p Plan, hash string, l *Ledger, cch *amqp.Channel, mu *sync.Mutex, res *Result, o ExecOptions, stop func(string)) error {
+func (c *Client) settleChunk(ctx context.Context, ch chunk, p redrive.QueuePlan, hash string, l *Ledger, cch *amqp.Channel, mu *sync.Mutex, res *Result, o ExecOptions, stop func(string)) error {
 	ok := make([]bool, len(ch.items))
 	why := make([]string, len(ch.items))
 	for i, it := range ch.items {
@@ -795,7 +840,7 @@ drain:
 // properties and headers (x-death kept, so a new death continues the
 // history; x-delivery-count dropped; no expiration, or it may expire again),
 // the event id as message_id, and Berth's redrive headers.
-func redriveMessage(d amqp.Delivery, r PlanRecord, hash, origin string) amqp.Publishing {
+func redriveMessage(d amqp.Delivery, eventID string, prior int, hash, origin string) amqp.Publishing {
 	h := amqp.Table{}
 	for k, v := range d.Headers {
 		h[k] = v
@@ -805,11 +850,11 @@ func redriveMessage(d amqp.Delivery, r PlanRecord, hash, origin string) amqp.Pub
 	}
 	h[HeaderPlan] = hash
 	h[HeaderOrigin] = origin
-	h[HeaderAttempt] = int64(r.PriorRedrives + 1)
+	h[HeaderAttempt] = int64(prior + 1)
 	return amqp.Publishing{
 		Headers: h, ContentType: d.ContentType, ContentEncoding: d.ContentEncoding,
 		DeliveryMode: d.DeliveryMode, Priority: d.Priority, CorrelationId: d.CorrelationId,
-		ReplyTo: d.ReplyTo, MessageId: r.EventID, Timestamp: d.Timestamp, Type: d.Type,
+		ReplyTo: d.ReplyTo, MessageId: eventID, Timestamp: d.Timestamp, Type: d.Type,
 		AppId: d.AppId, Body: d.Body,
 	}
 }
@@ -817,7 +862,7 @@ func redriveMessage(d amqp.Delivery, r PlanRecord, hash, origin string) amqp.Pub
 // execAllowed refuses what cannot run safely: a quorum DLQ (unselected
 // messages would be moved and counted) unless the plan accepts it, and
 // never a quorum DLQ with a delivery limit.
-func (c *Client) execAllowed(ctx context.Context, p Plan) error {
+func (c *Client) execAllowed(ctx context.Context, p redrive.QueuePlan) error {
 	typ := p.QueueType
 	var q backends.Queue
 	if c.mgmt != nil {
@@ -870,7 +915,7 @@ type Refailure struct {
 // lettered or reordered) for messages that carry this plan's hash: the
 // redriven copies that failed again. complete is false when the DLQ holds
 // more than limit messages (later ones were not looked at).
-func (c *Client) Refailures(ctx context.Context, p Plan, limit int, x Extractors) (out []Refailure, complete bool, err error) {
+func (c *Client) Refailures(ctx context.Context, p redrive.QueuePlan, limit int, x Extractors) (out []Refailure, complete bool, err error) {
 	res, err := c.Browse(ctx, p.DLQ, BrowseOptions{Limit: limit, QueueType: p.QueueType, AcceptQuorumSideEffects: p.AcceptQuorumSideEffects, Extractors: x})
 	if err != nil {
 		return nil, false, err

@@ -64,13 +64,13 @@ func BenchmarkRedrive(b *testing.B) {
 // syntheticPlan is the plan a browse of the published messages would
 // produce: each becomes the delivery a browse returns (content digests
 // and derived fields included, so execution sends every one).
-func syntheticPlan(c *Client, dlq string, pubs []amqp.Publishing) Plan {
+func syntheticPlan(c *Client, dlq string, pubs []amqp.Publishing) redrive.QueuePlan {
 	var msgs []Message
 	for i, m := range pubs {
 		d := amqp.Delivery{MessageId: m.MessageId, DeliveryMode: m.DeliveryMode, Headers: m.Headers, Body: m.Body}
 		msgs = append(msgs, ToMessage(i, d, Extractors{}))
 	}
-	p, _ := MakePlan(msgs, Selection{All: true}, redrive.PolicySnapshot{}, CheckInput{}, time.Now())
-	p.Server, p.Vhost, p.DLQ, p.QueueType = c.AMQPAddr(), c.Vhost(), dlq, "classic"
+	p, _ := redrive.MakeQueuePlan(FactsOf(msgs), redrive.QueueSelection{All: true}, redrive.PolicySnapshot{}, redrive.QueueCheckInput{}, time.Now())
+	p.Vhost, p.DLQ, p.QueueType = c.Vhost(), dlq, "classic"
 	return p
 }

@@ -26,7 +26,7 @@ func sqliteLedger(t testing.TB) *Ledger {
 }
 
 // planFor browses the DLQ and plans the selection.
-func planFor(t testing.TB, c *Client, dlq string, sel Selection, l *Ledger) Plan {
+func planFor(t testing.TB, c *Client, dlq string, sel redrive.QueueSelection, l *Ledger) redrive.QueuePlan {
 	t.Helper()
 	res, err := c.Browse(context.Background(), dlq, BrowseOptions{Limit: 100_000})
 	if err != nil {
@@ -36,11 +36,11 @@ func planFor(t testing.TB, c *Client, dlq string, sel Selection, l *Ledger) Plan
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := MakePlan(res.Messages, sel, redrive.PolicySnapshot{}, CheckInput{Redriven: done}, time.Now())
+	p, err := redrive.MakeQueuePlan(FactsOf(res.Messages), sel, redrive.PolicySnapshot{}, redrive.QueueCheckInput{Redriven: done}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Server, p.Vhost, p.DLQ, p.QueueType = c.AMQPAddr(), c.Vhost(), dlq, res.Type
+	p.Cluster, p.Vhost, p.DLQ, p.QueueType = c.ClusterName(), c.Vhost(), dlq, res.Type
 	return p
 }
 
@@ -76,7 +76,7 @@ func TestRedriveClassicRoundTrip(t *testing.T) {
 
 	c := testClient(t, Options{AMQPURL: amqpURL(), ManagementURL: mgmtURL()})
 	l := sqliteLedger(t)
-	p := planFor(t, c, tp.dlq, Selection{EventIDs: []string{"m1", "m3", "m4"}}, l)
+	p := planFor(t, c, tp.dlq, redrive.QueueSelection{EventIDs: []string{"m1", "m3", "m4"}}, l)
 	if n := len(p.Included()); n != 3 {
 		t.Fatalf("plan includes %d, want 3", n)
 	}
@@ -124,7 +124,7 @@ func TestRedriveClassicRoundTrip(t *testing.T) {
 		t.Fatalf("second run: %+v %v", res, err)
 	}
 	// A new plan over the same DLQ excludes what the ledger has.
-	p2 := planFor(t, c, tp.dlq, Selection{All: true}, l)
+	p2 := planFor(t, c, tp.dlq, redrive.QueueSelection{All: true}, l)
 	if len(p2.Included()) != 3 {
 		t.Errorf("second plan includes %d, want the 3 left", len(p2.Included()))
 	}
@@ -140,7 +140,7 @@ func TestRedriveUnroutableIsAFailure(t *testing.T) {
 	eventually(t, 10*time.Second, "3 dead letters", func() bool { return readyCount(t, conn, tp.dlq) == 3 })
 	c := testClient(t, Options{AMQPURL: amqpURL(), ManagementURL: mgmtURL()})
 	l := sqliteLedger(t)
-	p := planFor(t, c, tp.dlq, Selection{All: true}, l)
+	p := planFor(t, c, tp.dlq, redrive.QueueSelection{All: true}, l)
 
 	// The binding is gone: publishes are confirmed but returned.
 	ch, _ := conn.Channel()
@@ -193,8 +193,8 @@ func TestRedriveRefusals(t *testing.T) {
 	declareQueue(t, conn, q, amqp.Table{"x-queue-type": "quorum"})
 	c := testClient(t, Options{AMQPURL: amqpURL(), ManagementURL: mgmtURL()})
 	l := sqliteLedger(t)
-	p := Plan{Version: 1, Kind: PlanKind, Vhost: "/", DLQ: q, QueueType: "quorum", Selection: Selection{All: true},
-		Records: []PlanRecord{{EventID: "e1", Exchange: "", RoutingKey: q, Verdict: redrive.Verdict{Included: true}}}}
+	p := redrive.QueuePlan{Vhost: "/", DLQ: q, QueueType: "quorum", Selection: redrive.QueueSelection{All: true},
+		Records: []redrive.QueueRecord{{EventID: "e1", Exchange: "", RoutingKey: q, Verdict: redrive.Verdict{Included: true}}}}
 	var refused *RefusedError
 	if _, err := c.Execute(context.Background(), p, l, ExecOptions{}); !errors.As(err, &refused) {
 		t.Errorf("quorum DLQ without acceptance: %v; want refused", err)
@@ -202,49 +202,6 @@ func TestRedriveRefusals(t *testing.T) {
 	ro := testClient(t, Options{AMQPURL: amqpURL(), ManagementURL: mgmtURL(), ReadOnly: true})
 	if _, err := ro.Execute(context.Background(), p, l, ExecOptions{}); err == nil || !strings.Contains(err.Error(), "read-only") {
 		t.Errorf("read-only: %v", err)
-	}
-	if _, err := MakePlan(nil, Selection{}, redrive.PolicySnapshot{}, CheckInput{}, time.Now()); err == nil {
-		t.Error("an empty selection must be refused")
-	}
-}
-
-func TestPlanChecksAndHash(t *testing.T) {
-	msg := func(id string, prior int, key string) Message {
-		m := Message{EventID: id, IdempotencyKey: key, PriorRedrives: prior, Death: DeathInfo{Deaths: []Death{{Count: 1, Reason: "rejected", Queue: "q", Exchange: "x", RoutingKeys: []string{"k"}}}}}
-		m.Class = ClassOf(m).ID
-		return m
-	}
-	noTarget := Message{EventID: "lost"}
-	msgs := []Message{msg("a", 0, "ka"), msg("b", 0, "kb"), msg("a", 0, "ka"), msg("c", 3, "kc"), msg("d", 0, ""), msg("e", 0, "ke"), noTarget}
-	for i := range msgs {
-		msgs[i].Position = i
-	}
-	pol := redrive.PolicySnapshot{RequireIdempotencyKey: true, IdempotencyKey: "json:k", MaxRedrives: 3}
-	p, err := MakePlan(msgs, Selection{All: true}, pol, CheckInput{Redriven: map[string]string{"b": "by plan p"}, HasSOR: true, Committed: map[string]bool{"ka": false, "kc": false, "ke": true}}, time.Unix(0, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, r := range p.Records {
-		v := "included"
-		if !r.Included {
-			v = string(r.Reason)
-		}
-		got = append(got, r.EventID+":"+v)
-	}
-	want := "[a:included b:already_redriven a:duplicate c:loop_limit d:missing_idempotency_key e:effect_committed lost:check_failed]"
-	if fmt.Sprint(got) != want {
-		t.Errorf("verdicts\n got %v\nwant %s", got, want)
-	}
-	h := p.Hash()
-	p.Records[0].RoutingKey = "other"
-	if p.Hash() == h {
-		t.Error("changing a record did not change the hash")
-	}
-	// An unreachable system of record blocks, never reads as not applied.
-	p, _ = MakePlan(msgs[:1], Selection{All: true}, pol, CheckInput{HasSOR: true, SORErr: errors.New("connection refused")}, time.Unix(0, 0))
-	if p.Records[0].Included || p.Records[0].Reason != redrive.ReasonCheckFailed {
-		t.Errorf("SOR error: %+v", p.Records[0])
 	}
 }
 
@@ -255,22 +212,6 @@ func sortedIDs(ds []amqp.Delivery) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func TestPlanToQueues(t *testing.T) {
-	m := Message{EventID: "a", Death: DeathInfo{Deaths: []Death{{Count: 1, Reason: "rejected", Queue: "work", Exchange: "fanout.x", RoutingKeys: []string{"k"}}}}}
-	p, err := MakePlan([]Message{m}, Selection{All: true}, redrive.PolicySnapshot{}, CheckInput{}, time.Unix(0, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := p.Hash()
-	if r := p.Records[0]; r.Exchange != "fanout.x" || r.RoutingKey != "k" || p.Target != TargetExchange {
-		t.Fatalf("default target %+v", r)
-	}
-	p.ToQueues()
-	if r := p.Records[0]; r.Exchange != "" || r.RoutingKey != "work" || p.Target != TargetQueue || p.Hash() == h {
-		t.Fatalf("to queue: %+v target %s", r, p.Target)
-	}
 }
 
 // A quorum DLQ can be redriven when the plan accepts the side effects:
@@ -294,11 +235,11 @@ func TestRedriveQuorumDLQWithAcceptance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := MakePlan(res.Messages, Selection{EventIDs: []string{"ev-00001"}}, redrive.PolicySnapshot{}, CheckInput{}, time.Now())
+	p, err := redrive.MakeQueuePlan(FactsOf(res.Messages), redrive.QueueSelection{EventIDs: []string{"ev-00001"}}, redrive.PolicySnapshot{}, redrive.QueueCheckInput{}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Server, p.Vhost, p.DLQ, p.QueueType = c.AMQPAddr(), "/", dlq, "quorum"
+	p.Vhost, p.DLQ, p.QueueType = "/", dlq, "quorum"
 	var refused *RefusedError
 	if _, err := c.Execute(context.Background(), p, l, ExecOptions{}); !errors.As(err, &refused) {
 		t.Fatalf("without acceptance: %v; want refused", err)

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/berth-dev/berth/redrive"
 )
 
 // TestRedriveSoakKill9 is RabbitMQ's crash-safety soak at scale: a
@@ -44,7 +46,7 @@ func TestRedriveSoakKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	p := planFor(t, c, dlq, Selection{All: true}, l)
+	p := planFor(t, c, dlq, redrive.QueueSelection{All: true}, l)
 	planPath := filepath.Join(dir, "plan.json")
 	if err := WritePlan(planPath, p); err != nil {
 		t.Fatal(err)

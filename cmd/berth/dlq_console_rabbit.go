@@ -158,7 +158,7 @@ func (s *consoleQueues) Plan(ctx context.Context, req tuidlq.QueuePlanRequest) (
 		return tuidlq.QueuePlan{}, err
 	}
 	defer l.Close()
-	sel := rabbitmq.Selection{Classes: req.Classes, EventIDs: req.EventIDs}
+	sel := redrive.QueueSelection{Classes: req.Classes, EventIDs: req.EventIDs}
 	rr := a.rabbitRedrive()
 	p, res, err := rr.MakePlan(ctx, s.cl, l, actions.RabbitPlanInput{DLQ: req.DLQ, Sel: sel, Read: rabbitDefaultRead, Accept: req.Accept,
 		AllowHazards: req.AllowHazards, Rate: actions.DefaultRate, Window: 500, Author: audit.CurrentUser()})
@@ -173,6 +173,7 @@ func (s *consoleQueues) Plan(ctx context.Context, req tuidlq.QueuePlanRequest) (
 	if err != nil {
 		return tuidlq.QueuePlan{}, err
 	}
+	sum.Review = rabbitReviewOf(actions.SummariseRabbit(p, nil, nil), p.Cluster)
 	out := queuePlanView(p, sum)
 	out.Notes = append([]string{fmt.Sprintf("read %d message(s) by %s", len(res.Messages), res.Method)}, n.lines()...)
 	for _, e := range res.SideEffects {
@@ -181,11 +182,14 @@ func (s *consoleQueues) Plan(ctx context.Context, req tuidlq.QueuePlanRequest) (
 	return out, nil
 }
 
-func queuePlanView(p rabbitmq.Plan, sum qPlanSummary) tuidlq.QueuePlan {
+func queuePlanView(p redrive.QueuePlan, sum qPlanSummary) tuidlq.QueuePlan {
 	v := tuidlq.QueuePlan{Hash: sum.Hash, Cluster: p.Cluster, DLQ: p.DLQ, Vhost: p.Vhost, QueueType: p.QueueType, Target: p.Target, Author: p.Author, AuthorKey: sum.AuthorKey,
 		CreatedAt: p.CreatedAt, Stored: sum.Stored, StoreNote: sum.StoreNote, Policy: p.Policy, Rate: p.Rate, Window: p.Window, Accept: p.AcceptQuorumSideEffects,
 		Totals: p.Totals()}
 	v.Blocked, v.BlockedReason = p.Blocked()
+	if r := sum.Review; r != nil {
+		v.Review = tuidlq.QueueReview{Targets: r.Targets, Keys: r.Keys, Changed: r.Changed, Gone: r.Gone, Derived: true}
+	}
 	for _, r := range p.Records {
 		v.Records = append(v.Records, tuidlq.QueuePlanRecord{Position: r.Position, EventID: r.EventID, Class: r.Class, OriginalQueue: r.OriginalQueue,
 			DeathReason: r.DeathReason, Exchange: r.Exchange, RoutingKey: r.RoutingKey, OrderingKey: r.OrderingKey, Included: r.Included,
@@ -201,7 +205,9 @@ func (s *consoleQueues) Status(ctx context.Context, readOnly bool) ([]tuidlq.Que
 		return nil, err
 	}
 	defer l.Close()
-	plans, err := l.Plans(ctx)
+	// A stored plan that cannot be used (a v1 plan, an edited one) is
+	// left out here; opening it by its hash says why.
+	plans, _, err := l.Plans(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -223,13 +229,21 @@ func (s *consoleQueues) PlanStatus(ctx context.Context, hash string, readOnly bo
 	if err != nil {
 		return tuidlq.QueuePlanStatus{}, err
 	}
-	return s.status(ctx, a, l, p, true), nil
+	// What the page shows of each message is derived from it as it is now
+	// (a browse of the DLQ), as `berth redrive show` does.
+	review, err := a.rmqDeriveWith(ctx, s.cl, &p)
+	if err != nil {
+		return tuidlq.QueuePlanStatus{}, err
+	}
+	st := s.status(ctx, a, l, p, true)
+	st.Plan.Review = tuidlq.QueueReview{Targets: review.Targets, Keys: review.Keys, Changed: review.Changed, Gone: review.Gone, Derived: true}
+	return st, nil
 }
 
 // status is `berth redrive status`'s row for a plan, with its signatures
 // and, when full, the ledger's state per event and why executing it now
 // would be refused (the preflight, not audited: nothing is attempted).
-func (s *consoleQueues) status(ctx context.Context, a *app, l *rabbitmq.Ledger, p rabbitmq.Plan, full bool) tuidlq.QueuePlanStatus {
+func (s *consoleQueues) status(ctx context.Context, a *app, l *rabbitmq.Ledger, p redrive.QueuePlan, full bool) tuidlq.QueuePlanStatus {
 	rr := a.rabbitRedrive()
 	row := statusRowOf(rr.Status(ctx, l, p))
 	sum := a.rmqPlanSummary(ctx, l, p)
@@ -342,7 +356,7 @@ func (s *consoleQueues) DryRun(ctx context.Context, hash string, readOnly bool) 
 	if err != nil {
 		return tuidlq.QueueDryRun{}, err
 	}
-	dec, skip, err := a.rabbitRedrive().Preflight(ctx, l, p, consoleActor(), "", true)
+	dec, skip, err := a.rabbitRedrive().DryRun(ctx, s.cl, l, &p, consoleActor(), "", true)
 	if err != nil {
 		return tuidlq.QueueDryRun{}, refusal(err)
 	}

@@ -465,10 +465,10 @@ func (a *app) ledger(ctx context.Context) (*rabbitmq.Ledger, error) {
 // one in the store by a hash prefix.
 // rmqOpenPlan opens the redrive store and loads the plan ref names (see
 // rmqLoadPlan); the caller closes the ledger when err is nil.
-func (a *app) rmqOpenPlan(ctx context.Context, ref string, store bool) (*rabbitmq.Ledger, rabbitmq.Plan, string, error) {
+func (a *app) rmqOpenPlan(ctx context.Context, ref string, store bool) (*rabbitmq.Ledger, redrive.QueuePlan, string, error) {
 	l, err := a.ledger(ctx)
 	if err != nil {
-		return nil, rabbitmq.Plan{}, "", err
+		return nil, redrive.QueuePlan{}, "", err
 	}
 	p, where, err := a.rmqLoadPlan(ctx, l, ref, store)
 	if err != nil {
@@ -478,7 +478,7 @@ func (a *app) rmqOpenPlan(ctx context.Context, ref string, store bool) (*rabbitm
 	return l, p, where, nil
 }
 
-func (a *app) rmqLoadPlan(ctx context.Context, l *rabbitmq.Ledger, ref string, store bool) (rabbitmq.Plan, string, error) {
+func (a *app) rmqLoadPlan(ctx context.Context, l *rabbitmq.Ledger, ref string, store bool) (redrive.QueuePlan, string, error) {
 	if st, err := os.Stat(ref); err == nil && !st.IsDir() {
 		p, err := rabbitmq.ReadPlan(ref)
 		if err != nil {
@@ -492,7 +492,7 @@ func (a *app) rmqLoadPlan(ctx context.Context, l *rabbitmq.Ledger, ref string, s
 		return p, ref, nil
 	}
 	if !isHexPrefix(ref) {
-		return rabbitmq.Plan{}, "", usageErr("PLAN: %s is neither a plan file nor a plan hash (8+ hex digits)", ref)
+		return redrive.QueuePlan{}, "", usageErr("PLAN: %s is neither a plan file nor a plan hash (8+ hex digits)", ref)
 	}
 	p, err := l.Plan(ctx, ref)
 	return p, "", err
@@ -511,6 +511,66 @@ type qPlanSummary struct {
 	planFacts
 	Records []qPlanRow     `json:"records"`
 	Totals  redrive.Totals `json:"totals"`
+	// Review is what a reviewer signs, derived from the messages: counts
+	// per target and the included messages' idempotency keys.
+	Review *qPlanReview `json:"review,omitempty"`
+}
+
+// qPlanReview is actions.RabbitSummary sanitised for output, with Kafka's
+// review field names; changed and gone name event ids.
+type qPlanReview struct {
+	Cluster string                `json:"cluster"`
+	Targets []actions.TargetCount `json:"targets"`
+	Keys    []string              `json:"idempotency_keys"`
+	Changed []string              `json:"changed"`
+	Gone    []string              `json:"gone"`
+	// Complete is false when the DLQ holds more than was read: a message
+	// not found may lie past it.
+	Complete bool `json:"complete"`
+}
+
+func rabbitReviewOf(s actions.RabbitSummary, cluster string) *qPlanReview {
+	r := &qPlanReview{Cluster: sanitize.Text(cluster), Targets: s.Targets, Keys: make([]string, len(s.Keys)), Changed: make([]string, len(s.Changed)), Gone: make([]string, len(s.Gone)), Complete: true}
+	for i := range r.Targets {
+		r.Targets[i].Target = sanitize.Text(r.Targets[i].Target)
+	}
+	for i, k := range s.Keys {
+		r.Keys[i] = sanitize.Text(k)
+	}
+	for i, k := range s.Changed {
+		r.Changed[i] = sanitize.Text(k)
+	}
+	for i, k := range s.Gone {
+		r.Gone[i] = sanitize.Text(k)
+	}
+	return r
+}
+
+// rmqDerive fills what a reviewer sees of a stored or file plan from its
+// messages as they are now (actions.RabbitRedrive.Derive: one browse of
+// the DLQ) and returns the review. A plan of another cluster is refused:
+// the messages this one holds say nothing about it.
+func (a *app) rmqDerive(ctx context.Context, p *redrive.QueuePlan) (*qPlanReview, error) {
+	cl, err := a.rabbitClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	return a.rmqDeriveWith(ctx, cl, p)
+}
+
+// rmqDeriveWith is rmqDerive over an open client.
+func (a *app) rmqDeriveWith(ctx context.Context, cl *rabbitmq.Client, p *redrive.QueuePlan) (*qPlanReview, error) {
+	if name := cl.ClusterName(); name != p.Cluster {
+		return nil, actions.Refuse(actions.ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q: show it attached to its own cluster", shortHash(p.Hash()), p.Cluster, name)
+	}
+	changed, gone, complete, err := a.rabbitRedrive().Derive(ctx, cl, p)
+	if err != nil {
+		return nil, err
+	}
+	r := rabbitReviewOf(actions.SummariseRabbit(*p, changed, gone), p.Cluster)
+	r.Complete = complete
+	return r, nil
 }
 
 type qPlanRow struct {
@@ -528,7 +588,7 @@ type qPlanRow struct {
 	HazardPosition *int           `json:"hazard_position,omitempty"`
 }
 
-func (a *app) rmqPlanSummary(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan) qPlanSummary {
+func (a *app) rmqPlanSummary(ctx context.Context, l *rabbitmq.Ledger, p redrive.QueuePlan) qPlanSummary {
 	s := qPlanSummary{Hash: p.Hash(), DLQ: sanitize.Text(p.DLQ), Vhost: sanitize.Text(p.Vhost), QueueType: p.QueueType,
 		Totals: p.Totals(), Records: []qPlanRow{},
 		planFacts: planFacts{Target: p.Target, Author: sanitize.Text(p.Author), CreatedAt: p.CreatedAt, Policy: p.Policy, Approvals: []string{}}}
@@ -572,7 +632,7 @@ func writeQPlan(w io.Writer, s qPlanSummary) {
 		if !r.Included {
 			verdict = string(r.Reason)
 		}
-		g.Add(fmt.Sprint(r.Position), dashIfEmpty(r.EventID), r.Class, fmt.Sprintf("%q %s", r.Exchange, r.RoutingKey), verdict, clip(r.Detail, 90))
+		g.Add(fmt.Sprint(r.Position), dashIfEmpty(r.EventID), dashIfEmpty(r.Class), fmt.Sprintf("%q %s", r.Exchange, r.RoutingKey), verdict, clip(r.Detail, 90))
 	}
 	_ = g.WriteTable(w)
 	t := s.Totals
@@ -596,12 +656,24 @@ func writeQPlan(w io.Writer, s qPlanSummary) {
 	if s.Blocked {
 		fmt.Fprintf(w, "BLOCKED: %s\n", s.BlockedReason)
 	}
+	if r := s.Review; r != nil {
+		writeReviewCounts(w, "messages", r.Targets, r.Keys)
+		if len(r.Changed) > 0 {
+			fmt.Fprintf(w, "CHANGED since the plan was made (execute skips them): %s\n", strings.Join(r.Changed, ","))
+		}
+		if len(r.Gone) > 0 {
+			fmt.Fprintf(w, "GONE from the DLQ (execute skips them): %s\n", strings.Join(r.Gone, ","))
+		}
+		if !r.Complete {
+			fmt.Fprintln(w, "note: the DLQ holds more messages than were read; a message not found may lie past them")
+		}
+	}
 }
 
 // rmqPlanOptions are the RabbitMQ-only selectors and settings of
 // `berth redrive plan` (the shared ones are in redrivePlanOptions).
 type rmqPlanOptions struct {
-	sel     rabbitmq.Selection
+	sel     redrive.QueueSelection
 	toQueue bool
 	browse  browseFlags
 }
@@ -686,7 +758,11 @@ func (a *app) rmqRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 	if err != nil {
 		return err
 	}
-	if err := rabbitmq.WritePlan(o.out, p); err != nil {
+	body, err := p.Encode()
+	if err == nil {
+		err = writeFileAtomic(o.out, body)
+	}
+	if err != nil {
 		return fmt.Errorf("--out %s: %v", o.out, err)
 	}
 	var sig *approval.Signature
@@ -701,6 +777,7 @@ func (a *app) rmqRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 	if err != nil {
 		return err
 	}
+	sum.Review = rabbitReviewOf(actions.SummariseRabbit(p, nil, nil), p.Cluster)
 	if f == output.JSON {
 		if err := output.WriteJSON(a.stdout, sum); err != nil {
 			return err
@@ -726,8 +803,12 @@ func (a *app) rmqRedriveShow(cmd *cobra.Command, ref string) error {
 		return err
 	}
 	defer l.Close()
+	review, err := a.rmqDerive(ctx, &p)
+	if err != nil {
+		return err
+	}
 	sum := a.rmqPlanSummary(ctx, l, p)
-	sum.File = where
+	sum.File, sum.Review = where, review
 	if _, err := l.Plan(ctx, sum.Hash); err == nil {
 		sum.Stored = true
 	}
@@ -776,7 +857,13 @@ func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, audit
 		// On a terminal the approver sees what they sign (each message's
 		// target and verdict, the totals) and types the hash's first 8
 		// hex digits, as on Kafka; --yes signs without asking.
-		writeQPlan(a.stderr, a.rmqPlanSummary(ctx, l, p))
+		review, err := a.rmqDerive(ctx, &p)
+		if err != nil {
+			return err
+		}
+		sum := a.rmqPlanSummary(ctx, l, p)
+		sum.Review = review
+		writeQPlan(a.stderr, sum)
 		if err := confirmPlanHash(os.Stdin, a.stderr, "approve", hash, "nothing signed"); err != nil {
 			return err
 		}
@@ -828,7 +915,22 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 	defer l.Close()
 	hash := p.Hash()
 	rr := a.rabbitRedrive()
-	dec, skip, err := rr.Preflight(setup, l, p, actor, auditFile, true)
+	dctx, dcancel := a.opCtx(sigCtx)
+	cl, err := a.rabbitClient(dctx)
+	dcancel()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	// A dry run reads the plan's messages again to show what every check
+	// says of them now; a run checks each message as it consumes it.
+	var dec approval.Decision
+	var skip map[string]redrive.Verdict
+	if yes {
+		dec, skip, err = rr.Preflight(setup, l, p, actor, auditFile, true)
+	} else {
+		dec, skip, err = rr.DryRun(setup, cl, l, &p, actor, auditFile, true)
+	}
 	if err != nil {
 		return err
 	}
@@ -853,13 +955,6 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 			return err
 		}
 	}
-	dctx, dcancel := a.opCtx(sigCtx)
-	cl, err := a.rabbitClient(dctx)
-	dcancel()
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
 	pause, stopPause := usrPause(a.stderr)
 	defer stopPause()
 	start := time.Now()
@@ -941,15 +1036,21 @@ func (a *app) rmqRedriveStatus(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	defer l.Close()
-	var plans []rabbitmq.Plan
+	var plans []redrive.QueuePlan
 	if len(args) == 1 {
 		p, _, err := a.rmqLoadPlan(ctx, l, args[0], false)
 		if err != nil {
 			return err
 		}
-		plans = []rabbitmq.Plan{p}
-	} else if plans, err = l.Plans(ctx); err != nil {
-		return err
+		plans = []redrive.QueuePlan{p}
+	} else {
+		var bad []error
+		if plans, bad, err = l.Plans(ctx); err != nil {
+			return err
+		}
+		for _, e := range bad {
+			fmt.Fprintf(a.stderr, "berth: warning: skipped %v\n", sanitize.Text(e.Error()))
+		}
 	}
 	rows := []qStatusRow{}
 	rr := a.rabbitRedrive()
@@ -959,10 +1060,16 @@ func (a *app) rmqRedriveStatus(cmd *cobra.Command, args []string) error {
 	if f == output.JSON {
 		if len(args) == 1 {
 			p := plans[0]
+			review, err := a.rmqDerive(ctx, &p)
+			if err != nil {
+				return err
+			}
+			sum := a.rmqPlanSummary(ctx, l, p)
+			sum.Review = review
 			return output.WriteJSON(a.stdout, struct {
 				qStatusRow
 				Summary qPlanSummary `json:"summary"`
-			}{rows[0], a.rmqPlanSummary(ctx, l, p)})
+			}{rows[0], sum})
 		}
 		return output.WriteJSON(a.stdout, rows)
 	}
@@ -982,7 +1089,7 @@ func (a *app) rabbitRedrive() *actions.RabbitRedrive {
 
 // rmqRecordPlan stores and audits a plan just made (actions) and returns
 // it as `redrive plan` prints it.
-func (a *app) rmqRecordPlan(ctx context.Context, rr *actions.RabbitRedrive, l *rabbitmq.Ledger, p rabbitmq.Plan, sig *approval.Signature, file, auditFile string) (qPlanSummary, error) {
+func (a *app) rmqRecordPlan(ctx context.Context, rr *actions.RabbitRedrive, l *rabbitmq.Ledger, p redrive.QueuePlan, sig *approval.Signature, file, auditFile string) (qPlanSummary, error) {
 	rec, err := rr.RecordPlan(ctx, l, p, sig, file, auditFile)
 	sum := a.rmqPlanSummary(ctx, nil, p)
 	sum.File, sum.AuthorKey, sum.Stored, sum.StoreNote = file, rec.AuthorKey, rec.Stored, rec.StoreNote

@@ -527,13 +527,26 @@ func writePlanText(w io.Writer, s redrivePlanSummary) {
 const reviewKeysShown = 20
 
 func writeReviewText(w io.Writer, r *planReview) {
-	fmt.Fprintf(w, "review (derived from the records as they are now):\n")
+	writeReviewCounts(w, "records", r.Targets, r.Keys)
+	if len(r.Changed) > 0 {
+		fmt.Fprintf(w, "CHANGED since the plan was made (execute skips them): %s\n", coordList(r.Changed))
+	}
+	if len(r.Gone) > 0 {
+		fmt.Fprintf(w, "GONE from the DLQ (execute skips them): %s\n", coordList(r.Gone))
+	}
+}
+
+// writeReviewCounts writes what a reviewer signs, on either backend: the
+// counts per target and the included records' idempotency keys (what
+// names them: "records", "messages").
+func writeReviewCounts(w io.Writer, what string, targets []actions.TargetCount, keys []string) {
+	fmt.Fprintf(w, "review (derived from the %s as they are now):\n", what)
 	g := output.Grid{Header: []string{"TARGET", "INCLUDED", "EXCLUDED"}, Right: map[int]bool{1: true, 2: true}}
-	for _, t := range r.Targets {
+	for _, t := range targets {
 		g.Add(t.Target, strconv.Itoa(t.Included), strconv.Itoa(t.Excluded))
 	}
 	g.WriteTable(w)
-	keys := r.Keys
+	keys = append([]string(nil), keys...)
 	more := 0
 	if len(keys) > reviewKeysShown {
 		keys, more = keys[:reviewKeysShown], len(keys)-reviewKeysShown
@@ -541,17 +554,11 @@ func writeReviewText(w io.Writer, r *planReview) {
 	for i := range keys {
 		keys[i] = dashIfEmpty(keys[i])
 	}
-	fmt.Fprintf(w, "idempotency keys of the included records: %s", strings.Join(keys, ", "))
+	fmt.Fprintf(w, "idempotency keys of the included %s: %s", what, strings.Join(keys, ", "))
 	if more > 0 {
 		fmt.Fprintf(w, " ... and %d more (all with -o json)", more)
 	}
 	fmt.Fprintln(w)
-	if len(r.Changed) > 0 {
-		fmt.Fprintf(w, "CHANGED since the plan was made (execute skips them): %s\n", coordList(r.Changed))
-	}
-	if len(r.Gone) > 0 {
-		fmt.Fprintf(w, "GONE from the DLQ (execute skips them): %s\n", coordList(r.Gone))
-	}
 }
 
 func coordList(cs []redrive.Coord) string {

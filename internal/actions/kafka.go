@@ -328,28 +328,14 @@ func Summarise(p redrive.Plan, changed, gone []redrive.Coord) Summary {
 	if s.Gone == nil {
 		s.Gone = []redrive.Coord{}
 	}
-	by := map[string]*TargetCount{}
-	for _, r := range p.Records {
+	s.Targets, s.Keys = summarise(len(p.Records), func(i int) (string, bool, string) {
+		r := p.Records[i]
 		t := r.Target
 		if t == "" {
 			t = "(none)"
 		}
-		tc, ok := by[t]
-		if !ok {
-			tc = &TargetCount{Target: t}
-			by[t] = tc
-		}
-		if r.Included {
-			tc.Included++
-			s.Keys = append(s.Keys, r.IdempotencyKey)
-		} else {
-			tc.Excluded++
-		}
-	}
-	for _, tc := range by {
-		s.Targets = append(s.Targets, *tc)
-	}
-	sort.Slice(s.Targets, func(i, j int) bool { return s.Targets[i].Target < s.Targets[j].Target })
+		return t, r.Included, r.IdempotencyKey
+	})
 	return s
 }
 

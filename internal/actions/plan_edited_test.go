@@ -46,7 +46,7 @@ func TestEditedPlanMatchesErrPlanEditedThroughBothLoaders(t *testing.T) {
 
 	// RabbitMQ: the plan file loader.
 	path := filepath.Join(t.TempDir(), "plan.json")
-	if err := rabbitmq.WritePlan(path, rabbitmq.Plan{Version: 1, Kind: rabbitmq.PlanKind, Server: "127.0.0.1:5672", Vhost: "/", DLQ: "orders.dlq"}); err != nil {
+	if err := rabbitmq.WritePlan(path, redrive.QueuePlan{Cluster: "rabbit@test", Vhost: "/", DLQ: "orders.dlq"}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)
@@ -64,7 +64,7 @@ func TestEditedPlanMatchesErrPlanEditedThroughBothLoaders(t *testing.T) {
 	if !errors.Is(rerr, ErrPlanEdited) || !errors.Is(rerr, redrive.ErrHashMismatch) {
 		t.Errorf("RabbitMQ loader: %v does not match actions.ErrPlanEdited", rerr)
 	}
-	if !strings.Contains(rerr.Error(), "content does not match its hash (edited?)") {
+	if !strings.Contains(rerr.Error(), "the plan's content does not match its hash (edited after it was made?)") {
 		t.Errorf("RabbitMQ message changed: %v", rerr)
 	}
 	// A refusal over it reads as before and still matches.

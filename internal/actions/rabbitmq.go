@@ -63,7 +63,8 @@ func (r *RabbitRedrive) Extractors(dlq string) rabbitmq.Extractors {
 
 // PolicySnapshot is the policy a plan records when it is made.
 func PolicySnapshot(p config.RedrivePolicy, matched bool) redrive.PolicySnapshot {
-	s := redrive.PolicySnapshot{IdempotencyKey: p.IdempotencyKey, RequireIdempotencyKey: p.RequireIdempotencyKey, Review: p.Review, Approvals: p.Approvals, MaxRedrives: p.MaxRedrives}
+	s := redrive.PolicySnapshot{IdempotencyKey: p.IdempotencyKey, RequireIdempotencyKey: p.RequireIdempotencyKey, Review: p.Review, Approvals: p.Approvals, MaxRedrives: p.MaxRedrives,
+		OrderingKey: p.OrderingKey}
 	if matched {
 		s.Match = p.Match
 	}
@@ -83,7 +84,7 @@ func PolicySnapshot(p config.RedrivePolicy, matched bool) redrive.PolicySnapshot
 // line (`berth redrive plan`) or in the console.
 type RabbitPlanInput struct {
 	DLQ  string
-	Sel  rabbitmq.Selection
+	Sel  redrive.QueueSelection
 	Read int // messages browsed
 	// QueueType is the DLQ's type when there is no management API.
 	QueueType string
@@ -101,53 +102,111 @@ func (r *RabbitRedrive) Browse(ctx context.Context, cl *rabbitmq.Client, dlq str
 }
 
 // MakePlan browses the DLQ and makes a checked plan (ledger, system of
-// record, loop guard, duplicates, ordering by business key), written and
-// stored nowhere yet. The browse result is returned once the browse has
-// succeeded, even when planning then fails (its Method is empty when the
-// browse itself failed).
-func (r *RabbitRedrive) MakePlan(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledger, in RabbitPlanInput) (rabbitmq.Plan, rabbitmq.BrowseResult, error) {
+// record, loop guard, duplicates, ordering by business key: the pure checks
+// of redrive.MakeQueuePlan), written and stored nowhere yet. The browse
+// result is returned once the browse has succeeded, even when planning then
+// fails (its Method is empty when the browse itself failed).
+func (r *RabbitRedrive) MakePlan(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledger, in RabbitPlanInput) (redrive.QueuePlan, rabbitmq.BrowseResult, error) {
 	res, err := r.Browse(ctx, cl, in.DLQ, in.Read, in.QueueType, in.Accept)
 	if err != nil {
-		return rabbitmq.Plan{}, rabbitmq.BrowseResult{}, err
+		return redrive.QueuePlan{}, rabbitmq.BrowseResult{}, err
 	}
 	if err := truncated(res, in); err != nil {
-		return rabbitmq.Plan{}, res, err
+		return redrive.QueuePlan{}, res, err
 	}
-	ci := rabbitmq.CheckInput{AllowHazards: in.AllowHazards}
+	facts := rabbitmq.FactsOf(res.Messages)
+	ci := redrive.QueueCheckInput{AllowHazards: in.AllowHazards}
 	var selected []rabbitmq.Message
-	for _, m := range res.Messages {
+	var keys []string
+	for i, m := range facts {
 		if in.Sel.Matches(m) {
-			selected = append(selected, m)
+			selected = append(selected, res.Messages[i])
+			if m.IdempotencyKey != "" {
+				keys = append(keys, m.IdempotencyKey)
+			}
 		}
 	}
 	if ci.Redriven, err = l.RedrivenAmong(ctx, selected); err != nil {
-		return rabbitmq.Plan{}, res, err
+		return redrive.QueuePlan{}, res, err
 	}
 	pol, matched := r.Config.RedrivePolicyFor(in.DLQ)
 	if pol.SystemOfRecord != nil {
 		ci.HasSOR = true
-		var keys []string
-		for _, m := range res.Messages {
-			if m.IdempotencyKey != "" && in.Sel.Matches(m) {
-				keys = append(keys, m.IdempotencyKey)
-			}
-		}
 		ci.Committed, ci.SORErr = sorLookup(ctx, *pol.SystemOfRecord, keys)
 	}
-	p, err := rabbitmq.MakePlan(res.Messages, in.Sel, PolicySnapshot(pol, matched), ci, r.now())
+	snap := PolicySnapshot(pol, matched)
+	// The key field exactly as configured: with none, a message's key is its
+	// message_id (rabbitmq.ToMessage), not the json:eventId a snapshot would
+	// show, and execute derives keys and event ids with this value.
+	snap.IdempotencyKey = pol.IdempotencyKey
+	p, err := redrive.MakeQueuePlan(facts, in.Sel, snap, ci, r.now())
 	if err != nil {
 		return p, res, err
 	}
 	if !res.Complete && pol.OrderingKey != "" {
 		r.warn("note: ordering was checked among the messages read only; later messages are newer and cannot be overtaken")
 	}
-	p.Server, p.Cluster, p.Vhost, p.DLQ, p.QueueType = cl.AMQPAddr(), cl.ClusterName(), cl.Vhost(), in.DLQ, res.Type
+	p.Cluster, p.Vhost, p.DLQ, p.QueueType = cl.ClusterName(), cl.Vhost(), in.DLQ, res.Type
 	p.Rate, p.Window, p.AcceptQuorumSideEffects = in.Rate, in.Window, in.Accept
 	if in.ToQueue {
 		p.ToQueues()
 	}
 	p.Author = in.Author
 	return p, res, nil
+}
+
+// Derive re-reads a plan's DLQ (a browse, as `berth dlq show` reads it)
+// and fills what a reviewer sees of each record (event id source,
+// idempotency key, class, origin, prior redrives, ordering key) from its
+// message as it is now, with the plan's policy; the class with today's
+// error_header. It returns the event ids whose message changed, those not
+// found, and whether the browse read the whole DLQ (when it did not, a
+// record not found may lie past what was read).
+func (r *RabbitRedrive) Derive(ctx context.Context, cl *rabbitmq.Client, p *redrive.QueuePlan) (changed, gone []string, complete bool, err error) {
+	limit := len(p.Records) + 1000
+	for _, rec := range p.Records {
+		limit = max(limit, rec.Position+1000)
+	}
+	x := r.Extractors(p.DLQ)
+	x.IdempotencyKey, x.OrderingKey = p.Policy.IdempotencyKey, p.Policy.OrderingKey
+	res, err := cl.Browse(ctx, p.DLQ, rabbitmq.BrowseOptions{Limit: limit, QueueType: p.QueueType, AcceptQuorumSideEffects: p.AcceptQuorumSideEffects, Extractors: x})
+	if err != nil {
+		return nil, nil, false, err
+	}
+	changed, gone = p.Derive(rabbitmq.FactsOf(res.Messages))
+	return changed, gone, res.Complete, nil
+}
+
+// RabbitSummary is what a reviewer of a RabbitMQ plan is asked to sign, as
+// Kafka's Summary: counts per target ("exchange -> routing key") and the
+// idempotency keys of the included messages, derived from the messages;
+// the event ids whose message changed or is gone.
+type RabbitSummary struct {
+	Targets []TargetCount `json:"targets"`
+	Keys    []string      `json:"idempotency_keys"`
+	Changed []string      `json:"changed"`
+	Gone    []string      `json:"gone"`
+}
+
+// RabbitTarget names a record's target for people.
+func RabbitTarget(exchange, key string) string {
+	if exchange == "" && key == "" {
+		return "(none)"
+	}
+	if exchange == "" {
+		return "(default exchange) -> " + key
+	}
+	return exchange + " -> " + key
+}
+
+// SummariseRabbit counts a (derived) plan per target and lists its keys.
+func SummariseRabbit(p redrive.QueuePlan, changed, gone []string) RabbitSummary {
+	s := RabbitSummary{Changed: append([]string{}, changed...), Gone: append([]string{}, gone...)}
+	s.Targets, s.Keys = summarise(len(p.Records), func(i int) (string, bool, string) {
+		r := p.Records[i]
+		return RabbitTarget(r.Exchange, r.RoutingKey), r.Included, r.IdempotencyKey
+	})
+	return s
 }
 
 // ErrSelectionTooLarge means the DLQ holds more messages than were read, and
@@ -191,7 +250,7 @@ type RecordedPlan struct {
 // RecordPlan stores a plan just made (with its author's signature when
 // given), unless the context is read-only, and audits it (redrive.plan).
 // file is where the plan was written (ConsolePlanFile for the console).
-func (r *RabbitRedrive) RecordPlan(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan, sig *approval.Signature, file, auditFile string) (RecordedPlan, error) {
+func (r *RabbitRedrive) RecordPlan(ctx context.Context, l *rabbitmq.Ledger, p redrive.QueuePlan, sig *approval.Signature, file, auditFile string) (RecordedPlan, error) {
 	var out RecordedPlan
 	if sig != nil {
 		if err := l.AddSignature(ctx, *sig); err != nil {
@@ -229,7 +288,7 @@ func sorLookup(ctx context.Context, s config.SystemOfRecord, keys []string) (map
 // Review is the review a plan needs today, the stricter of the plan's
 // policy and the configured one: required approvals and the allowed
 // signers (nil when none are configured).
-func (r *RabbitRedrive) Review(p rabbitmq.Plan) (n int, signers approval.AllowedSigners, required bool, err error) {
+func (r *RabbitRedrive) Review(p redrive.QueuePlan) (n int, signers approval.AllowedSigners, required bool, err error) {
 	pol, _ := r.Config.RedrivePolicyFor(p.DLQ)
 	required = p.Policy.Review == "required" || pol.Review == "required"
 	if !required {
@@ -244,14 +303,14 @@ func (r *RabbitRedrive) Review(p rabbitmq.Plan) (n int, signers approval.Allowed
 }
 
 // signersToEdit names the file to edit when a review has no signers.
-func (r *RabbitRedrive) signersToEdit(p rabbitmq.Plan) string {
+func (r *RabbitRedrive) signersToEdit(p redrive.QueuePlan) string {
 	pol, ok := r.Config.RedrivePolicyFor(p.DLQ)
 	return SignersToEdit(p.DLQ, pol, ok, r.Config.Source)
 }
 
 // Decision applies the two-person rule to a plan whose policy requires
 // review.
-func (r *RabbitRedrive) Decision(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan) (approval.Decision, bool, error) {
+func (r *RabbitRedrive) Decision(ctx context.Context, l *rabbitmq.Ledger, p redrive.QueuePlan) (approval.Decision, bool, error) {
 	n, signers, required, err := r.Review(p)
 	if err != nil || !required {
 		return approval.Decision{Approved: !required, Approvers: []string{}}, required, err
@@ -271,7 +330,7 @@ func (r *RabbitRedrive) Decision(ctx context.Context, l *rabbitmq.Ledger, p rabb
 // against, the author's key or principal and a key allowed_signers does
 // not list; then it audits redrive.approved. It returns the verified
 // principal, the decision now and the approvals required.
-func (r *RabbitRedrive) Approve(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan, sig approval.Signature, auditFile string) (string, approval.Decision, int, error) {
+func (r *RabbitRedrive) Approve(ctx context.Context, l *rabbitmq.Ledger, p redrive.QueuePlan, sig approval.Signature, auditFile string) (string, approval.Decision, int, error) {
 	hash := p.Hash()
 	if r.ReadOnly {
 		return "", approval.Decision{}, 0, Refuse(ErrReadOnly, "the context is read-only: an approval is written to the plan store; nothing stored")
@@ -324,7 +383,7 @@ func (r *RabbitRedrive) Approve(ctx context.Context, l *rabbitmq.Ledger, p rabbi
 // SignAsAuthor adds the author's signature to a stored plan that has none
 // (the console's plans; `berth redrive plan --key` signs in one step). An
 // approver cannot become the author.
-func (r *RabbitRedrive) SignAsAuthor(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan, sig approval.Signature) error {
+func (r *RabbitRedrive) SignAsAuthor(ctx context.Context, l *rabbitmq.Ledger, p redrive.QueuePlan, sig approval.Signature) error {
 	if r.ReadOnly {
 		return Refuse(ErrReadOnly, "the context is read-only; nothing stored")
 	}
@@ -359,7 +418,7 @@ func (r *RabbitRedrive) SignAsAuthor(ctx context.Context, l *rabbitmq.Ledger, p 
 //
 // With audited false nothing is written: the console asks it for the reason
 // an action is disabled, which is not an attempt to run.
-func (r *RabbitRedrive) Preflight(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan, actor, auditFile string, audited bool) (approval.Decision, map[string]redrive.Verdict, error) {
+func (r *RabbitRedrive) Preflight(ctx context.Context, l *rabbitmq.Ledger, p redrive.QueuePlan, actor, auditFile string, audited bool) (approval.Decision, map[string]redrive.Verdict, error) {
 	hash := p.Hash()
 	refuse := func(reason error, format string, a ...any) error {
 		err := Refuse(reason, format, a...)
@@ -404,6 +463,30 @@ func (r *RabbitRedrive) Preflight(ctx context.Context, l *rabbitmq.Ledger, p rab
 	return dec, skip, nil
 }
 
+// DryRun is the preflight of a run that sends nothing yet: the plan's
+// messages are read again (Derive) so that every check runs over what they
+// derive to now, and a message whose content changed is skipped as execute
+// would skip it. The plan's records are left derived.
+func (r *RabbitRedrive) DryRun(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledger, p *redrive.QueuePlan, actor, auditFile string, audited bool) (approval.Decision, map[string]redrive.Verdict, error) {
+	if mismatch := clusterMismatch(cl, *p); mismatch != "" {
+		return approval.Decision{}, nil, Refuse(ErrClusterMismatch, "plan %s %s", redrive.ShortHash(p.Hash()), mismatch)
+	}
+	changed, _, _, err := r.Derive(ctx, cl, p)
+	if err != nil {
+		return approval.Decision{}, nil, err
+	}
+	dec, skip, err := r.Preflight(ctx, l, *p, actor, auditFile, audited)
+	if err != nil {
+		return dec, skip, err
+	}
+	// A message not found is not skipped here: an earlier run may have sent
+	// it (the ledger says so at execute), or it is briefly unacked.
+	for _, id := range changed {
+		skip[id] = redrive.Verdict{Reason: rabbitmq.ReasonContentChanged, Detail: "the DLQ holds a message with this id whose body, properties or headers differ from the plan's"}
+	}
+	return dec, skip, nil
+}
+
 // Run sends a plan that passed Preflight, for the command line and the
 // console: it refuses a plan made against another server, audits the
 // start (nothing is sent unless the start is on record), executes (o.Skip
@@ -411,7 +494,7 @@ func (r *RabbitRedrive) Preflight(ctx context.Context, l *rabbitmq.Ledger, p rab
 // each chunk and the end. The caller audits the verification
 // (AuditVerified) once any re-failure watch is over. cancelled reports,
 // after the run, whether the operator stopped it.
-func (r *RabbitRedrive) Run(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledger, p rabbitmq.Plan, dec approval.Decision, skip map[string]redrive.Verdict,
+func (r *RabbitRedrive) Run(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledger, p redrive.QueuePlan, dec approval.Decision, skip map[string]redrive.Verdict,
 	actor, auditFile string, o rabbitmq.ExecOptions, cancelled func() bool) (rabbitmq.Result, error) {
 	hash := p.Hash()
 	if mismatch := clusterMismatch(cl, p); mismatch != "" {
@@ -422,6 +505,11 @@ func (r *RabbitRedrive) Run(ctx context.Context, cl *rabbitmq.Client, l *rabbitm
 	pol, _ := r.Config.RedrivePolicyFor(p.DLQ)
 	o.StopOnFailure = pol.StopOnFailure || pol.RequireIdempotencyKey
 	o.Skip = skip
+	// The checks that need what a message derives to run as it is
+	// consumed, over each chunk (no second read of the DLQ).
+	o.Recheck = func(ctx context.Context, msgs []redrive.QueueMessage) (map[string]redrive.Verdict, error) {
+		return r.recheckMessages(ctx, p, msgs)
+	}
 	record := func(ctx context.Context, action string, details map[string]any) error {
 		details["dlq"], details["actor"] = p.DLQ, actor
 		return r.Audit(ctx, auditFile, action, hash, details)
@@ -470,7 +558,7 @@ func (r *RabbitRedrive) Run(ctx context.Context, cl *rabbitmq.Client, l *rabbitm
 // AuditVerified records what the run's verification found (the DLQ depth
 // check and, when the DLQ was watched, the re-failures) as redrive.verified,
 // the entry Kafka's read-back writes.
-func (r *RabbitRedrive) AuditVerified(ctx context.Context, auditFile string, p rabbitmq.Plan, v *rabbitmq.Verification, watchErr error) {
+func (r *RabbitRedrive) AuditVerified(ctx context.Context, auditFile string, p redrive.QueuePlan, v *rabbitmq.Verification, watchErr error) {
 	if v == nil {
 		return
 	}
@@ -482,39 +570,59 @@ func (r *RabbitRedrive) AuditVerified(ctx context.Context, auditFile string, p r
 }
 
 // clusterMismatch says why p was made elsewhere ("" when it was made on
-// cl's cluster): by cluster name, reached through any address; a plan made
-// before it carried one, by the AMQP address.
-func clusterMismatch(cl *rabbitmq.Client, p rabbitmq.Plan) string {
-	if p.Cluster != "" {
-		if name := cl.ClusterName(); name != p.Cluster {
-			return fmt.Sprintf("was made on cluster %q, this context is cluster %q", p.Cluster, name)
-		}
-		return ""
-	}
-	if cl.AMQPAddr() != p.Server {
-		return fmt.Sprintf("was made on %s, this context is %s", p.Server, cl.AMQPAddr())
+// cl's cluster): by cluster name, reached through any address.
+func clusterMismatch(cl *rabbitmq.Client, p redrive.QueuePlan) string {
+	if name := cl.ClusterName(); name != p.Cluster {
+		return fmt.Sprintf("was made on cluster %q, this context is cluster %q", p.Cluster, name)
 	}
 	return ""
 }
 
-// recheck runs the ledger and system-of-record checks again for the
-// plan's included records; what they now exclude is skipped.
-func (r *RabbitRedrive) recheck(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan) (map[string]redrive.Verdict, error) {
-	hash := p.Hash()
+// recheck runs the checks again before a run: the ledger for every
+// included record (its event id is in the plan), and, for records derived
+// from the messages read now (a dry run: Derive), the checks on what they
+// derive to. A run does the latter over each chunk as consumed
+// (recheckMessages). What they now exclude is skipped.
+func (r *RabbitRedrive) recheck(ctx context.Context, l *rabbitmq.Ledger, p redrive.QueuePlan) (map[string]redrive.Verdict, error) {
 	skip := map[string]redrive.Verdict{}
 	var ids []string
+	var derived []redrive.QueueMessage
 	for _, rec := range p.Records {
-		if rec.Included {
-			ids = append(ids, rec.EventID)
+		if !rec.Included {
+			continue
+		}
+		ids = append(ids, rec.EventID)
+		if rec.Derived {
+			derived = append(derived, redrive.QueueMessage{EventID: rec.EventID, IdempotencyKey: rec.IdempotencyKey, PriorRedrives: rec.PriorRedrives})
 		}
 	}
-	byOthers, err := l.ConfirmedAmong(ctx, ids, hash)
+	byOthers, err := l.ConfirmedAmong(ctx, ids, p.Hash())
 	if err != nil {
 		return nil, err
 	}
-	// The loop guard and the key requirement again, under the stricter of
-	// the plan's policy and today's (execution sends a message only when
-	// its key and prior redrives are the record's: derived_mismatch).
+	for _, id := range ids {
+		if e, ok := byOthers[id]; ok {
+			skip[id] = redrive.Verdict{Reason: redrive.ReasonAlreadyRedriven, Detail: fmt.Sprintf("redriven meanwhile from %s by plan %s", e.DLQ, redrive.ShortHash(e.Plan))}
+		}
+	}
+	more, err := r.recheckMessages(ctx, p, derived)
+	if err != nil {
+		return nil, err
+	}
+	for id, v := range more {
+		if _, done := skip[id]; !done {
+			skip[id] = v
+		}
+	}
+	return skip, nil
+}
+
+// recheckMessages runs the checks on what messages derive to, under the
+// stricter of the plan's policy and today's: the loop guard, the
+// idempotency key requirement and the system of record (an error there is
+// returned: never read as "not applied").
+func (r *RabbitRedrive) recheckMessages(ctx context.Context, p redrive.QueuePlan, msgs []redrive.QueueMessage) (map[string]redrive.Verdict, error) {
+	skip := map[string]redrive.Verdict{}
 	pol, matched := r.Config.RedrivePolicyFor(p.DLQ)
 	maxRedrives := p.Policy.MaxRedrives
 	if maxRedrives <= 0 {
@@ -525,23 +633,14 @@ func (r *RabbitRedrive) recheck(ctx context.Context, l *rabbitmq.Ledger, p rabbi
 	}
 	requireKey := p.Policy.RequireIdempotencyKey || (matched && pol.RequireIdempotencyKey)
 	var keys []string
-	for _, rec := range p.Records {
-		if !rec.Included {
-			continue
-		}
-		switch e, ok := byOthers[rec.EventID]; {
-		case ok:
-			skip[rec.EventID] = redrive.Verdict{Reason: redrive.ReasonAlreadyRedriven, Detail: fmt.Sprintf("redriven meanwhile from %s by plan %s", e.DLQ, redrive.ShortHash(e.Plan))}
-			continue
-		case rec.PriorRedrives >= maxRedrives:
-			skip[rec.EventID] = redrive.Verdict{Reason: redrive.ReasonLoopLimit, Detail: fmt.Sprintf("redriven %d times before (limit %d under today's policy)", rec.PriorRedrives, maxRedrives)}
-			continue
-		case requireKey && rec.IdempotencyKey == "":
-			skip[rec.EventID] = redrive.Verdict{Reason: redrive.ReasonMissingKey, Detail: "today's policy requires an idempotency key and the message has none"}
-			continue
-		}
-		if rec.IdempotencyKey != "" {
-			keys = append(keys, rec.IdempotencyKey)
+	for _, m := range msgs {
+		switch {
+		case m.PriorRedrives >= maxRedrives:
+			skip[m.EventID] = redrive.Verdict{Reason: redrive.ReasonLoopLimit, Detail: fmt.Sprintf("redriven %d times before (limit %d under today's policy)", m.PriorRedrives, maxRedrives)}
+		case requireKey && m.IdempotencyKey == "":
+			skip[m.EventID] = redrive.Verdict{Reason: redrive.ReasonMissingKey, Detail: "today's policy requires an idempotency key and the message has none"}
+		case m.IdempotencyKey != "":
+			keys = append(keys, m.IdempotencyKey)
 		}
 	}
 	if pol.SystemOfRecord == nil || len(keys) == 0 {
@@ -551,18 +650,16 @@ func (r *RabbitRedrive) recheck(ctx context.Context, l *rabbitmq.Ledger, p rabbi
 	if err != nil {
 		return nil, fmt.Errorf("system of record: %v (never read as not applied)", err)
 	}
-	for _, rec := range p.Records {
-		if rec.Included && committed[rec.IdempotencyKey] {
-			if _, done := skip[rec.EventID]; !done {
-				skip[rec.EventID] = redrive.Verdict{Reason: redrive.ReasonEffectCommitted, Detail: fmt.Sprintf("the system of record has %s now (committed after the plan was made)", rec.IdempotencyKey)}
-			}
+	for _, m := range msgs {
+		if _, done := skip[m.EventID]; !done && m.IdempotencyKey != "" && committed[m.IdempotencyKey] {
+			skip[m.EventID] = redrive.Verdict{Reason: redrive.ReasonEffectCommitted, Detail: fmt.Sprintf("the system of record has %s now (committed after the plan was made)", m.IdempotencyKey)}
 		}
 	}
 	return skip, nil
 }
 
 // RabbitSkips lists the included records skip excludes, in plan order.
-func RabbitSkips(p rabbitmq.Plan, skip map[string]redrive.Verdict) []rabbitmq.Skip {
+func RabbitSkips(p redrive.QueuePlan, skip map[string]redrive.Verdict) []rabbitmq.Skip {
 	out := []rabbitmq.Skip{}
 	for _, rec := range p.Records {
 		if v, ok := skip[rec.EventID]; ok && rec.Included {
@@ -596,7 +693,7 @@ type RabbitStatus struct {
 }
 
 // Status is a plan's state from the ledger, its approvals and its age.
-func (r *RabbitRedrive) Status(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan) RabbitStatus {
+func (r *RabbitRedrive) Status(ctx context.Context, l *rabbitmq.Ledger, p redrive.QueuePlan) RabbitStatus {
 	hash := p.Hash()
 	t := p.Totals()
 	row := RabbitStatus{Plan: hash, Vhost: p.Vhost, DLQ: p.DLQ, Author: r.verifiedAuthor(ctx, l, p), Created: p.CreatedAt, Included: t.Included, Excluded: t.Excluded}
@@ -646,7 +743,7 @@ func (r *RabbitRedrive) Status(ctx context.Context, l *rabbitmq.Ledger, p rabbit
 // verifiedAuthor is who signed p as its author, as today's allowed_signers
 // name them: "(unsigned)" without an author signature, "(unverified)" when
 // it cannot be verified.
-func (r *RabbitRedrive) verifiedAuthor(ctx context.Context, l *rabbitmq.Ledger, p rabbitmq.Plan) string {
+func (r *RabbitRedrive) verifiedAuthor(ctx context.Context, l *rabbitmq.Ledger, p redrive.QueuePlan) string {
 	author, _, err := l.Signatures(ctx, p.Hash())
 	switch {
 	case err != nil:

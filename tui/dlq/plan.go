@@ -533,8 +533,19 @@ const reviewKeys = 6
 // idempotency keys of those included.
 func reviewLines(p redrive.Plan) []string {
 	s := actions.Summarise(p, nil, nil)
+	derived := len(p.Records) > 0
+	for _, r := range p.Records {
+		derived = derived && r.Derived
+	}
+	return reviewText(s.Targets, s.Keys, derived)
+}
+
+// reviewText is reviewLines on either backend: every target with its
+// counts, and the included records' idempotency keys when they were derived
+// from the records.
+func reviewText(targets []actions.TargetCount, keys []string, derived bool) []string {
 	var ts []string
-	for _, t := range s.Targets {
+	for _, t := range targets {
 		x := fmt.Sprintf("%s %d", sanitize.Text(t.Target), t.Included)
 		if t.Excluded > 0 {
 			x += fmt.Sprintf(" (+%d excluded)", t.Excluded)
@@ -542,17 +553,13 @@ func reviewLines(p redrive.Plan) []string {
 		ts = append(ts, x)
 	}
 	lines := []string{"targets: " + strings.Join(ts, ", ")}
-	derived := len(p.Records) > 0
-	for _, r := range p.Records {
-		derived = derived && r.Derived
-	}
-	if !derived || len(s.Keys) == 0 {
+	if !derived || len(keys) == 0 {
 		return lines
 	}
-	keys := s.Keys
+	all := len(keys)
 	more := ""
 	if len(keys) > reviewKeys {
-		keys, more = keys[:reviewKeys], fmt.Sprintf(" … and %d more (berth redrive show -o json lists all)", len(s.Keys)-reviewKeys)
+		keys, more = keys[:reviewKeys], fmt.Sprintf(" … and %d more (berth redrive show -o json lists all)", all-reviewKeys)
 	}
 	shown := make([]string, len(keys))
 	for i, k := range keys {

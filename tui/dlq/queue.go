@@ -20,6 +20,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/berth-dev/berth/backends"
+	"github.com/berth-dev/berth/internal/actions"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/durations"
 	"github.com/berth-dev/berth/internal/sanitize"
@@ -169,9 +170,22 @@ type QueuePlan struct {
 	Accept                              bool
 	Records                             []QueuePlanRecord
 	Totals                              redrive.Totals
+	// Review is what a reviewer signs, derived from the messages: counts
+	// per target, the included messages' idempotency keys (Derived: they
+	// were read from the messages), and the event ids whose message
+	// changed or is gone (execute skips them).
+	Review QueueReview
 	// Notes are what the browse said (method, side effects) and any
 	// warning (the audit log).
 	Notes []string
+}
+
+// QueueReview is a RabbitMQ plan's review (actions.RabbitSummary).
+type QueueReview struct {
+	Targets       []actions.TargetCount
+	Keys          []string
+	Derived       bool
+	Changed, Gone []string
 }
 
 // QueuePlanRecord is one selected message and its verdict.

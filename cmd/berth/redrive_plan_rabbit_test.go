@@ -1,0 +1,202 @@
+package main
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	_ "modernc.org/sqlite"
+)
+
+// A RabbitMQ plan is plan format v2, hashed exactly as Kafka's: the
+// independent script verifies a plan the CLI made and notices an edit. The
+// file names each message by position and event id and pins its content;
+// the idempotency keys are not in it: `redrive show` derives them (and the
+// counts per target) from the messages, and names a message whose content
+// changed since.
+func TestRabbitRedrivePlanIsV2AndTheReviewIsDerived(t *testing.T) {
+	isolateConfig(t)
+	_, ch, work, dlq := rmqDLQ(t, 0)
+	death := amqp.Table{"count": int64(1), "reason": "rejected", "queue": work, "exchange": "", "routing-keys": []any{work}, "time": time.Now().Truncate(time.Second)}
+	pub := func(i int, body string) amqp.Publishing {
+		return amqp.Publishing{MessageId: fmt.Sprintf("pay-%d", i), Body: []byte(body), Headers: amqp.Table{"x-death": []any{death}}}
+	}
+	const n = 5
+	for i := 0; i < n; i++ {
+		if err := ch.Publish("", dlq, false, false, pub(i, fmt.Sprintf(`{"idem":"idem-%d"}`, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	cfg := rabbitRedriveConfig(dir, fmt.Sprintf("    - match: %q\n      idempotency_key: json:idem\n", dlq)).write(t)
+	run := func(args ...string) (string, string, int) { return runBerth(t, append(args, "--config", cfg)...) }
+	file := filepath.Join(dir, "plan.json")
+	out, errOut, code := run("redrive", "plan", dlq, "--all", "--out", file, "-o", "json")
+	if code != 0 {
+		t.Fatalf("plan: exit %d %s %s", code, out, errOut)
+	}
+	var made struct {
+		Hash string `json:"hash"`
+	}
+	if err := json.Unmarshal([]byte(out), &made); err != nil || len(made.Hash) != 64 {
+		t.Fatalf("plan output: %v %s", err, out)
+	}
+	script := filepath.Join("..", "..", "testdata", "redrive", "planhash.py")
+	if got, err := exec.Command("python3", script, file).CombinedOutput(); err != nil || strings.TrimSpace(string(got)) != made.Hash {
+		t.Fatalf("planhash.py on the CLI's RabbitMQ plan: %v: %q, want %s", err, got, made.Hash)
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Plan struct {
+			Format  string            `json:"format"`
+			Backend string            `json:"backend"`
+			Targets []string          `json:"targets"`
+			Rows    []json.RawMessage `json:"rows"`
+		} `json:"plan"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Plan.Format != "berth-redrive-plan/v2" || doc.Plan.Backend != "rabbitmq" || len(doc.Plan.Rows) != n {
+		t.Fatalf("not a v2 RabbitMQ plan of %d rows: %s", n, raw)
+	}
+	if fmt.Sprint(doc.Plan.Targets) != fmt.Sprintf("[\x00%s]", work) {
+		t.Errorf("targets %q, want the default exchange and %s", doc.Plan.Targets, work)
+	}
+	if row := string(doc.Plan.Rows[0]); !regexp.MustCompile(`^\["0:pay-0","[A-Za-z0-9_-]{43}",0,""\]$`).MatchString(row) {
+		t.Errorf("row %s, want [\"POSITION:EVENT_ID\", digest, target, verdict]", row)
+	}
+	rows := 0
+	for _, r := range doc.Plan.Rows {
+		rows += len(r) + 1
+	}
+	if per := rows / n; per > 100 {
+		t.Errorf("a row is %d bytes, want at most 100", per)
+	}
+	if strings.Contains(string(raw), "idem-") {
+		t.Errorf("the file holds idempotency keys (they are derived, never trusted from the file): %s", raw)
+	}
+
+	// Change pay-1's content in the DLQ (same id, another body): the review
+	// names it, and counts and keys come from the messages now.
+	for i := 0; i < n; i++ {
+		d, ok, err := ch.Get(dlq, true)
+		if err != nil || !ok {
+			t.Fatalf("get %d: %v %v", i, ok, err)
+		}
+		body := string(d.Body)
+		if d.MessageId == "pay-1" {
+			body = `{"idem":"idem-1","amount":2}`
+		}
+		if err := ch.Publish("", dlq, false, false, amqp.Publishing{MessageId: d.MessageId, Body: []byte(body), Headers: d.Headers}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, errOut, code = run("redrive", "show", made.Hash[:12], "-o", "json")
+	if code != 0 {
+		t.Fatalf("show: exit %d %s %s", code, out, errOut)
+	}
+	var shown struct {
+		Review struct {
+			Targets []struct {
+				Target   string `json:"target"`
+				Included int    `json:"included"`
+			} `json:"targets"`
+			Keys    []string `json:"idempotency_keys"`
+			Changed []string `json:"changed"`
+		} `json:"review"`
+		Records []struct {
+			EventID        string `json:"event_id"`
+			IdempotencyKey string `json:"idempotency_key"`
+		} `json:"records"`
+	}
+	if err := json.Unmarshal([]byte(out), &shown); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	r := shown.Review
+	if len(r.Targets) != 1 || r.Targets[0].Included != n || !strings.Contains(r.Targets[0].Target, work) {
+		t.Errorf("targets %+v, want %d to %s", r.Targets, n, work)
+	}
+	if fmt.Sprint(r.Keys) != "[idem-0  idem-2 idem-3 idem-4]" {
+		t.Errorf("idempotency keys %q: want those of the messages as they are, none for the changed one", r.Keys)
+	}
+	if fmt.Sprint(r.Changed) != "[pay-1]" {
+		t.Errorf("changed %v, want [pay-1]", r.Changed)
+	}
+	// An edit of the file: the script and berth both refuse it.
+	edited := strings.Replace(string(raw), `"rate":100`, `"rate":101`, 1)
+	if edited == string(raw) {
+		t.Fatalf("no rate in %s", raw)
+	}
+	if err := os.WriteFile(file, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := exec.Command("python3", script, file).Run(); err == nil {
+		t.Error("planhash.py accepted an edited plan")
+	}
+	if _, errOut, code := run("redrive", "show", file); code == 0 || !strings.Contains(errOut, "does not match its hash") {
+		t.Errorf("show of an edited plan: exit %d %s", code, errOut)
+	}
+}
+
+// A plan in the format before v2 is refused, from a file and from the
+// store, with one line saying to make the plan again (its signatures
+// covered its v1 hash: nothing is carried over); the other stored plans
+// still list.
+func TestRabbitV1PlanIsRefusedWithOneLine(t *testing.T) {
+	isolateConfig(t)
+	_, _, _, dlq := rmqDLQ(t, 1)
+	dir := t.TempDir()
+	cfg := rabbitRedriveConfig(dir, "").write(t)
+	run := func(args ...string) (string, string, int) { return runBerth(t, append(args, "--config", cfg)...) }
+	if _, errOut, code := run("redrive", "plan", dlq, "--all", "--out", filepath.Join(dir, "v2.json")); code != 0 {
+		t.Fatalf("plan: %d %s", code, errOut)
+	}
+	v1 := `{"hash":"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef","plan":{"version":1,"kind":"rabbitmq","server":"127.0.0.1:5672","vhost":"/","dlq":"` + dlq +
+		`","queue_type":"classic","selection":{"all":true},"target":"original_exchange","rate":100,"window":500,"accept_quorum_side_effects":false,"policy":{"idempotency_key":"json:eventId","require_idempotency_key":false,"review":"none","approvals":0,"max_redrives":0},"author":"x","created_at":"2026-11-30T10:00:00Z","records":[]}}`
+	file := filepath.Join(dir, "v1.json")
+	if err := os.WriteFile(file, []byte(v1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	oneLine := func(what, errOut string, code int) {
+		t.Helper()
+		msg := strings.TrimSpace(errOut)
+		if code == 0 || strings.Contains(msg, "\n") || !strings.Contains(msg, "v1") || !strings.Contains(msg, "make the plan again") {
+			t.Errorf("%s of a v1 plan: exit %d %q; want one line saying to make the plan again", what, code, errOut)
+		}
+	}
+	for _, cmd := range [][]string{{"redrive", "show", file}, {"redrive", "approve", file, "--yes", "--key", file}, {"redrive", "execute", file, "--yes"}} {
+		_, errOut, code := run(cmd...)
+		oneLine(strings.Join(cmd[:2], " "), errOut, code)
+	}
+	// A v1 plan an earlier version stored.
+	db, err := sql.Open("sqlite", filepath.Join(dir, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`INSERT INTO berth_rabbitmq_plans (hash, vhost, dlq, created_at, body) VALUES (?, '/', ?, '2026-11-30T10:00:00Z', ?)`,
+		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", dlq, v1); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := run("redrive", "status", "0123456789ab")
+	oneLine("status PLAN", errOut, code)
+	out, errOut, code := run("redrive", "status", "-o", "json")
+	var rows []struct {
+		DLQ string `json:"dlq"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 1 || !strings.Contains(errOut, "skipped") || !strings.Contains(errOut, "0123456789ab") {
+		t.Errorf("status with a v1 plan stored: exit %d %s %s; want the v2 plan listed and the v1 one named as skipped", code, out, errOut)
+	}
+}

@@ -1,0 +1,135 @@
+package redrive
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func orderedMsg(pos int, id, key string, ts time.Time) QueueMessage {
+	return QueueMessage{Position: pos, EventID: id, OrderingKey: key, Timestamp: &ts, OriginalQueue: "q", DeathReason: "rejected", Exchange: "x", RoutingKey: "k", Routed: true}
+}
+
+func verdictsOf(p QueuePlan) string {
+	var out []string
+	for _, r := range p.Records {
+		v := "in"
+		if !r.Included {
+			v = string(r.Reason)
+		} else if r.HazardPosition != nil {
+			v = fmt.Sprintf("in!%d", *r.HazardPosition)
+		}
+		out = append(out, r.EventID+":"+v)
+	}
+	return strings.Join(out, " ")
+}
+
+// Ordering by business key: a message overtaking an older same-key message
+// left in the DLQ, or published before a same-key message ahead of it, is a
+// hazard; excluding one leaves it behind, so its key's later messages
+// follow; a key whose older message was already redriven is no hazard.
+func TestCheckQueueOrdering(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	msgs := []QueueMessage{
+		orderedMsg(0, "a0", "A", t0),                    // not selected: stays behind
+		orderedMsg(1, "a1", "A", t0.Add(time.Second)),   // overtakes a0
+		orderedMsg(2, "a2", "A", t0.Add(2*time.Second)), // a1 stays behind too
+		orderedMsg(3, "b0", "B", t0.Add(5*time.Second)),
+		orderedMsg(4, "b1", "B", t0.Add(3*time.Second)), // published before b0
+		orderedMsg(5, "c0", "C", t0),                    // already redriven: delivered
+		orderedMsg(6, "c1", "C", t0.Add(time.Second)),
+		orderedMsg(7, "n0", "", t0), // no key: not checked
+	}
+	sel := QueueSelection{EventIDs: []string{"a1", "a2", "b0", "b1", "c0", "c1", "n0"}}
+	in := QueueCheckInput{Redriven: map[string]string{"c0": "earlier plan"}}
+	p, err := MakeQueuePlan(msgs, sel, PolicySnapshot{}, in, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := verdictsOf(p), "a1:ordering_hazard a2:ordering_hazard b0:in b1:ordering_hazard c0:already_redriven c1:in n0:in"; got != want {
+		t.Errorf("strict\n got %s\nwant %s", got, want)
+	}
+	in.AllowHazards = true
+	p, _ = MakeQueuePlan(msgs, sel, PolicySnapshot{}, in, t0)
+	if got, want := verdictsOf(p), "a1:in!0 a2:in!0 b0:in b1:in!3 c0:already_redriven c1:in n0:in"; got != want {
+		t.Errorf("allowed\n got %s\nwant %s", got, want)
+	}
+	if !p.AllowHazards {
+		t.Error("the plan does not record that hazards were allowed")
+	}
+}
+
+// The system-of-record check never reads silence as "not applied": a
+// record with no key to ask with is excluded, and a key the system of
+// record did not answer for blocks the plan.
+func TestPlanSystemOfRecordNeedsAnAnswer(t *testing.T) {
+	a := orderedMsg(0, "a", "", time.Unix(0, 0))
+	a.IdempotencyKey = "ka"
+	b := orderedMsg(1, "b", "", time.Unix(0, 0))
+	p, err := MakeQueuePlan([]QueueMessage{a, b}, QueueSelection{All: true}, PolicySnapshot{}, QueueCheckInput{HasSOR: true, Committed: map[string]bool{}}, time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := verdictsOf(p); got != "a:check_failed b:missing_idempotency_key" {
+		t.Errorf("got %s", got)
+	}
+	if blocked, _ := p.Blocked(); !blocked {
+		t.Error("a plan with check_failed must be blocked")
+	}
+}
+
+func TestPlanChecksAndHash(t *testing.T) {
+	msg := func(id string, prior int, key string) QueueMessage {
+		return QueueMessage{EventID: id, IdempotencyKey: key, PriorRedrives: prior, OriginalQueue: "q", DeathReason: "rejected", Exchange: "x", RoutingKey: "k", Routed: true}
+	}
+	noTarget := QueueMessage{EventID: "lost"}
+	msgs := []QueueMessage{msg("a", 0, "ka"), msg("b", 0, "kb"), msg("a", 0, "ka"), msg("c", 3, "kc"), msg("d", 0, ""), msg("e", 0, "ke"), noTarget}
+	for i := range msgs {
+		msgs[i].Position = i
+	}
+	pol := PolicySnapshot{RequireIdempotencyKey: true, IdempotencyKey: "json:k", MaxRedrives: 3}
+	p, err := MakeQueuePlan(msgs, QueueSelection{All: true}, pol, QueueCheckInput{Redriven: map[string]string{"b": "by plan p"}, HasSOR: true, Committed: map[string]bool{"ka": false, "kc": false, "ke": true}}, time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range p.Records {
+		v := "included"
+		if !r.Included {
+			v = string(r.Reason)
+		}
+		got = append(got, r.EventID+":"+v)
+	}
+	want := "[a:included b:already_redriven a:duplicate c:loop_limit d:missing_idempotency_key e:effect_committed lost:check_failed]"
+	if fmt.Sprint(got) != want {
+		t.Errorf("verdicts\n got %v\nwant %s", got, want)
+	}
+	h := p.Hash()
+	p.Records[0].RoutingKey = "other"
+	if p.Hash() == h {
+		t.Error("changing a record did not change the hash")
+	}
+	// An unreachable system of record blocks, never reads as not applied.
+	p, _ = MakeQueuePlan(msgs[:1], QueueSelection{All: true}, pol, QueueCheckInput{HasSOR: true, SORErr: errors.New("connection refused")}, time.Unix(0, 0))
+	if p.Records[0].Included || p.Records[0].Reason != ReasonCheckFailed {
+		t.Errorf("SOR error: %+v", p.Records[0])
+	}
+}
+
+func TestPlanToQueues(t *testing.T) {
+	m := QueueMessage{EventID: "a", OriginalQueue: "work", DeathReason: "rejected", Exchange: "fanout.x", RoutingKey: "k", Routed: true}
+	p, err := MakeQueuePlan([]QueueMessage{m}, QueueSelection{All: true}, PolicySnapshot{}, QueueCheckInput{}, time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := p.Hash()
+	if r := p.Records[0]; r.Exchange != "fanout.x" || r.RoutingKey != "k" || p.Target != QueueTargetExchange {
+		t.Fatalf("default target %+v", r)
+	}
+	p.ToQueues()
+	if r := p.Records[0]; r.Exchange != "" || r.RoutingKey != "work" || p.Target != QueueTargetQueue || p.Hash() == h {
+		t.Fatalf("to queue: %+v target %s", r, p.Target)
+	}
+}
