@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -235,6 +236,58 @@ func TestRedriveRulesOnBothBackends(t *testing.T) {
 				}
 				if n := e.sent(t, hash); n != 0 {
 					t.Errorf("%d record(s) sent without --yes", n)
+				}
+			})
+
+			t.Run("the plan file is format v2, the same shape on both, and the review is derived", func(t *testing.T) {
+				e := b.env(t, noReview)
+				file, hash := e.planAll(t)
+				script := filepath.Join("..", "..", "testdata", "redrive", "planhash.py")
+				if got, err := exec.Command("python3", script, file).CombinedOutput(); err != nil || strings.TrimSpace(string(got)) != hash {
+					t.Errorf("planhash.py: %v %q, want %s", err, got, hash)
+				}
+				raw, err := os.ReadFile(file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var doc struct {
+					Hash       string            `json:"hash"`
+					Signatures []json.RawMessage `json:"signatures"`
+					Plan       struct {
+						Format  string               `json:"format"`
+						Backend string               `json:"backend"`
+						Cluster string               `json:"cluster"`
+						Targets []string             `json:"targets"`
+						Rows    [][4]json.RawMessage `json:"rows"`
+					} `json:"plan"`
+				}
+				dec := json.NewDecoder(strings.NewReader(string(raw)))
+				if err := dec.Decode(&doc); err != nil {
+					t.Fatalf("plan file: %v %s", err, raw)
+				}
+				if doc.Hash != hash || doc.Signatures == nil || doc.Plan.Format != "berth-redrive-plan/v2" || doc.Plan.Backend != b.name || doc.Plan.Cluster == "" ||
+					len(doc.Plan.Targets) != 1 || len(doc.Plan.Rows) != ruleN {
+					t.Fatalf("not a v2 plan of %d rows to one target: %s", ruleN, raw)
+				}
+				for _, row := range doc.Plan.Rows {
+					var loc, digest, verdict string
+					var target int
+					if json.Unmarshal(row[0], &loc) != nil || json.Unmarshal(row[1], &digest) != nil || len(digest) != 43 ||
+						json.Unmarshal(row[2], &target) != nil || target != 0 || json.Unmarshal(row[3], &verdict) != nil || verdict != "" {
+						t.Errorf("row %s: want [loc, digest, 0, \"\"]", row)
+					}
+				}
+				out, errOut, code := e.run(t, "redrive", "show", hash[:12], "-o", "json")
+				var shown struct {
+					Review struct {
+						Targets []struct {
+							Included int `json:"included"`
+						} `json:"targets"`
+						Keys []string `json:"idempotency_keys"`
+					} `json:"review"`
+				}
+				if code != 0 || json.Unmarshal([]byte(out), &shown) != nil || len(shown.Review.Targets) != 1 || shown.Review.Targets[0].Included != ruleN || len(shown.Review.Keys) != ruleN {
+					t.Errorf("show: exit %d, want the review derived from the %d records (one target, their keys):\n%s%s", code, ruleN, out, errOut)
 				}
 			})
 
