@@ -200,3 +200,51 @@ func TestRabbitV1PlanIsRefusedWithOneLine(t *testing.T) {
 		t.Errorf("status with a v1 plan stored: exit %d %s %s; want the v2 plan listed and the v1 one named as skipped", code, out, errOut)
 	}
 }
+
+// Ordering runs again at execute, from the command line: order-7's older
+// message is now past today's loop limit and stays in the DLQ, so its newer
+// one would overtake it; it is skipped as ordering_hazard (exit 1), while
+// another order's message is sent.
+func TestRabbitExecuteRechecksOrdering(t *testing.T) {
+	isolateConfig(t)
+	conn, ch, work, dlq := rmqDLQ(t, 0)
+	death := amqp.Table{"count": int64(1), "reason": "rejected", "queue": work, "exchange": "", "routing-keys": []any{work}, "time": time.Now().Truncate(time.Second)}
+	for i, m := range []struct {
+		order   string
+		attempt int64
+	}{{"order-7", 1}, {"order-7", 0}, {"order-8", 0}} {
+		if err := ch.Publish("", dlq, false, false, amqp.Publishing{MessageId: fmt.Sprintf("ev-%d", i), Body: []byte(fmt.Sprintf(`{"orderId":%q}`, m.order)),
+			Headers: amqp.Table{"x-death": []any{death}, "berth-redrive-attempt": m.attempt}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	policy := fmt.Sprintf("    - match: %q\n      review: none\n      ordering_key: json:orderId\n", dlq)
+	before := rabbitRedriveConfig(dir, policy).write(t)
+	today := rabbitRedriveConfig(dir, policy+"      max_redrives: 1\n").write(t)
+	plan := filepath.Join(dir, "plan.json")
+	out, errOut, code := runBerth(t, "redrive", "plan", dlq, "--all", "--out", plan, "--config", before, "-o", "json")
+	if code != 0 || !strings.Contains(out, `"included": 3`) {
+		t.Fatalf("plan: exit %d %s %s", code, out, errOut)
+	}
+	out, errOut, code = runBerth(t, "redrive", "execute", plan, "--yes", "--config", today, "-o", "json")
+	var res struct {
+		Sent    int `json:"sent"`
+		Skipped []struct {
+			EventID string `json:"event_id"`
+			Reason  string `json:"reason"`
+		} `json:"skipped"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %s %s", err, out, errOut)
+	}
+	if code != 1 || res.Sent != 1 || fmt.Sprint(res.Skipped) != "[{ev-0 loop_limit} {ev-1 ordering_hazard}]" {
+		t.Errorf("execute: exit %d sent %d skipped %v; want exit 1, ev-2 sent, ev-0 loop_limit and ev-1 ordering_hazard:\n%s", code, res.Sent, res.Skipped, errOut)
+	}
+	if ids, _, _ := drainIDs(t, ch, work); fmt.Sprint(ids) != "[ev-2]" {
+		t.Errorf("the work queue got %v, want [ev-2]", ids)
+	}
+	if n := rmqReadyCount(t, conn, dlq); n != 2 {
+		t.Errorf("the DLQ holds %d, want ev-0 and ev-1 back", n)
+	}
+}
