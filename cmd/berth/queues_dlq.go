@@ -1057,15 +1057,19 @@ func (a *app) rmqRedriveStatus(cmd *cobra.Command, args []string) error {
 	for _, p := range plans {
 		rows = append(rows, statusRowOf(rr.Status(ctx, l, p)))
 	}
+	// One plan: what an approver signs, derived from its messages now.
+	var sum qPlanSummary
+	if len(args) == 1 {
+		p := plans[0]
+		review, err := a.rmqDerive(ctx, &p)
+		if err != nil {
+			return err
+		}
+		sum = a.rmqPlanSummary(ctx, l, p)
+		sum.Review, sum.Stored = review, true
+	}
 	if f == output.JSON {
 		if len(args) == 1 {
-			p := plans[0]
-			review, err := a.rmqDerive(ctx, &p)
-			if err != nil {
-				return err
-			}
-			sum := a.rmqPlanSummary(ctx, l, p)
-			sum.Review = review
 			return output.WriteJSON(a.stdout, struct {
 				qStatusRow
 				Summary qPlanSummary `json:"summary"`
@@ -1078,7 +1082,14 @@ func (a *app) rmqRedriveStatus(cmd *cobra.Command, args []string) error {
 		g.Add(shortHash(r.Plan), r.Vhost, sanitize.Text(r.DLQ), r.Author, durations.Format(time.Since(r.Created)), fmt.Sprint(r.Included), fmt.Sprint(r.Redriven),
 			fmt.Sprint(r.Intent), fmt.Sprint(r.Failed), fmt.Sprintf("%d/%d", r.Approvals, r.Required), r.State)
 	}
-	return g.WriteTable(a.stdout)
+	if err := g.WriteTable(a.stdout); err != nil {
+		return err
+	}
+	if len(args) == 1 {
+		fmt.Fprintln(a.stdout)
+		writeQPlan(a.stdout, sum)
+	}
+	return nil
 }
 
 // rabbitRedrive is the RabbitMQ redrive actions for this context: its

@@ -134,6 +134,11 @@ func TestRabbitRedrivePlanIsV2AndTheReviewIsDerived(t *testing.T) {
 	if fmt.Sprint(r.Changed) != "[pay-1]" {
 		t.Errorf("changed %v, want [pay-1]", r.Changed)
 	}
+	// status PLAN shows the same review, derived, below its row.
+	if out, errOut, code := run("redrive", "status", made.Hash[:12]); code != 0 || !strings.Contains(out, "idempotency keys of the included messages: idem-0, -, idem-2") ||
+		!strings.Contains(out, "CHANGED since the plan was made (execute skips them): pay-1") {
+		t.Errorf("status PLAN: exit %d, want the derived review:\n%s%s", code, out, errOut)
+	}
 	// An edit of the file: the script and berth both refuse it.
 	edited := strings.Replace(string(raw), `"rate":100`, `"rate":101`, 1)
 	if edited == string(raw) {
