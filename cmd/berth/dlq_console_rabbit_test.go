@@ -468,3 +468,24 @@ func waitManagementCount(t *testing.T, queue string, n int) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// A stored RabbitMQ plan opened in the console shows what a reviewer signs
+// derived from its messages, as `berth redrive show` does: the target with
+// its count and the included messages' idempotency keys (the plan file has
+// neither key nor class).
+func TestConsoleRabbitStoredPlanShowsTheReviewDerivedFromTheMessages(t *testing.T) {
+	isolateConfig(t)
+	_, _, dlq, _ := rmqDLQWith(t, []rmqTestMsg{{"job-0", "A", "k0", time.Now()}, {"job-1", "B", "k1", time.Now()}})
+	rc := newRabbitConsole(t, fmt.Sprintf("  policies:\n    - match: %q\n      idempotency_key: json:idem\n", dlq), false)
+	file := filepath.Join(t.TempDir(), "plan.json")
+	if _, errOut, code := rc.berth(t, "redrive", "plan", dlq, "--all", "--out", file); code != 0 {
+		t.Fatalf("plan: %d %s", code, errOut)
+	}
+	if raw, _ := os.ReadFile(file); strings.Contains(string(raw), `"k0"`) {
+		t.Fatalf("the plan file holds an idempotency key: %s", raw)
+	}
+	d := drive(t, rc.env, tuidlq.NewQueuePlansPage(rc.env))
+	d.until("ready")
+	d.press(keyEnterMsg, never)
+	mustContain(t, d.until("idempotency keys:"), "idempotency keys: k0, k1", "targets: (default exchange) -> ")
+}
