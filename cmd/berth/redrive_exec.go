@@ -417,7 +417,7 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 				return err
 			}
 			if err == nil && !noVerify && sigCtx.Err() == nil {
-				v, verr := a.verifyRedrive(sigCtx, s, pf, watch)
+				v, verr := a.verifyRedrive(sigCtx, s, pf, res.SentValues, watch)
 				out.kafkaVerified(v)
 				if verr != nil {
 					err = verr
@@ -453,10 +453,11 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 	return cmd
 }
 
-// verifyRedrive runs actions.KafkaRedrive.Verify with the watch shown on
-// stderr (and left early with enter on a terminal).
-func (a *app) verifyRedrive(ctx context.Context, s *redriveSession, pf redrive.File, watch time.Duration) (*verification, error) {
-	return a.kafkaRedrive(s, "", "").Verify(ctx, pf, watch, func(w kafka.Watch) (kafka.WatchResult, error) {
+// verifyRedrive runs actions.KafkaRedrive.VerifySent (sent: what this run
+// sent) with the watch shown on stderr (and left early with enter on a
+// terminal).
+func (a *app) verifyRedrive(ctx context.Context, s *redriveSession, pf redrive.File, sent map[redrive.Coord][32]byte, watch time.Duration) (*verification, error) {
+	return a.kafkaRedrive(s, "", "").VerifySent(ctx, pf, sent, watch, func(w kafka.Watch) (kafka.WatchResult, error) {
 		return a.watchRefailures(ctx, s, w)
 	})
 }

@@ -75,7 +75,7 @@ RabbitMQ: not available; execute verifies by the DLQ's depth while it runs
 			if err != nil {
 				return err
 			}
-			v, verr := a.verifyRedrive(sigCtx, s, pf, watch)
+			v, verr := a.verifyRedrive(sigCtx, s, pf, nil, watch)
 			if verr != nil {
 				return verr
 			}

@@ -2,6 +2,7 @@ package actions
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"sort"
@@ -121,6 +122,10 @@ type Result struct {
 	// is, when Options.KeepLedger asked for it (the console shows it per
 	// record); the CLI does not hold it (it reads the ledger to verify).
 	Ledger []redrive.LedgerEntry `json:"-"`
+	// SentValues is the SHA-256 of the value of every record this run
+	// sent, by DLQ coordinates: the read-back compares the copies with
+	// them without reading those DLQ records again (KafkaRedrive.VerifySent).
+	SentValues map[redrive.Coord][32]byte `json:"-"`
 	// DryRun: nothing was sent; WouldSend counts what would be, per target.
 	DryRun    bool           `json:"dry_run"`
 	WouldSend map[string]int `json:"would_send,omitempty"`
@@ -643,6 +648,12 @@ func (e *execRun) publish(ctx context.Context, b []Outgoing) error {
 		return nil
 	}
 	res.Sent += len(entries)
+	if res.SentValues == nil {
+		res.SentValues = map[redrive.Coord][32]byte{}
+	}
+	for _, x := range b {
+		res.SentValues[redrive.Coord{Partition: x.Ledger.Partition, Offset: x.Ledger.Offset}] = sha256.Sum256(x.Record.Value)
+	}
 	if o.KeepLedger {
 		res.Ledger = append(res.Ledger, entries...)
 	}

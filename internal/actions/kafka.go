@@ -447,35 +447,44 @@ type Verification struct {
 	Refailed    []kafka.Refailure `json:"refailed"`
 }
 
-// verifyCopies reads back the copies in entries a chunk at a time, in the
-// order they were sent (so each chunk's copies sit together in the target
-// and its DLQ records together in the DLQ), comparing each copy's payload
+// verifyCopies reads back the copies in entries a chunk at a time, in DLQ
+// order (each chunk's DLQ records sit together, so the DLQ is read once;
+// when the DLQ keeps the original partitions, as Spring's does, the
+// chunk's copies were sent together too), comparing each copy's payload
 // with the DLQ record it came from as that record is now (its digest still
 // the plan's). Only one chunk of records is held at once.
-func (k *KafkaRedrive) verifyCopies(ctx context.Context, f redrive.File, entries []redrive.LedgerEntry) ([]kafka.Mismatch, error) {
+func (k *KafkaRedrive) verifyCopies(ctx context.Context, f redrive.File, entries []redrive.LedgerEntry, sent map[redrive.Coord][32]byte) ([]kafka.Mismatch, error) {
 	digest := make(map[redrive.Coord]string, len(entries))
 	for _, r := range f.Plan.Records {
-		if r.Included {
+		if _, ok := sent[r.Coord()]; r.Included && !ok {
 			digest[r.Coord()] = r.Digest
 		}
 	}
-	sent := entries // sorted in place: the caller's order does not matter
-	slices.SortFunc(sent, func(a, b redrive.LedgerEntry) int {
-		return cmp.Or(cmp.Compare(a.Target, b.Target), cmp.Compare(a.TargetPartition, b.TargetPartition), cmp.Compare(a.TargetOffset, b.TargetOffset))
+	all := entries // sorted in place: the caller's order does not matter
+	slices.SortFunc(all, func(a, b redrive.LedgerEntry) int {
+		return cmp.Or(cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
 	})
 	cl := k.Planner.Cluster
 	out := []kafka.Mismatch{}
-	for from := 0; from < len(sent); from += DefaultChunk {
-		part := sent[from:min(from+DefaultChunk, len(sent))]
-		coords := make([]redrive.Coord, len(part))
-		for i, e := range part {
-			coords[i] = redrive.Coord{Partition: e.Partition, Offset: e.Offset}
+	for from := 0; from < len(all); from += DefaultChunk {
+		part := all[from:min(from+DefaultChunk, len(all))]
+		want := make(map[redrive.Coord]string, len(part))
+		var read []redrive.Coord
+		for _, e := range part {
+			c := redrive.Coord{Partition: e.Partition, Offset: e.Offset}
+			if sum, ok := sent[c]; ok {
+				want[c] = hex.EncodeToString(sum[:])
+			} else {
+				read = append(read, c)
+			}
 		}
-		recs, err := cl.ReadDLQByCoord(ctx, f.Plan.DLQ, coords)
-		if err != nil {
-			return nil, err
+		var recs map[redrive.Coord]redrive.Record
+		if len(read) > 0 {
+			var err error
+			if recs, err = cl.ReadDLQByCoord(ctx, f.Plan.DLQ, read); err != nil {
+				return nil, err
+			}
 		}
-		want := make(map[redrive.Coord]string, len(recs))
 		for c, rec := range recs {
 			if d, ok := digest[c]; ok && rec.Digest() == d {
 				sum := sha256.Sum256(rec.Value)
@@ -502,6 +511,14 @@ const WatchSkipped = "skipped"
 // through run (the caller's: it shows the watch and may end it early;
 // what was sent stays sent).
 func (k *KafkaRedrive) Verify(ctx context.Context, f redrive.File, watch time.Duration, run func(kafka.Watch) (kafka.WatchResult, error)) (*Verification, error) {
+	return k.VerifySent(ctx, f, nil, watch, run)
+}
+
+// VerifySent is Verify right after an execution: sent (Result.SentValues)
+// holds the value hashes of the records that run sent, read from the DLQ
+// and checked against the plan's digest as they were sent, so only the
+// copies of earlier runs need their DLQ records read again.
+func (k *KafkaRedrive) VerifySent(ctx context.Context, f redrive.File, sent map[redrive.Coord][32]byte, watch time.Duration, run func(kafka.Watch) (kafka.WatchResult, error)) (*Verification, error) {
 	v := &Verification{Mismatches: []kafka.Mismatch{}, Refailed: []kafka.Refailure{}, Watched: "0s", WatchFor: watch.String(), WatchEnded: WatchSkipped, WatchGroups: []string{}}
 	cl := k.Planner.Cluster
 	ends, err := cl.DLQEnds(ctx, f.Plan.DLQ)
@@ -527,7 +544,7 @@ func (k *KafkaRedrive) Verify(ctx context.Context, f redrive.File, watch time.Du
 		}
 	}
 	v.Checked = len(mine)
-	if v.Mismatches, err = k.verifyCopies(ctx, f, mine); err != nil {
+	if v.Mismatches, err = k.verifyCopies(ctx, f, mine, sent); err != nil {
 		return v, err
 	}
 	// Nothing sent by this plan: nothing can fail again.

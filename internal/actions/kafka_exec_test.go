@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/berth-dev/berth/backends/kafka"
 	"github.com/berth-dev/berth/internal/actions"
+	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/kafkatest"
 	"github.com/berth-dev/berth/redrive"
 )
@@ -102,6 +104,26 @@ func TestRedriveTransactionalExactlyOnce(t *testing.T) {
 	first := run()
 	if first.Sent != 30 || len(first.Failed) != 0 {
 		t.Fatalf("first run: sent %d, failed %v, skipped %v", first.Sent, first.Failed, first.Skipped)
+	}
+	// The read-back compares every copy with what the run sent (its value
+	// hashes) or, without them, with the DLQ records read again; a copy
+	// that differs is a mismatch either way.
+	kr := &actions.KafkaRedrive{Planner: actions.NewPlanner(k, &config.Config{}), Store: store}
+	altered := maps.Clone(first.SentValues)
+	bad := f.Plan.Records[4].Coord()
+	altered[bad] = sha256.Sum256([]byte("not what was sent"))
+	for name, sent := range map[string]map[redrive.Coord][32]byte{"sent": first.SentValues, "re-read": nil, "altered": altered} {
+		v, err := kr.VerifySent(ctx, f, sent, 0, nil)
+		if err != nil || v.Checked != 30 {
+			t.Fatalf("%s: checked %d: %v", name, v.Checked, err)
+		}
+		if name == "altered" {
+			if len(v.Mismatches) != 1 || v.Mismatches[0].DLQ != bad || v.Mismatches[0].Reason != "payload hash differs" {
+				t.Fatalf("an altered copy reads as %+v", v.Mismatches)
+			}
+		} else if len(v.Mismatches) != 0 {
+			t.Fatalf("%s: mismatches %+v", name, v.Mismatches)
+		}
 	}
 
 	// An aborted transaction in between (a crash mid-batch) must leave nothing visible.
