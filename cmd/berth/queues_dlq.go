@@ -973,12 +973,15 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 	// default watch: finding re-failures browses the DLQ once, at its end).
 	var werr error
 	if v := res.Verification; v != nil && err == nil && !cancelled && cmd.Flags().Changed("watch") && watch > 0 {
-		v.Watched = watch.String()
-		fmt.Fprintf(a.stderr, "watching %s for re-failures for %s (ctrl+c to stop)\n", sanitize.Text(p.DLQ), watch)
+		// As on Kafka: say what it watches, for how long at most, how to
+		// leave it, and report how long it really watched.
+		fmt.Fprintf(a.stderr, "watching %s for re-failures of plan %s, at most %s (ctrl+c stops watching; what was sent stays sent)\n", sanitize.Text(p.DLQ), shortHash(hash), watch)
+		began := time.Now()
 		select {
 		case <-sigCtx.Done():
 		case <-time.After(watch):
 		}
+		v.Watched = min(time.Since(began), watch).Round(time.Millisecond).String()
 		wctx, wcancel := a.opCtx(context.WithoutCancel(sigCtx))
 		var back []rabbitmq.Refailure
 		var complete bool
