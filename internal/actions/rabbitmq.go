@@ -412,9 +412,11 @@ func (r *RabbitRedrive) SignAsAuthor(ctx context.Context, l *rabbitmq.Ledger, p 
 
 // Preflight decides whether a plan may run now, for `berth redrive
 // execute` and the console alike: read-only context, age, blocked checks,
-// today's approvals, and the ledger and system-of-record checks again
-// (what they now exclude is returned as skip). Every refusal is audited
-// (redrive.refused) and returned as a *Refusal.
+// today's approvals, and the checks again (recheck: the ledger always;
+// what messages derive to only for a plan derived by DryRun, since a run
+// checks each message as it consumes it); what they now exclude is
+// returned as skip. Every refusal is audited (redrive.refused) and returned
+// as a *Refusal.
 //
 // With audited false nothing is written: the console asks it for the reason
 // an action is disabled, which is not an attempt to run.
