@@ -267,36 +267,43 @@ func (l *lazyTransport) Close() error {
 // Derive re-reads a stored plan's records and fills what a reviewer sees
 // (event id, idempotency key, class, origin) from them, with the plan's
 // extractors. Records whose content changed or that are gone are returned.
+// The records are read a chunk at a time and dropped once derived: memory
+// follows the plan's derived fields, not the records' content.
 func (k *KafkaRedrive) Derive(ctx context.Context, f *redrive.File) (changed, gone []redrive.Coord, err error) {
 	x, err := redrive.ExtractorsOf(f.Plan.Policy)
 	if err != nil {
 		return nil, nil, err
 	}
-	coords := make([]redrive.Coord, len(f.Plan.Records))
-	for i, r := range f.Plan.Records {
-		coords[i] = r.Coord()
-	}
-	byCoord, err := k.Planner.Cluster.ReadDLQByCoord(ctx, f.Plan.DLQ, coords)
-	if err != nil {
-		return nil, nil, err
-	}
-	rules, err := k.Planner.Rules()
-	if err != nil {
-		return nil, nil, err
-	}
-	changed, gone = f.Plan.Derive(byCoord, x)
-	// Classes are computed over the records read, as the planner does.
-	var parsed []redrive.Parsed
-	idx := map[redrive.Coord]int{}
-	for i, r := range f.Plan.Records {
-		if rec, ok := byCoord[r.Coord()]; ok && r.Derived {
-			idx[r.Coord()] = i
-			parsed = append(parsed, redrive.ParseRecord(rec, x))
+	// Derived strings repeated on most records (class, origin topic,
+	// group) are held once.
+	names := map[string]string{}
+	intern := func(s *string) {
+		if v, ok := names[*s]; ok {
+			*s = v
+		} else {
+			names[*s] = *s
 		}
 	}
-	redrive.Classify(parsed, rules)
-	for _, p := range parsed {
-		f.Plan.Records[idx[p.Coord()]].Class = p.Class
+	for from := 0; from < len(f.Plan.Records); from += DefaultChunk {
+		// part shares the plan's records: Derive fills them in place.
+		part := redrive.Plan{Records: f.Plan.Records[from:min(from+DefaultChunk, len(f.Plan.Records))]}
+		coords := make([]redrive.Coord, len(part.Records))
+		for i, r := range part.Records {
+			coords[i] = r.Coord()
+		}
+		byCoord, err := k.Planner.Cluster.ReadDLQByCoord(ctx, f.Plan.DLQ, coords)
+		if err != nil {
+			return nil, nil, err
+		}
+		c, g := part.Derive(byCoord, x)
+		changed, gone = append(changed, c...), append(gone, g...)
+		for i := range part.Records {
+			r := &part.Records[i]
+			intern(&r.Class)
+			intern(&r.Origin.Topic)
+			intern(&r.Origin.Group)
+			intern(&r.Origin.TimestampType)
+		}
 	}
 	return changed, gone, nil
 }
