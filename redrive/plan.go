@@ -191,8 +191,14 @@ func (p Plan) Core() Core {
 	if p.Selection.Until != nil {
 		c.Selection.Until = FormatCreatedAt(*p.Selection.Until)
 	}
-	recs := append([]PlanRecord(nil), p.Records...)
-	sort.SliceStable(recs, func(i, j int) bool { return less(recs[i].Coord(), recs[j].Coord()) })
+	// A plan read back from its core is already in order: hashing it then
+	// copies nothing (a plan's records are ~300 bytes each in memory).
+	recs := p.Records
+	byCoord := func(i, j int) bool { return less(recs[i].Coord(), recs[j].Coord()) }
+	if !sort.SliceIsSorted(recs, byCoord) {
+		recs = append([]PlanRecord(nil), p.Records...)
+		sort.SliceStable(recs, byCoord)
+	}
 	index := map[string]int{}
 	for _, r := range recs {
 		t := -1

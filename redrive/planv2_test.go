@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -148,5 +149,23 @@ func TestContentDigestCoversKeyValueHeadersAndProperties(t *testing.T) {
 		if d == base {
 			t.Errorf("changing %s kept the digest", name)
 		}
+	}
+}
+
+// TestPlanHashDoesNotDependOnRecordOrder: a plan's hash is over its records
+// in (partition, offset) order, whether they are held in that order (a plan
+// read back from its core) or not (a plan as the planner built it).
+func TestPlanHashDoesNotDependOnRecordOrder(t *testing.T) {
+	p := Plan{Version: PlanVersion, Cluster: "c", DLQ: "d.DLT", Selection: Selection{All: true}, Policy: PolicySnapshot{Review: "none"}}
+	for _, c := range []Coord{{1, 5}, {0, 9}, {1, 2}, {0, 3}} {
+		p.Records = append(p.Records, PlanRecord{Partition: c.Partition, Offset: c.Offset, Digest: "x" + c.String(), Target: "t", Verdict: include()})
+	}
+	shuffled := p.Hash()
+	if p.Records[0].Partition != 1 || p.Records[0].Offset != 5 {
+		t.Fatal("hashing reordered the plan's own records")
+	}
+	sort.Slice(p.Records, func(i, j int) bool { return less(p.Records[i].Coord(), p.Records[j].Coord()) })
+	if sorted := p.Hash(); sorted != shuffled {
+		t.Fatalf("hash %s in DLQ order, %s as built", sorted, shuffled)
 	}
 }
