@@ -236,7 +236,9 @@ func (s *consoleQueues) PlanStatus(ctx context.Context, hash string, readOnly bo
 		return tuidlq.QueuePlanStatus{}, err
 	}
 	st := s.status(ctx, a, l, p, true)
-	st.Plan.Review = tuidlq.QueueReview{Targets: review.Targets, Keys: review.Keys, Changed: review.Changed, Gone: review.Gone, Derived: true}
+	if review != nil {
+		st.Plan.Review = tuidlq.QueueReview{Targets: review.Targets, Keys: review.Keys, Changed: review.Changed, Gone: review.Gone, Derived: true}
+	}
 	return st, nil
 }
 

@@ -549,7 +549,9 @@ func rabbitReviewOf(s actions.RabbitSummary, cluster string) *qPlanReview {
 // rmqDerive fills what a reviewer sees of a stored or file plan from its
 // messages as they are now (actions.RabbitRedrive.Derive: one browse of
 // the DLQ) and returns the review. A plan of another cluster is refused:
-// the messages this one holds say nothing about it.
+// the messages this one holds say nothing about it. A DLQ that cannot be
+// read without side effects (quorum) is not read to review: the review is
+// nil and stderr says why.
 func (a *app) rmqDerive(ctx context.Context, p *redrive.QueuePlan) (*qPlanReview, error) {
 	cl, err := a.rabbitClient(ctx)
 	if err != nil {
@@ -564,7 +566,12 @@ func (a *app) rmqDeriveWith(ctx context.Context, cl *rabbitmq.Client, p *redrive
 	if name := cl.ClusterName(); name != p.Cluster {
 		return nil, actions.Refuse(actions.ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q: show it attached to its own cluster", shortHash(p.Hash()), p.Cluster, name)
 	}
-	changed, gone, complete, err := a.rabbitRedrive().Derive(ctx, cl, p)
+	changed, gone, complete, err := a.rabbitRedrive().Derive(ctx, cl, p, false)
+	var refused *rabbitmq.RefusedError
+	if errors.As(err, &refused) {
+		fmt.Fprintf(a.stderr, "note: the review is not derived from the messages: %s\n", sanitize.Text(refused.Why))
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -161,15 +161,18 @@ func (r *RabbitRedrive) MakePlan(ctx context.Context, cl *rabbitmq.Client, l *ra
 // message as it is now, with the plan's policy; the class with today's
 // error_header. It returns the event ids whose message changed, those not
 // found, and whether the browse read the whole DLQ (when it did not, a
-// record not found may lie past what was read).
-func (r *RabbitRedrive) Derive(ctx context.Context, cl *rabbitmq.Client, p *redrive.QueuePlan) (changed, gone []string, complete bool, err error) {
+// record not found may lie past what was read). A quorum DLQ is read (each
+// message moved to the back, its delivery count + 1) only with accept and
+// the plan's acceptance, never in a read-only context: otherwise the browse
+// refuses (*rabbitmq.RefusedError) and nothing is touched.
+func (r *RabbitRedrive) Derive(ctx context.Context, cl *rabbitmq.Client, p *redrive.QueuePlan, accept bool) (changed, gone []string, complete bool, err error) {
 	limit := len(p.Records) + 1000
 	for _, rec := range p.Records {
 		limit = max(limit, rec.Position+1000)
 	}
 	x := r.Extractors(p.DLQ)
 	x.IdempotencyKey, x.OrderingKey = p.Policy.IdempotencyKey, p.Policy.OrderingKey
-	res, err := cl.Browse(ctx, p.DLQ, rabbitmq.BrowseOptions{Limit: limit, QueueType: p.QueueType, AcceptQuorumSideEffects: p.AcceptQuorumSideEffects, Extractors: x})
+	res, err := cl.Browse(ctx, p.DLQ, rabbitmq.BrowseOptions{Limit: limit, QueueType: p.QueueType, AcceptQuorumSideEffects: accept && p.AcceptQuorumSideEffects && !r.ReadOnly, Extractors: x})
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -473,7 +476,9 @@ func (r *RabbitRedrive) DryRun(ctx context.Context, cl *rabbitmq.Client, l *rabb
 	if mismatch := clusterMismatch(cl, *p); mismatch != "" {
 		return approval.Decision{}, nil, Refuse(ErrClusterMismatch, "plan %s %s", redrive.ShortHash(p.Hash()), mismatch)
 	}
-	changed, _, _, err := r.Derive(ctx, cl, p)
+	// Executing the plan consumes the DLQ with the side effects it
+	// accepted: its dry run may browse with them.
+	changed, _, _, err := r.Derive(ctx, cl, p, true)
 	if err != nil {
 		return approval.Decision{}, nil, err
 	}
