@@ -81,8 +81,7 @@ func DefaultExtractors() Extractors {
 // ParseRecord parses one record's headers, ids and class.
 func ParseRecord(r Record, x Extractors) Parsed {
 	p := Parsed{Record: r, Diag: Parse(r.Headers)}
-	p.EventID, _ = x.EventID.Extract(r.Headers, r.Value)
-	p.IdempotencyKey, _ = x.IdempotencyKey.Extract(r.Headers, r.Value)
+	p.EventID, p.IdempotencyKey = x.extract(r.Headers, r.Value)
 	p.Class = ClassOf(p.OriginalTopic(), p.Diag.ExceptionName(), Normalise(p.Diag.Message)).ID
 	return p
 }

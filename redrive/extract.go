@@ -54,16 +54,30 @@ func (f Field) Extract(headers []Header, value []byte) (string, bool) {
 }
 
 func jsonField(value []byte, path []string) (string, bool) {
+	doc, ok := decodeJSON(value)
+	if !ok {
+		return "", false
+	}
+	return walkJSON(doc, path)
+}
+
+// decodeJSON decodes a payload that is a JSON object (numbers kept exact).
+func decodeJSON(value []byte) (any, bool) {
 	value = bytes.TrimSpace(value)
 	if len(value) == 0 || value[0] != '{' {
-		return "", false
+		return nil, false
 	}
-	var cur any
+	var doc any
 	dec := json.NewDecoder(bytes.NewReader(value))
 	dec.UseNumber()
-	if err := dec.Decode(&cur); err != nil {
-		return "", false
+	if err := dec.Decode(&doc); err != nil {
+		return nil, false
 	}
+	return doc, true
+}
+
+// walkJSON follows path in a decoded document (see Field.Extract).
+func walkJSON(cur any, path []string) (string, bool) {
 	for _, p := range path {
 		obj, ok := cur.(map[string]any)
 		if !ok {
@@ -81,4 +95,22 @@ func jsonField(value []byte, path []string) (string, bool) {
 		return v.String(), true
 	}
 	return "", false
+}
+
+// extract returns the event id and the idempotency key of a record,
+// decoding a JSON payload once when both live in it (the payload decode is
+// most of what parsing a record costs).
+func (x Extractors) extract(headers []Header, value []byte) (eventID, idempotencyKey string) {
+	if x.EventID.Kind != "json" || x.IdempotencyKey.Kind != "json" {
+		eventID, _ = x.EventID.Extract(headers, value)
+		idempotencyKey, _ = x.IdempotencyKey.Extract(headers, value)
+		return eventID, idempotencyKey
+	}
+	doc, ok := decodeJSON(value)
+	if !ok {
+		return "", ""
+	}
+	eventID, _ = walkJSON(doc, strings.Split(x.EventID.Name, "."))
+	idempotencyKey, _ = walkJSON(doc, strings.Split(x.IdempotencyKey.Name, "."))
+	return eventID, idempotencyKey
 }

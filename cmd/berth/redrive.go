@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -267,7 +270,18 @@ type redrivePlanRow struct {
 	NewerOffset *int64         `json:"newer_offset,omitempty"`
 }
 
+// planSummaryOf is what plan, show and execute print about a plan, every
+// record listed.
 func planSummaryOf(f redrive.File) redrivePlanSummary {
+	s := planHeadOf(f)
+	s.Records = planRowsOf(f.Plan.Records)
+	return s
+}
+
+// planHeadOf is planSummaryOf without the records: JSON output streams them
+// (writePlanJSON), a million rows built at once being what the plan
+// command's memory would otherwise peak on.
+func planHeadOf(f redrive.File) redrivePlanSummary {
 	s := redrivePlanSummary{
 		Hash: f.Hash, DLQ: sanitize.Text(f.Plan.DLQ), Totals: f.Plan.Totals(), Records: []redrivePlanRow{},
 		planFacts: planFacts{Target: sanitize.Text(f.Plan.Target), Author: sanitize.Text(f.Plan.Author),
@@ -284,13 +298,60 @@ func planSummaryOf(f redrive.File) redrivePlanSummary {
 	}
 	s.Blocked, s.BlockedReason = f.Plan.Blocked()
 	s.BlockedReason = sanitize.Text(s.BlockedReason)
-	for _, r := range f.Plan.Records {
-		s.Records = append(s.Records, redrivePlanRow{
-			Partition: r.Partition, Offset: r.Offset, EventID: sanitize.Text(r.EventID), Included: r.Included,
-			Reason: r.Reason, Detail: sanitize.Text(r.Detail), Class: r.Class, Target: sanitize.Text(r.Target), NewerOffset: r.NewerOffset,
-		})
-	}
 	return s
+}
+
+// planRowsOf lists a plan's records as output shows them.
+func planRowsOf(recs []redrive.PlanRecord) []redrivePlanRow {
+	rows := make([]redrivePlanRow, 0, len(recs))
+	for _, r := range recs {
+		rows = append(rows, planRowOf(r))
+	}
+	return rows
+}
+
+// planRowOf is one record of a plan as output shows it (sanitised).
+func planRowOf(r redrive.PlanRecord) redrivePlanRow {
+	return redrivePlanRow{
+		Partition: r.Partition, Offset: r.Offset, EventID: sanitize.Text(r.EventID), Included: r.Included,
+		Reason: r.Reason, Detail: sanitize.Text(r.Detail), Class: r.Class, Target: sanitize.Text(r.Target), NewerOffset: r.NewerOffset,
+	}
+}
+
+// writePlanJSON writes exactly what output.WriteJSON writes for s with
+// recs as its records, encoding one record at a time instead of the whole
+// document in one buffer (hundreds of MiB at a million records).
+func writePlanJSON(w io.Writer, s redrivePlanSummary, recs []redrive.PlanRecord) error {
+	s.Records = []redrivePlanRow{}
+	var head bytes.Buffer
+	if err := output.WriteJSON(&head, s); err != nil {
+		return err
+	}
+	doc := head.Bytes()
+	// The records field is the only one at the top level's indentation with
+	// this name; a string value cannot hold a raw newline.
+	const empty = "\n  \"records\": []"
+	at := bytes.Index(doc, []byte(empty))
+	if len(recs) == 0 || at < 0 {
+		_, err := w.Write(doc)
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.Write(doc[:at+len(empty)-1]) // through the '['
+	for i, r := range recs {
+		row, err := json.MarshalIndent(planRowOf(r), "    ", "  ")
+		if err != nil {
+			return err
+		}
+		bw.WriteString("\n    ")
+		bw.Write(row)
+		if i < len(recs)-1 {
+			bw.WriteByte(',')
+		}
+	}
+	bw.WriteString("\n  ]")
+	bw.Write(doc[at+len(empty):])
+	return bw.Flush()
 }
 
 func (a *app) runRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOptions) error {
@@ -341,7 +402,7 @@ func (a *app) runRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 
 	// The ordering scan can take a while: bound it by the timeout scaled to
 	// the scan limit, not just --timeout.
-	ctx, cancel := context.WithTimeout(cmd.Context(), scanTimeout(a.timeout, o.scanLimit))
+	ctx, cancel := context.WithTimeout(cmd.Context(), planTimeout(a.timeout, o.readLimit, o.scanLimit))
 	defer cancel()
 	p, closeFn, err := a.planner(ctx, o.readLimit)
 	if err != nil {
@@ -371,7 +432,7 @@ func (a *app) runRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 	if err := writeFileAtomic(o.out, raw); err != nil {
 		return fmt.Errorf("--out: %v", err)
 	}
-	sum := planSummaryOf(file)
+	sum := planHeadOf(file)
 	sum.File = o.out
 	sum.Review = reviewOf(actions.Summarise(file.Plan, nil, nil))
 	sum.Review.Cluster = sanitize.Text(file.Plan.Cluster)
@@ -394,10 +455,11 @@ func (a *app) runRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 		fmt.Fprintf(a.stderr, "berth: audit log: %v\n", err)
 	}
 	if f == output.JSON {
-		if err := output.WriteJSON(a.stdout, sum); err != nil {
+		if err := writePlanJSON(a.stdout, sum, file.Plan.Records); err != nil {
 			return err
 		}
 	} else {
+		sum.Records = planRowsOf(file.Plan.Records)
 		writePlanText(a.stdout, sum)
 	}
 	if sum.Blocked {
@@ -615,14 +677,15 @@ JSON: as berth redrive plan, plus approvals (signers' key fingerprints).`,
 			if err != nil {
 				return err
 			}
-			sum := planSummaryOf(file)
+			sum := planHeadOf(file)
 			sum.File = where
 			sum.Stored = where == ""
 			sum.Review = reviewOf(actions.Summarise(file.Plan, changed, gone))
 			sum.Review.Cluster = sanitize.Text(file.Plan.Cluster)
 			if f == output.JSON {
-				return output.WriteJSON(a.stdout, sum)
+				return writePlanJSON(a.stdout, sum, file.Plan.Records)
 			}
+			sum.Records = planRowsOf(file.Plan.Records)
 			writePlanText(a.stdout, sum)
 			return nil
 		},
@@ -666,6 +729,14 @@ func isHexPrefix(s string) bool {
 		}
 	}
 	return true
+}
+
+// planTimeout is scanTimeout plus a second per 5,000 records --read lets
+// the plan read from the DLQ (each is parsed, classed and digested): a
+// 1,000,000-record DLQ must not run out of time reading what it was asked
+// to read.
+func planTimeout(base time.Duration, read int, scanLimit int64) time.Duration {
+	return scanTimeout(base, scanLimit) + time.Duration(read/5000)*time.Second
 }
 
 // scanTimeout is --timeout plus a second per 10,000 records the ordering

@@ -33,10 +33,10 @@ func BenchmarkRedrivePlan(b *testing.B) {
 		n = v
 	}
 	r := newScaleRig(b, n)
-	class := r.class(b)
 	plain := r.plainRead(b)
 	planFile := filepath.Join(r.dir, "bench-plan.json")
-	args := []string{"--config", r.config, "redrive", "plan", scaleDLQ, "--class", class, "--read", strconv.Itoa(n),
+	// The DLQ holds one failure class: --all selects what --class would.
+	args := []string{"--config", r.config, "redrive", "plan", scaleDLQ, "--all", "--read", strconv.Itoa(n),
 		"--rate", "1000000", "--batch-size", "1000", "--key", r.author, "--out", planFile, "-o", "json"}
 	b.ReportAllocs()
 	b.ResetTimer()

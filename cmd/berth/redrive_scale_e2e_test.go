@@ -30,11 +30,17 @@ func TestRedriveAtScaleFromTheBinary(t *testing.T) {
 		t.Skip("a measurement: set BERTH_SCALE_RECORDS (e.g. 100000) to run it")
 	}
 	r := newScaleRig(t, n)
-	class := r.class(t)
+	planOnly := os.Getenv("BERTH_SCALE_STEPS") == "plan"
+	// The DLQ holds one class: alone, the plan selects it with --all and
+	// `dlq classes` (which holds every record it reads) is not run.
+	selection := []string{"--all"}
+	if !planOnly {
+		selection = []string{"--class", r.class(t)}
+	}
 	planFile := filepath.Join(r.dir, "plan.json")
 	read := strconv.Itoa(n)
-	plan := r.run(t, "redrive", "plan", scaleDLQ, "--class", class, "--read", read, "--rate", "1000000", "--batch-size", "1000",
-		"--key", r.author, "--out", planFile, "-o", "json")
+	plan := r.run(t, append(append([]string{"redrive", "plan", scaleDLQ}, selection...), "--read", read, "--rate", "1000000", "--batch-size", "1000",
+		"--key", r.author, "--out", planFile, "-o", "json")...)
 	if plan.code != 0 {
 		t.Fatalf("redrive plan: exit %d: %s", plan.code, plan.stderr)
 	}
@@ -59,7 +65,7 @@ func TestRedriveAtScaleFromTheBinary(t *testing.T) {
 	}
 	t.Logf("records %d (included %d, captured %d)", n, made.Totals.Included, r.captured)
 	t.Logf("redrive plan:    %8.2fs  peak RSS %6.0f MiB  plan file %d bytes (%.1f bytes/record)", plan.wall.Seconds(), plan.mib(), st.Size(), float64(st.Size())/float64(n))
-	if os.Getenv("BERTH_SCALE_STEPS") == "plan" {
+	if planOnly {
 		return
 	}
 	approve := r.run(t, "redrive", "approve", made.Hash[:16], "--key", r.approver, "-o", "json")

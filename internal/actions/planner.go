@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -287,14 +288,14 @@ func (p *Planner) Plan(ctx context.Context, req PlanRequest) (redrive.File, erro
 	}
 	known := map[string]bool{}
 	in := newInterner()
-	var picked []redrive.PlanRecord
+	var picked pickedRecords
 	read := 0
 	res, err := p.Cluster.ReadDLQEach(ctx, req.DLQ, kafka.ReadOptions{Limit: p.ReadLimit}, func(r redrive.Record) {
 		read++
 		pr := redrive.ParseRecord(r, pol.Extractors)
 		known[pr.Class] = true
 		if base(pr.Class) && filter(pr) {
-			picked = append(picked, in.record(redrive.NewPlanRecord(pr, req.Target)))
+			picked.add(in.record(redrive.NewPlanRecord(pr, req.Target)))
 		}
 	})
 	if err != nil {
@@ -324,12 +325,12 @@ func (p *Planner) Plan(ctx context.Context, req PlanRequest) (redrive.File, erro
 		}
 		for _, r := range recs {
 			if pr := redrive.ParseRecord(r, pol.Extractors); filter(pr) {
-				picked = append(picked, in.record(redrive.NewPlanRecord(pr, req.Target)))
+				picked.add(in.record(redrive.NewPlanRecord(pr, req.Target)))
 			}
 		}
 	}
-	picked = sortUnique(picked)
-	if len(picked) == 0 {
+	records := picked.sorted()
+	if len(records) == 0 {
 		return redrive.File{}, fmt.Errorf("the selection matches no record in %s", req.DLQ)
 	}
 	info, err := p.Cluster.Describe(ctx)
@@ -350,7 +351,7 @@ func (p *Planner) Plan(ctx context.Context, req PlanRequest) (redrive.File, erro
 	if plan.Author == "" {
 		plan.Author = DefaultAuthor()
 	}
-	plan.Records = picked
+	plan.Records = records
 	checker := p
 	if req.Progress != nil {
 		c := *p
@@ -410,23 +411,64 @@ func (p *Planner) Check(ctx context.Context, plan redrive.Plan, cs []redrive.Can
 	return vs, nil
 }
 
-// sortUnique sorts plan records by coordinates and keeps one per record
-// (a record both in a selected class and named by --offsets is one record).
-func sortUnique(rs []redrive.PlanRecord) []redrive.PlanRecord {
-	sort.SliceStable(rs, func(i, j int) bool {
-		if rs[i].Partition != rs[j].Partition {
-			return rs[i].Partition < rs[j].Partition
+// pickedRecords gathers selected plan records per DLQ partition in blocks,
+// so a million of them (about 300 bytes each) never sit in a slice that is
+// being regrown (old and new arrays at once), and records that arrive in
+// offset order per partition need no sort.
+type pickedRecords struct {
+	parts map[int32][][]redrive.PlanRecord
+	n     int
+}
+
+const pickedBlock = 4096
+
+func (p *pickedRecords) add(r redrive.PlanRecord) {
+	if p.parts == nil {
+		p.parts = map[int32][][]redrive.PlanRecord{}
+	}
+	bs := p.parts[r.Partition]
+	if len(bs) == 0 || len(bs[len(bs)-1]) == pickedBlock {
+		bs = append(bs, make([]redrive.PlanRecord, 0, pickedBlock))
+	}
+	bs[len(bs)-1] = append(bs[len(bs)-1], r)
+	p.parts[r.Partition] = bs
+	p.n++
+}
+
+// sorted returns the records in (partition, offset) order, one per record
+// (a record both in a selected class and named by --offsets is one record),
+// releasing each block as it is copied.
+func (p *pickedRecords) sorted() []redrive.PlanRecord {
+	parts := make([]int32, 0, len(p.parts))
+	for part := range p.parts {
+		parts = append(parts, part)
+	}
+	slices.Sort(parts)
+	out := make([]redrive.PlanRecord, 0, p.n)
+	for _, part := range parts {
+		for i, b := range p.parts[part] {
+			out = append(out, b...)
+			p.parts[part][i] = nil
 		}
-		return rs[i].Offset < rs[j].Offset
-	})
-	out := rs[:0]
-	for i, r := range rs {
-		if i > 0 && r.Coord() == rs[i-1].Coord() {
+	}
+	p.parts, p.n = nil, 0
+	less := func(i, j int) bool {
+		if out[i].Partition != out[j].Partition {
+			return out[i].Partition < out[j].Partition
+		}
+		return out[i].Offset < out[j].Offset
+	}
+	if !sort.SliceIsSorted(out, less) {
+		sort.SliceStable(out, less)
+	}
+	uniq := out[:0]
+	for i, r := range out {
+		if i > 0 && r.Coord() == out[i-1].Coord() {
 			continue
 		}
-		out = append(out, r)
+		uniq = append(uniq, r)
 	}
-	return out
+	return uniq
 }
 
 // interner shares the strings a million plan records repeat (topics,

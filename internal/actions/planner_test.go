@@ -399,3 +399,34 @@ func TestSelectionOverMoreThanTheReadBoundIsRefused(t *testing.T) {
 		t.Fatalf("offsets beyond the bound: %v", err)
 	}
 }
+
+// TestPickedRecordsComeOutInDLQOrderOncePerRecord: records streamed from
+// interleaved partitions (more than a block of them), plus --offsets reads
+// that repeat some and arrive out of order, come out sorted by partition
+// and offset, each record once.
+func TestPickedRecordsComeOutInDLQOrderOncePerRecord(t *testing.T) {
+	var p pickedRecords
+	const per = pickedBlock + 10
+	for i := 0; i < per; i++ {
+		for _, part := range []int32{2, 0, 1} {
+			p.add(redrive.PlanRecord{Partition: part, Offset: int64(i)})
+		}
+	}
+	p.add(redrive.PlanRecord{Partition: 0, Offset: 7})                // also named by --offsets
+	p.add(redrive.PlanRecord{Partition: 3, Offset: 9})                // only named by --offsets
+	p.add(redrive.PlanRecord{Partition: 3, Offset: 1})                // out of order
+	p.add(redrive.PlanRecord{Partition: 1, Offset: int64(per) + 100}) // past the stream
+	got := p.sorted()
+	if len(got) != 3*per+3 {
+		t.Fatalf("%d records, want %d", len(got), 3*per+3)
+	}
+	for i := 1; i < len(got); i++ {
+		a, b := got[i-1], got[i]
+		if a.Partition > b.Partition || (a.Partition == b.Partition && a.Offset >= b.Offset) {
+			t.Fatalf("records %d and %d out of order or repeated: %v %v", i-1, i, a.Coord(), b.Coord())
+		}
+	}
+	if last := got[len(got)-1]; last.Coord() != (redrive.Coord{Partition: 3, Offset: 9}) {
+		t.Fatalf("last record %v, want 3:9", last.Coord())
+	}
+}
