@@ -190,28 +190,12 @@ func (s consoleRedrive) RecordPlan(ctx context.Context, f redrive.File, contextN
 // which `berth redrive plan --key` does in one step. A plan that already
 // has an author's signature keeps it (nobody can take over authorship).
 func (s consoleRedrive) SignAsAuthor(ctx context.Context, hash string, sig approval.Signature, contextName string, readOnly bool) error {
-	if readOnly {
-		return fmt.Errorf("%w; nothing stored", errReadOnly)
-	}
 	pf, err := s.P.Store.Plan(ctx, hash)
 	if err != nil {
 		return err
 	}
-	if sig.PlanHash != pf.Hash || sig.Role != approval.RoleAuthor {
-		return fmt.Errorf("refused: not an author's signature over plan %s", shortHash(pf.Hash))
-	}
-	if a := pf.Author(); a != nil {
-		return fmt.Errorf("refused: plan %s is already signed by its author (%s); nothing stored", shortHash(pf.Hash), a.Fingerprint)
-	}
-	for _, a := range pf.Approvals() {
-		if a.Fingerprint == sig.Fingerprint {
-			return errors.New("refused: this key already approved the plan; it cannot also be its author")
-		}
-	}
-	if err := s.P.Store.AddSignature(ctx, pf.Hash, sig); err != nil {
-		return err
-	}
-	return s.audit(ctx, contextName, "redrive.plan.signed", pf, map[string]any{"author": pf.Plan.Author, "author_key": sig.Fingerprint})
+	// The same action as `berth redrive sign`.
+	return s.actions(contextName, readOnly, "").SignAsAuthor(ctx, pf, sig)
 }
 
 // dial opens a connection of the execution's own, so an execution started

@@ -320,6 +320,48 @@ func TestRedriveRulesOnBothBackends(t *testing.T) {
 				}
 			})
 
+			t.Run("a plan made without --key is signed by its author later, once, never in read-only", func(t *testing.T) {
+				signers, alice, _, bob := signersFile(t, t.TempDir())
+				e := b.env(t, func(e ruleEnv) string {
+					return e.policyFor("      review: required\n      approvals: 1\n", fmt.Sprintf("      allowed_signers: %s\n", signers))
+				})
+				_, hash := e.planAll(t)
+				author := func() string {
+					out, errOut, code := e.run(t, "redrive", "status", hash[:12], "-o", "json")
+					var st struct {
+						Author string `json:"author"`
+					}
+					if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
+						t.Fatalf("status: exit %d %s%s", code, out, errOut)
+					}
+					return st.Author
+				}
+				if got := author(); got != "(unsigned)" {
+					t.Fatalf("author of a plan made without --key: %q", got)
+				}
+				if _, errOut, code := e.run(t, "--read-only", "redrive", "sign", hash[:12], "--key", alice); code == 0 || !strings.Contains(errOut, "read-only") {
+					t.Errorf("sign in read-only: exit %d %q; want a refusal", code, errOut)
+				}
+				out, errOut, code := e.run(t, "redrive", "sign", hash[:12], "--key", alice, "-o", "json")
+				if code != 0 || !strings.Contains(out, `"author_key": "SHA256:`) {
+					t.Fatalf("sign: exit %d %s%s", code, out, errOut)
+				}
+				if got := author(); got != "alice@hc" {
+					t.Errorf("author after redrive sign: %q, want alice@hc", got)
+				}
+				if _, errOut, code := e.run(t, "redrive", "sign", hash[:12], "--key", bob); code == 0 || !strings.Contains(errOut, "already signed by its author") {
+					t.Errorf("a second author: exit %d %q; want a refusal", code, errOut)
+				}
+				// The author's signature now counts as the author's: the
+				// two-person rule applies to it.
+				if _, errOut, code := e.run(t, "redrive", "approve", hash[:12], "--key", alice); code == 0 || !strings.Contains(errOut, "author cannot approve") {
+					t.Errorf("approve by the author who signed later: exit %d %q", code, errOut)
+				}
+				if !strings.Contains(auditActions(t, e.audit), "redrive.plan.signed") {
+					t.Errorf("redrive sign not audited")
+				}
+			})
+
 			t.Run("no allowed_signers refuses the approval, storing nothing", func(t *testing.T) {
 				dir := t.TempDir()
 				signers, alice, _, bob := signersFile(t, dir)
