@@ -431,9 +431,23 @@ func TestConsoleRabbitQuorumDLQAsksBeforeReading(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no hash:\n%s", v)
 	}
-	out, _, code := rc.berth(t, "redrive", "show", m[1][:12], "-o", "json")
+	out, errOut, code := rc.berth(t, "redrive", "show", m[1][:12], "-o", "json")
 	if code != 0 || !strings.Contains(out, `"queue_type": "quorum"`) {
 		t.Fatalf("show: %d %s", code, out)
+	}
+	// Showing the plan does not read the quorum DLQ again (that would move
+	// every message and count a delivery): it says the review is not
+	// derived, and each message was delivered twice, by the console's read
+	// and the plan's.
+	if strings.Contains(out, `"review": {`) || !strings.Contains(errOut, "review is not derived") {
+		t.Errorf("show of a quorum plan: want no derived review and a note why:\n%s%s", out, errOut)
+	}
+	for i := 0; i < 2; i++ {
+		d, ok, err := ch.Get(dlq, false)
+		must(err)
+		if !ok || d.Headers["x-delivery-count"] != int64(2) {
+			t.Errorf("message %d: got %v, x-delivery-count %v; want 2 (the console's read and the plan's, not show's)", i, ok, d.Headers["x-delivery-count"])
+		}
 	}
 	if _, err := os.Stat(rc.audit); err != nil {
 		t.Fatal(err)
