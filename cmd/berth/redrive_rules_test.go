@@ -315,8 +315,22 @@ func TestRedriveRulesOnBothBackends(t *testing.T) {
 						t.Errorf("approve with %s: exit %d %q; want the two-person rule", who, code, errOut)
 					}
 				}
-				if _, errOut, code := e.run(t, "redrive", "approve", hash[:12], "--key", bob); code != 0 {
-					t.Errorf("approve by another person: exit %d %s", code, errOut)
+				out, errOut, code := e.run(t, "redrive", "approve", hash[:12], "--key", bob, "-o", "json")
+				var got map[string]json.RawMessage
+				if code != 0 || json.Unmarshal([]byte(out), &got) != nil {
+					t.Fatalf("approve by another person: exit %d %s%s", code, out, errOut)
+				}
+				// The keys the manual gives approve's JSON, on both.
+				for _, k := range []string{"plan", "dlq", "signer", "fingerprint", "decision", "summary"} {
+					if _, ok := got[k]; !ok {
+						t.Errorf("approve -o json lacks %q:\n%s", k, out)
+					}
+				}
+				var dec struct {
+					Approved bool `json:"approved"`
+				}
+				if !strings.Contains(string(got["signer"]), "bob@hc") || json.Unmarshal(got["decision"], &dec) != nil || !dec.Approved {
+					t.Errorf("approve -o json: signer %s, decision %s", got["signer"], got["decision"])
 				}
 			})
 
