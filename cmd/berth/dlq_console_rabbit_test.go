@@ -117,8 +117,8 @@ func TestConsoleRabbitDLQClassToExecutedPlan(t *testing.T) {
 	isolateConfig(t)
 	_, ch, work, dlq := rmqDLQ(t, 4)
 	dir := t.TempDir()
-	alice, alicePub := rmqSSHKey(t, dir, "alice")
-	bob, bobPub := rmqSSHKey(t, dir, "bob")
+	alice, alicePub := sshKey(t, dir, "alice")
+	bob, bobPub := sshKey(t, dir, "bob")
 	signers := filepath.Join(dir, "allowed_signers")
 	if err := os.WriteFile(signers, []byte("alice@hc "+alicePub+"\nbob@hc "+bobPub+"\n"), 0o600); err != nil {
 		t.Fatal(err)

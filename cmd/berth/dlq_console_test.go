@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -241,13 +240,8 @@ func approveWith(d *consoleDriver, key string) string {
 
 func TestConsoleApproveRefusesAuthorAndStrangerThenCounts(t *testing.T) {
 	dir := t.TempDir()
-	alice, alicePub := sshKey(t, dir, "alice")
-	bob, bobPub := sshKey(t, dir, "bob")
+	signers, alice, _, bob := signersFile(t, dir)
 	mallory, _ := sshKey(t, dir, "mallory")
-	signers := filepath.Join(dir, "allowed_signers")
-	if err := os.WriteFile(signers, []byte("alice@hc "+alicePub+"\nbob@hc "+bobPub+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	f := newRedriveFixture(t, 6, reviewPolicy(signers, ""))
 	plan := f.plan(t, "--key", alice)
 	env := consoleEnv(t, f, false, 0)
@@ -510,12 +504,7 @@ func TestConsolePauseThenCancelLeavesWholeBatches(t *testing.T) {
 // signature), and has another key approve it.
 func TestConsoleSignsItsOwnPlanAsAuthor(t *testing.T) {
 	dir := t.TempDir()
-	alice, alicePub := sshKey(t, dir, "alice")
-	bob, bobPub := sshKey(t, dir, "bob")
-	signers := filepath.Join(dir, "allowed_signers")
-	if err := os.WriteFile(signers, []byte("alice@hc "+alicePub+"\nbob@hc "+bobPub+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	signers, alice, _, bob := signersFile(t, dir)
 	f := newRedriveFixture(t, 5, reviewPolicy(signers, ""))
 	env := consoleEnv(t, f, false, 0)
 	d := drive(t, env, tuidlq.NewClassesPage(env, "ledger-events.DLT"))

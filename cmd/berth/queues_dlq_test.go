@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -186,32 +185,14 @@ func rmqDeadLettered(t *testing.T, kind string, autoDeleteWork bool, msgs func(s
 	return conn, ch, work, dlq, sfx
 }
 
-func rmqSSHKey(t *testing.T, dir, name string) (keyFile, pub string) {
-	t.Helper()
-	keyFile = filepath.Join(dir, name)
-	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", keyFile).CombinedOutput(); err != nil {
-		t.Fatalf("ssh-keygen: %v %s", err, out)
-	}
-	b, err := os.ReadFile(keyFile + ".pub")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return keyFile, strings.TrimSpace(string(b))
-}
-
 // A policy that requires review: the author cannot approve their own plan,
 // a key outside allowed_signers does not count, another signer does.
 func TestQueuesRedriveApprovals(t *testing.T) {
 	isolateConfig(t)
 	_, ch, work, dlq := rmqDLQ(t, 2)
 	dir := t.TempDir()
-	alice, alicePub := rmqSSHKey(t, dir, "alice")
-	bob, bobPub := rmqSSHKey(t, dir, "bob")
-	mallory, _ := rmqSSHKey(t, dir, "mallory")
-	signers := filepath.Join(dir, "allowed_signers")
-	if err := os.WriteFile(signers, []byte("alice@hc "+alicePub+"\nbob@hc "+bobPub+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	signers, alice, _, bob := signersFile(t, dir)
+	mallory, _ := sshKey(t, dir, "mallory")
 	cfg := rabbitConfig{Store: filepath.Join(dir, "ledger.db"), Policies: reviewedPolicy("berth.test.cmd.dlq.*", signers)}.write(t)
 	run := func(args ...string) (string, string, int) { return runBerth(t, append(args, "--config", cfg)...) }
 	plan := filepath.Join(dir, "plan.json")

@@ -301,13 +301,8 @@ func sshKey(t testing.TB, dir, name string) (keyFile, pub string) {
 // line: every refusal names its reason and sends nothing.
 func TestRedriveApprovalWorkflow(t *testing.T) {
 	dir := t.TempDir()
-	alice, alicePub := sshKey(t, dir, "alice")
-	bob, bobPub := sshKey(t, dir, "bob")
+	signers, alice, _, bob := signersFile(t, dir)
 	mallory, _ := sshKey(t, dir, "mallory")
-	signers := filepath.Join(dir, "allowed_signers")
-	if err := os.WriteFile(signers, []byte("alice@hc "+alicePub+"\nbob@hc "+bobPub+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	const n = 12
 	f := newRedriveFixture(t, n, reviewPolicy(signers, ""))
 	plan := f.plan(t, "--key", alice)

@@ -213,9 +213,9 @@ func noReview(e ruleEnv) string { return e.policyFor("      review: none\n") }
 // signersFile writes an allowed_signers file: alice with two keys (one
 // principal), bob with one. It returns the key files.
 func signersFile(t *testing.T, dir string) (file, alice, alice2, bob string) {
-	alice, alicePub := rmqSSHKey(t, dir, "alice")
-	alice2, alice2Pub := rmqSSHKey(t, dir, "alice-laptop")
-	bob, bobPub := rmqSSHKey(t, dir, "bob")
+	alice, alicePub := sshKey(t, dir, "alice")
+	alice2, alice2Pub := sshKey(t, dir, "alice-laptop")
+	bob, bobPub := sshKey(t, dir, "bob")
 	file = filepath.Join(dir, "allowed_signers")
 	list := "alice@hc " + alicePub + "\nalice@hc " + alice2Pub + "\nbob@hc " + bobPub + "\n"
 	if err := os.WriteFile(file, []byte(list), 0o600); err != nil {

@@ -83,12 +83,7 @@ func TestRedriveStatusShowsBlockedPlans(t *testing.T) {
 // allowed_signers to verify against, so it is refused and nothing stored.
 func TestRedriveApproveWithoutAllowedSignersIsRefused(t *testing.T) {
 	dir := t.TempDir()
-	alice, alicePub := sshKey(t, dir, "alice")
-	bob, bobPub := sshKey(t, dir, "bob")
-	signers := filepath.Join(dir, "allowed_signers")
-	if err := os.WriteFile(signers, []byte("alice@hc "+alicePub+"\nbob@hc "+bobPub+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	signers, alice, _, bob := signersFile(t, dir)
 	f := newRedriveFixture(t, 2, reviewPolicy(signers, ""))
 	plan := f.plan(t, "--key", alice)
 	noPolicy := writeConfig(t, fmt.Sprintf("current_context: test\ncontexts:\n  test:\n    kind: kafka\n    bootstrap: [%s]\naudit:\n  file: %s\n", f.kc.Addrs[0], f.audit))

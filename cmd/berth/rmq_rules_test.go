@@ -107,12 +107,7 @@ func TestRabbitApproveRefusesWithoutAllowedSigners(t *testing.T) {
 	isolateConfig(t)
 	_, _, _, dlq := rmqDLQ(t, 1)
 	dir := t.TempDir()
-	alice, alicePub := rmqSSHKey(t, dir, "alice")
-	bob, bobPub := rmqSSHKey(t, dir, "bob")
-	signers := filepath.Join(dir, "allowed_signers")
-	if err := os.WriteFile(signers, []byte("alice@hc "+alicePub+"\nbob@hc "+bobPub+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	signers, alice, _, bob := signersFile(t, dir)
 	reviewed := rabbitRedriveConfig(dir, reviewedPolicy("berth.test.cmd.dlq.*", signers)).write(t)
 	unreviewed := rabbitRedriveConfig(dir, "").write(t)
 	plan := filepath.Join(dir, "plan.json")
