@@ -247,9 +247,11 @@ func TestUnknownSubcommandIsAUsageError(t *testing.T) {
 		if g.Runnable() {
 			continue // a command of its own as well (berth offsets GROUP)
 		}
-		out, _, code := runBerth(t, g.Name())
-		if code != 0 || !strings.Contains(out, "Available Commands:") {
-			t.Errorf("berth %s alone: exit %d, want its help:\n%s", g.Name(), code, out)
+		for _, args := range [][]string{{g.Name()}, {g.Name(), "help"}} {
+			out, _, code := runBerth(t, args...)
+			if code != 0 || !strings.Contains(out, "Available Commands:") {
+				t.Errorf("berth %s: exit %d, want its help:\n%s", strings.Join(args, " "), code, out)
+			}
 		}
 	}
 	if groups < 3 {

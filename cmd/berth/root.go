@@ -314,10 +314,10 @@ func rejectUnknownSubcommands(c *cobra.Command) {
 		if g.HasSubCommands() && !g.Runnable() {
 			g.Args = cobra.ArbitraryArgs
 			g.RunE = func(cmd *cobra.Command, args []string) error {
-				if len(args) > 0 {
+				if len(args) > 0 && args[0] != "help" {
 					return usageErr("unknown command %q for %q (see %s --help)", args[0], cmd.CommandPath(), cmd.CommandPath())
 				}
-				return cmd.Help()
+				return cmd.Help() // alone, or `berth redrive help`
 			}
 			if g.Annotations == nil {
 				g.Annotations = map[string]string{}
