@@ -343,8 +343,9 @@ func toRecord(r *kgo.Record) redrive.Record {
 }
 
 // readFetchMaxBytes bounds one fetch response of a DLQ or ordering read
-// (the broker still returns at least one whole batch).
-const readFetchMaxBytes = 4 << 20
+// (the broker still returns at least one whole batch). 1 MiB read a
+// 100,000-record DLQ as fast as 4 MiB did, with 50-60 MiB less peak RSS.
+const readFetchMaxBytes = 1 << 20
 
 // readRange is [from, end) of one partition; realEnd is the partition's end
 // when end is a bound short of it (0: end is the real end).
