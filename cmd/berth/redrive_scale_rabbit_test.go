@@ -141,6 +141,8 @@ func TestRabbitRedriveAtScaleFromTheBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Logged now: the plan's figures stand even when the execute fails.
+	t.Logf("redrive plan:    %8.2fs  peak RSS %6.0f MiB  plan file %d bytes (%.1f bytes/message)", plan.wall.Seconds(), plan.mib(), st.Size(), float64(st.Size())/float64(n))
 	exec := r.run(t, "redrive", "execute", made.Hash[:16], "--yes", "-o", "json")
 	if exec.code != 0 {
 		t.Fatalf("redrive execute: exit %d: %s", exec.code, exec.stderr)
@@ -157,7 +159,6 @@ func TestRabbitRedriveAtScaleFromTheBinary(t *testing.T) {
 	}
 	baseline := publishAll(base)
 	t.Logf("messages %d (included %d, captured %d)", n, made.Totals.Included, captured)
-	t.Logf("redrive plan:    %8.2fs  peak RSS %6.0f MiB  plan file %d bytes (%.1f bytes/message)", plan.wall.Seconds(), plan.mib(), st.Size(), float64(st.Size())/float64(n))
 	t.Logf("redrive execute: %8.2fs  peak RSS %6.0f MiB  %.0f messages/s (sent / wall time of the command, depth check included)",
 		exec.wall.Seconds(), exec.mib(), float64(done.Sent)/exec.wall.Seconds())
 	t.Logf("baseline confirmed publish (window 500) of the same %d messages: %.2fs, %.0f messages/s; execute/baseline time ratio %.1fx",

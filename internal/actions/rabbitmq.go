@@ -513,9 +513,25 @@ func (r *RabbitRedrive) Run(ctx context.Context, cl *rabbitmq.Client, l *rabbitm
 	o.StopOnFailure = pol.StopOnFailure || pol.RequireIdempotencyKey
 	o.Skip = skip
 	// The checks that need what a message derives to run as it is
-	// consumed, over each chunk (no second read of the DLQ).
+	// consumed, over each chunk (no second read of the DLQ), with one
+	// system-of-record connection for the whole run.
+	var look sor.Lookup
+	defer func() {
+		if look != nil {
+			look.Close()
+		}
+	}()
 	o.Recheck = func(ctx context.Context, msgs []redrive.QueueMessage) (map[string]redrive.Verdict, error) {
-		return r.recheckMessages(ctx, p, msgs)
+		return r.recheckMessages(ctx, p, msgs, func(ctx context.Context, s config.SystemOfRecord, keys []string) (map[string]bool, error) {
+			if look == nil {
+				l, err := sor.Open(ctx, s)
+				if err != nil {
+					return nil, err
+				}
+				look = l
+			}
+			return look.Committed(ctx, keys)
+		})
 	}
 	record := func(ctx context.Context, action string, details map[string]any) error {
 		details["dlq"], details["actor"] = p.DLQ, actor
@@ -612,7 +628,7 @@ func (r *RabbitRedrive) recheck(ctx context.Context, l *rabbitmq.Ledger, p redri
 			skip[id] = redrive.Verdict{Reason: redrive.ReasonAlreadyRedriven, Detail: fmt.Sprintf("redriven meanwhile from %s by plan %s", e.DLQ, redrive.ShortHash(e.Plan))}
 		}
 	}
-	more, err := r.recheckMessages(ctx, p, derived)
+	more, err := r.recheckMessages(ctx, p, derived, sorLookup)
 	if err != nil {
 		return nil, err
 	}
@@ -627,8 +643,10 @@ func (r *RabbitRedrive) recheck(ctx context.Context, l *rabbitmq.Ledger, p redri
 // recheckMessages runs the checks on what messages derive to, under the
 // stricter of the plan's policy and today's: the loop guard, the
 // idempotency key requirement and the system of record (an error there is
-// returned: never read as "not applied").
-func (r *RabbitRedrive) recheckMessages(ctx context.Context, p redrive.QueuePlan, msgs []redrive.QueueMessage) (map[string]redrive.Verdict, error) {
+// returned: never read as "not applied"), which
+// committed asks the system of record.
+func (r *RabbitRedrive) recheckMessages(ctx context.Context, p redrive.QueuePlan, msgs []redrive.QueueMessage,
+	committed func(context.Context, config.SystemOfRecord, []string) (map[string]bool, error)) (map[string]redrive.Verdict, error) {
 	skip := map[string]redrive.Verdict{}
 	pol, matched := r.Config.RedrivePolicyFor(p.DLQ)
 	maxRedrives := p.Policy.MaxRedrives
@@ -653,12 +671,12 @@ func (r *RabbitRedrive) recheckMessages(ctx context.Context, p redrive.QueuePlan
 	if pol.SystemOfRecord == nil || len(keys) == 0 {
 		return skip, nil
 	}
-	committed, err := sorLookup(ctx, *pol.SystemOfRecord, keys)
+	has, err := committed(ctx, *pol.SystemOfRecord, keys)
 	if err != nil {
 		return nil, fmt.Errorf("system of record: %v (never read as not applied)", err)
 	}
 	for _, m := range msgs {
-		if _, done := skip[m.EventID]; !done && m.IdempotencyKey != "" && committed[m.IdempotencyKey] {
+		if _, done := skip[m.EventID]; !done && m.IdempotencyKey != "" && has[m.IdempotencyKey] {
 			skip[m.EventID] = redrive.Verdict{Reason: redrive.ReasonEffectCommitted, Detail: fmt.Sprintf("the system of record has %s now (committed after the plan was made)", m.IdempotencyKey)}
 		}
 	}
