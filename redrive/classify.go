@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -29,7 +30,9 @@ type Coord struct {
 	Offset    int64 `json:"offset"`
 }
 
-func (c Coord) String() string { return fmt.Sprintf("%d:%d", c.Partition, c.Offset) }
+func (c Coord) String() string {
+	return strconv.FormatInt(int64(c.Partition), 10) + ":" + strconv.FormatInt(c.Offset, 10)
+}
 
 // Coord returns the record's coordinates.
 func (r Record) Coord() Coord { return Coord{r.Partition, r.Offset} }

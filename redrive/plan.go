@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/berth-dev/berth/redrive/approval"
@@ -248,9 +250,12 @@ func PlanFromCore(c Core) (Plan, error) {
 		}
 		*w.dst = &t
 	}
+	// Sized once: a plan of a million records holds ~300 MB of them, and
+	// growing the slice by appending would allocate several times that.
+	p.Records = make([]PlanRecord, 0, len(c.Rows))
 	for _, r := range c.Rows {
-		var co Coord
-		if n, err := fmt.Sscanf(r.Loc, "%d:%d", &co.Partition, &co.Offset); n != 2 || err != nil || co.String() != r.Loc {
+		co, ok := parseLoc(r.Loc)
+		if !ok {
 			return Plan{}, fmt.Errorf("row %q: want PARTITION:OFFSET", r.Loc)
 		}
 		if c.Selection.Locs {
@@ -266,6 +271,16 @@ func PlanFromCore(c Core) (Plan, error) {
 		p.Records = append(p.Records, pr)
 	}
 	return p, nil
+}
+
+// parseLoc reads a row's "PARTITION:OFFSET" in its one canonical form
+// (decimal, no sign, no leading zeros), as Coord.String writes it.
+func parseLoc(loc string) (Coord, bool) {
+	ps, os, ok := strings.Cut(loc, ":")
+	p, err1 := strconv.ParseInt(ps, 10, 32)
+	o, err2 := strconv.ParseInt(os, 10, 64)
+	c := Coord{Partition: int32(p), Offset: o}
+	return c, ok && err1 == nil && err2 == nil && c.String() == loc
 }
 
 func knownReason(r Reason) bool {
