@@ -28,6 +28,9 @@ func BenchmarkRedriveAtScale(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("BERTH_SCALE_RECORDS")); err == nil && v > 0 {
 		n = v
 	}
+	// Each command may take minutes at a million records: a cluster
+	// operation's --timeout (10s by default) is raised, as a user would.
+	const timeout = "10m"
 	var plan, approve, show, status, exec step
 	var sent int
 	var planBytes int64
@@ -36,7 +39,7 @@ func BenchmarkRedriveAtScale(b *testing.B) {
 		b.StopTimer()
 		r := newScaleRig(b, n)
 		planFile := filepath.Join(r.dir, "plan.json")
-		plan = r.run(b, "redrive", "plan", scaleDLQ, "--class", r.class(b), "--read", strconv.Itoa(n), "--rate", "1000000", "--batch-size", "1000",
+		plan = r.run(b, "--timeout", timeout, "redrive", "plan", scaleDLQ, "--all", "--read", strconv.Itoa(n), "--rate", "1000000", "--batch-size", "1000",
 			"--key", r.author, "--out", planFile, "-o", "json")
 		var made struct {
 			Hash   string                 `json:"hash"`
@@ -51,14 +54,14 @@ func BenchmarkRedriveAtScale(b *testing.B) {
 		}
 		planBytes = st.Size()
 		ref := made.Hash[:16]
-		if approve = r.run(b, "redrive", "approve", ref, "--key", r.approver, "-o", "json"); approve.code != 0 {
+		if approve = r.run(b, "--timeout", timeout, "redrive", "approve", ref, "--key", r.approver, "-o", "json"); approve.code != 0 {
 			b.Fatalf("redrive approve: exit %d: %s", approve.code, approve.stderr)
 		}
-		if show = r.run(b, "redrive", "show", ref, "-o", "json"); show.code != 0 {
+		if show = r.run(b, "--timeout", timeout, "redrive", "show", ref, "-o", "json"); show.code != 0 {
 			b.Fatalf("redrive show: exit %d: %s", show.code, show.stderr)
 		}
 		b.StartTimer()
-		exec = r.run(b, "redrive", "execute", ref, "--yes", "--watch", "0", "-o", "json")
+		exec = r.run(b, "--timeout", timeout, "redrive", "execute", ref, "--yes", "--watch", "0", "-o", "json")
 		b.StopTimer()
 		var done struct {
 			Sent         int `json:"sent"`
@@ -78,7 +81,7 @@ func BenchmarkRedriveAtScale(b *testing.B) {
 		if got := r.landed(b, made.Hash); got != done.Sent {
 			b.Fatalf("%d copies in %s, %d sent", got, scaleTopic, done.Sent)
 		}
-		if status = r.run(b, "redrive", "status", ref, "-o", "json"); status.code != 0 {
+		if status = r.run(b, "--timeout", timeout, "redrive", "status", ref, "-o", "json"); status.code != 0 {
 			b.Fatalf("redrive status: exit %d: %s", status.code, status.stderr)
 		}
 		sent = done.Sent
