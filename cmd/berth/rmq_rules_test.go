@@ -382,8 +382,9 @@ func TestRabbitApproveOnATerminalShowsThePlanAndAsks(t *testing.T) {
 	}
 	wrong := startTmux(t, 160, 30, "redrive", "approve", plan, "--key", bob, "--config", cfg)
 	s := wrong.waitText("the review and the question", "type the first 8 hex digits")
-	if !strings.Contains(s, work) || !strings.Contains(s, "include") {
-		t.Errorf("the review does not show the target and verdict:\n%s", s)
+	if !strings.Contains(s, work) || !strings.Contains(s, "include") || !strings.Contains(s, "review (derived from the messages as they are now)") ||
+		!strings.Contains(s, "idempotency keys of the included messages: job-0") {
+		t.Errorf("the review does not show the target, verdict and the keys derived from the message:\n%s", s)
 	}
 	wrong.keys("0000000", "Enter")
 	if s := wrong.waitText("the refusal", "[berth exited]"); !strings.Contains(s, "not confirmed: nothing signed") {
