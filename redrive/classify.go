@@ -265,29 +265,52 @@ func (rs Rules) Judge(exception, message string) (string, string) {
 
 // Classify groups records into classes, sorted by count (largest first),
 // then by id. Records in no known convention fall into a class with an empty
-// topic and exception, still counted.
+// topic and exception, still counted. Each class is judged on its first
+// record.
 func Classify(recs []Parsed, rules Rules) []Class {
-	byID := map[string]*Class{}
+	b := classBuilder{}
 	for _, p := range recs {
-		c, ok := byID[p.Class]
-		if !ok {
-			cl := ClassOf(p.OriginalTopic(), p.Diag.ExceptionName(), Normalise(p.Diag.Message))
-			cl.Verdict, cl.Rule = rules.Judge(cl.Exception+" "+p.Diag.Exception, p.Diag.Message)
-			cl.Transient = cl.Verdict == VerdictTransient
-			c = &cl
-			byID[p.Class] = c
-		}
-		c.Count++
-		ts := p.Timestamp
-		if c.FirstSeen.IsZero() || ts.Before(c.FirstSeen) {
-			c.FirstSeen = ts
-		}
-		if ts.After(c.LastSeen) {
-			c.LastSeen = ts
-		}
+		b.add(p.Class, p.Timestamp, func() Class { return judged(p, rules) })
 	}
-	out := make([]Class, 0, len(byID))
-	for _, c := range byID {
+	return b.classes()
+}
+
+// judged is p's class with the rules' verdict on p's failure.
+func judged(p Parsed, rules Rules) Class {
+	cl := ClassOf(p.OriginalTopic(), p.Diag.ExceptionName(), Normalise(p.Diag.Message))
+	cl.Verdict, cl.Rule = rules.Judge(cl.Exception+" "+p.Diag.Exception, p.Diag.Message)
+	cl.Transient = cl.Verdict == VerdictTransient
+	return cl
+}
+
+// classBuilder counts records into classes, in the order they are given.
+type classBuilder struct{ byID map[string]*Class }
+
+// add counts a record of class id seen at ts; first makes the class when
+// this is its first record.
+func (b *classBuilder) add(id string, ts time.Time, first func() Class) {
+	if b.byID == nil {
+		b.byID = map[string]*Class{}
+	}
+	c, ok := b.byID[id]
+	if !ok {
+		cl := first()
+		c = &cl
+		b.byID[id] = c
+	}
+	c.Count++
+	if c.FirstSeen.IsZero() || ts.Before(c.FirstSeen) {
+		c.FirstSeen = ts
+	}
+	if ts.After(c.LastSeen) {
+		c.LastSeen = ts
+	}
+}
+
+// classes returns the classes by count (largest first), then id.
+func (b *classBuilder) classes() []Class {
+	out := make([]Class, 0, len(b.byID))
+	for _, c := range b.byID {
 		out = append(out, *c)
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -297,4 +320,106 @@ func Classify(recs []Parsed, rules Rules) []Class {
 		return out[i].ID < out[j].ID
 	})
 	return out
+}
+
+// ClassTally classifies a DLQ as its records stream past, in any order,
+// without holding them: per record it keeps its coordinates, class and
+// timestamp; per class the parsed record of its lowest coordinates. Classes
+// then gives exactly what Classify gives for the records not done, in DLQ
+// order.
+type ClassTally struct {
+	ids     map[string]int32
+	classes []tallyClass
+	rows    []tallyRow
+}
+
+type tallyClass struct {
+	first Parsed // the class's record of lowest coordinates read (no payload)
+}
+
+type tallyRow struct {
+	coord Coord
+	class int32
+	ts    time.Time
+}
+
+// Add counts one parsed record; it keeps nothing p's Record lends.
+func (t *ClassTally) Add(p Parsed) {
+	if t.ids == nil {
+		t.ids = map[string]int32{}
+	}
+	i, ok := t.ids[p.Class]
+	if !ok || less(p.Coord(), t.classes[i].first.Coord()) {
+		// Judging needs the diagnostics only: the payload and headers
+		// belong to the read.
+		keep := Parsed{Record: Record{Topic: p.Topic, Partition: p.Partition, Offset: p.Offset, Timestamp: p.Timestamp}, Diag: p.Diag, Class: p.Class}
+		if !ok {
+			i = int32(len(t.classes))
+			t.ids[p.Class] = i
+			t.classes = append(t.classes, tallyClass{})
+		}
+		t.classes[i].first = keep
+	}
+	t.rows = append(t.rows, tallyRow{coord: p.Coord(), class: i, ts: p.Timestamp})
+}
+
+// Read is how many records were counted.
+func (t *ClassTally) Read() int { return len(t.rows) }
+
+// Coords lists the coordinates counted (for the ledger look-up).
+func (t *ClassTally) Coords() []Coord {
+	out := make([]Coord, len(t.rows))
+	for i, r := range t.rows {
+		out[i] = r.coord
+	}
+	return out
+}
+
+// Classes classifies the records not done, as Classify would over them in
+// DLQ order. A class is judged on its first record not done; when that is
+// not the record kept (the kept one is done), reread returns the parsed
+// records at the coordinates asked for.
+func (t *ClassTally) Classes(rules Rules, done func(Coord) bool, reread func([]Coord) (map[Coord]Parsed, error)) ([]Class, error) {
+	sort.Slice(t.rows, func(i, j int) bool { return less(t.rows[i].coord, t.rows[j].coord) })
+	firstPending := make([]*Coord, len(t.classes))
+	var again []Coord
+	for _, r := range t.rows {
+		if firstPending[r.class] != nil || done(r.coord) {
+			continue
+		}
+		c := r.coord
+		firstPending[r.class] = &c
+		if c != t.classes[r.class].first.Coord() {
+			again = append(again, c)
+		}
+	}
+	var rereadRecs map[Coord]Parsed
+	if len(again) > 0 {
+		var err error
+		if rereadRecs, err = reread(again); err != nil {
+			return nil, err
+		}
+	}
+	b := classBuilder{}
+	for _, r := range t.rows {
+		if done(r.coord) {
+			continue
+		}
+		var err error
+		b.add(t.classes[r.class].first.Class, r.ts, func() Class {
+			p := t.classes[r.class].first
+			if c := *firstPending[r.class]; c != p.Coord() {
+				q, ok := rereadRecs[c]
+				if !ok {
+					err = fmt.Errorf("record %s is no longer in the DLQ", c)
+				}
+				p = q
+			}
+			return judged(p, rules)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return b.classes(), nil
 }

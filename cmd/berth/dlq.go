@@ -234,7 +234,7 @@ reason, pattern, transient, verdict, first_seen, last_seen.`,
 				return err
 			}
 			defer closeFn()
-			l, err := p.Load(ctx, args[0], limit)
+			l, err := p.Classes(ctx, args[0], limit)
 			if err != nil {
 				return err
 			}
@@ -247,7 +247,7 @@ reason, pattern, transient, verdict, first_seen, last_seen.`,
 				return output.WriteJSON(a.stdout, rows)
 			}
 			if !l.Complete {
-				fmt.Fprintf(a.stderr, "berth: %s holds %d records; classes describe the first %d (raise --limit)\n", sanitize.Text(args[0]), l.Total, len(l.Records))
+				fmt.Fprintf(a.stderr, "berth: %s holds %d records; classes describe the first %d (raise --limit)\n", sanitize.Text(args[0]), l.Total, l.Read)
 			}
 			g := output.Grid{Header: []string{"CLASS", "COUNT", "VERDICT", "ORIGINAL TOPIC", "EXCEPTION", "FIRST SEEN", "LAST SEEN", "MESSAGE PATTERN"}, Right: map[int]bool{1: true}}
 			for _, r := range rows {

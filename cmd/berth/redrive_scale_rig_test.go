@@ -229,6 +229,7 @@ func (r *scaleRig) class(t testing.TB) string {
 	if err := json.Unmarshal([]byte(s.stdout), &classes); s.code != 0 || err != nil || len(classes) != 1 || classes[0].Count != r.n {
 		t.Fatalf("dlq classes: exit %d %v %s %s", s.code, err, s.stdout, s.stderr)
 	}
+	t.Logf("dlq classes:     %8.2fs  peak RSS %6.0f MiB", s.wall.Seconds(), s.mib())
 	return classes[0].Class
 }
 

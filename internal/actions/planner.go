@@ -174,32 +174,55 @@ func (p *Planner) ledgerFor(ctx context.Context, dlq string, cs []redrive.Candid
 	return append(byCoord, byEvent...), nil
 }
 
-// load reads and classifies a DLQ, asking the ledger about the records read.
-func (p *Planner) load(ctx context.Context, dlq string, limit int) (Loaded, error) {
+// ledgerOf indexes the ledger entries of the records at coords in dlq.
+func (p *Planner) ledgerOf(ctx context.Context, dlq string, coords []redrive.Coord) (redrive.LedgerIndex, error) {
+	cs := make([]redrive.Candidate, len(coords))
+	for i, c := range coords {
+		cs[i] = redrive.Candidate{Coord: c}
+	}
+	entries, err := p.ledgerFor(ctx, dlq, cs)
+	if err != nil {
+		return redrive.LedgerIndex{}, err
+	}
+	return redrive.NewLedgerIndex(dlq, entries), nil
+}
+
+// readSetup is what classifying a DLQ's records needs: its policy, the
+// class rules, and the read bound (limit, else ReadLimit).
+func (p *Planner) readSetup(dlq string, limit int) (Policy, redrive.Rules, int, error) {
 	pol, err := p.PolicyFor(dlq)
 	if err != nil {
-		return Loaded{}, err
+		return Policy{}, nil, 0, err
 	}
 	rules, err := p.Rules()
 	if err != nil {
-		return Loaded{}, err
+		return Policy{}, nil, 0, err
 	}
 	if limit <= 0 {
 		limit = p.ReadLimit
+	}
+	return pol, rules, limit, nil
+}
+
+// load reads and classifies a DLQ, asking the ledger about the records read.
+func (p *Planner) load(ctx context.Context, dlq string, limit int) (Loaded, error) {
+	pol, rules, limit, err := p.readSetup(dlq, limit)
+	if err != nil {
+		return Loaded{}, err
 	}
 	res, err := p.Cluster.ReadDLQ(ctx, dlq, kafka.ReadOptions{Limit: limit})
 	if err != nil {
 		return Loaded{}, err
 	}
-	cs := make([]redrive.Candidate, len(res.Records))
+	coords := make([]redrive.Coord, len(res.Records))
 	for i, r := range res.Records {
-		cs[i] = redrive.Candidate{Coord: r.Coord()}
+		coords[i] = r.Coord()
 	}
-	entries, err := p.ledgerFor(ctx, dlq, cs)
+	ledger, err := p.ledgerOf(ctx, dlq, coords)
 	if err != nil {
 		return Loaded{}, err
 	}
-	l := Loaded{DLQ: dlq, Policy: pol, Total: res.Total, Complete: res.Complete, Ledger: redrive.NewLedgerIndex(dlq, entries)}
+	l := Loaded{DLQ: dlq, Policy: pol, Total: res.Total, Complete: res.Complete, Ledger: ledger}
 	for _, r := range res.Records {
 		pr := redrive.ParseRecord(r, pol.Extractors)
 		l.Records = append(l.Records, pr)
@@ -209,6 +232,52 @@ func (p *Planner) load(ctx context.Context, dlq string, limit int) (Loaded, erro
 	}
 	l.Classes = redrive.Classify(l.Pending, rules)
 	return l, nil
+}
+
+// ClassesRead is a DLQ's failure classes, without its records.
+type ClassesRead struct {
+	Classes []redrive.Class
+	// Read is how many records were read; Total how many the DLQ holds.
+	Read     int
+	Total    int64
+	Complete bool
+}
+
+// Classes reads a DLQ (at most limit records; 0: ReadLimit) and returns
+// the classes of its records not yet redriven or settled, exactly as Load
+// does, but streaming: it keeps a few dozen bytes a record, not the
+// records (a DLQ of a million 1.3 KB records would not fit otherwise).
+func (p *Planner) Classes(ctx context.Context, dlq string, limit int) (ClassesRead, error) {
+	pol, rules, limit, err := p.readSetup(dlq, limit)
+	if err != nil {
+		return ClassesRead{}, err
+	}
+	var tally redrive.ClassTally
+	res, err := p.Cluster.ReadDLQEach(ctx, dlq, kafka.ReadOptions{Limit: limit}, func(r redrive.Record) {
+		tally.Add(redrive.ParseRecord(r, pol.Extractors))
+	})
+	if err != nil {
+		return ClassesRead{}, err
+	}
+	ledger, err := p.ledgerOf(ctx, dlq, tally.Coords())
+	if err != nil {
+		return ClassesRead{}, err
+	}
+	classes, err := tally.Classes(rules, ledger.Done, func(at []redrive.Coord) (map[redrive.Coord]redrive.Parsed, error) {
+		recs, _, err := p.Cluster.ReadDLQAt(ctx, dlq, at)
+		if err != nil {
+			return nil, err
+		}
+		out := make(map[redrive.Coord]redrive.Parsed, len(recs))
+		for _, r := range recs {
+			out[r.Coord()] = redrive.ParseRecord(r, pol.Extractors)
+		}
+		return out, nil
+	})
+	if err != nil {
+		return ClassesRead{}, err
+	}
+	return ClassesRead{Classes: classes, Read: tally.Read(), Total: res.Total, Complete: res.Complete}, nil
 }
 
 // PlanRequest is what an operator asks a plan to contain.

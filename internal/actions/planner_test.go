@@ -430,3 +430,42 @@ func TestPickedRecordsComeOutInDLQOrderOncePerRecord(t *testing.T) {
 		t.Fatalf("last record %v, want 3:9", last.Coord())
 	}
 }
+
+// TestClassesStreamedAreTheClassesLoaded: the streaming classification
+// `dlq classes` uses gives exactly the classes Load gives (counts, first and
+// last seen, verdicts), also when a class's first record was already
+// redriven, so its verdict must be judged on a later record, and when the
+// read stops at a bound.
+func TestClassesStreamedAreTheClassesLoaded(t *testing.T) {
+	f := newFixture(t, nil)
+	// A second class whose first record was redriven: its verdict comes
+	// from the next one (the first says 400, permanent; the next 503, transient).
+	var recs []*kgo.Record
+	for i, msg := range []string{"PSP answered HTTP 400", "PSP answered HTTP 503", "PSP answered HTTP 504"} {
+		recs = append(recs, &kgo.Record{Topic: "payments.DLT", Key: []byte(fmt.Sprintf("order-%d", 10+i)), Value: []byte(`{"eventId":"ev-x"}`),
+			Headers: dltHeaders(int64(10+i), kgo.RecordHeader{Key: "kafka_dlt-exception-fqcn", Value: []byte("com.harborcart.PspException")},
+				kgo.RecordHeader{Key: "kafka_dlt-exception-message", Value: []byte(msg)})})
+	}
+	f.kc.Produce(t, recs...)
+	p := f.planner()
+	if err := p.Store.AppendLedger(tctx(t), redrive.LedgerEntry{DLQ: "payments.DLT", Partition: 0, Offset: 7, Action: redrive.LedgerSettled, Plan: "by-hand", At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []int{0, 8, 9} {
+		l, err := p.Load(tctx(t), "payments.DLT", limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.Classes(tctx(t), "payments.DLT", limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprintf("%+v", got.Classes) != fmt.Sprintf("%+v", l.Classes) || got.Read != len(l.Records) || got.Total != l.Total || got.Complete != l.Complete {
+			t.Fatalf("limit %d: streamed %+v (read %d of %d, complete %v)\nloaded   %+v (read %d of %d, complete %v)",
+				limit, got.Classes, got.Read, got.Total, got.Complete, l.Classes, len(l.Records), l.Total, l.Complete)
+		}
+		if limit == 0 && (len(got.Classes) != 2 || got.Classes[1].Verdict != redrive.VerdictTransient) {
+			t.Fatalf("classes %+v: want the PSP class judged on its first pending record (503: transient)", got.Classes)
+		}
+	}
+}
