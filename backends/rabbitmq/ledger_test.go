@@ -41,7 +41,7 @@ func TestLedgerStores(t *testing.T) {
 				return LedgerEntry{Plan: plan, EventID: id, Vhost: "/", DLQ: "d-" + plan, Exchange: "x", RoutingKey: "k", State: st}
 			}
 			var intents []LedgerEntry
-			for i := 0; i < 450; i++ { // more than one multi-row chunk
+			for i := 0; i < 450; i++ { // a chunk larger than a window
 				intents = append(intents, e(fmt.Sprintf("ev-%04d", i), StateIntent))
 			}
 			if err := l.Record(ctx, intents); err != nil {

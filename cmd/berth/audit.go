@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -77,7 +78,10 @@ func (a *app) openAudit(flag string) (*audit.Log, error) {
 	return audit.Open(path, opts...)
 }
 
-// auditSink is the current context's audit mirror (nil when it has none).
+// auditSink is the current context's audit mirror (nil when it has none),
+// one per log for the whole command: a redrive audits every chunk, and a
+// sink dialled anew for each entry cost a connection and a stream declare
+// a chunk.
 func (a *app) auditSink(path string) audit.Sink {
 	if a.readOnly {
 		// Read-only means no write of any kind to the cluster: the audit
@@ -85,25 +89,41 @@ func (a *app) auditSink(path string) audit.Sink {
 		// The local log still records what was done and refused.
 		return nil
 	}
+	a.sinks.mu.Lock()
+	defer a.sinks.mu.Unlock()
+	key := a.ctxName + "\x00" + path
+	if s, ok := a.sinks.m[key]; ok {
+		return s
+	}
+	var sink audit.Sink
 	switch a.ctx.Kind {
 	case "kafka", "bundled":
 		opts, err := a.kafkaOptions()
 		if err != nil {
 			return nil
 		}
-		sink := kafka.NewAuditSink(opts, auditSource(path))
-		a.onClose(sink.Close)
-		return sink
+		s := kafka.NewAuditSink(opts, auditSource(path))
+		a.onClose(s.Close)
+		sink = s
 	case "rabbitmq":
 		opts, err := a.rabbitOptions()
 		if err != nil || opts.AMQPURL == "" {
 			return nil
 		}
-		sink := rabbitmq.NewAuditSink(opts, auditSource(path))
-		a.onClose(sink.Close)
-		return sink
+		s := rabbitmq.NewAuditSink(opts, auditSource(path))
+		a.onClose(s.Close)
+		sink = s
+	default:
+		return nil
 	}
-	return nil
+	a.sinks.m[key] = sink
+	return sink
+}
+
+// auditSinks are the audit mirrors a command opened, by context and log.
+type auditSinks struct {
+	mu sync.Mutex
+	m  map[string]audit.Sink
 }
 
 // auditSource names a local log in the audit topic: host and absolute path.

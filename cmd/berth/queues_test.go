@@ -27,7 +27,7 @@ func testManagementURL() string {
 
 // rabbitQueue declares a classic queue holding msgs, deleted after the test;
 // skips (fails under BERTH_TEST_REQUIRE_SERVICES) without RabbitMQ.
-func rabbitQueue(t *testing.T, msgs ...amqp.Publishing) string {
+func rabbitQueue(t testing.TB, msgs ...amqp.Publishing) string {
 	t.Helper()
 	conn, err := amqp.DialConfig(testAMQPURL(), amqp.Config{Dial: amqp.DefaultDial(3 * time.Second)})
 	if err != nil {

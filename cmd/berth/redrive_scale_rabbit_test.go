@@ -14,22 +14,52 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
-// TestRabbitRedriveAtScaleFromTheBinary is RabbitMQ's figure a user gets: N
-// payment messages dead-lettered into a DLQ on the machine's RabbitMQ (with
-// x-death as the broker writes it), the real PostgreSQL as system of record
-// (one in ten captured) and as the redrive ledger, and the berth binary
-// running redrive plan --all and execute --yes (pipelined confirms, ledger
-// intent and completion, acks after confirms, the depth check), each with
-// its wall time and peak RSS; beside it, a plain confirmed publish of the
-// same messages in the same run. It asserts that every included message
-// reached the work queue and the captured ones stayed, never a duration.
+// BenchmarkRabbitRedriveAtScale is RabbitMQ's figure a user gets: N
+// payment messages (BERTH_SCALE_RECORDS, default 10,000) dead-lettered into
+// a DLQ on the machine's RabbitMQ (with x-death as the broker writes it),
+// the real PostgreSQL as system of record (one in ten captured) and as the
+// redrive ledger, and the berth binary running redrive plan --all and
+// execute --yes (pipelined confirms, ledger intent and completion, audit of
+// each chunk mirrored to the berth.audit stream, acks after confirms, the
+// depth check). Beside it, in the same run, a plain confirmed publish of
+// the same messages (window 500): the ratio is execute's messages/s over
+// that baseline's. It fails unless every included message reached the work
+// queue and the captured ones stayed; it never asserts a duration.
 //
-//	BERTH_SCALE_RECORDS=100000 go test -run TestRabbitRedriveAtScaleFromTheBinary -v -timeout 30m ./cmd/berth/
-func TestRabbitRedriveAtScaleFromTheBinary(t *testing.T) {
-	n, _ := strconv.Atoi(os.Getenv("BERTH_SCALE_RECORDS"))
-	if n <= 0 {
-		t.Skip("a measurement: set BERTH_SCALE_RECORDS (e.g. 100000) to run it")
+//	BERTH_SCALE_RECORDS=100000 go test ./cmd/berth -run '^$' -bench RabbitRedriveAtScale -benchtime 1x -timeout 30m
+func BenchmarkRabbitRedriveAtScale(b *testing.B) {
+	n := 10000
+	if v, _ := strconv.Atoi(os.Getenv("BERTH_SCALE_RECORDS")); v > 0 {
+		n = v
 	}
+	var execS, baseS, planS float64
+	var peak, planPeak float64
+	sent := 0
+	for i := 0; i < b.N; i++ {
+		r := rabbitRedriveAtScale(b, n)
+		execS += r.exec.wall.Seconds()
+		planS += r.plan.wall.Seconds()
+		baseS += r.baseline.Seconds()
+		peak, planPeak = max(peak, r.exec.mib()), max(planPeak, r.plan.mib())
+		sent += r.sent
+	}
+	b.ReportMetric(float64(sent)/execS, "msgs/s")
+	b.ReportMetric(float64(n*b.N)/baseS, "baseline-msgs/s")
+	b.ReportMetric((float64(sent)/execS)/(float64(n*b.N)/baseS), "ratio")
+	b.ReportMetric(peak, "execute-peak-RSS-MiB")
+	b.ReportMetric(planS/float64(b.N), "plan-s")
+	b.ReportMetric(planPeak, "plan-peak-RSS-MiB")
+}
+
+// rabbitScaleRun is one run of the measurement.
+type rabbitScaleRun struct {
+	plan, exec step
+	sent       int
+	baseline   time.Duration
+}
+
+func rabbitRedriveAtScale(t testing.TB, n int) rabbitScaleRun {
+	t.Helper()
 	isolateConfig(t)
 	rabbitQueue(t)
 	dsn, pg := rmqPostgres(t)
@@ -161,6 +191,7 @@ func TestRabbitRedriveAtScaleFromTheBinary(t *testing.T) {
 	t.Logf("messages %d (included %d, captured %d)", n, made.Totals.Included, captured)
 	t.Logf("redrive execute: %8.2fs  peak RSS %6.0f MiB  %.0f messages/s (sent / wall time of the command, depth check included)",
 		exec.wall.Seconds(), exec.mib(), float64(done.Sent)/exec.wall.Seconds())
-	t.Logf("baseline confirmed publish (window 500) of the same %d messages: %.2fs, %.0f messages/s; execute/baseline time ratio %.1fx",
-		n, baseline.Seconds(), float64(n)/baseline.Seconds(), exec.wall.Seconds()/baseline.Seconds())
+	t.Logf("baseline confirmed publish (window 500) of the same %d messages: %.2fs, %.0f messages/s",
+		n, baseline.Seconds(), float64(n)/baseline.Seconds())
+	return rabbitScaleRun{plan: plan, exec: exec, sent: done.Sent, baseline: baseline}
 }

@@ -200,14 +200,30 @@ type step struct {
 
 func (r *scaleRig) run(t testing.TB, args ...string) step {
 	t.Helper()
-	cmd := exec.Command(r.bin, append([]string{"--config", r.config}, args...)...)
+	args = append([]string{r.bin, "--config", r.config}, args...)
+	// The peak RSS comes from GNU time, which forks the binary from a small
+	// process: os/exec starts children with vfork, so their rusage would
+	// count this test's memory (the messages it seeded) as theirs.
+	rssFile := filepath.Join(r.dir, "rss")
+	gnuTime, _ := exec.LookPath("time")
+	if gnuTime != "" {
+		args = append([]string{gnuTime, "-f", "%M", "-o", rssFile}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = os.Environ()
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	start := time.Now()
 	err := cmd.Run()
 	s := step{stdout: out.String(), stderr: errOut.String(), wall: time.Since(start)}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+	if gnuTime != "" {
+		if raw, rerr := os.ReadFile(rssFile); rerr == nil {
+			if f := strings.Fields(string(raw)); len(f) > 0 {
+				kib, _ := strconv.ParseInt(f[len(f)-1], 10, 64)
+				s.maxRSS = kib * 1024
+			}
+		}
+	} else if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		s.maxRSS = ru.Maxrss * 1024 // Linux reports KiB
 	}
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/berth-dev/berth/internal/actions"
+	"github.com/berth-dev/berth/internal/audit"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/output"
 )
@@ -25,6 +26,9 @@ type app struct {
 
 	// closers run when the command ends (connections opened lazily).
 	closers []func()
+	// sinks are the audit mirrors opened, shared with the app's copies
+	// (the console's pages audit from several goroutines).
+	sinks *auditSinks
 
 	v          *viper.Viper
 	configPath string // the file in use ("" when none exists)
@@ -42,7 +46,7 @@ type app struct {
 }
 
 func newApp(stdout, stderr io.Writer) *app {
-	return &app{stdout: stdout, stderr: stderr, v: viper.New()}
+	return &app{stdout: stdout, stderr: stderr, v: viper.New(), sinks: &auditSinks{m: map[string]audit.Sink{}}}
 }
 
 // commands holds constructors registered by each command's file, so adding a
