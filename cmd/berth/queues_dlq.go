@@ -982,10 +982,12 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 	if v := res.Verification; v != nil && err == nil && !cancelled && cmd.Flags().Changed("watch") && watch > 0 {
 		// As on Kafka: say what it watches, for how long at most, how to
 		// leave it, and report how long it really watched.
-		fmt.Fprintf(a.stderr, "watching %s for re-failures of plan %s, at most %s (ctrl+c stops watching; what was sent stays sent)\n", sanitize.Text(p.DLQ), shortHash(hash), watch)
+		stopWatch, how := a.stopOnEnter()
+		fmt.Fprintf(a.stderr, "watching %s for re-failures of plan %s, at most %s (%s; what was sent stays sent)\n", sanitize.Text(p.DLQ), shortHash(hash), watch, how)
 		began := time.Now()
 		select {
 		case <-sigCtx.Done():
+		case <-stopWatch:
 		case <-time.After(watch):
 		}
 		v.Watched = min(time.Since(began), watch).Round(time.Millisecond).String()

@@ -476,20 +476,8 @@ func (a *app) watchRefailures(ctx context.Context, s *redriveSession, w kafka.Wa
 		names = append(names, t)
 	}
 	sort.Strings(names)
-	how := "ctrl+c stops watching"
-	if isTerminal(os.Stdin) && isTerminal(a.stderr) {
-		stop := make(chan struct{})
-		w.Stop = stop
-		go func() {
-			// A line on stdin (enter) leaves the watch. The goroutine may
-			// outlive the watch; the process ends soon after.
-			var b [1]byte
-			if n, _ := os.Stdin.Read(b[:]); n > 0 {
-				close(stop)
-			}
-		}()
-		how = "enter or ctrl+c stops watching"
-	}
+	stop, how := a.stopOnEnter()
+	w.Stop = stop
 	fmt.Fprintf(a.stderr, "watching %s for re-failures of plan %s until the consumers of %s pass its %d copies, at most %s (%s; what was sent stays sent)\n",
 		sanitize.Text(w.DLQ), shortHash(w.Plan), sanitize.Text(strings.Join(names, ", ")), len(w.Copies), w.Max, how)
 	wr, err := s.cluster.WatchRefailuresUntil(ctx, w)

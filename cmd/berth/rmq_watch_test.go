@@ -16,14 +16,7 @@ import (
 // the line said so, what was sent stays sent (exit 0), and the JSON says how
 // long it really watched, not the --watch it was given.
 func TestRabbitWatchLeftWithCtrlCSaysHowLongItWatched(t *testing.T) {
-	isolateConfig(t)
-	_, _, dlq, _ := rmqDLQWith(t, []rmqTestMsg{{"job-0", "A", "k0", time.Now()}})
-	dir := t.TempDir()
-	r := []string{"--amqp", testAMQPURL(), "--management", testManagementURL(), "--audit-file", filepath.Join(dir, "audit.log")}
-	plan := filepath.Join(dir, "p.json")
-	if _, errOut, code := runBerth(t, append([]string{"redrive", "plan", dlq, "--all", "--out", plan}, r...)...); code != 0 {
-		t.Fatalf("plan: %d %s", code, errOut)
-	}
+	plan, r := rmqOneMessagePlan(t)
 	cmd := exec.Command(buildBerth(t), append([]string{"redrive", "execute", plan, "--yes", "--watch", "10m", "-o", "json"}, r...)...)
 	var out bytes.Buffer
 	cmd.Stdout = &out
@@ -69,4 +62,34 @@ func TestRabbitWatchLeftWithCtrlCSaysHowLongItWatched(t *testing.T) {
 	if res.Sent != 1 || err != nil || watched >= 10*time.Minute {
 		t.Fatalf("after ctrl+c in the watch: sent %d, watched %q (%v); want 1 sent and the time it really watched", res.Sent, res.Verification.Watched, err)
 	}
+}
+
+// On a terminal enter leaves RabbitMQ's re-failure watch, as it leaves
+// Kafka's, and the watch line says so.
+func TestRabbitWatchLeftWithEnterOnATerminal(t *testing.T) {
+	plan, r := rmqOneMessagePlan(t)
+	term := startTmux(t, 200, 40, append([]string{"redrive", "execute", plan, "--yes", "--watch", "10m"}, r...)...)
+	s := term.waitText("the watch", "(enter or ctrl+c stops watching; what was sent stays sent)")
+	if !strings.Contains(s, "at most 10m0s") {
+		t.Fatalf("the watch line:\n%s", s)
+	}
+	term.keys("Enter")
+	if s := term.waitText("the end of the run", "[berth exited]"); !strings.Contains(s, "sent 1") {
+		t.Fatalf("after enter in the watch:\n%s", s)
+	}
+}
+
+// rmqOneMessagePlan is a plan file over a DLQ holding one dead letter, and
+// the flags that reach the machine's RabbitMQ with an audit log of the test.
+func rmqOneMessagePlan(t *testing.T) (string, []string) {
+	t.Helper()
+	isolateConfig(t)
+	_, _, dlq, _ := rmqDLQWith(t, []rmqTestMsg{{"job-0", "A", "k0", time.Now()}})
+	dir := t.TempDir()
+	r := []string{"--amqp", testAMQPURL(), "--management", testManagementURL(), "--audit-file", filepath.Join(dir, "audit.log")}
+	plan := filepath.Join(dir, "p.json")
+	if _, errOut, code := runBerth(t, append([]string{"redrive", "plan", dlq, "--all", "--out", plan}, r...)...); code != 0 {
+		t.Fatalf("plan: %d %s", code, errOut)
+	}
+	return plan, r
 }
