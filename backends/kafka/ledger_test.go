@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -197,5 +198,43 @@ func TestPinnedLookupsSeeTheLedgerAsItWasAtTheFirst(t *testing.T) {
 	}
 	if l, e := count(store); l != 3 || e != 3 {
 		t.Fatalf("unpinned: %d %d", l, e)
+	}
+}
+
+// TestRedrivenByPlanCountsWhatTheLedgerSays: status counts each plan's
+// redriven records from the latest entry of each record (a record settled
+// later is no longer counted), without the event-id index counting twice.
+func TestRedrivenByPlanCountsWhatTheLedgerSays(t *testing.T) {
+	kc := kafkatest.Start(t, 1)
+	store := NewPlanStore(dialCluster(t, kc).Client())
+	if got, err := store.RedrivenByPlan(tctx(t)); err != nil || len(got) != 0 {
+		t.Fatalf("no ledger: %v %v", got, err)
+	}
+	e := func(plan string, off int64, action string) redrive.LedgerEntry {
+		return redrive.LedgerEntry{DLQ: "pay.DLT", Offset: off, EventID: "evt-" + strconv.FormatInt(off, 10), Action: action, Plan: plan, Target: "pay", At: time.Now().UTC()}
+	}
+	if err := store.AppendLedger(tctx(t), e("p1", 1, redrive.LedgerRedriven), e("p1", 2, redrive.LedgerRedriven), e("p1", 3, redrive.LedgerRedriven),
+		e("p2", 4, redrive.LedgerRedriven), e("p2", 5, redrive.LedgerSettled)); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.AppendLedger(tctx(t), e("p1", 3, redrive.LedgerSettled)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.RedrivenByPlan(tctx(t))
+	if err != nil || len(got) != 2 || got["p1"] != 2 || got["p2"] != 1 {
+		t.Fatalf("redriven by plan: %v %v", got, err)
+	}
+	entries, err := store.Ledger(tctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{}
+	for _, x := range entries {
+		if x.Action == redrive.LedgerRedriven {
+			want[x.Plan]++
+		}
+	}
+	if fmt.Sprint(want) != fmt.Sprint(got) {
+		t.Fatalf("counted %v, the whole ledger says %v", got, want)
 	}
 }

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -468,6 +469,57 @@ func (s *PlanStore) Ledger(ctx context.Context) ([]redrive.LedgerEntry, error) {
 			return nil, fmt.Errorf("ledger: record %s: %v", k, err)
 		}
 		out = append(out, e)
+	}
+	return out, nil
+}
+
+// RedrivenByPlan counts, per plan hash, the DLQ records whose latest ledger
+// entry says the plan redrove them (the event-id index is not counted
+// again): what Ledger would give, counted as the ledger streams by, keeping
+// one small entry per record and never the entries themselves.
+func (s *PlanStore) RedrivenByPlan(ctx context.Context) (map[string]int, error) {
+	plans := map[string]int32{} // plan hash -> index in hashes
+	var hashes []string
+	latest := map[string]int32{} // ledger key -> plan index, -1: settled
+	var decodeErr error
+	err := s.scan(ctx, LedgerTopic, func(r *kgo.Record) {
+		if bytes.HasPrefix(r.Key, []byte(eventKeyPrefix)) {
+			return
+		}
+		if r.Value == nil {
+			delete(latest, string(r.Key))
+			return
+		}
+		var e struct {
+			Plan   string `json:"plan"`
+			Action string `json:"action"`
+		}
+		if err := json.Unmarshal(r.Value, &e); err != nil {
+			decodeErr = errors.Join(decodeErr, fmt.Errorf("ledger: record %s: %v", r.Key, err))
+			return
+		}
+		i := int32(-1)
+		if e.Action == redrive.LedgerRedriven {
+			var ok bool
+			if i, ok = plans[e.Plan]; !ok {
+				i = int32(len(hashes))
+				plans[e.Plan] = i
+				hashes = append(hashes, e.Plan)
+			}
+		}
+		latest[string(r.Key)] = i
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	if decodeErr != nil {
+		return nil, decodeErr
+	}
+	out := map[string]int{}
+	for _, i := range latest {
+		if i >= 0 {
+			out[hashes[i]]++
+		}
 	}
 	return out, nil
 }

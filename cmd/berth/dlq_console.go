@@ -69,17 +69,7 @@ func (s consoleRedrive) PlanStatus(ctx context.Context, hash string, readOnly bo
 
 // redriven counts the ledger's redriven entries per plan.
 func (s consoleRedrive) redriven(ctx context.Context) (map[string]int, error) {
-	ledger, err := s.P.Store.Ledger(ctx)
-	if err != nil {
-		return nil, err
-	}
-	done := map[string]int{}
-	for _, e := range ledger {
-		if e.Action == redrive.LedgerRedriven {
-			done[e.Plan]++
-		}
-	}
-	return done, nil
+	return s.P.Store.RedrivenByPlan(ctx)
 }
 
 func (s consoleRedrive) statusOf(f redrive.File, redriven int, readOnly bool) tuidlq.PlanStatus {

@@ -559,15 +559,9 @@ func newRedriveStatusCmd(a *app) *cobra.Command {
 					fmt.Fprintf(a.stderr, "berth: warning: skipped %s\n", sanitize.Text(p.String()))
 				}
 			}
-			ledger, err := s.store.Ledger(ctx)
+			done, err := s.store.RedrivenByPlan(ctx)
 			if err != nil {
 				return err
-			}
-			done := map[string]int{}
-			for _, e := range ledger {
-				if e.Action == redrive.LedgerRedriven {
-					done[e.Plan]++
-				}
 			}
 			rows := []statusRow{}
 			for _, pf := range files {
