@@ -84,25 +84,45 @@ type DLQ struct {
 // records read (recs, oldest first per partition), the total record count in
 // the DLQ, and the ledger. Records not read count as pending.
 func Summarise(d DLQ, total int64, recs []Parsed, read int64, ledger LedgerIndex, complete bool, now time.Time) DLQ {
+	return summarise(d, total, complete, now, ledger.Done, func(yield func(Coord, string, string, time.Time)) {
+		for _, r := range recs {
+			yield(r.Coord(), r.Class, r.OriginalTopic(), r.Timestamp)
+		}
+	})
+}
+
+// Summarise is Summarise over the records counted, without holding them.
+func (t *ClassTally) Summarise(d DLQ, total int64, complete bool, done func(Coord) bool, now time.Time) DLQ {
+	return summarise(d, total, complete, now, done, func(yield func(Coord, string, string, time.Time)) {
+		for _, r := range t.rows {
+			first := t.classes[r.class].first // a class has one original topic
+			yield(r.coord, first.Class, first.OriginalTopic(), r.ts)
+		}
+	})
+}
+
+// summarise is Summarise over records given as (coordinates, class,
+// original topic, timestamp).
+func summarise(d DLQ, total int64, complete bool, now time.Time, isDone func(Coord) bool, each func(yield func(Coord, string, string, time.Time))) DLQ {
 	d.Records = total
 	d.Sampled = !complete
 	done := int64(0)
 	classes := map[string]bool{}
 	origins := map[string]bool{}
 	var oldest time.Time
-	for _, r := range recs {
-		if ledger.Done(r.Coord()) {
+	each(func(c Coord, class, origin string, ts time.Time) {
+		if isDone(c) {
 			done++
-			continue
+			return
 		}
-		classes[r.Class] = true
-		if t := r.OriginalTopic(); t != "" {
-			origins[t] = true
+		classes[class] = true
+		if origin != "" {
+			origins[origin] = true
 		}
-		if oldest.IsZero() || r.Timestamp.Before(oldest) {
-			oldest = r.Timestamp
+		if oldest.IsZero() || ts.Before(oldest) {
+			oldest = ts
 		}
-	}
+	})
 	d.Depth = total - done
 	if d.Depth < 0 {
 		d.Depth = 0

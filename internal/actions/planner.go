@@ -119,13 +119,14 @@ func (p *Planner) List(ctx context.Context) ([]redrive.DLQ, error) {
 	}
 	out := make([]redrive.DLQ, 0, len(dlqs))
 	for _, d := range dlqs {
-		// Each DLQ's ledger entries are looked up by the records read (see
+		// Each DLQ streams past, counted (a few dozen bytes a record), and
+		// its ledger entries are looked up by the records read (see
 		// ledgerFor): what the ledger ever held is never read whole.
-		l, err := p.load(ctx, d.Name, p.ReadLimit)
+		t, err := p.tally(ctx, d.Name, p.ReadLimit)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, redrive.Summarise(d, l.Total, l.Records, int64(len(l.Records)), l.Ledger, l.Complete, p.now()))
+		out = append(out, t.Summarise(d, t.res.Total, t.res.Complete, t.ledger.Done, p.now()))
 	}
 	return out, nil
 }
@@ -248,36 +249,55 @@ type ClassesRead struct {
 // does, but streaming: it keeps a few dozen bytes a record, not the
 // records (a DLQ of a million 1.3 KB records would not fit otherwise).
 func (p *Planner) Classes(ctx context.Context, dlq string, limit int) (ClassesRead, error) {
-	pol, rules, limit, err := p.readSetup(dlq, limit)
+	t, err := p.tally(ctx, dlq, limit)
 	if err != nil {
 		return ClassesRead{}, err
 	}
-	var tally redrive.ClassTally
-	res, err := p.Cluster.ReadDLQEach(ctx, dlq, kafka.ReadOptions{Limit: limit}, func(r redrive.Record) {
-		tally.Add(redrive.ParseRecord(r, pol.Extractors))
-	})
-	if err != nil {
-		return ClassesRead{}, err
-	}
-	ledger, err := p.ledgerOf(ctx, dlq, tally.Coords())
-	if err != nil {
-		return ClassesRead{}, err
-	}
-	classes, err := tally.Classes(rules, ledger.Done, func(at []redrive.Coord) (map[redrive.Coord]redrive.Parsed, error) {
+	classes, err := t.Classes(t.rules, t.ledger.Done, func(at []redrive.Coord) (map[redrive.Coord]redrive.Parsed, error) {
 		recs, _, err := p.Cluster.ReadDLQAt(ctx, dlq, at)
 		if err != nil {
 			return nil, err
 		}
 		out := make(map[redrive.Coord]redrive.Parsed, len(recs))
 		for _, r := range recs {
-			out[r.Coord()] = redrive.ParseRecord(r, pol.Extractors)
+			out[r.Coord()] = redrive.ParseRecord(r, t.pol.Extractors)
 		}
 		return out, nil
 	})
 	if err != nil {
 		return ClassesRead{}, err
 	}
-	return ClassesRead{Classes: classes, Read: tally.Read(), Total: res.Total, Complete: res.Complete}, nil
+	return ClassesRead{Classes: classes, Read: t.Read(), Total: t.res.Total, Complete: t.res.Complete}, nil
+}
+
+// tallied is a DLQ read as a redrive.ClassTally, with what was used to read
+// it and the ledger's answer for its records.
+type tallied struct {
+	*redrive.ClassTally
+	pol    Policy
+	rules  redrive.Rules
+	res    kafka.ReadResult
+	ledger redrive.LedgerIndex
+}
+
+// tally streams a DLQ (at most limit records; 0: ReadLimit) into a
+// ClassTally and looks its records up in the ledger.
+func (p *Planner) tally(ctx context.Context, dlq string, limit int) (tallied, error) {
+	pol, rules, limit, err := p.readSetup(dlq, limit)
+	if err != nil {
+		return tallied{}, err
+	}
+	t := tallied{ClassTally: &redrive.ClassTally{}, pol: pol, rules: rules}
+	t.res, err = p.Cluster.ReadDLQEach(ctx, dlq, kafka.ReadOptions{Limit: limit}, func(r redrive.Record) {
+		t.Add(redrive.ParseRecord(r, pol.Extractors))
+	})
+	if err != nil {
+		return tallied{}, err
+	}
+	if t.ledger, err = p.ledgerOf(ctx, dlq, t.Coords()); err != nil {
+		return tallied{}, err
+	}
+	return t, nil
 }
 
 // PlanRequest is what an operator asks a plan to contain.

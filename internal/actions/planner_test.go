@@ -467,5 +467,16 @@ func TestClassesStreamedAreTheClassesLoaded(t *testing.T) {
 		if limit == 0 && (len(got.Classes) != 2 || got.Classes[1].Verdict != redrive.VerdictTransient) {
 			t.Fatalf("classes %+v: want the PSP class judged on its first pending record (503: transient)", got.Classes)
 		}
+		// dlq list streams the same way: its summary is Summarise's over
+		// the records loaded.
+		p.ReadLimit = limit
+		list, err := p.List(tctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := redrive.Summarise(redrive.DLQ{Name: "payments.DLT"}, l.Total, l.Records, int64(len(l.Records)), l.Ledger, l.Complete, p.now())
+		if len(list) != 1 || fmt.Sprintf("%+v", list[0]) != fmt.Sprintf("%+v", want) {
+			t.Fatalf("limit %d: list %+v, want %+v", limit, list, want)
+		}
 	}
 }
