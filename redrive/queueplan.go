@@ -333,6 +333,34 @@ func (o *QueueOrdering) Hazard(key string, pos int) (int, bool) {
 	return p, ok && p < pos
 }
 
+// Admit completes, for messages a run consumed (Position: their place in
+// the order it read the DLQ, every message passed over before them already
+// noted with StaysBehind), the verdicts of the checks run again (by event
+// id; absent: included) with ordering: in read order, a message whose
+// older same-key message stays behind would overtake it, and is an
+// ordering_hazard unless allow is set; an excluded message stays behind in
+// turn for the messages after it. It returns every exclusion.
+func (o *QueueOrdering) Admit(msgs []QueueMessage, verdicts map[string]Verdict, allow bool) map[string]Verdict {
+	excluded := map[string]Verdict{}
+	ordered := append([]QueueMessage(nil), msgs...)
+	sort.SliceStable(ordered, func(i, j int) bool { return ordered[i].Position < ordered[j].Position })
+	for _, m := range ordered {
+		v, checked := verdicts[m.EventID]
+		out := checked && !v.Included
+		if pos, behind := o.Hazard(m.OrderingKey, m.Position); !out && behind && !allow {
+			v, out = exclude(ReasonOrderingHazard, "an older message with ordering key %s stays in the DLQ (read %d message(s) before this one); this one would overtake it", m.OrderingKey, m.Position-pos), true
+		}
+		if !out {
+			continue
+		}
+		if StaysBehind(v.Reason) {
+			o.StaysBehind(m.OrderingKey, m.Position)
+		}
+		excluded[m.EventID] = v
+	}
+	return excluded
+}
+
 // ToQueues retargets every record to the queue it died in, through the
 // default exchange. Call before the plan is written (it changes the hash).
 func (p *QueuePlan) ToQueues() {

@@ -133,3 +133,40 @@ func TestPlanToQueues(t *testing.T) {
 		t.Fatalf("to queue: %+v target %s", r, p.Target)
 	}
 }
+
+// At execute, ordering is judged in the order the run reads the DLQ: a
+// message passed over (or excluded by a check run again) stays behind, and
+// a later same-key message is a hazard unless hazards are allowed; one
+// excluded as a hazard stays behind in turn; settled events (not noted) and
+// other keys are not held up.
+func TestQueueOrderingAdmit(t *testing.T) {
+	msg := func(pos int, id, key string) QueueMessage {
+		return QueueMessage{Position: pos, EventID: id, OrderingKey: key}
+	}
+	o := NewQueueOrdering()
+	o.StaysBehind("A", 0) // a0 passed over: changed since the plan
+	got := o.Admit([]QueueMessage{msg(3, "b1", "B"), msg(1, "a1", "A"), msg(2, "b0", "B"), msg(4, "a2", "A"), msg(5, "n", "")},
+		map[string]Verdict{"b0": exclude(ReasonLoopLimit, "limit"), "n": {Included: true}}, false)
+	var out []string
+	for _, id := range []string{"a1", "a2", "b0", "b1", "n"} {
+		if v, ok := got[id]; ok {
+			out = append(out, id+":"+string(v.Reason))
+		}
+	}
+	if fmt.Sprint(out) != "[a1:ordering_hazard a2:ordering_hazard b0:loop_limit b1:ordering_hazard]" {
+		t.Errorf("strict: %v", out)
+	}
+	if d := got["a1"].Detail; !strings.Contains(d, "ordering key A") || !strings.Contains(d, "read 1 message(s) before") {
+		t.Errorf("detail %q", d)
+	}
+	o = NewQueueOrdering()
+	o.StaysBehind("A", 0)
+	got = o.Admit([]QueueMessage{msg(1, "a1", "A")}, nil, true)
+	if len(got) != 0 {
+		t.Errorf("hazards allowed: %v", got)
+	}
+	o = NewQueueOrdering()
+	if got = o.Admit([]QueueMessage{msg(1, "a1", "A"), msg(2, "a2", "A")}, map[string]Verdict{"a1": exclude(ReasonEffectCommitted, "done")}, false); len(got) != 1 {
+		t.Errorf("an effect already committed holds nothing up: %v", got)
+	}
+}

@@ -42,27 +42,43 @@ func TestExecuteRefusesAutoDeleteDLQ(t *testing.T) {
 	}
 }
 
+// orderAdmission is the ordering half of internal/actions' admission: what
+// the run passes over stays behind; recheck stands for the checks run again.
+type orderAdmission struct {
+	order   *redrive.QueueOrdering
+	recheck map[string]redrive.Verdict
+	allow   bool
+}
+
+func (a *orderAdmission) PassedOver(m redrive.QueueMessage) {
+	a.order.StaysBehind(m.OrderingKey, m.Position)
+}
+
+func (a *orderAdmission) Admit(_ context.Context, msgs []redrive.QueueMessage) (map[string]redrive.Verdict, error) {
+	return a.order.Admit(msgs, a.recheck, a.allow), nil
+}
+
 // Ordering is checked again as the run consumes the DLQ (it was not, before
-// plan format v2): the run sees every message ahead of a planned one, so
-// when an older message of the same ordering key stays in the DLQ — skipped
-// by the checks run again at execute, or before the run — the newer one
-// would overtake it: it is skipped as ordering_hazard and stays too, unless
-// the plan allows hazards. Another key is not held up.
+// plan format v2): the run tells its Admission every message it passes over
+// and asks before each chunk, with each message's place in the order read,
+// so when an older message of the same ordering key stays in the DLQ —
+// skipped by the checks run again at execute, or before the run — the newer
+// one is skipped as ordering_hazard and stays too, unless hazards are
+// allowed. Another key is not held up.
 func TestExecuteRechecksOrderingAsItConsumes(t *testing.T) {
 	t.Parallel()
 	loop := redrive.Verdict{Reason: redrive.ReasonLoopLimit, Detail: "limit 1 today"}
 	for _, tc := range []struct {
-		name   string
-		allow  bool
-		o      ExecOptions
-		sent   string
-		hazard bool
+		name    string
+		allow   bool
+		skip    map[string]redrive.Verdict // before the run
+		recheck map[string]redrive.Verdict // as consumed
+		sent    string
+		hazard  bool
 	}{
-		{name: "recheck skips the older", o: ExecOptions{Recheck: func(_ context.Context, ms []redrive.QueueMessage) (map[string]redrive.Verdict, error) {
-			return map[string]redrive.Verdict{"m0": loop}, nil
-		}}, sent: "[m2]", hazard: true},
-		{name: "preflight skips the older", o: ExecOptions{Skip: map[string]redrive.Verdict{"m0": loop}}, sent: "[m2]", hazard: true},
-		{name: "hazards allowed", allow: true, o: ExecOptions{Skip: map[string]redrive.Verdict{"m0": loop}}, sent: "[m1 m2]"},
+		{name: "recheck skips the older", recheck: map[string]redrive.Verdict{"m0": loop}, sent: "[m2]", hazard: true},
+		{name: "preflight skips the older", skip: map[string]redrive.Verdict{"m0": loop}, sent: "[m2]", hazard: true},
+		{name: "hazards allowed", allow: true, skip: map[string]redrive.Verdict{"m0": loop}, sent: "[m1 m2]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -90,7 +106,8 @@ func TestExecuteRechecksOrderingAsItConsumes(t *testing.T) {
 			if p.Totals().Included != 3 {
 				t.Fatalf("the plan includes %d, want all 3 (no hazard when it was made)", p.Totals().Included)
 			}
-			r, err := c.Execute(context.Background(), p, sqliteLedger(t), tc.o)
+			o := ExecOptions{Skip: tc.skip, Admission: &orderAdmission{order: redrive.NewQueueOrdering(), recheck: tc.recheck, allow: tc.allow}}
+			r, err := c.Execute(context.Background(), p, sqliteLedger(t), o)
 			if err != nil {
 				t.Fatal(err)
 			}

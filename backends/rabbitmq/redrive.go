@@ -38,12 +38,9 @@ type ExecOptions struct {
 	// Skip holds included records that the checks, run again at execution,
 	// now exclude (by event id): they are left in the DLQ and reported.
 	Skip map[string]redrive.Verdict
-	// Recheck, when set, runs the checks that need what a message derives
-	// to (system of record, loop limit, idempotency key) over each chunk's
-	// messages as consumed, before their intents are recorded: a verdict
-	// that excludes one leaves it in the DLQ, reported under Skipped. An
-	// error stops the run (the chunk stays in the DLQ).
-	Recheck func(ctx context.Context, msgs []redrive.QueueMessage) (map[string]redrive.Verdict, error)
+	// Admission, when set, decides which included messages are sent as the
+	// run consumes them (the checks that need what a message derives to).
+	Admission Admission
 	// Verify checks, after the run, that the DLQ's depth fell by exactly
 	// the number of messages acked and that nothing was returned.
 	Verify bool
@@ -57,6 +54,21 @@ type ExecOptions struct {
 	// messages read but not published return to the DLQ in place. A run of
 	// the same plan resumes from the ledger.
 	Cancel <-chan struct{}
+}
+
+// Admission is the policy a run consults as it consumes the DLQ in order
+// (internal/actions implements it: the checks run again, ordering). The run
+// only reports what it reads; a message's Position is its place in the
+// order this run read the DLQ.
+type Admission interface {
+	// PassedOver is told of each message the run leaves in the DLQ (not
+	// included, content changed, target mismatch, skipped before the run),
+	// before any message read after it is admitted.
+	PassedOver(m redrive.QueueMessage)
+	// Admit returns, for a chunk of included messages about to be sent,
+	// those not to send and why; they stay in the DLQ and are reported. An
+	// error stops the run (the chunk stays in the DLQ).
+	Admit(ctx context.Context, chunk []redrive.QueueMessage) (map[string]redrive.Verdict, error)
 }
 
 // ReasonContentChanged skips an included message whose content no longer
@@ -156,10 +168,11 @@ type Result struct {
 
 // item is one message in flight.
 type item struct {
-	d     amqp.Delivery
-	rec   redrive.QueueRecord
-	m     redrive.QueueMessage // what the consumed message derives to
-	seq   int                  // its place in the order the run read the DLQ
+	d   amqp.Delivery
+	rec redrive.QueueRecord
+	// m is what the consumed message derives to; its Position is its place
+	// in the order this run read the DLQ.
+	m     redrive.QueueMessage
 	dc    *amqp.DeferredConfirmation
 	err   error // publish failed before a confirm
 	again bool  // an earlier run recorded intent
@@ -277,14 +290,9 @@ type run struct {
 	// mismatch: ids whose plan target is not what the message derives to,
 	// with why.
 	mismatch map[string]string
-	// order re-checks ordering as the DLQ is consumed (by the plan's
-	// ordering_key); settled are event ids whose message, left in the DLQ,
-	// is delivered or settled already (no older same-key event waits).
-	order   *redrive.QueueOrdering
-	settled map[string]bool
-	reads   int          // deliveries taken so far
-	cur     []item       // the chunk being filled
-	pace    *time.Ticker // nil: no rate limit
+	reads    int          // deliveries taken so far
+	cur      []item       // the chunk being filled
+	pace     *time.Ticker // nil: no rate limit
 
 	inflight  chan chunk
 	stop      chan string
@@ -316,22 +324,15 @@ func (c *Client) newRun(ctx context.Context, p redrive.QueuePlan, l *Ledger, o E
 		return r, err
 	}
 	r.included = p.Included()
-	r.order, r.settled = redrive.NewQueueOrdering(), map[string]bool{}
 	for _, rec := range p.Records {
 		if !rec.Included {
 			r.res.Excluded++
-			if !redrive.StaysBehind(rec.Reason) {
-				r.settled[rec.EventID] = true
-			}
 		}
 	}
 	for id, v := range o.Skip {
 		if rec, ok := r.included[id]; ok && !v.Included {
 			r.res.Skipped = append(r.res.Skipped, Skip{EventID: id, Position: rec.Position, Reason: v.Reason, Detail: v.Detail})
 			delete(r.included, id)
-			if !redrive.StaysBehind(v.Reason) {
-				r.settled[id] = true
-			}
 		}
 	}
 	sort.Slice(r.res.Skipped, func(i, j int) bool { return r.res.Skipped[i].Position < r.res.Skipped[j].Position })
@@ -590,8 +591,10 @@ func (r *run) take(ctx context.Context, d amqp.Delivery) (done bool, err error) 
 		}
 	}
 	if !want || r.seen[m.EventID] {
-		if !r.seen[m.EventID] && !r.settled[m.EventID] {
-			r.order.StaysBehind(m.OrderingKey, seq)
+		if !r.seen[m.EventID] && r.o.Admission != nil {
+			f := m.Facts()
+			f.Position = seq
+			r.o.Admission.PassedOver(f)
 		}
 		r.mu.Lock()
 		r.res.Passed++
@@ -604,7 +607,8 @@ func (r *run) take(ctx context.Context, d amqp.Delivery) (done bool, err error) 
 	}
 	r.seen[m.EventID] = true
 	r.remaining--
-	it := item{d: d, rec: rec, m: m.Facts(), seq: seq}
+	it := item{d: d, rec: rec, m: m.Facts()}
+	it.m.Position = seq
 	switch r.states[m.EventID] {
 	case StateConfirmed:
 		// Arrived in an earlier run that stopped before the ack.
@@ -628,42 +632,29 @@ func (r *run) take(ctx context.Context, d amqp.Delivery) (done bool, err error) 
 	return false, nil
 }
 
-// admit runs, before a chunk's intents are recorded, the checks that need
-// what its messages derive to as consumed (Recheck: system of record, loop
-// limit, idempotency key) and the ordering check in the order the DLQ was
-// read: a message whose older same-key message stays in the DLQ (passed
-// over, changed, skipped) would overtake it. What they exclude is held
-// (back to the DLQ in place at the end) and reported; it stays behind in
-// turn for the messages after it.
+// admit asks the Admission, before a chunk's intents are recorded, which of
+// its messages not to send: they are held (back to the DLQ in place at the
+// end) and reported.
 func (r *run) admit(ctx context.Context) error {
-	var verdicts map[string]redrive.Verdict
-	if r.o.Recheck != nil {
-		msgs := make([]redrive.QueueMessage, len(r.cur))
-		for i, it := range r.cur {
-			msgs[i] = it.m
-		}
-		var err error
-		if verdicts, err = r.o.Recheck(ctx, msgs); err != nil {
-			return err
-		}
+	if r.o.Admission == nil {
+		return nil
+	}
+	msgs := make([]redrive.QueueMessage, len(r.cur))
+	for i, it := range r.cur {
+		msgs[i] = it.m
+	}
+	out, err := r.o.Admission.Admit(ctx, msgs)
+	if err != nil {
+		return err
 	}
 	keep := r.cur[:0]
 	var skipped []Skip
 	for _, it := range r.cur {
-		v, out := verdicts[it.rec.EventID]
-		out = out && !v.Included
-		if pos, behind := r.order.Hazard(it.m.OrderingKey, it.seq); !out && behind && !r.p.AllowHazards {
-			v, out = redrive.Verdict{Reason: redrive.ReasonOrderingHazard, Detail: fmt.Sprintf(
-				"an older message with ordering key %s stays in the DLQ (read %d message(s) before this one); this one would overtake it", it.m.OrderingKey, it.seq-pos)}, true
-		}
-		if !out {
-			keep = append(keep, it)
+		if v, no := out[it.rec.EventID]; no && !v.Included {
+			skipped = append(skipped, Skip{EventID: it.rec.EventID, Position: it.rec.Position, Reason: v.Reason, Detail: v.Detail})
 			continue
 		}
-		if redrive.StaysBehind(v.Reason) {
-			r.order.StaysBehind(it.m.OrderingKey, it.seq)
-		}
-		skipped = append(skipped, Skip{EventID: it.rec.EventID, Position: it.rec.Position, Reason: v.Reason, Detail: v.Detail})
+		keep = append(keep, it)
 	}
 	r.cur = keep
 	if len(keep) == 0 {

@@ -513,26 +513,10 @@ func (r *RabbitRedrive) Run(ctx context.Context, cl *rabbitmq.Client, l *rabbitm
 	o.StopOnFailure = pol.StopOnFailure || pol.RequireIdempotencyKey
 	o.Skip = skip
 	// The checks that need what a message derives to run as it is
-	// consumed, over each chunk (no second read of the DLQ), with one
-	// system-of-record connection for the whole run.
-	var look sor.Lookup
-	defer func() {
-		if look != nil {
-			look.Close()
-		}
-	}()
-	o.Recheck = func(ctx context.Context, msgs []redrive.QueueMessage) (map[string]redrive.Verdict, error) {
-		return r.recheckMessages(ctx, p, msgs, func(ctx context.Context, s config.SystemOfRecord, keys []string) (map[string]bool, error) {
-			if look == nil {
-				l, err := sor.Open(ctx, s)
-				if err != nil {
-					return nil, err
-				}
-				look = l
-			}
-			return look.Committed(ctx, keys)
-		})
-	}
+	// consumed, over each chunk (no second read of the DLQ).
+	adm := r.admission(p, skip)
+	defer adm.close()
+	o.Admission = adm
 	record := func(ctx context.Context, action string, details map[string]any) error {
 		details["dlq"], details["actor"] = p.DLQ, actor
 		return r.Audit(ctx, auditFile, action, hash, details)
@@ -681,6 +665,68 @@ func (r *RabbitRedrive) recheckMessages(ctx context.Context, p redrive.QueuePlan
 		}
 	}
 	return skip, nil
+}
+
+// rabbitAdmission is a run's rabbitmq.Admission: as the DLQ is consumed in
+// order, the checks on what each message derives to (recheckMessages, over
+// one system-of-record connection for the whole run) and ordering, judged
+// on the messages the run passes over and skips (redrive.QueueOrdering).
+type rabbitAdmission struct {
+	r     *RabbitRedrive
+	p     redrive.QueuePlan
+	order *redrive.QueueOrdering
+	// settled are event ids whose message, left in the DLQ, was delivered
+	// or settled already: no older event of its key waits behind it.
+	settled map[string]bool
+	look    sor.Lookup
+}
+
+func (r *RabbitRedrive) admission(p redrive.QueuePlan, skip map[string]redrive.Verdict) *rabbitAdmission {
+	a := &rabbitAdmission{r: r, p: p, order: redrive.NewQueueOrdering(), settled: map[string]bool{}}
+	for _, rec := range p.Records {
+		if !rec.Included && !redrive.StaysBehind(rec.Reason) {
+			a.settled[rec.EventID] = true
+		}
+	}
+	for id, v := range skip {
+		if !v.Included && !redrive.StaysBehind(v.Reason) {
+			a.settled[id] = true
+		}
+	}
+	return a
+}
+
+// PassedOver notes a message left in the DLQ ahead of what follows.
+func (a *rabbitAdmission) PassedOver(m redrive.QueueMessage) {
+	if !a.settled[m.EventID] {
+		a.order.StaysBehind(m.OrderingKey, m.Position)
+	}
+}
+
+// Admit runs the checks again over a chunk as consumed, then ordering.
+func (a *rabbitAdmission) Admit(ctx context.Context, msgs []redrive.QueueMessage) (map[string]redrive.Verdict, error) {
+	verdicts, err := a.r.recheckMessages(ctx, a.p, msgs, a.committed)
+	if err != nil {
+		return nil, err
+	}
+	return a.order.Admit(msgs, verdicts, a.p.AllowHazards), nil
+}
+
+func (a *rabbitAdmission) committed(ctx context.Context, s config.SystemOfRecord, keys []string) (map[string]bool, error) {
+	if a.look == nil {
+		l, err := sor.Open(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		a.look = l
+	}
+	return a.look.Committed(ctx, keys)
+}
+
+func (a *rabbitAdmission) close() {
+	if a.look != nil {
+		a.look.Close()
+	}
 }
 
 // RabbitSkips lists the included records skip excludes, in plan order.
