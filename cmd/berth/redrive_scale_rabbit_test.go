@@ -33,7 +33,7 @@ func BenchmarkRabbitRedriveAtScale(b *testing.B) {
 		n = v
 	}
 	var execS, baseS, planS float64
-	var peak, planPeak float64
+	var peak, planPeak, planBytes float64
 	sent := 0
 	for i := 0; i < b.N; i++ {
 		r := rabbitRedriveAtScale(b, n)
@@ -42,6 +42,7 @@ func BenchmarkRabbitRedriveAtScale(b *testing.B) {
 		baseS += r.baseline.Seconds()
 		peak, planPeak = max(peak, r.exec.mib()), max(planPeak, r.plan.mib())
 		sent += r.sent
+		planBytes += float64(r.planBytes)
 	}
 	b.ReportMetric(float64(sent)/execS, "msgs/s")
 	b.ReportMetric(float64(n*b.N)/baseS, "baseline-msgs/s")
@@ -49,6 +50,7 @@ func BenchmarkRabbitRedriveAtScale(b *testing.B) {
 	b.ReportMetric(peak, "execute-peak-RSS-MiB")
 	b.ReportMetric(planS/float64(b.N), "plan-s")
 	b.ReportMetric(planPeak, "plan-peak-RSS-MiB")
+	b.ReportMetric(planBytes/float64(n*b.N), "plan-B/msg")
 }
 
 // rabbitScaleRun is one run of the measurement.
@@ -56,6 +58,8 @@ type rabbitScaleRun struct {
 	plan, exec step
 	sent       int
 	baseline   time.Duration
+	// planBytes is the plan file's size.
+	planBytes int64
 }
 
 func rabbitRedriveAtScale(t testing.TB, n int) rabbitScaleRun {
@@ -193,5 +197,5 @@ func rabbitRedriveAtScale(t testing.TB, n int) rabbitScaleRun {
 		exec.wall.Seconds(), exec.mib(), float64(done.Sent)/exec.wall.Seconds())
 	t.Logf("baseline confirmed publish (window 500) of the same %d messages: %.2fs, %.0f messages/s",
 		n, baseline.Seconds(), float64(n)/baseline.Seconds())
-	return rabbitScaleRun{plan: plan, exec: exec, sent: done.Sent, baseline: baseline}
+	return rabbitScaleRun{plan: plan, exec: exec, sent: done.Sent, baseline: baseline, planBytes: st.Size()}
 }
