@@ -203,9 +203,12 @@ func (e ruleEnv) execute(t *testing.T, hash string) (executeCore, string, string
 var ruleBackends = []struct {
 	name string
 	env  func(t *testing.T, policy func(ruleEnv) string) ruleEnv
+	// nothing is a selection that matches none of the DLQ's records, in
+	// the backend's own selectors.
+	nothing []string
 }{
-	{"kafka", kafkaRuleEnv},
-	{"rabbitmq", rabbitRuleEnv},
+	{"kafka", kafkaRuleEnv, []string{"--header", "no-such-header=x"}},
+	{"rabbitmq", rabbitRuleEnv, []string{"--reason", "expired"}},
 }
 
 func noReview(e ruleEnv) string { return e.policyFor("      review: none\n") }
@@ -301,6 +304,27 @@ func TestRedriveRulesOnBothBackends(t *testing.T) {
 				}
 				if _, err := os.Stat(file); err == nil {
 					t.Errorf("a truncated plan was written")
+				}
+			})
+
+			t.Run("a selection of no record is refused in one line naming it, nothing written or stored", func(t *testing.T) {
+				e := b.env(t, noReview)
+				file := filepath.Join(t.TempDir(), "empty.json")
+				_, errOut, code := e.run(t, append([]string{"redrive", "plan", e.dlq, "--out", file}, b.nothing...)...)
+				if code != 1 || strings.Count(errOut, "berth: ") != 1 || !strings.Contains(errOut, "matches no record in "+e.dlq) ||
+					!strings.Contains(errOut, strings.Join(b.nothing, " ")) {
+					t.Errorf("plan of nothing: exit %d %q; want exit 1 and one line naming the selection %v and %s", code, errOut, b.nothing, e.dlq)
+				}
+				if _, err := os.Stat(file); err == nil {
+					t.Errorf("a plan of nothing was written to --out")
+				}
+				out, errOut, code := e.run(t, "redrive", "status", "-o", "json")
+				var plans []json.RawMessage
+				if code != 0 || json.Unmarshal([]byte(out), &plans) != nil || len(plans) != 0 {
+					t.Errorf("redrive status after a plan of nothing: exit %d, want no plan stored:\n%s%s", code, out, errOut)
+				}
+				if got := auditActions(t, e.audit); strings.Contains(got, "redrive.plan") {
+					t.Errorf("a plan of nothing was audited as made: %s", got)
 				}
 			})
 

@@ -55,6 +55,10 @@ var (
 	// ErrNotConfirmed: a terminal user did not confirm (or typed the wrong
 	// plan hash prefix).
 	ErrNotConfirmed = errors.New("not confirmed")
+	// ErrNothingSelected: the plan's selection matches no record of the
+	// DLQ; a plan of nothing is neither written nor stored (it would show
+	// as "ready" and execute to no effect).
+	ErrNothingSelected = errors.New("the selection matches no record")
 	// ErrUnsupported: the backend cannot do this; the message says why in
 	// one line.
 	ErrUnsupported = errors.New("not supported on this backend")
@@ -131,4 +135,10 @@ func SignersToEdit(dlq string, pol config.RedrivePolicy, matched bool, source st
 // is known; edit is SignersToEdit's answer, tail what was not done.
 func noSigners(edit, tail string) error {
 	return Refuse(ErrNoAllowedSigners, "review is required but no approval can be verified: %s; %s", edit, tail)
+}
+
+// nothingSelected is the refusal of a plan whose selection (flags, as the
+// user gave them) matches no record of dlq: the same line on both backends.
+func nothingSelected(flags, dlq string) error {
+	return Refuse(ErrNothingSelected, "the selection %s matches no record in %s: no plan made", flags, dlq)
 }

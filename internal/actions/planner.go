@@ -420,7 +420,7 @@ func (p *Planner) Plan(ctx context.Context, req PlanRequest) (redrive.File, erro
 	}
 	records := picked.sorted()
 	if len(records) == 0 {
-		return redrive.File{}, fmt.Errorf("the selection matches no record in %s", req.DLQ)
+		return redrive.File{}, nothingSelected(sel.Flags(), req.DLQ)
 	}
 	info, err := p.Cluster.Describe(ctx)
 	if err != nil {

@@ -126,6 +126,9 @@ func (r *RabbitRedrive) MakePlan(ctx context.Context, cl *rabbitmq.Client, l *ra
 			}
 		}
 	}
+	if len(selected) == 0 && !in.Sel.Empty() {
+		return redrive.QueuePlan{}, res, nothingSelected(in.Sel.Flags(), in.DLQ)
+	}
 	if ci.Redriven, err = l.RedrivenAmong(ctx, selected); err != nil {
 		return redrive.QueuePlan{}, res, err
 	}
