@@ -1,6 +1,9 @@
 package backends
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Causes a caller may branch on, whichever broker returned them: match with
 // errors.Is. The message around them still names the address and the cause
@@ -16,7 +19,17 @@ var (
 	// read-only. internal/actions.ErrReadOnly is this same value; a backend
 	// refuses with it only as a last line behind the actions layer.
 	ErrReadOnly = errors.New("the context is read-only")
+	// ErrNoPlan: no stored redrive plan's hash starts with the prefix
+	// given (see NoPlan).
+	ErrNoPlan = errors.New("not in the plan store")
 )
+
+// NoPlan is the one wording of a plan hash prefix that no stored plan
+// has, on both backends: "plan PREFIX: not in the plan store (STORE)",
+// STORE naming where the backend keeps plans. It matches ErrNoPlan.
+func NoPlan(prefix, store string) error {
+	return Failure(fmt.Sprintf("plan %s: %v (%s)", prefix, ErrNoPlan, store), ErrNoPlan)
+}
 
 // Failure is an error that prints msg and matches each of causes with
 // errors.Is and errors.As. It lets a backend keep a message written for the

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
 )
@@ -435,7 +436,7 @@ func findPlan[T any](ctx context.Context, s *PlanStore, prefix string, load func
 	}
 	switch len(match) {
 	case 0:
-		return zero, fmt.Errorf("plan %s: not in the plan store (%s)", prefix, PlanTopic)
+		return zero, backends.NoPlan(prefix, "topic "+PlanTopic)
 	case 1:
 		e := ix.plans[match[0]]
 		p, err := load(ctx, match[0], e, ix.sigs[match[0]])

@@ -11,6 +11,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 	_ "modernc.org/sqlite"             // registers the "sqlite" database/sql driver
 
+	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
@@ -376,8 +377,9 @@ func (l *Ledger) PutPlan(ctx context.Context, p redrive.QueuePlan) error {
 	return nil
 }
 
-// ErrNoPlan is returned when no stored plan matches a hash prefix.
-var ErrNoPlan = errors.New("no such plan in the redrive store")
+// ErrNoPlan is returned when no stored plan matches a hash prefix: the
+// same value as Kafka's, worded by backends.NoPlan.
+var ErrNoPlan = backends.ErrNoPlan
 
 // Plan finds a stored plan by a hash prefix (8+ hex digits); its content is
 // checked against its hash, as for a file. A stored plan that cannot be
@@ -393,7 +395,7 @@ func (l *Ledger) Plan(ctx context.Context, prefix string) (redrive.QueuePlan, er
 	case len(bad) == 1:
 		return redrive.QueuePlan{}, bad[0]
 	case len(ps) == 0:
-		return redrive.QueuePlan{}, fmt.Errorf("plan %s: %w", prefix, ErrNoPlan)
+		return redrive.QueuePlan{}, backends.NoPlan(prefix, "table berth_rabbitmq_plans of the redrive store")
 	}
 	return ps[0], nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -325,6 +326,20 @@ func TestRedriveRulesOnBothBackends(t *testing.T) {
 				}
 				if got := auditActions(t, e.audit); strings.Contains(got, "redrive.plan") {
 					t.Errorf("a plan of nothing was audited as made: %s", got)
+				}
+			})
+
+			t.Run("a plan that is not there is named the same way by every command, exit 1", func(t *testing.T) {
+				_, alice, _, _ := signersFile(t, t.TempDir())
+				e := b.env(t, noReview)
+				e.planAll(t) // the store exists and holds another plan
+				const missing = "0123456789ab"
+				want := regexp.MustCompile(`^berth: plan ` + missing + `: not in the plan store \([^)]+\)\n$`)
+				for _, args := range [][]string{{"show", missing}, {"status", missing}, {"approve", missing, "--key", alice}, {"sign", missing, "--key", alice}, {"execute", missing, "--yes"}} {
+					_, errOut, code := e.run(t, append([]string{"redrive"}, args...)...)
+					if code != 1 || !want.MatchString(errOut) {
+						t.Errorf("redrive %s of an unknown plan: exit %d %q; want exit 1 and one line matching %s", args[0], code, errOut, want)
+					}
 				}
 			})
 
