@@ -221,12 +221,7 @@ func CheckDuplicates(cs []Candidate, included []bool) []Verdict {
 	return out
 }
 
-func less(a, b Coord) bool {
-	if a.Partition != b.Partition {
-		return a.Partition < b.Partition
-	}
-	return a.Offset < b.Offset
-}
+func less(a, b Coord) bool { return a.Before(b) }
 
 // ScanRange is one original partition the ordering scan must read, from
 // From (the lowest original offset + 1 among the candidates on it).

@@ -34,6 +34,15 @@ func (c Coord) String() string {
 	return strconv.FormatInt(int64(c.Partition), 10) + ":" + strconv.FormatInt(c.Offset, 10)
 }
 
+// Before reports whether c comes before o in DLQ order (partition, then
+// offset).
+func (c Coord) Before(o Coord) bool {
+	if c.Partition != o.Partition {
+		return c.Partition < o.Partition
+	}
+	return c.Offset < o.Offset
+}
+
 // Coord returns the record's coordinates.
 func (r Record) Coord() Coord { return Coord{r.Partition, r.Offset} }
 

@@ -439,31 +439,17 @@ redriven_or_settled, headers, value or value_hex, value_binary, value_bytes.`,
 				return err
 			}
 			defer closeFn()
-			l, err := p.Load(ctx, args[0], read)
+			l, err := p.Show(ctx, args[0], read, classes, limit)
 			if err != nil {
 				return err
 			}
-			want := map[string]bool{}
 			for _, c := range classes {
-				want[c] = true
-			}
-			known := map[string]bool{}
-			for _, r := range l.Records {
-				known[r.Class] = true
-			}
-			for _, c := range classes {
-				if !known[c] {
+				if !l.Known[c] {
 					return usageErr("--class %s: no such class in %s (see berth dlq classes %s)", c, sanitize.Text(args[0]), sanitize.Text(args[0]))
 				}
 			}
 			views := []recordView{}
 			for _, r := range l.Records {
-				if len(want) > 0 && !want[r.Class] {
-					continue
-				}
-				if len(views) >= limit {
-					break
-				}
 				views = append(views, viewRecord(r, l.Ledger.Done(r.Coord())))
 			}
 			if f == output.JSON {

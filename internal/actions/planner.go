@@ -8,6 +8,7 @@ package actions
 // anything but the plan store.
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"os"
@@ -300,6 +301,104 @@ func (p *Planner) tally(ctx context.Context, dlq string, limit int) (tallied, er
 	return t, nil
 }
 
+// Shown is what `dlq show` prints: the first records of a DLQ that a
+// selection asks to see, and what the whole read says about its classes.
+type Shown struct {
+	// Records are the first limit records read of the classes asked (every
+	// class when none), in DLQ order, with their ledger entries in Ledger.
+	Records []redrive.Parsed
+	Ledger  redrive.LedgerIndex
+	// Known holds the class of every record read.
+	Known    map[string]bool
+	Total    int64
+	Complete bool
+}
+
+// Show reads a DLQ (at most read records; 0: ReadLimit) and keeps the first
+// limit records (by partition and offset) of the classes asked, as Load
+// then a filter would, but holding only those: a `dlq show --limit 20` over
+// a million-record DLQ holds 20 records, not a million.
+func (p *Planner) Show(ctx context.Context, dlq string, read int, classes []string, limit int) (Shown, error) {
+	pol, _, read, err := p.readSetup(dlq, read)
+	if err != nil {
+		return Shown{}, err
+	}
+	want := map[string]bool{}
+	for _, c := range classes {
+		want[c] = true
+	}
+	sh := Shown{Known: map[string]bool{}}
+	first := firstRecords{limit: limit}
+	res, err := p.Cluster.ReadDLQEach(ctx, dlq, kafka.ReadOptions{Limit: read}, func(r redrive.Record) {
+		pr := redrive.ParseRecord(r, pol.Extractors)
+		sh.Known[pr.Class] = true
+		if len(want) > 0 && !want[pr.Class] {
+			return
+		}
+		first.offer(pr.Coord(), func() redrive.Parsed {
+			pr.Record = r.Clone() // the read lends r only for this call
+			return pr
+		})
+	})
+	if err != nil {
+		return Shown{}, err
+	}
+	sh.Total, sh.Complete = res.Total, res.Complete
+	sh.Records = first.sorted()
+	coords := make([]redrive.Coord, len(sh.Records))
+	for i, r := range sh.Records {
+		coords[i] = r.Coord()
+	}
+	if sh.Ledger, err = p.ledgerOf(ctx, dlq, coords); err != nil {
+		return Shown{}, err
+	}
+	return sh, nil
+}
+
+// firstRecords keeps the limit records of lowest coordinates offered, in
+// whatever order they come.
+type firstRecords struct {
+	h     lowestCoords
+	limit int
+}
+
+// offer considers the record at c; keep makes the copy to hold, called only
+// when it is held.
+func (f *firstRecords) offer(c redrive.Coord, keep func() redrive.Parsed) {
+	if f.limit <= 0 {
+		return
+	}
+	if len(f.h) == f.limit {
+		if !c.Before(f.h[0].Coord()) {
+			return
+		}
+		heap.Pop(&f.h)
+	}
+	heap.Push(&f.h, keep())
+}
+
+// sorted returns the records held, in DLQ order.
+func (f *firstRecords) sorted() []redrive.Parsed {
+	out := []redrive.Parsed(f.h)
+	sort.Slice(out, func(i, j int) bool { return out[i].Coord().Before(out[j].Coord()) })
+	return out
+}
+
+// lowestCoords is a max-heap by coordinates: its top is the record to drop
+// when a lower one arrives.
+type lowestCoords []redrive.Parsed
+
+func (h lowestCoords) Len() int           { return len(h) }
+func (h lowestCoords) Less(i, j int) bool { return h[j].Coord().Before(h[i].Coord()) }
+func (h lowestCoords) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *lowestCoords) Push(x any)        { *h = append(*h, x.(redrive.Parsed)) }
+func (h *lowestCoords) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
 // PlanRequest is what an operator asks a plan to contain.
 type PlanRequest struct {
 	DLQ string
@@ -541,12 +640,7 @@ func (p *pickedRecords) sorted() []redrive.PlanRecord {
 		}
 	}
 	p.parts, p.n = nil, 0
-	less := func(i, j int) bool {
-		if out[i].Partition != out[j].Partition {
-			return out[i].Partition < out[j].Partition
-		}
-		return out[i].Offset < out[j].Offset
-	}
+	less := func(i, j int) bool { return out[i].Coord().Before(out[j].Coord()) }
 	if !sort.SliceIsSorted(out, less) {
 		sort.SliceStable(out, less)
 	}

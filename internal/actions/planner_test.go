@@ -480,3 +480,80 @@ func TestClassesStreamedAreTheClassesLoaded(t *testing.T) {
 		}
 	}
 }
+
+// TestShowKeepsTheFirstRecordsItShows: `dlq show` streams the DLQ and keeps
+// only the records it prints: the first --limit of the classes asked, in
+// DLQ order, with their ledger state — what filtering Load's records gives
+// — whatever order the partitions' records arrive in.
+func TestShowKeepsTheFirstRecordsItShows(t *testing.T) {
+	f := newFixture(t, nil)
+	f.kc.CreateTopic(t, "orders.DLT", 3, 1, nil)
+	var recs []*kgo.Record
+	for i := 0; i < 30; i++ {
+		msg := "PSP answered HTTP 503"
+		if i%4 == 0 {
+			msg = "order failed validation"
+		}
+		recs = append(recs, &kgo.Record{Topic: "orders.DLT", Partition: int32(i % 3), Key: []byte(fmt.Sprintf("order-%d", i)), Value: []byte(fmt.Sprintf(`{"eventId":"ev-%d"}`, i)),
+			Headers: dltHeaders(int64(i), kgo.RecordHeader{Key: "kafka_dlt-exception-message", Value: []byte(msg)})})
+	}
+	f.kc.Produce(t, recs...)
+	p := f.planner()
+	if err := p.Store.AppendLedger(tctx(t), redrive.LedgerEntry{DLQ: "orders.DLT", Partition: 1, Offset: 2, Action: redrive.LedgerSettled, Plan: "by-hand", At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := p.Load(tctx(t), "orders.DLT", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Classes) != 2 {
+		t.Fatalf("classes %+v, want 2", l.Classes)
+	}
+	for _, classes := range [][]string{nil, {l.Classes[1].ID}} {
+		for _, limit := range []int{1, 5, 14, 100} {
+			var want []string
+			for _, r := range l.Records {
+				if len(want) < limit && (classes == nil || r.Class == classes[0]) {
+					want = append(want, fmt.Sprintf("%s %s done=%v", r.Coord(), r.EventID, l.Ledger.Done(r.Coord())))
+				}
+			}
+			sh, err := p.Show(tctx(t), "orders.DLT", 0, classes, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, r := range sh.Records {
+				got = append(got, fmt.Sprintf("%s %s done=%v", r.Coord(), r.EventID, sh.Ledger.Done(r.Coord())))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) || len(sh.Known) != 2 || sh.Total != 30 || !sh.Complete {
+				t.Fatalf("classes %v limit %d: shown %v, want %v (known %v, total %d)", classes, limit, got, want, sh.Known, sh.Total)
+			}
+		}
+	}
+}
+
+// TestFirstRecordsAreTheLowestWhateverTheOrder: partitions interleave as a
+// DLQ streams past; what dlq show keeps is the lowest coordinates, not the
+// first to arrive.
+func TestFirstRecordsAreTheLowestWhateverTheOrder(t *testing.T) {
+	var coords []redrive.Coord
+	for part := int32(0); part < 3; part++ {
+		for off := int64(0); off < 40; off++ {
+			coords = append(coords, redrive.Coord{Partition: part, Offset: off})
+		}
+	}
+	// In reverse: partition 2's last record first, 0:0 last.
+	for i, j := 0, len(coords)-1; i < j; i, j = i+1, j-1 {
+		coords[i], coords[j] = coords[j], coords[i]
+	}
+	f := firstRecords{limit: 45}
+	for _, c := range coords {
+		f.offer(c, func() redrive.Parsed {
+			return redrive.Parsed{Record: redrive.Record{Partition: c.Partition, Offset: c.Offset}}
+		})
+	}
+	got := f.sorted()
+	if len(got) != 45 || got[0].Coord() != (redrive.Coord{Partition: 0, Offset: 0}) || got[39].Coord() != (redrive.Coord{Partition: 0, Offset: 39}) || got[44].Coord() != (redrive.Coord{Partition: 1, Offset: 4}) {
+		t.Fatalf("kept %d records, first %v, 40th %v, last %v: want 0:0..0:39 then 1:0..1:4", len(got), got[0].Coord(), got[39].Coord(), got[len(got)-1].Coord())
+	}
+}
