@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/internal/output"
 	"github.com/berth-dev/berth/internal/sanitize"
+	"github.com/berth-dev/berth/internal/savefile"
 	"github.com/berth-dev/berth/tui"
 	"github.com/berth-dev/berth/tui/record"
 )
@@ -25,6 +27,7 @@ func init() {
 			offset    int64
 			group     string
 			limit     int
+			save      recordSave
 		)
 		cmd := &cobra.Command{
 			Use:   "records TOPIC --partition P (--offset N | --group G)",
@@ -41,7 +44,13 @@ JSON: an object with topic, partition, group and committed (when --group;
 committed is null without a commit), from, log_start, end, note, and records:
 [{topic, partition, offset, timestamp, timestamp_type, key (null for a null
 key) or key_hex, headers [{key, value | value_hex, binary}], value or
-value_hex, value_binary, value_bytes}].`,
+value_hex, value_binary, value_bytes}].
+
+--save-value FILE and --save-key FILE write the first record's value or key,
+its raw bytes unchanged, to FILE instead of printing it (the record viewer's
+S). An existing file is refused unless --overwrite (then replaced whole); a
+pipe or device is written in place. JSON: topic, partition, offset and saved
+[{part, file, bytes}].`,
 			Args: exactArgs("TOPIC"),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				if a.isRabbit() {
@@ -67,6 +76,9 @@ value_hex, value_binary, value_bytes}].`,
 				if limit < 1 {
 					return usageErr("--limit %d: must be at least 1", limit)
 				}
+				if err := save.check(limit); err != nil {
+					return err
+				}
 				ctx, cancel := a.opCtx(cmd.Context())
 				defer cancel()
 				cl, err := a.kafkaCluster(ctx)
@@ -81,6 +93,9 @@ value_hex, value_binary, value_bytes}].`,
 						return err
 					}
 				}
+				if save.value != "" || save.key != "" {
+					return a.saveRecord(ctx, cl, t, save, f)
+				}
 				return a.printRecords(ctx, cl, t, limit, f)
 			},
 		}
@@ -88,6 +103,9 @@ value_hex, value_binary, value_bytes}].`,
 		cmd.Flags().Int64Var(&offset, "offset", 0, "first offset to read")
 		cmd.Flags().StringVar(&group, "group", "", "start at this group's committed offset on the partition")
 		cmd.Flags().IntVar(&limit, "limit", 1, "records printed")
+		cmd.Flags().StringVar(&save.value, "save-value", "", "write the first record's value, its raw bytes, to FILE (the console's S) instead of printing")
+		cmd.Flags().StringVar(&save.key, "save-key", "", "write the first record's key, its raw bytes, to FILE instead of printing")
+		cmd.Flags().BoolVar(&save.overwrite, "overwrite", false, "with --save-value/--save-key: replace an existing file")
 		return cmd
 	})
 }
@@ -190,6 +208,97 @@ func (a *app) printRecords(ctx context.Context, cl backends.Cluster, t tui.Parti
 	}
 	if len(got.Records) == 0 && note == "" {
 		fmt.Fprintf(a.stdout, "no records at or after offset %d (the partition ends at %d)\n", from, got.End)
+	}
+	return nil
+}
+
+// recordSave is what --save-value/--save-key ask for.
+type recordSave struct {
+	value, key string
+	overwrite  bool
+}
+
+func (s recordSave) check(limit int) error {
+	switch {
+	case s.value == "" && s.key == "":
+		if s.overwrite {
+			return usageErr("--overwrite: only with --save-value or --save-key")
+		}
+	case limit != 1:
+		return usageErr("--save-value/--save-key: save one record; --limit %d is not 1", limit)
+	case s.value == s.key:
+		return usageErr("--save-value and --save-key: both name %s", s.value)
+	}
+	return nil
+}
+
+// savedView is the JSON of `berth records --save-value/--save-key`.
+type savedView struct {
+	Topic     string      `json:"topic"`
+	Partition int32       `json:"partition"`
+	Offset    int64       `json:"offset"`
+	Saved     []savedPart `json:"saved"`
+}
+
+type savedPart struct {
+	Part  string `json:"part"` // value or key
+	File  string `json:"file"`
+	Bytes int    `json:"bytes"`
+}
+
+// saveRecord writes the first record at or after t.Committed: its value
+// and/or key, raw, through the same savefile.Write as the console's S.
+// Every target is checked, and the key's presence, before anything is
+// written.
+func (a *app) saveRecord(ctx context.Context, cl backends.Cluster, t tui.PartitionTarget, s recordSave, f output.Format) error {
+	rr, ok := cl.(backends.RecordReader)
+	if !ok {
+		return fmt.Errorf("records: this cluster cannot read records")
+	}
+	from := max(t.Committed, 0)
+	got, err := rr.ReadRecords(ctx, t.Topic, t.Partition, from, 1)
+	if err != nil {
+		return err
+	}
+	where := fmt.Sprintf("%s[%d]", sanitize.Text(t.Topic), t.Partition)
+	if len(got.Records) == 0 {
+		return fmt.Errorf("no record at or after offset %d on %s (the partition ends at %d): nothing written", from, where, got.End)
+	}
+	r := got.Records[0]
+	var parts []savedPart
+	var data [][]byte
+	for _, p := range []struct {
+		part, file string
+		data       []byte
+	}{{"value", s.value, r.Value}, {"key", s.key, r.Key}} {
+		if p.file == "" {
+			continue
+		}
+		if p.part == "key" && r.KeyNull {
+			return fmt.Errorf("%s offset %d has a null key: nothing written", where, r.Offset)
+		}
+		abs, _, err := savefile.Check(p.file, s.overwrite)
+		if errors.Is(err, savefile.ErrExists) {
+			return fmt.Errorf("--save-%s: %s already exists: nothing written (--overwrite replaces it)", p.part, sanitize.Text(abs))
+		}
+		if err != nil {
+			return fmt.Errorf("--save-%s: %s", p.part, sanitize.Text(err.Error()))
+		}
+		parts, data = append(parts, savedPart{Part: p.part, File: abs, Bytes: len(p.data)}), append(data, p.data)
+	}
+	for i, p := range parts {
+		if _, err := savefile.Write(p.File, data[i], s.overwrite); err != nil {
+			return fmt.Errorf("--save-%s: %s", p.Part, sanitize.Text(err.Error()))
+		}
+	}
+	if f == output.JSON {
+		for i := range parts {
+			parts[i].File = sanitize.Text(parts[i].File)
+		}
+		return output.WriteJSON(a.stdout, savedView{Topic: sanitize.Text(t.Topic), Partition: t.Partition, Offset: r.Offset, Saved: parts})
+	}
+	for _, p := range parts {
+		fmt.Fprintf(a.stdout, "wrote the %s of %s offset %d (%d bytes) to %s\n", p.Part, where, r.Offset, p.Bytes, sanitize.Text(p.File))
 	}
 	return nil
 }

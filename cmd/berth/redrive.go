@@ -23,6 +23,7 @@ import (
 	"github.com/berth-dev/berth/internal/audit"
 	"github.com/berth-dev/berth/internal/output"
 	"github.com/berth-dev/berth/internal/sanitize"
+	"github.com/berth-dev/berth/internal/savefile"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
 )
@@ -485,45 +486,11 @@ func scanProgressPrinter(w io.Writer) func(kafka.ScanProgress) {
 	}
 }
 
+// writeFileAtomic writes a plan (or a config note) to path, replacing a
+// file whole; a device or pipe is written in place (savefile.Write).
 func writeFileAtomic(path string, data []byte) error {
-	// Renaming over something that is not a regular file would replace it
-	// with one: --out /dev/null, run as root, turned /dev/null into a 0600
-	// file for the whole machine. A device, pipe or socket is written in
-	// place (it has no half-written state to hide); a directory is refused.
-	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
-		if st.IsDir() {
-			return fmt.Errorf("%s is a directory", path)
-		}
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if err != nil {
-			return err
-		}
-		if _, err := f.Write(data); err != nil {
-			f.Close()
-			return err
-		}
-		return f.Close()
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".berth-plan-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	_, err := savefile.Write(path, data, true)
+	return err
 }
 
 func writePlanText(w io.Writer, s redrivePlanSummary) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/aymanbagabas/go-osc52/v2"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/internal/sanitize"
+	"github.com/berth-dev/berth/internal/savefile"
 	"github.com/berth-dev/berth/tui"
 	"github.com/berth-dev/berth/tui/components/textfield"
 	"github.com/berth-dev/berth/tui/styles"
@@ -302,27 +302,17 @@ type savedMsg struct {
 	err  error
 }
 
-// saveCmd writes data to a new file: an existing file is never replaced.
+// saveCmd writes data to a new file (or a device or pipe, in place): an
+// existing file is never replaced. `berth records --save-value` writes
+// through the same savefile.Write.
 func saveCmd(path string, data []byte) tea.Cmd {
 	return func() tea.Msg {
-		abs, err := filepath.Abs(path)
-		if err != nil {
-			return savedMsg{err: fmt.Errorf("save: %v", err)}
-		}
-		f, err := os.OpenFile(abs, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, os.ErrExist) {
+		abs, err := savefile.Write(path, data, false)
+		if errors.Is(err, savefile.ErrExists) {
 			return savedMsg{err: fmt.Errorf("save: %s already exists: nothing written (choose another name)", abs)}
 		}
 		if err != nil {
 			return savedMsg{err: fmt.Errorf("save: %v", err)}
-		}
-		_, err = f.Write(data)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(abs)
-			return savedMsg{err: fmt.Errorf("save %s: %v", abs, err)}
 		}
 		return savedMsg{path: abs, n: len(data)}
 	}
