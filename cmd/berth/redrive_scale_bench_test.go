@@ -19,7 +19,7 @@ import (
 // plain produce (exec/produce), the plan file's bytes a record, and the
 // peak RSS of `redrive show` and `status` of the plan.
 //
-//	BERTH_SCALE_RECORDS=100000 go test -run '^$' -bench RedriveAtScale -benchtime 1x -timeout 60m ./cmd/berth/
+//	BERTH_SCALE_RECORDS=100000 go test -run '^$' -bench '^BenchmarkRedriveAtScale$' -benchtime 1x -timeout 60m ./cmd/berth/
 //
 // BERTH_SCALE_RECORDS defaults to 100,000. Each iteration seeds a fresh
 // broker (a plan's records are redriven once).
