@@ -477,26 +477,32 @@ func (p *Planner) Plan(ctx context.Context, req PlanRequest) (redrive.File, erro
 	known := map[string]bool{}
 	in := newInterner()
 	var picked pickedRecords
-	read := 0
-	res, err := p.Cluster.ReadDLQEach(ctx, req.DLQ, kafka.ReadOptions{Limit: p.ReadLimit}, func(r redrive.Record) {
-		read++
-		pr := redrive.ParseRecord(r, pol.Extractors)
-		known[pr.Class] = true
-		if base(pr.Class) && filter(pr) {
-			picked.add(in.record(redrive.NewPlanRecord(pr, req.Target)))
+	// Records named by --offsets alone are read where they are; the DLQ is
+	// streamed only when --all, a class or a filter alone selects among
+	// every record.
+	if req.All || len(req.Classes) > 0 || len(req.Offsets) == 0 {
+		read := 0
+		res, err := p.Cluster.ReadDLQEach(ctx, req.DLQ, kafka.ReadOptions{Limit: p.ReadLimit}, func(r redrive.Record) {
+			read++
+			pr := redrive.ParseRecord(r, pol.Extractors)
+			known[pr.Class] = true
+			if base(pr.Class) && filter(pr) {
+				picked.add(in.record(redrive.NewPlanRecord(pr, req.Target)))
+			}
+		})
+		if err != nil {
+			return redrive.File{}, err
 		}
-	})
-	if err != nil {
-		return redrive.File{}, err
-	}
-	// Classes and filters select among every record: on a DLQ larger than
-	// the read bound they would silently miss the unread ones.
-	if !res.Complete && (len(req.Classes) > 0 || len(req.Offsets) == 0) {
-		return redrive.File{}, fmt.Errorf("%s holds %d records, more than the %d read: select by --offsets, or raise --read", req.DLQ, res.Total, read)
-	}
-	for _, c := range req.Classes {
-		if !known[c] {
-			return redrive.File{}, BadRequest("--class %s: no such class in %s (see berth dlq classes %s)", c, req.DLQ, req.DLQ)
+		// --all, classes and filters select among every record: on a DLQ
+		// larger than the read bound they would silently miss the unread
+		// ones (--all beside --offsets too).
+		if !res.Complete {
+			return redrive.File{}, fmt.Errorf("%s holds %d records, more than the %d read: select by --offsets, or raise --read", req.DLQ, res.Total, read)
+		}
+		for _, c := range req.Classes {
+			if !known[c] {
+				return redrive.File{}, BadRequest("--class %s: no such class in %s (see berth dlq classes %s)", c, req.DLQ, req.DLQ)
+			}
 		}
 	}
 	if len(req.Offsets) > 0 {

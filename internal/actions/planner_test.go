@@ -388,15 +388,60 @@ func TestSelectionOverMoreThanTheReadBoundIsRefused(t *testing.T) {
 	f := newFixture(t, nil)
 	p := f.planner()
 	p.ReadLimit = 3
-	for _, req := range []PlanRequest{{DLQ: "payments.DLT", Key: "order-1"}, {DLQ: "payments.DLT", Classes: []string{"c-x"}}} {
+	offset6 := []redrive.Coord{{Partition: 0, Offset: 6}}
+	for _, req := range []PlanRequest{{DLQ: "payments.DLT", Key: "order-1"}, {DLQ: "payments.DLT", Classes: []string{"c-x"}},
+		{DLQ: "payments.DLT", All: true, Offsets: offset6}, {DLQ: "payments.DLT", Classes: []string{"c-x"}, Offsets: offset6}} {
 		if _, err := p.Plan(tctx(t), req); err == nil || !strings.Contains(err.Error(), "more than the 3 read") {
 			t.Fatalf("%+v: %v", req, err)
 		}
 	}
 	// Coordinates are read directly, whatever the bound.
-	file, err := p.Plan(tctx(t), PlanRequest{DLQ: "payments.DLT", Offsets: []redrive.Coord{{Partition: 0, Offset: 6}}})
+	file, err := p.Plan(tctx(t), PlanRequest{DLQ: "payments.DLT", Offsets: offset6})
 	if err != nil || len(file.Plan.Records) != 1 {
 		t.Fatalf("offsets beyond the bound: %v", err)
+	}
+}
+
+// TestOffsetsAloneReadOnlyTheirRecords: a plan of two coordinates near the
+// end of a DLQ of 200 records reads from the first of them on (the client
+// takes what follows in the same fetch), not the DLQ up to --read.
+func TestOffsetsAloneReadOnlyTheirRecords(t *testing.T) {
+	f := newFixture(t, nil)
+	f.kc.CreateTopic(t, "refunds.DLT", 1, 1, nil)
+	for i := 0; i < 200; i++ { // one batch each: a read takes what it asks for
+		f.kc.Produce(t, &kgo.Record{Topic: "refunds.DLT", Key: []byte(fmt.Sprintf("order-%d", i)), Value: []byte(fmt.Sprintf(`{"eventId":"rf-%d","idempotencyKey":"rk-%d"}`, i, i)), Headers: dltHeaders(int64(i))})
+	}
+	reads := &dlqReads{topic: "refunds.DLT"}
+	c, err := kafka.Dial(tctx(t), kafka.Options{Bootstrap: f.kc.Addrs, Timeout: 5 * time.Second, Extra: []kgo.Opt{kgo.WithHooks(reads)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := kafka.NewCluster(c)
+	t.Cleanup(cl.Close)
+	cfg := *f.cfg
+	cfg.Redrive.Policies = append([]config.RedrivePolicy{{Match: "refunds.DLT", IdempotencyKey: "json:idempotencyKey", Review: "none"}}, cfg.Redrive.Policies...)
+	p := NewPlanner(cl, &cfg)
+	file, err := p.Plan(tctx(t), PlanRequest{DLQ: "refunds.DLT", Offsets: []redrive.Coord{{Partition: 0, Offset: 195}, {Partition: 0, Offset: 190}}, Target: "refunds"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(file.Plan.Records) != 2 || file.Plan.Records[0].Offset != 190 || file.Plan.Records[1].Offset != 195 {
+		t.Fatalf("records %+v, want 0:190 and 0:195", file.Plan.Records)
+	}
+	if got := reads.n.Load(); got > 10 {
+		t.Fatalf("the plan read %d DLQ records: want the 10 from 0:190 on, not the whole DLQ (200)", got)
+	}
+}
+
+// dlqReads counts the records of one topic a client's consumers fetch.
+type dlqReads struct {
+	topic string
+	n     atomic.Int64
+}
+
+func (d *dlqReads) OnFetchRecordBuffered(r *kgo.Record) {
+	if r.Topic == d.topic {
+		d.n.Add(1)
 	}
 }
 
