@@ -390,6 +390,8 @@ func newDLQShowCmd(a *app) *cobra.Command {
 		limit   int
 		read    int
 		b       browseFlags
+		eventID string
+		save    recordSave
 	)
 	cmd := &cobra.Command{
 		Use:   "show DLQ",
@@ -413,9 +415,24 @@ On a RabbitMQ context messages are browsed (--read, default 1,000) and shown
 with their parsed x-death history. JSON: position, publisher_timestamp,
 message_id, event_id, event_id_source, idempotency_key, ordering_key, class,
 original_queue, reason, error, death, redelivered, prior_redrives,
-redriven_or_settled, headers, value or value_hex, value_binary, value_bytes.`,
+redriven_or_settled, headers, value or value_hex, value_binary, value_bytes.
+
+--event-id ID --save-value FILE writes that message's body, its raw bytes,
+to FILE instead of showing (the record viewer's S; RabbitMQ: on Kafka,
+berth records DLQ -p P --offset O --save-value FILE saves a DLQ record). An
+existing file is refused unless --overwrite; a pipe is written in place.
+JSON: dlq, position, event_id, saved [{part, file, bytes}].`,
 		Args: exactArgs("DLQ"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := save.checkShow(eventID); err != nil {
+				return err
+			}
+			if save.asked() {
+				if !a.isRabbit() {
+					return usageErr("dlq show --save-value: RabbitMQ only; on Kafka save a DLQ record by its coordinates: berth records %s -p P --offset O --save-value FILE", sanitize.Text(args[0]))
+				}
+				return a.rmqSaveMessage(cmd, args[0], eventID, save, read, b)
+			}
 			if a.isRabbit() {
 				return a.rmqDLQShow(cmd, args[0], classes, limit, read, b)
 			}
@@ -470,6 +487,9 @@ redriven_or_settled, headers, value or value_hex, value_binary, value_bytes.`,
 	cmd.Flags().StringArrayVar(&classes, "class", nil, "only records of this class id (repeatable)")
 	cmd.Flags().IntVar(&limit, "limit", 20, "records shown")
 	cmd.Flags().IntVar(&read, "read", kafka.DefaultReadLimit, "records read, oldest first (RabbitMQ: messages browsed, default 1000)")
+	cmd.Flags().StringVar(&eventID, "event-id", "", "RabbitMQ: with --save-value, the message to save (the oldest with this event id)")
+	cmd.Flags().StringVar(&save.value, "save-value", "", "RabbitMQ: write the --event-id message's body, its raw bytes, to FILE instead of showing")
+	cmd.Flags().BoolVar(&save.overwrite, "overwrite", false, "with --save-value: replace an existing file")
 	b.add(cmd)
 	return cmd
 }

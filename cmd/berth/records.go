@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/internal/output"
 	"github.com/berth-dev/berth/internal/sanitize"
-	"github.com/berth-dev/berth/internal/savefile"
 	"github.com/berth-dev/berth/tui"
 	"github.com/berth-dev/berth/tui/record"
 )
@@ -212,38 +210,12 @@ func (a *app) printRecords(ctx context.Context, cl backends.Cluster, t tui.Parti
 	return nil
 }
 
-// recordSave is what --save-value/--save-key ask for.
-type recordSave struct {
-	value, key string
-	overwrite  bool
-}
-
-func (s recordSave) check(limit int) error {
-	switch {
-	case s.value == "" && s.key == "":
-		if s.overwrite {
-			return usageErr("--overwrite: only with --save-value or --save-key")
-		}
-	case limit != 1:
-		return usageErr("--save-value/--save-key: save one record; --limit %d is not 1", limit)
-	case s.value == s.key:
-		return usageErr("--save-value and --save-key: both name %s", s.value)
-	}
-	return nil
-}
-
 // savedView is the JSON of `berth records --save-value/--save-key`.
 type savedView struct {
 	Topic     string      `json:"topic"`
 	Partition int32       `json:"partition"`
 	Offset    int64       `json:"offset"`
 	Saved     []savedPart `json:"saved"`
-}
-
-type savedPart struct {
-	Part  string `json:"part"` // value or key
-	File  string `json:"file"`
-	Bytes int    `json:"bytes"`
 }
 
 // saveRecord writes the first record at or after t.Committed: its value
@@ -265,40 +237,13 @@ func (a *app) saveRecord(ctx context.Context, cl backends.Cluster, t tui.Partiti
 		return fmt.Errorf("no record at or after offset %d on %s (the partition ends at %d): nothing written", from, where, got.End)
 	}
 	r := got.Records[0]
-	var parts []savedPart
-	var data [][]byte
-	for _, p := range []struct {
-		part, file string
-		data       []byte
-	}{{"value", s.value, r.Value}, {"key", s.key, r.Key}} {
-		if p.file == "" {
-			continue
-		}
-		if p.part == "key" && r.KeyNull {
-			return fmt.Errorf("%s offset %d has a null key: nothing written", where, r.Offset)
-		}
-		abs, _, err := savefile.Check(p.file, s.overwrite)
-		if errors.Is(err, savefile.ErrExists) {
-			return fmt.Errorf("--save-%s: %s already exists: nothing written (--overwrite replaces it)", p.part, sanitize.Text(abs))
-		}
-		if err != nil {
-			return fmt.Errorf("--save-%s: %s", p.part, sanitize.Text(err.Error()))
-		}
-		parts, data = append(parts, savedPart{Part: p.part, File: abs, Bytes: len(p.data)}), append(data, p.data)
+	if s.key != "" && r.KeyNull {
+		return fmt.Errorf("%s offset %d has a null key: nothing written", where, r.Offset)
 	}
-	for i, p := range parts {
-		if _, err := savefile.Write(p.File, data[i], s.overwrite); err != nil {
-			return fmt.Errorf("--save-%s: %s", p.Part, sanitize.Text(err.Error()))
-		}
+	saved, err := s.write(r.Value, r.Key)
+	if err != nil {
+		return err
 	}
-	if f == output.JSON {
-		for i := range parts {
-			parts[i].File = sanitize.Text(parts[i].File)
-		}
-		return output.WriteJSON(a.stdout, savedView{Topic: sanitize.Text(t.Topic), Partition: t.Partition, Offset: r.Offset, Saved: parts})
-	}
-	for _, p := range parts {
-		fmt.Fprintf(a.stdout, "wrote the %s of %s offset %d (%d bytes) to %s\n", p.Part, where, r.Offset, p.Bytes, sanitize.Text(p.File))
-	}
-	return nil
+	return a.printSaved(f, savedView{Topic: sanitize.Text(t.Topic), Partition: t.Partition, Offset: r.Offset, Saved: saved}, saved,
+		fmt.Sprintf("%s offset %d", where, r.Offset))
 }

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/berth-dev/berth/internal/kafkatest"
@@ -60,7 +61,7 @@ func TestRecordsSaveWritesOneRecordsRawBytes(t *testing.T) {
 
 	// An existing file is kept unless --overwrite; nothing else is written.
 	other := filepath.Join(dir, "other.bin")
-	_, errOut, code = runBerth(t, "records", "payments", "-p", "0", "--offset", "1", "--save-key", other, "--save-value", val, boot)
+	_, errOut, code = runBerth(t, "records", "payments", "-p", "0", "--offset", "0", "--save-key", other, "--save-value", val, boot)
 	if code != 1 || !strings.Contains(errOut, val+" already exists") || !strings.Contains(errOut, "--overwrite") {
 		t.Errorf("save over an existing file: exit %d %q; want 1 naming the file and --overwrite", code, errOut)
 	}
@@ -115,5 +116,68 @@ func TestRecordsSaveWritesOneRecordsRawBytes(t *testing.T) {
 	_, errOut, code = runBerth(t, "records", "payments", "-p", "0", "--offset", "9", "--save-value", filepath.Join(dir, "none"), boot)
 	if code != 1 || !strings.Contains(errOut, "no record at or after offset 9") || !strings.Contains(errOut, "nothing written") {
 		t.Errorf("save past the end: exit %d %q", code, errOut)
+	}
+}
+
+// `berth dlq show DLQ --event-id ID --save-value FILE` on RabbitMQ: a
+// dead-lettered message's body, raw, as the viewer's S saves it; the DLQ
+// keeps its messages. Kafka points to `berth records`, which saves a DLQ
+// record by its coordinates.
+func TestDLQShowSavesARabbitMessageBody(t *testing.T) {
+	isolateConfig(t)
+	body := []byte{0x00, 0x1b, '[', '2', 'J', 0xff}
+	conn, _, _, dlq, _ := rmqDeadLettered(t, "cmd", true, func(string) []amqp.Publishing {
+		return []amqp.Publishing{{MessageId: "job-0", Body: []byte(`{}`)}, {MessageId: "job-1", Body: body}}
+	})
+	dir := t.TempDir()
+	cfg := rabbitConfig{Audit: filepath.Join(dir, "audit.log"), Store: filepath.Join(dir, "ledger.db")}.write(t)
+	run := func(args ...string) (string, string, int) {
+		t.Helper()
+		return runBerth(t, append(args, "--config", cfg)...)
+	}
+	file := filepath.Join(dir, "body.bin")
+	out, errOut, code := run("dlq", "show", dlq, "--event-id", "job-1", "--save-value", file, "-o", "json")
+	var got struct {
+		DLQ      string `json:"dlq"`
+		Position int    `json:"position"`
+		EventID  string `json:"event_id"`
+		Saved    []struct {
+			Part  string `json:"part"`
+			File  string `json:"file"`
+			Bytes int    `json:"bytes"`
+		} `json:"saved"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil {
+		t.Fatalf("save: exit %d %s%s", code, out, errOut)
+	}
+	if got.DLQ != dlq || got.Position != 1 || got.EventID != "job-1" || len(got.Saved) != 1 || got.Saved[0].Part != "value" || got.Saved[0].File != file || got.Saved[0].Bytes != len(body) {
+		t.Errorf("save -o json does not say what was written:\n%s", out)
+	}
+	if b, err := os.ReadFile(file); err != nil || !bytes.Equal(b, body) {
+		t.Errorf("saved %x (%v), want %x", b, err, body)
+	}
+	if _, errOut, code := run("dlq", "show", dlq, "--event-id", "job-0", "--save-value", file); code != 1 || !strings.Contains(errOut, "already exists") {
+		t.Errorf("save over an existing file: exit %d %q", code, errOut)
+	}
+	if _, errOut, code := run("dlq", "show", dlq, "--event-id", "job-9", "--save-value", filepath.Join(dir, "none")); code != 1 || !strings.Contains(errOut, "no message with event id job-9") || !strings.Contains(errOut, "nothing written") {
+		t.Errorf("save of an unknown event id: exit %d %q", code, errOut)
+	}
+	for _, args := range [][]string{{"--save-value", filepath.Join(dir, "x")}, {"--event-id", "job-0"}, {"--event-id", "job-0", "--save-key", filepath.Join(dir, "k")}} {
+		if _, errOut, code := run(append([]string{"dlq", "show", dlq}, args...)...); code != 2 {
+			t.Errorf("dlq show %v: exit %d %q; want a usage error", args, code, errOut)
+		}
+	}
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	if q, err := ch.QueueDeclarePassive(dlq, false, false, false, false, nil); err != nil || q.Messages != 2 {
+		t.Errorf("the DLQ holds %d message(s) after the saves (%v), want 2", q.Messages, err)
+	}
+
+	kc := kafkatest.Start(t, 1)
+	if _, errOut, code := runBerth(t, "dlq", "show", "orders.DLT", "--event-id", "e", "--save-value", filepath.Join(dir, "k.bin"), "--bootstrap="+kc.Addrs[0]); code != 2 || !strings.Contains(errOut, "berth records") {
+		t.Errorf("dlq show --save-value on Kafka: exit %d %q; want 2 pointing to berth records", code, errOut)
 	}
 }
