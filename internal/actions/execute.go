@@ -374,12 +374,22 @@ func vetSkip(r redrive.PlanRecord, rec redrive.Record, found bool) (Skip, bool) 
 	return Skip{}, false
 }
 
-// sameTarget refuses the plan when the record names another target than
-// the plan gives it: the plan says where a record goes and the reviewer saw
-// it; the record says otherwise. Nothing of such a plan is sent.
+// sameTarget refuses the plan (audited) when the record names another
+// target than the plan gives it (targetRefusal).
 func (o Options) sameTarget(ctx context.Context, f redrive.File, r redrive.PlanRecord, p redrive.Parsed) error {
+	if err := targetRefusal(f, r, p); err != nil {
+		return o.refused(ctx, f, err)
+	}
+	return nil
+}
+
+// targetRefusal is the refusal of a plan that gives a record another
+// target than the record names: the plan says where a record goes and the
+// reviewer saw it; the record says otherwise. Nothing of such a plan is
+// sent.
+func targetRefusal(f redrive.File, r redrive.PlanRecord, p redrive.Parsed) error {
 	if t := redrive.DeriveTarget(p, f.Plan.Target); t != r.Target {
-		return o.refused(ctx, f, Refuse(ErrTargetChanged, "plan %s gives record %s the target %q, but the record names %q: nothing sent; make the plan again", short(f.Hash), r.Coord(), r.Target, orNone(t)))
+		return Refuse(ErrTargetChanged, "plan %s gives record %s the target %q, but the record names %q: nothing sent; make the plan again", short(f.Hash), r.Coord(), r.Target, orNone(t))
 	}
 	return nil
 }
@@ -463,6 +473,10 @@ func (e *execRun) stream(ctx context.Context, chunks [][]sendKey, fn func(prepar
 				e.res.Cancelled = !e.o.DryRun
 				return nil
 			}
+			if IsRefusal(p.err) {
+				// audited here: only this goroutine writes the audit log
+				return e.o.refused(ctx, e.f, p.err)
+			}
 			return p.err
 		}
 		e.res.Skipped = append(e.res.Skipped, p.skips...)
@@ -498,7 +512,7 @@ func (e *execRun) prepare(ctx context.Context, keys []sendKey, seen map[string]r
 			continue
 		}
 		parsed := parseForExecute(rec, e.x)
-		if err := o.sameTarget(ctx, f, r, parsed); err != nil {
+		if err := targetRefusal(f, r, parsed); err != nil {
 			return prepared{err: err} // cannot happen: same bytes as the first pass
 		}
 		r.Fill(parsed)
