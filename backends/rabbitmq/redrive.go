@@ -49,6 +49,10 @@ type ExecOptions struct {
 	// published; the messages read stay unacked, in place) and returns
 	// false to stop the run instead (as Cancel does).
 	Pause func(ctx context.Context) bool
+	// Notice, when set, is told what the run waits for when the broker
+	// keeps it waiting (a DLQ still busy requeueing), so the wait is not
+	// silent.
+	Notice func(string)
 	// Cancel, when closed, stops the run cleanly between chunks: the chunk
 	// in flight settles (ledger, acks), nothing more is published, and the
 	// messages read but not published return to the DLQ in place. A run of
@@ -254,8 +258,15 @@ func (c *Client) Execute(ctx context.Context, p redrive.QueuePlan, l *Ledger, o 
 	// wait for the broker's close-ok (a classic queue busy requeueing holds
 	// it up for minutes): closing the connection (r.close, bounded) or the
 	// process exiting returns them just the same.
+	if r.next != nil {
+		// A segment opened as the read ended holds what it was sent:
+		// returned in place with the others.
+		_ = r.takeOver(ctx)
+	}
 	if ctx.Err() == nil {
-		_ = r.cch.Close()
+		for _, ch := range r.segs {
+			_ = ch.Close()
+		}
 	}
 	r.account()
 	if readErr != nil {
@@ -278,9 +289,15 @@ type run struct {
 	included map[string]redrive.QueueRecord // by event id, less the skipped
 	states   map[string]string              // the ledger's state per event id
 
-	conn       *amqp.Connection
-	cch        *amqp.Channel // consumes the DLQ; acks what arrived
+	conn *amqp.Connection
+	// segs are the channels that consumed the DLQ, one per segment; each
+	// acks what arrived on it and holds what was passed over. deliveries
+	// are the current segment's; got and held count what it delivered and
+	// what of that was passed over.
+	segs       []*amqp.Channel
 	deliveries <-chan amqp.Delivery
+	got, held  int
+	next       chan next  // the segment being opened (nil: none)
 	pub        *publisher // nil after the broker closed it: reopened on use
 	x          Extractors
 	origin     string
@@ -365,19 +382,13 @@ func (r *run) open(ctx context.Context) error {
 	r.conn = conn
 	// Each of these waits for the broker's answer, and the answer to
 	// basic.consume comes from the DLQ's queue process: one still busy
-	// requeueing a large browse (the plan's: 100,000 messages keep a 3.10
-	// classic queue busy for many minutes) does not answer. Bounded by ctx
-	// so that an interrupt ends the wait; nothing is consumed yet.
-	err = c.bounded(ctx, "consume "+r.p.DLQ, func() (err error) {
-		if r.cch, err = conn.Channel(); err != nil {
-			return err
-		}
-		if err = r.cch.Qos(r.o.MaxHeld+2*r.o.Window, 0, false); err != nil {
-			return err
-		}
-		r.deliveries, err = r.cch.Consume(r.p.DLQ, "", false, false, false, false, nil)
-		return err
-	})
+	// requeueing (a large browse's nack by an older berth or another tool
+	// keeps a 3.10 classic queue busy for many minutes) does not answer.
+	// Bounded by ctx so that an interrupt ends the wait; nothing is
+	// consumed yet; and said, so that the wait is not silent.
+	stopNotes := r.noteWhileBusy(ctx)
+	err = c.bounded(ctx, "consume "+r.p.DLQ, r.consume)
+	stopNotes()
 	if err != nil {
 		return c.amqpErr(err)
 	}
@@ -398,6 +409,143 @@ func (r *run) open(ctx context.Context) error {
 	}
 	return nil
 }
+
+// A segment ends once it has passed over segmentHeld messages and
+// delivered segmentMin, or delivered segmentMax. Each segment is one
+// channel, and a connection allows 2,047 by default: the run holds at most
+// MaxHeld messages, so a run takes at most MaxHeld/segmentHeld +
+// depth/segmentMax channels. The prefetch lets the broker send ahead what
+// the reader takes while the next segment opens.
+const (
+	segmentHeld     = 100
+	segmentMin      = 500
+	segmentMax      = 20_000
+	segmentPrefetch = 2_000
+)
+
+// segmentDone says whether the current segment has taken its share.
+func (r *run) segmentDone() bool {
+	return (r.held >= segmentHeld && r.got >= segmentMin) || r.got >= segmentMax
+}
+
+// consume starts the first segment: a channel of its own consuming the
+// DLQ.
+//
+// Why segments: RabbitMQ 3.10 matches each ack against the channel's
+// unacked deliveries from the oldest, so every ack walks past the
+// messages held ahead of it on the same channel. With one channel for the
+// whole run, acks cost what the run holds: holding one message in ten of
+// 100,000 brought acking down to 195 messages/s (8,245 holding none). A
+// channel per segment bounds the walk by what the segment holds.
+func (r *run) consume() error {
+	ch, d, err := r.openSegment(len(r.segs) + 1)
+	if ch != nil {
+		r.segs = append(r.segs, ch)
+	}
+	r.deliveries, r.got, r.held = d, 0, 0
+	return err
+}
+
+// openSegment opens segment n's channel and consumer.
+func (r *run) openSegment(n int) (*amqp.Channel, <-chan amqp.Delivery, error) {
+	ch, err := r.conn.Channel()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := ch.Qos(segmentPrefetch, 0, false); err != nil {
+		return ch, nil, err
+	}
+	d, err := ch.Consume(r.p.DLQ, segmentTag(n), false, false, false, false, nil)
+	return ch, d, err
+}
+
+func segmentTag(n int) string { return fmt.Sprintf("berth-redrive-%d", n) }
+
+// next is a segment being opened while the last one's deliveries are
+// still read.
+type next struct {
+	ch  *amqp.Channel
+	d   <-chan amqp.Delivery
+	err error
+}
+
+// rotate ends the current segment once it has taken its share: its
+// consumer is cancelled and the next one started, in the background, while
+// the reader goes on with the deliveries on their way (the broker sends
+// every one before the cancel-ok, so the old consumer's deliveries end,
+// in order, before the next consumer's begin: nothing is read out of
+// order, nothing is left unseen). Its messages stay unacked on its channel
+// (acked there once settled, or returned in place at the end).
+func (r *run) rotate() {
+	old, n := r.segs[len(r.segs)-1], len(r.segs)
+	ready := make(chan next, 1)
+	r.next = ready
+	go func() {
+		if err := old.Cancel(segmentTag(n), false); err != nil {
+			ready <- next{err: err}
+			return
+		}
+		ch, d, err := r.openSegment(n + 1)
+		ready <- next{ch: ch, d: d, err: err}
+	}()
+}
+
+// takeOver makes the segment rotate opened the current one, once the last
+// one's deliveries ended.
+func (r *run) takeOver(ctx context.Context) error {
+	var n next
+	select {
+	case n = <-r.next:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	r.next = nil
+	if n.ch != nil {
+		r.segs = append(r.segs, n.ch)
+	}
+	if n.err != nil {
+		return r.c.amqpErr(n.err)
+	}
+	r.deliveries, r.got, r.held = n.d, 0, 0
+	return nil
+}
+
+// noteWhileBusy says, every few seconds until stopped, that the DLQ has
+// not answered the consumer yet and how many messages it holds unacked
+// (from the management API): the usual cause is a queue still requeueing
+// them.
+func (r *run) noteWhileBusy(ctx context.Context) (stop func()) {
+	if r.o.Notice == nil {
+		return func() {}
+	}
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(busyNoteEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			unacked := "an unknown number of messages"
+			if r.c.mgmt != nil {
+				if q, err := r.c.Queue(ctx, r.p.Vhost, r.p.DLQ); err == nil && q.Unacked != nil {
+					unacked = fmt.Sprintf("%d", *q.Unacked)
+				}
+			}
+			r.o.Notice(fmt.Sprintf("DLQ %s busy requeueing: %s unacked; RabbitMQ has not let the redrive consume it yet (waiting; ctrl+c stops, nothing is consumed yet)", r.p.DLQ, unacked))
+		}
+	}()
+	return func() { close(quit); <-done }
+}
+
+// busyNoteEvery is how often a DLQ that does not answer is reported.
+const busyNoteEvery = 5 * time.Second
 
 // close releases the run's connection and rate ticker.
 func (r *run) close(ctx context.Context) {
@@ -446,7 +594,7 @@ func (r *run) settleInOrder(ctx context.Context) <-chan error {
 			if firstErr != nil {
 				continue // drain; unacked messages return to the DLQ
 			}
-			firstErr = r.c.settleChunk(ctx, ch, r.p, r.hash, r.l, r.cch, &r.mu, &r.res, r.o, r.stopWith)
+			firstErr = r.c.settleChunk(ctx, ch, r.p, r.hash, r.l, &r.mu, &r.res, r.o, r.stopWith)
 			if firstErr != nil {
 				r.stopWith("error: " + firstErr.Error())
 			}
@@ -525,12 +673,22 @@ func (r *run) read(ctx context.Context) error {
 			r.cancelled = true
 			return nil
 		case d, ok := <-r.deliveries:
+			if !ok && r.next != nil {
+				// The segment's deliveries ended: the next one takes over.
+				if err := r.takeOver(ctx); err != nil {
+					return err
+				}
+				continue
+			}
 			if !ok {
 				return fmt.Errorf("rabbitmq amqp %s: the DLQ consumer was closed", r.c.AMQPAddr())
 			}
 			done, err := r.take(ctx, d)
 			if err != nil || done {
 				return err
+			}
+			if r.got++; r.next == nil && r.segmentDone() && r.remaining > 0 {
+				r.rotate()
 			}
 			emptySeen = false
 			if !idle.Stop() {
@@ -596,6 +754,7 @@ func (r *run) take(ctx context.Context, d amqp.Delivery) (done bool, err error) 
 			f.Position = seq
 			r.o.Admission.PassedOver(f)
 		}
+		r.held++
 		r.mu.Lock()
 		r.res.Passed++
 		held := r.res.Passed
@@ -612,7 +771,7 @@ func (r *run) take(ctx context.Context, d amqp.Delivery) (done bool, err error) 
 	switch r.states[m.EventID] {
 	case StateConfirmed:
 		// Arrived in an earlier run that stopped before the ack.
-		if err := r.cch.Ack(d.DeliveryTag, false); err != nil {
+		if err := d.Ack(false); err != nil {
 			return true, r.c.amqpErr(err)
 		}
 		r.mu.Lock()
@@ -733,7 +892,7 @@ func (c *Client) verifyDepth(ctx context.Context, dlq string, before backends.Qu
 
 // settleChunk waits for a chunk's confirms, collects returns, records the
 // outcome in the ledger and then acks the DLQ copies of what arrived.
-func (c *Client) settleChunk(ctx context.Context, ch chunk, p redrive.QueuePlan, hash string, l *Ledger, cch *amqp.Channel, mu *sync.Mutex, res *Result, o ExecOptions, stop func(string)) error {
+func (c *Client) settleChunk(ctx context.Context, ch chunk, p redrive.QueuePlan, hash string, l *Ledger, mu *sync.Mutex, res *Result, o ExecOptions, stop func(string)) error {
 	ok := make([]bool, len(ch.items))
 	why := make([]string, len(ch.items))
 	for i, it := range ch.items {
@@ -803,7 +962,8 @@ drain:
 		if !ok[i] {
 			continue // held unacked: back to the DLQ in place at the end
 		}
-		if err := cch.Ack(it.d.DeliveryTag, false); err != nil {
+		// On the channel it arrived on (its segment's).
+		if err := it.d.Ack(false); err != nil {
 			return c.amqpErr(err)
 		}
 		sent++

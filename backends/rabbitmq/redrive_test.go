@@ -258,3 +258,55 @@ func TestRedriveQuorumDLQWithAcceptance(t *testing.T) {
 		t.Fatalf("DLQ kept %v", sortedIDs(left))
 	}
 }
+
+// A run that passes over many messages consumes the DLQ on one channel per
+// segment (acks behind held messages cost RabbitMQ what the channel holds):
+// across the segments every selected message is sent once, in DLQ order,
+// and every one passed over is back in the DLQ at its position.
+func TestRedrivePassesOverManyAcrossSegmentsInOrder(t *testing.T) {
+	t.Parallel()
+	conn := needRabbit(t)
+	needManagement(t)
+	dlq, work := uniq(t, "dlq"), uniq(t, "work")
+	declareQueue(t, conn, dlq, nil)
+	declareQueue(t, conn, work, nil)
+	const n = 1600 // a segment ends after 500 deliveries holding 100: several segments
+	msgs := deadLetters(work, n)
+	for start := 0; start < n; start += 500 {
+		publishConfirmed(t, conn, "", dlq, msgs[start:min(start+500, n)]...)
+	}
+	c := testClient(t, Options{AMQPURL: amqpURL(), ManagementURL: mgmtURL(), Timeout: 30 * time.Second})
+	var facts []Message
+	var picked, left []string
+	for i, m := range msgs {
+		facts = append(facts, ToMessage(i, amqp.Delivery{MessageId: m.MessageId, DeliveryMode: m.DeliveryMode, Headers: m.Headers, Body: m.Body}, Extractors{}))
+		if i%3 == 0 {
+			left = append(left, m.MessageId)
+		} else {
+			picked = append(picked, m.MessageId)
+		}
+	}
+	p, err := redrive.MakeQueuePlan(FactsOf(facts), redrive.QueueSelection{EventIDs: picked}, redrive.PolicySnapshot{}, redrive.QueueCheckInput{}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Vhost, p.DLQ, p.QueueType = c.Vhost(), dlq, "classic"
+	res, err := c.Execute(context.Background(), p, sqliteLedger(t), ExecOptions{Window: 100, Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Sent != len(picked) || len(res.NotFound) != 0 || res.Verification == nil || !res.Verification.OK {
+		t.Fatalf("sent %d of %d, not found %d, verification %+v", res.Sent, len(picked), len(res.NotFound), res.Verification)
+	}
+	var sent []string
+	for _, d := range drain(t, conn, work) {
+		sent = append(sent, d.MessageId)
+	}
+	if fmt.Sprint(sent) != fmt.Sprint(picked) {
+		t.Errorf("work queue received %d messages, not the %d selected in DLQ order", len(sent), len(picked))
+	}
+	after, err := c.Browse(context.Background(), dlq, BrowseOptions{Limit: n})
+	if err != nil || fmt.Sprint(ids(after.Messages)) != fmt.Sprint(left) {
+		t.Fatalf("DLQ after the run holds %d messages (%v), not the %d passed over in their order", len(after.Messages), err, len(left))
+	}
+}

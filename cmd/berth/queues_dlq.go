@@ -967,6 +967,7 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 	start := time.Now()
 	res, err := rr.Run(sigCtx, cl, l, p, dec, skip, actor, auditFile, rabbitmq.ExecOptions{
 		Verify: !noVerify, Pause: pause,
+		Notice: func(note string) { fmt.Fprintln(a.stderr, sanitize.Text(note)) },
 		Progress: func(r rabbitmq.Result) {
 			done := r.Sent + r.AlreadySent + len(r.Failed)
 			fmt.Fprintf(a.stderr, "progress %s: %d/%d sent %d already sent %d failed %d (%.0f msg/s)\n", shortHash(hash), done, totals.Included, r.Sent, r.AlreadySent, len(r.Failed), float64(r.Sent)/time.Since(start).Seconds())

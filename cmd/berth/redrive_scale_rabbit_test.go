@@ -14,7 +14,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
-// BenchmarkRabbitRedriveAtScale is RabbitMQ's figure a user gets: N
+// BenchmarkRabbitRedriveScale is RabbitMQ's figure a user gets: N
 // payment messages (BERTH_SCALE_RECORDS, default 10,000) dead-lettered into
 // a DLQ on the machine's RabbitMQ (with x-death as the broker writes it),
 // the real PostgreSQL as system of record (one in ten captured) and as the
@@ -26,8 +26,8 @@ import (
 // that baseline's. It fails unless every included message reached the work
 // queue and the captured ones stayed; it never asserts a duration.
 //
-//	BERTH_SCALE_RECORDS=100000 go test ./cmd/berth -run '^$' -bench RabbitRedriveAtScale -benchtime 1x -timeout 30m
-func BenchmarkRabbitRedriveAtScale(b *testing.B) {
+//	BERTH_SCALE_RECORDS=100000 go test ./cmd/berth -run '^$' -bench RabbitRedriveScale -benchtime 1x -timeout 30m
+func BenchmarkRabbitRedriveScale(b *testing.B) {
 	n := 10000
 	if v, _ := strconv.Atoi(os.Getenv("BERTH_SCALE_RECORDS")); v > 0 {
 		n = v
