@@ -465,6 +465,11 @@ func QueuePlanFromCore(c Core) (QueuePlan, error) {
 		}
 		targets[i] = [2]string{x, k}
 	}
+	// An event is sent at most once: a plan lists a second message of the
+	// same event id excluded as duplicate, never included twice (an author
+	// re-hashing an edited plan could list it so; the run would send it once
+	// and the review would count it twice).
+	includedAt := map[string]int{}
 	for _, row := range c.Rows {
 		pos, id, ok := strings.Cut(row.Loc, ":")
 		n, err := strconv.Atoi(pos)
@@ -473,6 +478,12 @@ func QueuePlanFromCore(c Core) (QueuePlan, error) {
 		}
 		if !row.Included() && !knownReason(row.Verdict) {
 			return QueuePlan{}, fmt.Errorf("row %s: verdict %q is not a reason", row.Loc, row.Verdict)
+		}
+		if row.Included() {
+			if at, twice := includedAt[id]; twice {
+				return QueuePlan{}, fmt.Errorf("row %s: event %s is included twice (also at position %d); a plan sends an event once: make the plan again", row.Loc, id, at)
+			}
+			includedAt[id] = n
 		}
 		r := QueueRecord{Position: n, EventID: id, Digest: row.Digest, Verdict: Verdict{Included: row.Included(), Reason: row.Verdict}}
 		if row.Target >= 0 {

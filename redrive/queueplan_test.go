@@ -170,3 +170,44 @@ func TestQueueOrderingAdmit(t *testing.T) {
 		t.Errorf("an effect already committed holds nothing up: %v", got)
 	}
 }
+
+// A plan may list a second message of one event id only as a duplicate; a
+// plan re-hashed after an edit that includes both is refused as it is
+// decoded (file or store), naming the event.
+func TestQueuePlanIncludingAnEventTwiceIsRefused(t *testing.T) {
+	m := func(pos int, id string) QueueMessage {
+		return QueueMessage{Position: pos, EventID: id, Digest: "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", OriginalQueue: "q", DeathReason: "rejected", Exchange: "x", RoutingKey: "k", Routed: true}
+	}
+	p, err := MakeQueuePlan([]QueueMessage{m(0, "ev-0"), m(1, "ev-1"), m(2, "ev-0")}, QueueSelection{All: true}, PolicySnapshot{}, QueueCheckInput{}, time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Cluster = "c"
+	raw, err := p.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodeQueuePlan(raw); err != nil {
+		t.Fatalf("a plan with a duplicate excluded is refused: %v", err)
+	}
+	for _, edit := range []struct {
+		name string
+		row  int
+		loc  string
+	}{{"the duplicate included", 2, "2:ev-0"}, {"another row renamed", 1, "1:ev-0"}} {
+		c := p.Core()
+		c.Rows[edit.row].Loc, c.Rows[edit.row].Verdict = edit.loc, ""
+		sp, err := NewSignedPlan(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := sp.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = DecodeQueuePlan(raw)
+		if err == nil || !strings.Contains(err.Error(), "event ev-0 is included twice (also at position 0)") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v; want one line naming ev-0", edit.name, err)
+		}
+	}
+}

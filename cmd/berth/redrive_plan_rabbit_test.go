@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-dev/berth/redrive"
 	amqp "github.com/rabbitmq/amqp091-go"
 	_ "modernc.org/sqlite"
 )
@@ -203,6 +204,71 @@ func TestRabbitV1PlanIsRefusedWithOneLine(t *testing.T) {
 	}
 	if code != 0 || json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 1 || !strings.Contains(errOut, "skipped") || !strings.Contains(errOut, "0123456789ab") {
 		t.Errorf("status with a v1 plan stored: exit %d %s %s; want the v2 plan listed and the v1 one named as skipped", code, out, errOut)
+	}
+}
+
+// A plan its author edited to include one event at two rows, and re-hashed
+// so the hash matches, is refused from a file and from the store with one
+// line naming the event; nothing is sent.
+func TestRabbitPlanIncludingAnEventTwiceIsRefused(t *testing.T) {
+	isolateConfig(t)
+	conn, _, work, dlq := rmqDLQ(t, 2)
+	dir := t.TempDir()
+	cfg := rabbitRedriveConfig(dir, fmt.Sprintf("    - match: %q\n      review: none\n", dlq)).write(t)
+	run := func(args ...string) (string, string, int) { return runBerth(t, append(args, "--config", cfg)...) }
+	file := filepath.Join(dir, "plan.json")
+	if _, errOut, code := run("redrive", "plan", dlq, "--all", "--out", file); code != 0 {
+		t.Fatalf("plan: %d %s", code, errOut)
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sp redrive.SignedPlan
+	if err := json.Unmarshal(raw, &sp); err != nil || len(sp.Plan.Rows) != 2 || sp.Plan.Rows[1].Loc != "1:job-1" {
+		t.Fatalf("plan rows: %v %s", err, raw)
+	}
+	sp.Plan.Rows[1].Loc = "1:job-0"
+	if sp.Hash, err = sp.Plan.Hash(); err != nil {
+		t.Fatal(err)
+	}
+	if raw, err = sp.Encode(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := exec.Command("python3", filepath.Join("..", "..", "testdata", "redrive", "planhash.py"), file).CombinedOutput(); err != nil || strings.TrimSpace(string(got)) != sp.Hash {
+		t.Fatalf("planhash.py: %v %q, want %s (the edit must keep the hash matching)", err, got, sp.Hash)
+	}
+	refused := func(what, errOut string, code int) {
+		t.Helper()
+		msg := strings.TrimSpace(errOut)
+		if code != 1 || strings.Contains(msg, "\n") || !strings.Contains(msg, "event job-0 is included twice") {
+			t.Errorf("%s: exit %d %q; want exit 1 and one line naming job-0", what, code, errOut)
+		}
+	}
+	for _, cmd := range [][]string{{"redrive", "show", file}, {"redrive", "execute", file, "--yes"}} {
+		_, errOut, code := run(cmd...)
+		refused(strings.Join(cmd[:2], " "), errOut, code)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(dir, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE berth_rabbitmq_plans SET hash = ?, body = ?`, sp.Hash, string(raw)); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := run("redrive", "status", sp.Hash[:12])
+	refused("status PLAN (stored)", errOut, code)
+	_, errOut, code = run("redrive", "execute", sp.Hash[:12], "--yes")
+	refused("execute PLAN (stored)", errOut, code)
+	if n := rmqReadyCount(t, conn, dlq); n != 2 {
+		t.Errorf("the DLQ holds %d, want both messages", n)
+	}
+	if n := rmqReadyCount(t, conn, work); n != 0 {
+		t.Errorf("the work queue got %d messages, want none", n)
 	}
 }
 
