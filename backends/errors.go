@@ -22,6 +22,9 @@ var (
 	// ErrNoPlan: no stored redrive plan's hash starts with the prefix
 	// given (see NoPlan).
 	ErrNoPlan = errors.New("not in the plan store")
+	// ErrAmbiguousPlan: more than one stored plan's hash starts with the
+	// prefix given (see AmbiguousPlan).
+	ErrAmbiguousPlan = errors.New("ambiguous")
 )
 
 // NoPlan is the one wording of a plan hash prefix that no stored plan
@@ -29,6 +32,13 @@ var (
 // STORE naming where the backend keeps plans. It matches ErrNoPlan.
 func NoPlan(prefix, store string) error {
 	return Failure(fmt.Sprintf("plan %s: %v (%s)", prefix, ErrNoPlan, store), ErrNoPlan)
+}
+
+// AmbiguousPlan is the one wording of a plan hash prefix that n stored
+// plans share, on both backends: "plan PREFIX: ambiguous, N plans match:
+// give more digits". It matches ErrAmbiguousPlan.
+func AmbiguousPlan(prefix string, n int) error {
+	return Failure(fmt.Sprintf("plan %s: %v, %d plans match: give more digits", prefix, ErrAmbiguousPlan, n), ErrAmbiguousPlan)
 }
 
 // Failure is an error that prints msg and matches each of causes with

@@ -445,7 +445,7 @@ func findPlan[T any](ctx context.Context, s *PlanStore, prefix string, load func
 		}
 		return p, nil
 	}
-	return zero, fmt.Errorf("plan %s: ambiguous, %d plans match", prefix, len(match))
+	return zero, backends.AmbiguousPlan(prefix, len(match))
 }
 
 // Ledger returns every ledger entry (read committed: entries of an aborted

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/internal/kafkatest"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
@@ -296,5 +297,29 @@ func TestLedgerSkipsAbortedTransactions(t *testing.T) {
 	got, err = store.LookupEvents(tctx(t), []string{"e1", "e2"})
 	if err != nil || len(got) != 1 || got[0].EventID != "e1" {
 		t.Fatalf("event lookup after an aborted transaction: %+v %v", got, err)
+	}
+}
+
+// A hash prefix two stored plans share is refused in the words RabbitMQ's
+// store uses (backends.AmbiguousPlan); one more digit finds the plan.
+func TestAmbiguousPlanPrefixAsksForMoreDigits(t *testing.T) {
+	kc := kafkatest.Start(t, 1)
+	store := NewPlanStore(dialCluster(t, kc).Client())
+	good := redrive.NewFile(testPlan("payments.DLT", time.Now()))
+	if err := store.PutPlan(tctx(t), good); err != nil {
+		t.Fatal(err)
+	}
+	// A record under a key sharing the good plan's first 8 digits only.
+	twin := good.Hash[:8] + strings.Repeat("0", 56)
+	if twin[8] == good.Hash[8] {
+		twin = good.Hash[:8] + strings.Repeat("1", 56)
+	}
+	kc.Produce(t, &kgo.Record{Topic: PlanTopic, Key: []byte("plan/" + twin), Value: []byte("{}")})
+	_, err := store.Plan(tctx(t), good.Hash[:8])
+	if want := "plan " + good.Hash[:8] + ": ambiguous, 2 plans match: give more digits"; err == nil || err.Error() != want || !errors.Is(err, backends.ErrAmbiguousPlan) {
+		t.Fatalf("shared prefix: %v; want %q", err, want)
+	}
+	if f, err := store.Plan(tctx(t), good.Hash[:9]); err != nil || f.Hash != good.Hash {
+		t.Fatalf("one more digit: %v", err)
 	}
 }

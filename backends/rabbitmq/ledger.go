@@ -391,7 +391,7 @@ func (l *Ledger) Plan(ctx context.Context, prefix string) (redrive.QueuePlan, er
 	}
 	switch {
 	case len(ps)+len(bad) > 1:
-		return redrive.QueuePlan{}, fmt.Errorf("plan %s: the prefix matches %d plans; give more digits", prefix, len(ps)+len(bad))
+		return redrive.QueuePlan{}, backends.AmbiguousPlan(prefix, len(ps)+len(bad))
 	case len(bad) == 1:
 		return redrive.QueuePlan{}, bad[0]
 	case len(ps) == 0:

@@ -2,12 +2,16 @@ package rabbitmq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berth-dev/berth/backends"
+	"github.com/berth-dev/berth/redrive"
 )
 
 func postgresDSN() string {
@@ -124,5 +128,41 @@ func TestLedgerConfirmedAmongReadsOnlyTheAskedEvents(t *testing.T) {
 				t.Fatalf("without an excepted plan: %v %v", all, err)
 			}
 		})
+	}
+}
+
+// A hash prefix two stored plans share is refused in the words Kafka's
+// plan store uses (backends.AmbiguousPlan); one more digit finds the plan.
+func TestAmbiguousPlanPrefixAsksForMoreDigits(t *testing.T) {
+	ctx := context.Background()
+	l, err := OpenLedger(ctx, filepath.Join(t.TempDir(), "store.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	m := redrive.QueueMessage{EventID: "ev-0", Digest: "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", OriginalQueue: "q", DeathReason: "rejected", Exchange: "x", RoutingKey: "k", Routed: true}
+	p, err := redrive.MakeQueuePlan([]redrive.QueueMessage{m}, redrive.QueueSelection{All: true}, redrive.PolicySnapshot{}, redrive.QueueCheckInput{}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Cluster, p.Vhost, p.DLQ = "c", "/", "q.dlq"
+	if err := l.PutPlan(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	good := p.Hash()
+	// A row under a hash sharing the good plan's first 8 digits only.
+	twin := good[:8] + strings.Repeat("0", 56)
+	if twin[8] == good[8] {
+		twin = good[:8] + strings.Repeat("1", 56)
+	}
+	if _, err := l.db.ExecContext(ctx, `INSERT INTO berth_rabbitmq_plans (hash, vhost, dlq, created_at, body) VALUES ($1, '/', 'q.dlq', '2026-11-30T10:00:00Z', '{}')`, twin); err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.Plan(ctx, good[:8])
+	if want := "plan " + good[:8] + ": ambiguous, 2 plans match: give more digits"; err == nil || err.Error() != want || !errors.Is(err, backends.ErrAmbiguousPlan) {
+		t.Fatalf("shared prefix: %v; want %q", err, want)
+	}
+	if got, err := l.Plan(ctx, good[:9]); err != nil || got.Hash() != good {
+		t.Fatalf("one more digit: %v", err)
 	}
 }
