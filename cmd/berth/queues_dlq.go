@@ -128,6 +128,29 @@ func (a *app) browse(ctx context.Context, cl *rabbitmq.Client, dlq string, limit
 	return a.rabbitRedrive().Browse(ctx, cl, dlq, limit, b.typ, b.accept)
 }
 
+// browseDLQ is the set-up every RabbitMQ DLQ browse from the command line
+// shares (dlq classes, dlq show, dlq show --save-value): the read limit
+// from flag (n unless given), a client within the command's timeout, and
+// the browse. release closes the client and ends ctx, which stays usable for
+// the caller's further look-ups (the ledger) until then.
+func (a *app) browseDLQ(cmd *cobra.Command, dlq, flag string, n int, b browseFlags) (ctx context.Context, res rabbitmq.BrowseResult, release func(), err error) {
+	if n, err = rabbitReadLimit(cmd, flag, n); err != nil {
+		return nil, res, nil, err
+	}
+	ctx, cancel := a.opCtx(cmd.Context())
+	cl, err := a.rabbitClient(ctx)
+	if err != nil {
+		cancel()
+		return nil, res, nil, err
+	}
+	release = func() { cl.Close(); cancel() }
+	if res, err = a.browse(ctx, cl, dlq, n, b); err != nil {
+		release()
+		return nil, res, nil, err
+	}
+	return ctx, res, release, nil
+}
+
 func (a *app) browseNotes(res rabbitmq.BrowseResult) {
 	fmt.Fprintf(a.stderr, "read %d message(s) by %s", len(res.Messages), res.Method)
 	if !res.Complete {
@@ -243,20 +266,11 @@ func (a *app) rmqDLQClasses(cmd *cobra.Command, dlq string, limit int, b browseF
 	if err != nil {
 		return err
 	}
-	if limit, err = rabbitReadLimit(cmd, "limit", limit); err != nil {
-		return err
-	}
-	ctx, cancel := a.opCtx(cmd.Context())
-	defer cancel()
-	cl, err := a.rabbitClient(ctx)
+	_, res, release, err := a.browseDLQ(cmd, dlq, "limit", limit, b)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	res, err := a.browse(ctx, cl, dlq, limit, b)
-	if err != nil {
-		return err
-	}
+	defer release()
 	rows := []qClassRow{}
 	for _, k := range rabbitmq.Classes(res.Messages, redrive.DefaultRules) {
 		rows = append(rows, qClassRow{Class: k.ID, Count: k.Count, OriginalQueue: sanitize.Text(k.OriginalTopic), Reason: sanitize.Text(k.Exception),
@@ -343,20 +357,11 @@ func (a *app) rmqDLQShow(cmd *cobra.Command, dlq string, classes []string, limit
 	if limit < 1 {
 		return usageErr("--limit: must be at least 1")
 	}
-	if read, err = rabbitReadLimit(cmd, "read", read); err != nil {
-		return err
-	}
-	ctx, cancel := a.opCtx(cmd.Context())
-	defer cancel()
-	cl, err := a.rabbitClient(ctx)
+	ctx, res, release, err := a.browseDLQ(cmd, dlq, "read", read, b)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	res, err := a.browse(ctx, cl, dlq, read, b)
-	if err != nil {
-		return err
-	}
+	defer release()
 	l, err := a.ledger(ctx)
 	if err != nil {
 		return err

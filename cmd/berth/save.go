@@ -116,20 +116,11 @@ func (a *app) rmqSaveMessage(cmd *cobra.Command, dlq, eventID string, s recordSa
 	if err != nil {
 		return err
 	}
-	if read, err = rabbitReadLimit(cmd, "read", read); err != nil {
-		return err
-	}
-	ctx, cancel := a.opCtx(cmd.Context())
-	defer cancel()
-	cl, err := a.rabbitClient(ctx)
+	_, res, release, err := a.browseDLQ(cmd, dlq, "read", read, b)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	res, err := a.browse(ctx, cl, dlq, read, b)
-	if err != nil {
-		return err
-	}
+	defer release()
 	a.browseNotes(res)
 	for _, m := range res.Messages {
 		if m.EventID != eventID {
