@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/berth-dev/berth/backends/kafka"
 	"github.com/berth-dev/berth/internal/audit"
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -38,6 +40,9 @@ type ruleEnv struct {
 	// drop removes one record from the DLQ behind berth's back (another
 	// consumer, a retention cut).
 	drop func(t *testing.T)
+	// storeUnder writes a record that is not a usable plan under hash in
+	// the backend's plan store, behind berth's back.
+	storeUnder func(t *testing.T, hash string)
 }
 
 // policy is a redrive.policies entry for the DLQ (YAML, indented).
@@ -82,6 +87,9 @@ func kafkaRuleEnv(t *testing.T, policy func(ruleEnv) string) ruleEnv {
 	f := newRedriveFixture(t, ruleN, policy(e))
 	e.config, e.audit, e.dir = f.config, f.audit, filepath.Dir(f.audit)
 	e.sent = func(t *testing.T, plan string) int { return f.state(t, plan) }
+	e.storeUnder = func(t *testing.T, hash string) {
+		f.kc.Produce(t, &kgo.Record{Topic: kafka.PlanTopic, Key: []byte("plan/" + hash), Value: []byte("{}")})
+	}
 	e.drop = func(t *testing.T) {
 		t.Helper()
 		cl, err := kgo.NewClient(kgo.SeedBrokers(f.kc.Addrs...))
@@ -133,6 +141,16 @@ func rabbitRuleEnv(t *testing.T, policy func(ruleEnv) string) ruleEnv {
 			t.Fatal(err)
 		}
 		return q.Messages
+	}
+	e.storeUnder = func(t *testing.T, hash string) {
+		db, err := sql.Open("sqlite", filepath.Join(e.dir, "ledger.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.Exec(`INSERT INTO berth_rabbitmq_plans (hash, vhost, dlq, created_at, body) VALUES (?, '/', ?, '2026-11-30T10:00:00Z', '{}')`, hash, dlq); err != nil {
+			t.Fatal(err)
+		}
 	}
 	e.drop = func(t *testing.T) {
 		t.Helper()
@@ -340,6 +358,30 @@ func TestRedriveRulesOnBothBackends(t *testing.T) {
 					if code != 1 || !want.MatchString(errOut) {
 						t.Errorf("redrive %s of an unknown plan: exit %d %q; want exit 1 and one line matching %s", args[0], code, errOut, want)
 					}
+				}
+			})
+
+			t.Run("a prefix two stored plans share is named the same way by every command, exit 1", func(t *testing.T) {
+				_, alice, _, _ := signersFile(t, t.TempDir())
+				e := b.env(t, noReview)
+				_, hash := e.planAll(t)
+				twin := hash[:8] + strings.Repeat("0", 56)
+				if twin[8] == hash[8] {
+					twin = hash[:8] + strings.Repeat("1", 56)
+				}
+				e.storeUnder(t, twin)
+				want := regexp.MustCompile(`^berth: plan ` + hash[:8] + `: ambiguous, 2 plans match: give more digits\n$`)
+				for _, args := range [][]string{{"show", hash[:8]}, {"status", hash[:8]}, {"approve", hash[:8], "--key", alice}, {"sign", hash[:8], "--key", alice}, {"execute", hash[:8], "--yes"}} {
+					_, errOut, code := e.run(t, append([]string{"redrive"}, args...)...)
+					if code != 1 || !want.MatchString(errOut) {
+						t.Errorf("redrive %s of a shared prefix: exit %d %q; want exit 1 and one line matching %s", args[0], code, errOut, want)
+					}
+				}
+				if out, errOut, code := e.run(t, "redrive", "show", hash[:9], "-o", "json"); code != 0 || !strings.Contains(out, hash) {
+					t.Errorf("show with one more digit: exit %d %s", code, errOut)
+				}
+				if n := e.sent(t, hash); n != 0 {
+					t.Errorf("%d sent on a shared prefix, want none", n)
 				}
 			})
 
