@@ -497,7 +497,7 @@ func (a *app) rmqLoadPlan(ctx context.Context, l *rabbitmq.Ledger, ref string, s
 		return p, ref, nil
 	}
 	if !isHexPrefix(ref) {
-		return redrive.QueuePlan{}, "", usageErr("PLAN: %s is neither a plan file nor a plan hash (8+ hex digits)", ref)
+		return redrive.QueuePlan{}, "", notAPlanRef(ref)
 	}
 	p, err := l.Plan(ctx, ref)
 	return p, "", err

@@ -673,7 +673,7 @@ func (a *app) loadPlan(parent context.Context, ref string) (redrive.File, string
 		return redrive.File{}, "", fmt.Errorf("%s: %v", ref, errors.Unwrap(err))
 	}
 	if !isHexPrefix(ref) {
-		return redrive.File{}, "", usageErr("PLAN: %s is neither a plan file nor a plan hash", ref)
+		return redrive.File{}, "", notAPlanRef(ref)
 	}
 	ctx, cancel := a.opCtx(parent)
 	defer cancel()
@@ -684,6 +684,13 @@ func (a *app) loadPlan(parent context.Context, ref string) (redrive.File, string
 	defer c.Close()
 	f, err := kafka.NewPlanStore(c).Plan(ctx, ref)
 	return f, "", err
+}
+
+// notAPlanRef refuses a PLAN argument that names no file and is not a hash
+// prefix: one usage error (exit 2) for every redrive command on both
+// backends, before any plan store is asked.
+func notAPlanRef(ref string) error {
+	return usageErr("PLAN: %s is neither a plan file nor a plan hash (8+ hex digits)", ref)
 }
 
 func isHexPrefix(s string) bool {

@@ -143,6 +143,9 @@ func (s *redriveSession) readPlan(ctx context.Context, ref string, store bool) (
 		}
 		return s.store.Plan(ctx, f.Hash)
 	}
+	if !isHexPrefix(ref) {
+		return redrive.File{}, notAPlanRef(ref)
+	}
 	return s.store.Plan(ctx, ref)
 }
 
@@ -542,6 +545,9 @@ func newRedriveStatusCmd(a *app) *cobra.Command {
 			defer s.Close()
 			var files []redrive.File
 			if len(args) == 1 {
+				if !isHexPrefix(args[0]) {
+					return notAPlanRef(args[0])
+				}
 				pf, err := s.store.Plan(ctx, args[0])
 				if err != nil {
 					return err

@@ -385,6 +385,24 @@ func TestRedriveRulesOnBothBackends(t *testing.T) {
 				}
 			})
 
+			t.Run("a PLAN that is neither a file nor 8+ hex digits is refused the same way by every command, exit 2", func(t *testing.T) {
+				_, alice, _, _ := signersFile(t, t.TempDir())
+				e := b.env(t, noReview)
+				_, hash := e.planAll(t)
+				for _, ref := range []string{hash[:7], filepath.Join(t.TempDir(), "no-such-plan.json")} {
+					want := regexp.MustCompile(`^berth: PLAN: ` + regexp.QuoteMeta(ref) + ` is neither a plan file nor a plan hash \(8\+ hex digits\)\n$`)
+					for _, args := range [][]string{{"show", ref}, {"status", ref}, {"approve", ref, "--key", alice}, {"sign", ref, "--key", alice}, {"execute", ref, "--yes"}} {
+						_, errOut, code := e.run(t, append([]string{"redrive"}, args...)...)
+						if code != 2 || !want.MatchString(errOut) {
+							t.Errorf("redrive %s %s: exit %d %q; want exit 2 and one line matching %s", args[0], ref, code, errOut, want)
+						}
+					}
+				}
+				if n := e.sent(t, hash); n != 0 {
+					t.Errorf("%d sent, want none", n)
+				}
+			})
+
 			t.Run("two-person rule by key and by principal", func(t *testing.T) {
 				signers, alice, alice2, bob := signersFile(t, t.TempDir())
 				e := b.env(t, func(e ruleEnv) string {
