@@ -235,9 +235,13 @@ func interruptStalledRedrive(t *testing.T, afterChunk bool) {
 			_ = cmd.Process.Signal(os.Interrupt)
 		})
 	}
+	// Stalled at basic.consume, the run says every 5 s that the DLQ keeps
+	// it waiting; the operator presses ctrl+c once it has said so.
+	noticed := make(chan struct{})
 	if !afterChunk {
 		go func() {
 			<-consumeSeen
+			<-noticed
 			interrupt()
 		}()
 	}
@@ -246,6 +250,10 @@ func interruptStalledRedrive(t *testing.T, afterChunk bool) {
 		signalled := false
 		for lines.Scan() {
 			errText.WriteString(lines.Text() + "\n")
+			if !afterChunk && !signalled && strings.Contains(lines.Text(), "busy requeueing") {
+				signalled = true
+				close(noticed)
+			}
 			if afterChunk && !signalled && strings.HasPrefix(lines.Text(), "progress ") {
 				// One chunk settled: the broker stops answering, then the
 				// operator presses ctrl+c.
@@ -262,10 +270,10 @@ func interruptStalledRedrive(t *testing.T, afterChunk bool) {
 	select {
 	case err = <-exited:
 		t.Logf("exited %s after SIGINT", time.Since(signalledAt).Round(time.Millisecond))
-	case <-time.After(15 * time.Second):
+	case <-time.After(25 * time.Second):
 		_ = cmd.Process.Kill()
 		<-exited
-		t.Fatalf("redrive execute ignored SIGINT while the broker stalled (killed after 15s); stderr:\n%s", errText.String())
+		t.Fatalf("redrive execute did not say the DLQ kept it waiting, or ignored SIGINT while the broker stalled (killed after 25s); stderr:\n%s", errText.String())
 	}
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() == 0 {
