@@ -30,7 +30,10 @@ func TestRedriveSoakKill9(t *testing.T) {
 	const n, kills, batch = 20000, 100, 20
 	bin := buildBerth(t)
 	f := newRedriveFixture(t, n, "    - match: \"ledger-events.DLT\"\n      review: none\n")
-	plan := f.plan(t, "--batch-size", "20", "--rate", "1000000", "--read", "20000")
+	// Paced at 4,000 records/s (a batch every 5 ms): unpaced, a resumed run
+	// now sends so fast that the kill points, counted in batches and
+	// milliseconds, cover the plan before the 100th kill.
+	plan := f.plan(t, "--batch-size", "20", "--rate", "4000", "--read", "20000")
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 13))

@@ -588,7 +588,7 @@ func (e *execRun) sendAll(ctx context.Context, chunks [][]sendKey) error {
 		if res.Sent > 0 {
 			p.ETA = time.Duration(float64(p.Elapsed) / float64(res.Sent) * float64(left))
 		}
-		// The first batches go out at once; the rate limit paces the rest,
+		// The first batch goes out at once; the rate limit paces the rest,
 		// so the ETA is never shorter than the rate allows.
 		if f.Plan.Rate > 0 {
 			if paced := time.Duration(float64(left) / float64(f.Plan.Rate) * float64(time.Second)); paced > p.ETA {
@@ -610,11 +610,13 @@ func (e *execRun) sendAll(ctx context.Context, chunks [][]sendKey) error {
 				res.Cancelled = true
 				return stopped
 			}
-			if wait := next.Sub(o.now()); wait > 0 {
-				if err := o.sleep(ctx, wait); err != nil {
-					res.Cancelled = true
-					return stopped
-				}
+			// The limiter never lends: time spent preparing a chunk or
+			// paused is not made up afterwards by a burst above the rate.
+			if now := o.now(); next.Before(now) {
+				next = now
+			} else if err := o.sleep(ctx, next.Sub(now)); err != nil {
+				res.Cancelled = true
+				return stopped
 			}
 			b := pending[:min(batch, len(pending))]
 			pending = pending[len(b):]

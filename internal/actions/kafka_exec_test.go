@@ -293,3 +293,48 @@ func TestRedriveETARespectsTheRate(t *testing.T) {
 		t.Fatalf("the limiter waited %v for 4 batches of 5 at 10/s", got)
 	}
 }
+
+// TestRedriveRateIsNotMadeUpAfterAStall: time spent before the first batch
+// (re-reading and re-checking a chunk, here 10 s on a fake clock) is not
+// made up by sending the next batches at once: every batch after the first
+// waits its turn at the plan's rate.
+func TestRedriveRateIsNotMadeUpAfterAStall(t *testing.T) {
+	kc := kafkatest.Start(t, 1)
+	seedDLQ(t, kc, 20)
+	ctx := context.Background()
+	c, err := kafka.Dial(ctx, kafka.Options{Bootstrap: kc.Addrs, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	k := kafka.NewCluster(c)
+	f := planFor(t, k, "orig.DLT", 20)
+	f.Plan.Rate, f.Plan.BatchSize = 10, 5
+	f = redrive.NewFile(f.Plan)
+	tr, err := k.NewRedriveTransport(ctx, f.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	clock := time.Unix(1_800_000_000, 0)
+	var slept time.Duration
+	res, err := actions.Execute(ctx, f, actions.Options{
+		Cluster: f.Plan.Cluster, Policy: f.Plan.Policy, HasPolicy: true, Reader: tr, Publisher: tr,
+		Now:   func() time.Time { return clock },
+		Sleep: func(_ context.Context, d time.Duration) error { clock = clock.Add(d); slept += d; return nil },
+		Recheck: func(ctx context.Context, p redrive.Plan, cs []redrive.Candidate, _ redrive.PolicySnapshot) ([]redrive.Verdict, error) {
+			clock = clock.Add(10 * time.Second) // a slow chunk
+			return redrive.Run(ctx, cs, redrive.CheckOptions{DLQ: p.DLQ}, redrive.Sources{
+				Ledger: kafka.NewPlanStore(c).Ledger,
+				Scan:   func(ctx context.Context, s *redrive.OrderingScan) error { return k.ScanOrdering(ctx, s, 0, nil) },
+			})
+		},
+	})
+	if err != nil || res.Sent != 20 {
+		t.Fatalf("sent %d: %v", res.Sent, err)
+	}
+	// 4 batches of 5 at 10 records/s: the last three each wait 500 ms.
+	if slept < 1500*time.Millisecond {
+		t.Fatalf("the limiter waited %v after a 10 s stall; 3 batches of 5 at 10/s must wait 1.5 s (a burst made up the stall)", slept)
+	}
+}
