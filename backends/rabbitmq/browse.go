@@ -132,8 +132,12 @@ type BrowseResult struct {
 	// Method names how the messages were read and returned.
 	Method string `json:"method"`
 	// Complete is set when every message in the queue was read.
-	Complete bool      `json:"complete"`
+	Complete bool `json:"complete"`
+	// Messages are what Browse read (BrowseEach hands them to its
+	// callback instead and leaves this empty).
 	Messages []Message `json:"messages"`
+	// Read is how many messages were read (by Browse or BrowseEach).
+	Read int `json:"-"`
 	// SideEffects lists what the browse changed (redelivered flags,
 	// delivery counts), empty when nothing.
 	SideEffects []string `json:"side_effects,omitempty"`
@@ -166,6 +170,26 @@ func (e *RefusedError) Unwrap() error { return e.Cause }
 //     or dead-lettered) and the whole queue fits in the limit (then every
 //     message is returned in order and the order survives).
 func (c *Client) Browse(ctx context.Context, queue string, o BrowseOptions) (BrowseResult, error) {
+	var msgs []Message
+	res, err := c.BrowseEach(ctx, queue, o, func(m Message) error {
+		msgs = append(msgs, m)
+		return nil
+	})
+	if err == nil {
+		res.Messages = msgs
+	}
+	return res, err
+}
+
+// BrowseEach is Browse handing each message, in queue order, to each as it
+// is read instead of returning them all: a caller that keeps only what it
+// needs of a message (a plan keeps its facts) lets its body and headers go
+// as soon as each returns, so reading 100,000 messages does not hold
+// 100,000 bodies. An error from each stops the browse (the messages go back
+// as on any error). When BrowseEach fails, each may already have seen
+// messages: the caller discards them (a quorum browse that finds the queue
+// grew refuses only after reading it).
+func (c *Client) BrowseEach(ctx context.Context, queue string, o BrowseOptions, each func(Message) error) (BrowseResult, error) {
 	if o.Limit <= 0 {
 		o.Limit = 100
 	}
@@ -180,22 +204,30 @@ func (c *Client) Browse(ctx context.Context, queue string, o BrowseOptions) (Bro
 	} else if res.Type == "" {
 		return res, &RefusedError{Why: fmt.Sprintf("queue %q: its type is unknown without the management API; browsing a quorum queue has side effects, so say the type (classic, quorum or stream)", queue)}
 	}
+	// Every delivery becomes a Message (positions from 0, in order) and
+	// goes to each; nothing of it is kept here.
+	pos := 0
+	deliver := func(d amqp.Delivery) error {
+		m := ToMessage(pos, d, o.Extractors)
+		pos++
+		return each(m)
+	}
 	switch res.Type {
 	case backends.QueueClassic:
-		return c.browseClassic(ctx, res, o)
+		return c.browseClassic(ctx, res, o, deliver)
 	case backends.QueueStream:
-		return c.browseStream(ctx, res, o)
+		return c.browseStream(ctx, res, o, deliver)
 	case backends.QueueQuorum:
 		if c.opts.ReadOnly {
 			// Reading a quorum queue raises delivery counts: a write.
 			return res, &RefusedError{Why: fmt.Sprintf("queue %q is a quorum queue: browsing it raises delivery counts, and the context is read-only", queue), Cause: backends.ErrReadOnly}
 		}
-		return c.browseQuorum(ctx, res, q, o)
+		return c.browseQuorum(ctx, res, q, o, deliver)
 	}
 	return res, fmt.Errorf("queue %q: unknown queue type %q", queue, res.Type)
 }
 
-func (c *Client) browseClassic(ctx context.Context, res BrowseResult, o BrowseOptions) (BrowseResult, error) {
+func (c *Client) browseClassic(ctx context.Context, res BrowseResult, o BrowseOptions, deliver func(amqp.Delivery) error) (BrowseResult, error) {
 	res.Method = "basic.get without ack, then the channel closed: classic queues put the messages back at their positions"
 	ch, err := c.channel(ctx)
 	if err != nil {
@@ -209,15 +241,13 @@ func (c *Client) browseClassic(ctx context.Context, res BrowseResult, o BrowseOp
 			ch.Close()
 		}
 	}()
-	ds, complete, err := c.getN(ctx, ch, res.Queue, o.Limit)
+	n, complete, err := c.getEach(ctx, ch, res.Queue, o.Limit, deliver)
+	res.Read = n
 	if err != nil {
 		return res, err
 	}
 	res.Complete = complete
-	for i, d := range ds {
-		res.Messages = append(res.Messages, ToMessage(i, d, o.Extractors))
-	}
-	if len(ds) > 0 {
+	if n > 0 {
 		// Returned by closing the channel, not by nack(multiple, requeue):
 		// RabbitMQ 3.10 hands a nack's tags to a classic queue in reverse
 		// and matches each against the channel's pending acks from the
@@ -230,18 +260,19 @@ func (c *Client) browseClassic(ctx context.Context, res BrowseResult, o BrowseOp
 			return res, c.amqpErr(err)
 		}
 		res.SideEffects = append(res.SideEffects, "messages read are marked redelivered")
-		c.settle(ctx, res.Queue, len(ds))
+		c.settle(ctx, res.Queue, n)
 	}
 	return res, nil
 }
 
-// getN gets up to n messages without ack; complete is set when the queue
-// ran out first.
-func (c *Client) getN(ctx context.Context, ch *amqp.Channel, queue string, n int) ([]amqp.Delivery, bool, error) {
-	var out []amqp.Delivery
-	for len(out) < n {
+// getEach gets up to n messages without ack, handing each to each as it
+// arrives; it returns how many it got, and complete when the queue ran out
+// first.
+func (c *Client) getEach(ctx context.Context, ch *amqp.Channel, queue string, n int, each func(amqp.Delivery) error) (int, bool, error) {
+	got := 0
+	for got < n {
 		if err := ctx.Err(); err != nil {
-			return nil, false, fmt.Errorf("rabbitmq amqp %s: browse %s: %w", c.AMQPAddr(), queue, err)
+			return got, false, fmt.Errorf("rabbitmq amqp %s: browse %s: %w", c.AMQPAddr(), queue, err)
 		}
 		var d amqp.Delivery
 		var ok bool
@@ -252,32 +283,33 @@ func (c *Client) getN(ctx context.Context, ch *amqp.Channel, queue string, n int
 		if err != nil {
 			var ae *amqp.Error
 			if errors.As(err, &ae) && ae.Code == amqp.NotFound {
-				return nil, false, fmt.Errorf("queue %q %w in vhost %q", queue, backends.ErrNotFound, c.Vhost())
+				return got, false, fmt.Errorf("queue %q %w in vhost %q", queue, backends.ErrNotFound, c.Vhost())
 			}
-			return nil, false, c.amqpErr(err)
+			return got, false, c.amqpErr(err)
 		}
 		if !ok {
-			return out, true, nil
+			return got, true, nil
 		}
-		out = append(out, d)
+		got++
+		if err := each(d); err != nil {
+			return got, false, err
+		}
 	}
-	return out, false, nil
+	return got, false, nil
 }
 
-func (c *Client) browseStream(ctx context.Context, res BrowseResult, o BrowseOptions) (BrowseResult, error) {
+func (c *Client) browseStream(ctx context.Context, res BrowseResult, o BrowseOptions, deliver func(amqp.Delivery) error) (BrowseResult, error) {
 	res.Method = "stream consumer from offset first (non-destructive)"
-	ds, err := c.streamRead(ctx, res.Queue, "first", o.Limit)
+	n, err := c.streamEach(ctx, res.Queue, "first", o.Limit, deliver)
+	res.Read = n
 	if err != nil {
 		return res, err
 	}
-	res.Complete = len(ds) < o.Limit
-	for i, d := range ds {
-		res.Messages = append(res.Messages, ToMessage(i, d, o.Extractors))
-	}
+	res.Complete = n < o.Limit
 	return res, nil
 }
 
-func (c *Client) browseQuorum(ctx context.Context, res BrowseResult, q backends.Queue, o BrowseOptions) (BrowseResult, error) {
+func (c *Client) browseQuorum(ctx context.Context, res BrowseResult, q backends.Queue, o BrowseOptions, deliver func(amqp.Delivery) error) (BrowseResult, error) {
 	if q.Wiring.DeliveryLimit != nil {
 		return res, &RefusedError{Why: fmt.Sprintf("queue %q is a quorum queue with delivery limit %d: every browse counts a delivery, and a message at its limit would be dropped or dead-lettered; refusing (RabbitMQ 3.10 offers no side-effect-free read of a quorum queue)", res.Queue, *q.Wiring.DeliveryLimit)}
 	}
@@ -294,7 +326,13 @@ func (c *Client) browseQuorum(ctx context.Context, res BrowseResult, q backends.
 		return res, err
 	}
 	defer ch.Close()
-	ds, complete, err := c.getN(ctx, ch, res.Queue, o.Limit)
+	// Only the delivery tags are kept, to return the messages in order.
+	var tags []uint64
+	n, complete, err := c.getEach(ctx, ch, res.Queue, o.Limit, func(d amqp.Delivery) error {
+		tags = append(tags, d.DeliveryTag)
+		return deliver(d)
+	})
+	res.Read = n
 	if err != nil {
 		return res, err
 	}
@@ -304,22 +342,19 @@ func (c *Client) browseQuorum(ctx context.Context, res BrowseResult, q backends.
 		return res, &RefusedError{Why: fmt.Sprintf("queue %q grew past the browse limit while reading; the messages read were returned to the back of the queue", res.Queue)}
 	}
 	res.Complete = true
-	for i, d := range ds {
-		res.Messages = append(res.Messages, ToMessage(i, d, o.Extractors))
-	}
 	// Forward order: each requeue appends to the back, so the queue ends in
 	// its original order (any message published meanwhile ends up first).
-	for _, d := range ds {
-		if err := ch.Nack(d.DeliveryTag, false, true); err != nil {
+	for _, tag := range tags {
+		if err := ch.Nack(tag, false, true); err != nil {
 			return res, c.amqpErr(err)
 		}
 	}
-	if len(ds) > 0 {
+	if n > 0 {
 		res.SideEffects = append(res.SideEffects, "each message's x-delivery-count grew by 1 and it is marked redelivered")
 	}
 	// Quorum requeues go through the Raft log and land a moment later:
 	// wait for them, so a browse that follows reads the whole queue again.
-	c.settle(ctx, res.Queue, len(ds))
+	c.settle(ctx, res.Queue, n)
 	return res, nil
 }
 

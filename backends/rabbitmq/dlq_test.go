@@ -80,14 +80,22 @@ func ids(ms []Message) []string {
 	return out
 }
 
-func TestClassicDLQRoundTripAndBrowse(t *testing.T) {
-	t.Parallel()
+// fiveDeadLetters is a classic work queue whose 5 messages (m0..m4) were
+// rejected into its classic DLQ.
+func fiveDeadLetters(t *testing.T) (*amqp.Connection, topology) {
+	t.Helper()
 	conn := needRabbit(t)
 	needManagement(t)
 	tp := newTopology(t, conn, nil, nil)
 	publishConfirmed(t, conn, tp.workX, tp.key, workMessages(5)...)
 	kill(t, conn, tp.work, 5)
 	eventually(t, 10*time.Second, "5 dead letters", func() bool { return readyCount(t, conn, tp.dlq) == 5 })
+	return conn, tp
+}
+
+func TestClassicDLQRoundTripAndBrowse(t *testing.T) {
+	t.Parallel()
+	conn, tp := fiveDeadLetters(t)
 
 	c := testClient(t, Options{AMQPURL: amqpURL(), ManagementURL: mgmtURL()})
 	dlqs, err := c.DLQs(context.Background(), nil)
@@ -243,5 +251,41 @@ func TestConfiguredDLQsInReducedMode(t *testing.T) {
 	var refused *RefusedError
 	if _, err := c.Browse(context.Background(), "jobs.dlq", BrowseOptions{}); !errors.As(err, &refused) {
 		t.Fatalf("browse with unknown type in reduced mode: %v; want a refusal asking for the type", err)
+	}
+}
+
+// BrowseEach (what redrive plan reads with) hands the messages over one at
+// a time, in order with their positions; the callback's error stops the
+// browse, and every message read, handed over or not, is back in place.
+func TestBrowseEachHandsOverInOrderAndStopsOnError(t *testing.T) {
+	t.Parallel()
+	conn, tp := fiveDeadLetters(t)
+	c := testClient(t, Options{AMQPURL: amqpURL(), ManagementURL: mgmtURL()})
+
+	var got []string
+	res, err := c.BrowseEach(context.Background(), tp.dlq, BrowseOptions{Limit: 10}, func(m Message) error {
+		got = append(got, fmt.Sprintf("%d:%s", m.Position, m.MessageID))
+		return nil
+	})
+	if err != nil || fmt.Sprint(got) != "[0:m0 1:m1 2:m2 3:m3 4:m4]" || res.Read != 5 || !res.Complete || res.Messages != nil {
+		t.Fatalf("BrowseEach: %v %v read=%d complete=%v kept=%d; want m0..m4 at 0..4, 5 read, complete, none kept", got, err, res.Read, res.Complete, len(res.Messages))
+	}
+
+	stop := errors.New("enough")
+	got = nil
+	_, err = c.BrowseEach(context.Background(), tp.dlq, BrowseOptions{Limit: 10}, func(m Message) error {
+		got = append(got, m.MessageID)
+		if len(got) == 2 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || fmt.Sprint(got) != "[m0 m1]" {
+		t.Fatalf("stopped browse: %v after %v; want the callback's error after m0 m1", err, got)
+	}
+	eventually(t, 10*time.Second, "the DLQ whole again", func() bool { return readyCount(t, conn, tp.dlq) == 5 })
+	after, err := c.Browse(context.Background(), tp.dlq, BrowseOptions{Limit: 10})
+	if err != nil || fmt.Sprint(ids(after.Messages)) != "[m0 m1 m2 m3 m4]" || after.Read != 5 {
+		t.Fatalf("after a stopped browse: %v %v read=%d; want m0..m4 in order", ids(after.Messages), err, after.Read)
 	}
 }

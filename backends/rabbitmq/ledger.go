@@ -306,6 +306,12 @@ func (l *Ledger) RedrivenAmong(ctx context.Context, msgs []Message) (map[string]
 	for i, m := range msgs {
 		ids[i] = m.EventID
 	}
+	return l.RedrivenAmongIDs(ctx, ids)
+}
+
+// RedrivenAmongIDs is RedrivenAmong by event id (a plan keeps ids, not
+// messages).
+func (l *Ledger) RedrivenAmongIDs(ctx context.Context, ids []string) (map[string]string, error) {
 	done, err := l.ConfirmedAmong(ctx, ids, "")
 	if err != nil {
 		return nil, err

@@ -49,36 +49,50 @@ func (c *Client) streamExtent(ctx context.Context, q *backends.Queue) error {
 // streamRead consumes from offset spec and returns what arrives until the
 // flow pauses (the stream's tail) or max messages; bounded by ctx.
 func (c *Client) streamRead(ctx context.Context, name string, offset any, max int) ([]amqp.Delivery, error) {
+	var out []amqp.Delivery
+	_, err := c.streamEach(ctx, name, offset, max, func(d amqp.Delivery) error {
+		out = append(out, d)
+		return nil
+	})
+	return out, err
+}
+
+// streamEach is streamRead handing each delivery to each as it arrives (an
+// error from each stops it); it returns how many arrived.
+func (c *Client) streamEach(ctx context.Context, name string, offset any, max int, each func(amqp.Delivery) error) (int, error) {
 	ch, err := c.channel(ctx)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	defer ch.Close()
 	if err := ch.Qos(max, 0, false); err != nil {
-		return nil, c.amqpErr(err)
+		return 0, c.amqpErr(err)
 	}
 	ds, err := ch.Consume(name, "", false, false, false, false, amqp.Table{"x-stream-offset": offset})
 	if err != nil {
-		return nil, c.amqpErr(err)
+		return 0, c.amqpErr(err)
 	}
-	var out []amqp.Delivery
+	n := 0
 	// The tail is reached when nothing more arrives for a moment: a stream
 	// consumer waits for new messages forever otherwise.
 	idle := time.NewTimer(300 * time.Millisecond)
 	defer idle.Stop()
-	for len(out) < max {
+	for n < max {
 		select {
 		case d, ok := <-ds:
 			if !ok {
-				return out, nil
+				return n, nil
 			}
-			out = append(out, d)
+			n++
+			if err := each(d); err != nil {
+				return n, err
+			}
 			idle.Reset(100 * time.Millisecond)
 		case <-idle.C:
-			return out, nil
+			return n, nil
 		case <-ctx.Done():
-			return out, ctx.Err()
+			return n, ctx.Err()
 		}
 	}
-	return out, nil
+	return n, nil
 }

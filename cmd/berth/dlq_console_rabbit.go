@@ -175,7 +175,7 @@ func (s *consoleQueues) Plan(ctx context.Context, req tuidlq.QueuePlanRequest) (
 	}
 	sum.Review = rabbitReviewOf(actions.SummariseRabbit(p, nil, nil), p.Cluster)
 	out := queuePlanView(p, sum)
-	out.Notes = append([]string{fmt.Sprintf("read %d message(s) by %s", len(res.Messages), res.Method)}, n.lines()...)
+	out.Notes = append([]string{fmt.Sprintf("read %d message(s) by %s", res.Read, res.Method)}, n.lines()...)
 	for _, e := range res.SideEffects {
 		out.Notes = append(out.Notes, "side effect: "+e)
 	}

@@ -152,7 +152,7 @@ func (a *app) browseDLQ(cmd *cobra.Command, dlq, flag string, n int, b browseFla
 }
 
 func (a *app) browseNotes(res rabbitmq.BrowseResult) {
-	fmt.Fprintf(a.stderr, "read %d message(s) by %s", len(res.Messages), res.Method)
+	fmt.Fprintf(a.stderr, "read %d message(s) by %s", res.Read, res.Method)
 	if !res.Complete {
 		fmt.Fprint(a.stderr, " (more remain: raise --read/--limit)")
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-dev/berth/backends/rabbitmq"
 	"github.com/berth-dev/berth/redrive"
 	amqp "github.com/rabbitmq/amqp091-go"
 	_ "modernc.org/sqlite"
@@ -317,5 +318,44 @@ func TestRabbitExecuteRechecksOrdering(t *testing.T) {
 	}
 	if n := rmqReadyCount(t, conn, dlq); n != 2 {
 		t.Errorf("the DLQ holds %d, want ev-0 and ev-1 back", n)
+	}
+}
+
+// redrive plan reads the DLQ message by message and keeps only what the
+// plan needs; a selection that may reach past the messages --read allows
+// is still refused whole (nothing written), and event ids all found among
+// them are planned.
+func TestRabbitPlanRefusesASelectionPastWhatItRead(t *testing.T) {
+	isolateConfig(t)
+	_, ch, work, dlq := rmqDLQ(t, 0)
+	death := amqp.Table{"count": int64(1), "reason": "rejected", "queue": work, "exchange": "", "routing-keys": []any{work}, "time": time.Now().Truncate(time.Second)}
+	for i := 0; i < 5; i++ {
+		if err := ch.Publish("", dlq, false, false, amqp.Publishing{MessageId: fmt.Sprintf("pay-%d", i), Body: []byte(fmt.Sprintf(`{"idem":"idem-%d"}`, i)), Headers: amqp.Table{"x-death": []any{death}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	cfg := rabbitRedriveConfig(dir, fmt.Sprintf("    - match: %q\n      idempotency_key: json:idem\n", dlq)).write(t)
+	file := filepath.Join(dir, "plan.json")
+	for _, sel := range [][]string{{"--all"}, {"--event-id", "pay-4"}} {
+		args := append([]string{"redrive", "plan", dlq, "--read", "2", "--out", file, "--config", cfg}, sel...)
+		out, errOut, code := runBerth(t, args...)
+		if code == 0 || !strings.Contains(errOut, "holds more than the 2 messages read") || !strings.Contains(errOut, "raise --read") {
+			t.Fatalf("plan %v past --read 2: exit %d %s %s; want a refusal naming --read", sel, code, out, errOut)
+		}
+		if _, err := os.Stat(file); !os.IsNotExist(err) {
+			t.Fatalf("plan %v refused but %s exists (%v)", sel, file, err)
+		}
+	}
+	out, errOut, code := runBerth(t, "redrive", "plan", dlq, "--read", "2", "--event-id", "pay-1", "--out", file, "--config", cfg, "-o", "json")
+	if code != 0 || !strings.Contains(errOut, "read 2 message(s) by basic.get") {
+		t.Fatalf("plan of an event id among the 2 read: exit %d %s %s", code, out, errOut)
+	}
+	p, err := rabbitmq.ReadPlan(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Records) != 1 || p.Records[0].EventID != "pay-1" || p.Records[0].Position != 1 || !p.Records[0].Included {
+		t.Fatalf("plan records %+v, want pay-1 at position 1 included", p.Records)
 	}
 }

@@ -98,7 +98,11 @@ type RabbitPlanInput struct {
 
 // Browse reads a DLQ without consuming it, with the policy's extractors.
 func (r *RabbitRedrive) Browse(ctx context.Context, cl *rabbitmq.Client, dlq string, limit int, queueType string, accept bool) (rabbitmq.BrowseResult, error) {
-	return cl.Browse(ctx, dlq, rabbitmq.BrowseOptions{Limit: limit, QueueType: queueType, AcceptQuorumSideEffects: accept, Extractors: r.Extractors(dlq)})
+	return cl.Browse(ctx, dlq, r.browseOptions(dlq, limit, queueType, accept))
+}
+
+func (r *RabbitRedrive) browseOptions(dlq string, limit int, queueType string, accept bool) rabbitmq.BrowseOptions {
+	return rabbitmq.BrowseOptions{Limit: limit, QueueType: queueType, AcceptQuorumSideEffects: accept, Extractors: r.Extractors(dlq)}
 }
 
 // MakePlan browses the DLQ and makes a checked plan (ledger, system of
@@ -107,29 +111,44 @@ func (r *RabbitRedrive) Browse(ctx context.Context, cl *rabbitmq.Client, dlq str
 // result is returned once the browse has succeeded, even when planning then
 // fails (its Method is empty when the browse itself failed).
 func (r *RabbitRedrive) MakePlan(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledger, in RabbitPlanInput) (redrive.QueuePlan, rabbitmq.BrowseResult, error) {
-	res, err := r.Browse(ctx, cl, in.DLQ, in.Read, in.QueueType, in.Accept)
+	// The browse hands over one message at a time and only its facts are
+	// kept (their repeated strings shared): a DLQ of 100,000 messages is
+	// planned without holding 100,000 bodies and header tables.
+	var facts []redrive.QueueMessage
+	intern := map[string]string{}
+	same := func(s string) string {
+		if v, ok := intern[s]; ok {
+			return v
+		}
+		intern[s] = s
+		return s
+	}
+	var selected, keys []string
+	res, err := cl.BrowseEach(ctx, in.DLQ, r.browseOptions(in.DLQ, in.Read, in.QueueType, in.Accept),
+		func(msg rabbitmq.Message) error {
+			m := msg.Facts()
+			m.EventIDSource, m.Class, m.OriginalQueue, m.DeathReason = same(m.EventIDSource), same(m.Class), same(m.OriginalQueue), same(m.DeathReason)
+			m.Exchange, m.RoutingKey = same(m.Exchange), same(m.RoutingKey)
+			facts = append(facts, m)
+			if in.Sel.Matches(m) {
+				selected = append(selected, m.EventID)
+				if m.IdempotencyKey != "" {
+					keys = append(keys, m.IdempotencyKey)
+				}
+			}
+			return nil
+		})
 	if err != nil {
 		return redrive.QueuePlan{}, rabbitmq.BrowseResult{}, err
 	}
-	if err := truncated(res, in); err != nil {
+	if err := truncated(res, facts, in); err != nil {
 		return redrive.QueuePlan{}, res, err
 	}
-	facts := rabbitmq.FactsOf(res.Messages)
 	ci := redrive.QueueCheckInput{AllowHazards: in.AllowHazards}
-	var selected []rabbitmq.Message
-	var keys []string
-	for i, m := range facts {
-		if in.Sel.Matches(m) {
-			selected = append(selected, res.Messages[i])
-			if m.IdempotencyKey != "" {
-				keys = append(keys, m.IdempotencyKey)
-			}
-		}
-	}
 	if len(selected) == 0 && !in.Sel.Empty() {
 		return redrive.QueuePlan{}, res, nothingSelected(in.Sel.Flags(), in.DLQ)
 	}
-	if ci.Redriven, err = l.RedrivenAmong(ctx, selected); err != nil {
+	if ci.Redriven, err = l.RedrivenAmongIDs(ctx, selected); err != nil {
 		return redrive.QueuePlan{}, res, err
 	}
 	pol, matched := r.Config.RedrivePolicyFor(in.DLQ)
@@ -222,14 +241,14 @@ var ErrSelectionTooLarge = errors.New("the selection reaches past the messages r
 
 // truncated refuses a plan whose selection might include messages the
 // browse did not reach: anything but event ids that were all found.
-func truncated(res rabbitmq.BrowseResult, in RabbitPlanInput) error {
+func truncated(res rabbitmq.BrowseResult, read []redrive.QueueMessage, in RabbitPlanInput) error {
 	if res.Complete {
 		return nil
 	}
 	s := in.Sel
 	if !s.All && len(s.Classes) == 0 && len(s.Reasons) == 0 && len(s.OriginalQueues) == 0 {
 		found := map[string]bool{}
-		for _, m := range res.Messages {
+		for _, m := range read {
 			found[m.EventID] = true
 		}
 		missing := 0
@@ -242,7 +261,7 @@ func truncated(res rabbitmq.BrowseResult, in RabbitPlanInput) error {
 			return nil
 		}
 	}
-	return Refuse(ErrSelectionTooLarge, "%s holds more than the %d messages read and the selection may reach past them: raise --read (nothing planned)", in.DLQ, len(res.Messages))
+	return Refuse(ErrSelectionTooLarge, "%s holds more than the %d messages read and the selection may reach past them: raise --read (nothing planned)", in.DLQ, len(read))
 }
 
 // RecordedPlan is what RecordPlan did with a plan just made.
