@@ -2,8 +2,12 @@
 // from the management HTTP API, messages over AMQP 0.9.1 (amqp091-go), and a
 // reduced mode (passive declares of configured queues) when there is no
 // management API. It also holds RabbitMQ's redrive I/O (plan store, ledger,
-// confirmed publishing), which internal/actions drives. amqp091-go stays
-// here: only ContentDigest and ToMessage take an amqp.Delivery.
+// confirmed publishing), which internal/actions drives: a run reports what
+// the broker says about the DLQ and what each consumed message derives to,
+// and an Admission (internal/actions) decides whether the DLQ may be
+// consumed and which messages are sent; no redrive policy is decided here.
+// amqp091-go stays here: only ContentDigest and ToMessage take an
+// amqp.Delivery.
 package rabbitmq
 
 import (

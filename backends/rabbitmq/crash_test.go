@@ -45,7 +45,7 @@ func runChild(spec string) int {
 		if c, err = Dial(ctx, Options{AMQPURL: amqpURL(), ManagementURL: mgmtURL(), Timeout: 5 * time.Second}); err == nil {
 			var l *Ledger
 			if l, err = OpenLedger(ctx, s.Ledger); err == nil {
-				_, err = c.Execute(ctx, p, l, ExecOptions{Window: s.Window, Rate: s.Rate})
+				_, err = c.Execute(ctx, p, l, ExecOptions{Admission: noPolicy{}, Window: s.Window, Rate: s.Rate})
 			}
 		}
 	}
@@ -165,7 +165,7 @@ func TestRedriveKilledMidPlanResumesWithoutLoss(t *testing.T) {
 		t.Logf("killed at %d confirmed (kill point %d)", confirmedCount(t, ledgerPath, p.Hash()), at)
 	}
 
-	res, err := c.Execute(context.Background(), p, l, ExecOptions{Window: window})
+	res, err := c.Execute(context.Background(), p, l, ExecOptions{Admission: noPolicy{}, Window: window})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,7 @@ func TestExecuteRefusesAMessageWhoseContentChanged(t *testing.T) {
 	publishConfirmed(t, conn, "", tp.dlq, forged)
 	eventually(t, 10*time.Second, "the forged message in the DLQ", func() bool { return readyCount(t, conn, tp.dlq) == 2 })
 
-	res, err := c.Execute(context.Background(), p, l, ExecOptions{})
+	res, err := c.Execute(context.Background(), p, l, ExecOptions{Admission: noPolicy{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,9 +117,12 @@ func TestContentDigestPinsEverythingButTheDeliveryCount(t *testing.T) {
 // own plan file (its hash is an unkeyed SHA-256 they can recompute) and
 // sign it: change a record's target, or its idempotency key so that the
 // system-of-record check asks about another payment. The message's content
-// digest still matches, but what execution sends must be derived from the
-// message itself: a record whose target or idempotency key differs from
-// the message's is not sent, and is reported.
+// digest still matches, but what execution judges and sends must be derived
+// from the message itself: the run hands its Admission (internal/actions,
+// which skips a target the message does not derive to as derived_mismatch)
+// the target and key the consumed message derives to, whatever the plan in
+// memory says, and a message the Admission excludes is not sent, stays in
+// the DLQ and is reported with the Admission's reason.
 func TestExecuteDerivesTargetAndKeyFromTheMessage(t *testing.T) {
 	t.Parallel()
 	conn := needRabbit(t)
@@ -134,6 +137,7 @@ func TestExecuteDerivesTargetAndKeyFromTheMessage(t *testing.T) {
 	c := testClient(t, Options{AMQPURL: amqpURL(), ManagementURL: mgmtURL()})
 	l := sqliteLedger(t)
 	p := planFor(t, c, tp.dlq, redrive.QueueSelection{All: true}, l)
+	var m2Key string
 	for i := range p.Records {
 		r := &p.Records[i]
 		switch r.EventID {
@@ -141,12 +145,21 @@ func TestExecuteDerivesTargetAndKeyFromTheMessage(t *testing.T) {
 			r.Exchange, r.RoutingKey = "", elsewhere
 		case "m2": // finding 1: another idempotency key (an invisible character):
 			// a v2 plan holds no key, and execute derives it from the message
+			m2Key = r.IdempotencyKey
 			r.IdempotencyKey += "\u200b"
 		}
 	}
-	res, err := c.Execute(context.Background(), p, l, ExecOptions{})
+	const why redrive.Reason = "excluded_by_admission"
+	adm := &excludeAdmission{exclude: map[string]redrive.Verdict{"m1": {Reason: why}}, asked: map[string]redrive.QueueMessage{}}
+	res, err := c.Execute(context.Background(), p, l, ExecOptions{Admission: adm})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if m := adm.asked["m1"]; m.Exchange != tp.workX || m.RoutingKey != tp.key || !m.Routed {
+		t.Errorf("the admission was told m1 goes to exchange %q key %q (routed %v), want the message's dead-lettering: %q %q", m.Exchange, m.RoutingKey, m.Routed, tp.workX, tp.key)
+	}
+	if m := adm.asked["m2"]; m2Key == "" || m.IdempotencyKey != m2Key {
+		t.Errorf("the admission was told m2's key is %q, want the message's %q", m.IdempotencyKey, m2Key)
 	}
 	if n := readyCount(t, conn, elsewhere); n != 0 {
 		t.Errorf("%d message(s) went to the edited target", n)
@@ -164,8 +177,8 @@ func TestExecuteDerivesTargetAndKeyFromTheMessage(t *testing.T) {
 	for _, s := range res.Skipped {
 		skipped[s.EventID] = string(s.Reason)
 	}
-	if len(skipped) != 1 || skipped["m1"] != string(ReasonDerivedChanged) {
-		t.Errorf("skipped %+v, want m1 as %s", res.Skipped, ReasonDerivedChanged)
+	if len(skipped) != 1 || skipped["m1"] != string(why) {
+		t.Errorf("skipped %+v, want m1 as %s", res.Skipped, why)
 	}
 	eventually(t, 10*time.Second, "m1 back in the DLQ", func() bool { return readyCount(t, conn, tp.dlq) == 1 })
 }

@@ -9,12 +9,15 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/redrive"
 )
 
-// Execution refuses an auto-delete DLQ: its consumer leaving would make
-// RabbitMQ delete it with every message not redriven.
-func TestExecuteRefusesAutoDeleteDLQ(t *testing.T) {
+// Before it reads anything, execution hands its Admission what the
+// management API says about the DLQ (internal/actions refuses an auto-delete
+// DLQ: its consumer leaving would make RabbitMQ delete it with every message
+// not redriven); a refusal leaves the DLQ untouched.
+func TestExecuteGivesTheAdmissionTheDLQsFacts(t *testing.T) {
 	conn := needRabbit(t)
 	needManagement(t)
 	ch, err := conn.Channel()
@@ -33,9 +36,13 @@ func TestExecuteRefusesAutoDeleteDLQ(t *testing.T) {
 	}
 	c := testClient(t, Options{AMQPURL: amqpURL(), ManagementURL: mgmtURL()})
 	p := redrive.QueuePlan{Vhost: c.Vhost(), DLQ: dlq, QueueType: "classic", Records: []redrive.QueueRecord{{EventID: "m0", Exchange: "", RoutingKey: dlq, Verdict: redrive.Verdict{Included: true}}}}
-	_, err = c.Execute(context.Background(), p, sqliteLedger(t), ExecOptions{})
-	if err == nil || !strings.Contains(err.Error(), "auto-delete") {
-		t.Fatalf("err %v; want a refusal naming auto-delete", err)
+	var facts backends.Queue
+	_, err = c.Execute(context.Background(), p, sqliteLedger(t), ExecOptions{Admission: refuseRun{got: &facts}})
+	if err == nil || !strings.Contains(err.Error(), "refused by the test's admission") {
+		t.Fatalf("err %v; want the admission's refusal", err)
+	}
+	if !facts.AutoDelete || facts.Type != backends.QueueClassic {
+		t.Errorf("the admission was told %+v; want an auto-delete classic queue", facts)
 	}
 	if q, err := ch.QueueDeclarePassive(dlq, false, true, false, false, nil); err != nil || q.Messages != 2 {
 		t.Errorf("the DLQ must be untouched: %v %+v", err, q)
@@ -45,6 +52,7 @@ func TestExecuteRefusesAutoDeleteDLQ(t *testing.T) {
 // orderAdmission is the ordering half of internal/actions' admission: what
 // the run passes over stays behind; recheck stands for the checks run again.
 type orderAdmission struct {
+	noPolicy
 	order   *redrive.QueueOrdering
 	recheck map[string]redrive.Verdict
 	allow   bool

@@ -35,7 +35,7 @@ func TestRedrivePauseThenCancelBetweenChunksResumes(t *testing.T) {
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := c.Execute(context.Background(), p, l, ExecOptions{Window: 2, Verify: true, Pause: func(ctx context.Context) bool {
+		res, err := c.Execute(context.Background(), p, l, ExecOptions{Admission: noPolicy{}, Window: 2, Verify: true, Pause: func(ctx context.Context) bool {
 			calls++
 			if calls == 1 {
 				return true
@@ -80,13 +80,13 @@ func TestRedrivePauseThenCancelBetweenChunksResumes(t *testing.T) {
 	// Cancel before anything was published: nothing is lost either way.
 	cancel := make(chan struct{})
 	close(cancel)
-	res, err := c.Execute(context.Background(), p, l, ExecOptions{Window: 2, Cancel: cancel})
+	res, err := c.Execute(context.Background(), p, l, ExecOptions{Admission: noPolicy{}, Window: 2, Cancel: cancel})
 	if err != nil || res.Stopped != Cancelled {
 		t.Fatalf("run cancelled at once: %+v %v", res, err)
 	}
 	sent := 2 + res.Sent
 	// Resume: exactly the rest, in order.
-	res, err = c.Execute(context.Background(), p, l, ExecOptions{Window: 2})
+	res, err = c.Execute(context.Background(), p, l, ExecOptions{Admission: noPolicy{}, Window: 2})
 	if err != nil || res.Sent != 6-sent || res.AlreadySent != 0 || len(res.Failed) != 0 || res.Stopped != "" {
 		t.Fatalf("resumed run: %+v %v (sent before: %d)", res, err, sent)
 	}

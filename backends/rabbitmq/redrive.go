@@ -38,8 +38,10 @@ type ExecOptions struct {
 	// Skip holds included records that the checks, run again at execution,
 	// now exclude (by event id): they are left in the DLQ and reported.
 	Skip map[string]redrive.Verdict
-	// Admission, when set, decides which included messages are sent as the
-	// run consumes them (the checks that need what a message derives to).
+	// Admission is the policy that decides whether the plan may run on
+	// this DLQ and which included messages are sent as the run consumes
+	// them (internal/actions'). Required: Execute refuses a run without one
+	// rather than send what nothing checked.
 	Admission Admission
 	// Verify checks, after the run, that the DLQ's depth fell by exactly
 	// the number of messages acked and that nothing was returned.
@@ -60,42 +62,30 @@ type ExecOptions struct {
 	Cancel <-chan struct{}
 }
 
-// Admission is the policy a run consults as it consumes the DLQ in order
-// (internal/actions implements it: the checks run again, ordering). The run
-// only reports what it reads; a message's Position is its place in the
-// order this run read the DLQ.
+// Admission is the policy a run consults (internal/actions implements it:
+// which DLQs may run, the checks run again, the signed target against the
+// message's, ordering). The run only reports what it reads; a message's
+// Position is its place in the order this run read the DLQ.
 type Admission interface {
+	// Runnable is told, before anything is read, what the broker says
+	// about the DLQ (type, auto-delete, delivery limit from the management
+	// API; without it only the plan's queue type is known) and refuses
+	// with an error what cannot run safely.
+	Runnable(p redrive.QueuePlan, dlq backends.Queue) error
 	// PassedOver is told of each message the run leaves in the DLQ (not
-	// included, content changed, target mismatch, skipped before the run),
-	// before any message read after it is admitted.
+	// included, content changed, skipped before the run), before any
+	// message read after it is admitted.
 	PassedOver(m redrive.QueueMessage)
-	// Admit returns, for a chunk of included messages about to be sent,
-	// those not to send and why; they stay in the DLQ and are reported. An
-	// error stops the run (the chunk stays in the DLQ).
+	// Admit returns, for a chunk of included messages about to be sent
+	// (with what each derives to: its dead-lettering's target, key, prior
+	// redrives), those not to send and why; they stay in the DLQ and are
+	// reported. An error stops the run (the chunk stays in the DLQ).
 	Admit(ctx context.Context, chunk []redrive.QueueMessage) (map[string]redrive.Verdict, error)
 }
 
 // ReasonContentChanged skips an included message whose content no longer
 // matches the plan (the name Kafka's executor uses for the same skip).
 const ReasonContentChanged redrive.Reason = "payload_changed"
-
-// ReasonDerivedChanged skips an included record whose plan entry says
-// what its message does not: another target, idempotency key or count of
-// prior redrives than the message derives to (the plan was edited after
-// its checks ran; they asked about the plan's values, not the message's).
-const ReasonDerivedChanged redrive.Reason = "derived_mismatch"
-
-// targetDiffers says how the plan's target for a record differs from what
-// the message's dead-lettering derives to under the plan's target mode (""
-// when it does not). The idempotency key and prior redrives are not in a
-// plan: they are derived from the consumed message and checked then.
-func targetDiffers(r redrive.QueueRecord, m Message, toQueues bool) string {
-	x, k, ok := m.Facts().Target(toQueues)
-	if !ok || x != r.Exchange || k != r.RoutingKey {
-		return fmt.Sprintf("the plan sends it to exchange %q key %q; the message's dead-lettering says exchange %q key %q", r.Exchange, r.RoutingKey, x, k)
-	}
-	return ""
-}
 
 // Cancelled is Result.Stopped for a run stopped through ExecOptions.Cancel
 // or Pause.
@@ -304,12 +294,9 @@ type run struct {
 
 	seen    map[string]bool // included ids found (with the plan's content)
 	changed map[string]bool // ids met on content other than the plan's
-	// mismatch: ids whose plan target is not what the message derives to,
-	// with why.
-	mismatch map[string]string
-	reads    int          // deliveries taken so far
-	cur      []item       // the chunk being filled
-	pace     *time.Ticker // nil: no rate limit
+	reads   int             // deliveries taken so far
+	cur     []item          // the chunk being filled
+	pace    *time.Ticker    // nil: no rate limit
 
 	inflight  chan chunk
 	stop      chan string
@@ -337,7 +324,17 @@ func (c *Client) newRun(ctx context.Context, p redrive.QueuePlan, l *Ledger, o E
 	if c.opts.ReadOnly {
 		return r, fmt.Errorf("refused: %w", backends.ErrReadOnly)
 	}
-	if err := c.execAllowed(ctx, p); err != nil {
+	if o.Admission == nil {
+		// The I/O layer's contract, not policy: what may be sent is decided
+		// by an Admission (internal/actions), so a run without one would
+		// send what nothing checked.
+		return r, errors.New("redrive execute needs an Admission (the policy deciding what is sent); nothing sent")
+	}
+	dlq, err := c.dlqFacts(ctx, p)
+	if err != nil {
+		return r, err
+	}
+	if err := o.Admission.Runnable(p, dlq); err != nil {
 		return r, err
 	}
 	r.included = p.Included()
@@ -353,7 +350,6 @@ func (c *Client) newRun(ctx context.Context, p redrive.QueuePlan, l *Ledger, o E
 		}
 	}
 	sort.Slice(r.res.Skipped, func(i, j int) bool { return r.res.Skipped[i].Position < r.res.Skipped[j].Position })
-	var err error
 	if r.states, err = l.PlanStates(ctx, hash); err != nil {
 		return r, err
 	}
@@ -401,7 +397,7 @@ func (r *run) open(ctx context.Context) error {
 	}
 	r.x = Extractors{IdempotencyKey: r.p.Policy.IdempotencyKey, OrderingKey: r.p.Policy.OrderingKey}
 	r.origin = url.PathEscape(r.p.Vhost) + "/" + r.p.DLQ
-	r.seen, r.changed, r.mismatch = map[string]bool{}, map[string]bool{}, map[string]string{}
+	r.seen, r.changed = map[string]bool{}, map[string]bool{}
 	r.inflight = make(chan chunk, 2)
 	r.stop = make(chan string, 1)
 	if r.o.Rate > 0 {
@@ -726,7 +722,7 @@ func (r *run) read(ctx context.Context) error {
 }
 
 // take handles one delivery: passed over (held) unless it is an included
-// message with the plan's content and target; acked at once when an earlier
+// message with the plan's content; acked at once when an earlier
 // run confirmed it; else added to the chunk, flushed when full. done reports
 // that the run must stop reading. A message passed over stays in the DLQ
 // ahead of what follows: its ordering key is noted (admit).
@@ -741,15 +737,10 @@ func (r *run) take(ctx context.Context, d amqp.Delivery) (done bool, err error) 
 			// plan; held like an unselected message (it stays in place).
 			r.changed[m.EventID] = true
 			want = false
-		} else if why := targetDiffers(rec, m, r.p.Target == redrive.QueueTargetQueue); why != "" {
-			// The plan sends it where its dead-lettering does not say (the
-			// plan was edited after its checks ran): not sent, left in place.
-			r.mismatch[m.EventID] = why
-			want = false
 		}
 	}
 	if !want || r.seen[m.EventID] {
-		if !r.seen[m.EventID] && r.o.Admission != nil {
+		if !r.seen[m.EventID] {
 			f := m.Facts()
 			f.Position = seq
 			r.o.Admission.PassedOver(f)
@@ -795,9 +786,6 @@ func (r *run) take(ctx context.Context, d amqp.Delivery) (done bool, err error) 
 // its messages not to send: they are held (back to the DLQ in place at the
 // end) and reported.
 func (r *run) admit(ctx context.Context) error {
-	if r.o.Admission == nil {
-		return nil
-	}
 	msgs := make([]redrive.QueueMessage, len(r.cur))
 	for i, it := range r.cur {
 		msgs[i] = it.m
@@ -839,8 +827,6 @@ func (r *run) account() {
 		case r.seen[id]:
 		case r.states[id] == StateConfirmed:
 			r.res.DoneBefore++
-		case r.mismatch[id] != "":
-			r.res.Skipped = append(r.res.Skipped, Skip{EventID: id, Position: rec.Position, Reason: ReasonDerivedChanged, Detail: r.mismatch[id]})
 		case r.changed[id]:
 			r.res.Skipped = append(r.res.Skipped, Skip{EventID: id, Position: rec.Position, Reason: ReasonContentChanged,
 				Detail: "the DLQ holds a message with this id whose body, properties or headers differ from the plan's: not sent, left in the DLQ"})
@@ -1010,39 +996,14 @@ func redriveMessage(d amqp.Delivery, eventID string, prior int, hash, origin str
 	}
 }
 
-// execAllowed refuses what cannot run safely: a quorum DLQ (unselected
-// messages would be moved and counted) unless the plan accepts it, and
-// never a quorum DLQ with a delivery limit.
-func (c *Client) execAllowed(ctx context.Context, p redrive.QueuePlan) error {
-	typ := p.QueueType
-	var q backends.Queue
-	if c.mgmt != nil {
-		var err error
-		if q, err = c.Queue(ctx, p.Vhost, p.DLQ); err != nil {
-			return err
-		}
-		typ = q.Type
+// dlqFacts is what the broker says about a plan's DLQ, for the
+// Admission's Runnable: the management API's view (type, auto-delete,
+// delivery limit); without the API, only the queue type the plan recorded.
+func (c *Client) dlqFacts(ctx context.Context, p redrive.QueuePlan) (backends.Queue, error) {
+	if c.mgmt == nil {
+		return backends.Queue{Name: p.DLQ, Type: p.QueueType}, nil
 	}
-	if q.AutoDelete {
-		// Execution consumes the DLQ; when that consumer goes, RabbitMQ
-		// deletes an auto-delete queue with every message left in it.
-		return &RefusedError{Why: fmt.Sprintf("DLQ %q is auto-delete: RabbitMQ deletes it, with the messages not redriven, when the redrive's consumer leaves; refusing (move the messages to a durable queue first)", p.DLQ)}
-	}
-	switch typ {
-	case backends.QueueClassic:
-		return nil
-	case backends.QueueQuorum:
-		if q.Wiring.DeliveryLimit != nil {
-			return &RefusedError{Why: fmt.Sprintf("DLQ %q is a quorum queue with delivery limit %d: passing over unselected messages counts deliveries and could drop them; refusing", p.DLQ, *q.Wiring.DeliveryLimit)}
-		}
-		if !p.AcceptQuorumSideEffects {
-			return &RefusedError{Why: fmt.Sprintf("DLQ %q is a quorum queue: unselected and failed messages go back to the end with x-delivery-count + 1; make the plan with --accept-requeue-side-effects to allow it", p.DLQ)}
-		}
-		return nil
-	case backends.QueueStream:
-		return &RefusedError{Why: fmt.Sprintf("%q is a stream: messages cannot be removed one by one, so it cannot be redriven from", p.DLQ)}
-	}
-	return errors.New("DLQ type unknown (no management API and none in the plan)")
+	return c.Queue(ctx, p.Vhost, p.DLQ)
 }
 
 func short(h string) string {

@@ -47,7 +47,7 @@ func BenchmarkRedrive(b *testing.B) {
 				p := syntheticPlan(c, dlq, msgs)
 				start := time.Now()
 				b.StartTimer()
-				res, err := c.Execute(context.Background(), p, l, ExecOptions{Window: bc.window})
+				res, err := c.Execute(context.Background(), p, l, ExecOptions{Admission: noPolicy{}, Window: bc.window})
 				b.StopTimer()
 				total += time.Since(start)
 				if err != nil || res.Sent != bc.n {

@@ -12,6 +12,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/redrive"
 )
 
@@ -80,7 +81,7 @@ func TestRedriveClassicRoundTrip(t *testing.T) {
 	if n := len(p.Included()); n != 3 {
 		t.Fatalf("plan includes %d, want 3", n)
 	}
-	res, err := c.Execute(context.Background(), p, l, ExecOptions{Window: 2})
+	res, err := c.Execute(context.Background(), p, l, ExecOptions{Admission: noPolicy{}, Window: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestRedriveClassicRoundTrip(t *testing.T) {
 		}
 	}
 	// Running the same plan again sends nothing.
-	res, err = c.Execute(context.Background(), p, l, ExecOptions{})
+	res, err = c.Execute(context.Background(), p, l, ExecOptions{Admission: noPolicy{}})
 	if err != nil || res.Sent != 0 || res.AlreadySent != 0 {
 		t.Fatalf("second run: %+v %v", res, err)
 	}
@@ -148,7 +149,7 @@ func TestRedriveUnroutableIsAFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	ch.Close()
-	res, err := c.Execute(context.Background(), p, l, ExecOptions{})
+	res, err := c.Execute(context.Background(), p, l, ExecOptions{Admission: noPolicy{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func TestRedriveUnroutableIsAFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	ch.Close()
-	res, err = c.Execute(context.Background(), p, l, ExecOptions{Window: 1})
+	res, err = c.Execute(context.Background(), p, l, ExecOptions{Admission: noPolicy{}, Window: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,12 +196,21 @@ func TestRedriveRefusals(t *testing.T) {
 	l := sqliteLedger(t)
 	p := redrive.QueuePlan{Vhost: "/", DLQ: q, QueueType: "quorum", Selection: redrive.QueueSelection{All: true},
 		Records: []redrive.QueueRecord{{EventID: "e1", Exchange: "", RoutingKey: q, Verdict: redrive.Verdict{Included: true}}}}
+	// What may run is the Admission's (internal/actions) to decide: none,
+	// no run.
+	if _, err := c.Execute(context.Background(), p, l, ExecOptions{}); err == nil || !strings.Contains(err.Error(), "needs an Admission") {
+		t.Errorf("no admission: %v; want refused", err)
+	}
+	var facts backends.Queue
 	var refused *RefusedError
-	if _, err := c.Execute(context.Background(), p, l, ExecOptions{}); !errors.As(err, &refused) {
-		t.Errorf("quorum DLQ without acceptance: %v; want refused", err)
+	if _, err := c.Execute(context.Background(), p, l, ExecOptions{Admission: refuseRun{got: &facts}}); !errors.As(err, &refused) {
+		t.Errorf("admission's refusal: %v; want it returned", err)
+	}
+	if facts.Type != backends.QueueQuorum {
+		t.Errorf("the admission was told the DLQ is %q; want quorum (from the management API)", facts.Type)
 	}
 	ro := testClient(t, Options{AMQPURL: amqpURL(), ManagementURL: mgmtURL(), ReadOnly: true})
-	if _, err := ro.Execute(context.Background(), p, l, ExecOptions{}); err == nil || !strings.Contains(err.Error(), "read-only") {
+	if _, err := ro.Execute(context.Background(), p, l, ExecOptions{Admission: noPolicy{}}); err == nil || !strings.Contains(err.Error(), "read-only") {
 		t.Errorf("read-only: %v", err)
 	}
 }
@@ -214,7 +224,8 @@ func sortedIDs(ds []amqp.Delivery) []string {
 	return out
 }
 
-// A quorum DLQ can be redriven when the plan accepts the side effects:
+// A quorum DLQ can be redriven (internal/actions admits it when the plan
+// accepts the side effects):
 // the selected message goes, the others stay (moved to the back, counted).
 func TestRedriveQuorumDLQWithAcceptance(t *testing.T) {
 	t.Parallel()
@@ -240,12 +251,8 @@ func TestRedriveQuorumDLQWithAcceptance(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Vhost, p.DLQ, p.QueueType = "/", dlq, "quorum"
-	var refused *RefusedError
-	if _, err := c.Execute(context.Background(), p, l, ExecOptions{}); !errors.As(err, &refused) {
-		t.Fatalf("without acceptance: %v; want refused", err)
-	}
 	p.AcceptQuorumSideEffects = true
-	r, err := c.Execute(context.Background(), p, l, ExecOptions{})
+	r, err := c.Execute(context.Background(), p, l, ExecOptions{Admission: noPolicy{}})
 	if err != nil || r.Sent != 1 {
 		t.Fatalf("%+v %v", r, err)
 	}
@@ -291,7 +298,7 @@ func TestRedrivePassesOverManyAcrossSegmentsInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Vhost, p.DLQ, p.QueueType = c.Vhost(), dlq, "classic"
-	res, err := c.Execute(context.Background(), p, sqliteLedger(t), ExecOptions{Window: 100, Verify: true})
+	res, err := c.Execute(context.Background(), p, sqliteLedger(t), ExecOptions{Admission: noPolicy{}, Window: 100, Verify: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,7 +110,7 @@ func TestRedriveSoakKill9(t *testing.T) {
 			}
 		}
 	}
-	res, err := c.Execute(context.Background(), p, l, ExecOptions{Window: window})
+	res, err := c.Execute(context.Background(), p, l, ExecOptions{Admission: noPolicy{}, Window: window})
 	if err != nil {
 		t.Fatal(err)
 	}

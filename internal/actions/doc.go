@@ -22,7 +22,15 @@
 //     re-runs every check, and applies the stricter of the plan's policy and
 //     today's. A plan runs only on the cluster it was made on, expires from a
 //     creation time that may not lie in the future, and its signatures cover
-//     role, cluster and plan hash.
+//     role, cluster and plan hash;
+//   - on RabbitMQ, the backend consumes the DLQ and only reports facts to
+//     the run's Admission (rabbitAdmission, rabbit_admit.go), which
+//     decides: from what the broker says about the DLQ, whether it may be
+//     consumed at all (an auto-delete DLQ, a stream, a quorum DLQ with a
+//     delivery limit or whose plan did not accept the requeue side effects
+//     are refused); from what each consumed message derives to, whether it
+//     is sent (a signed target its dead-lettering does not say is skipped
+//     as derived_mismatch; the checks and ordering run again as consumed).
 //
 // Refusals are typed (errors.Is against the Err* values, errors.As against
 // *Refusal) so the CLI maps them to exit codes and the console to messages

@@ -689,14 +689,17 @@ func (r *RabbitRedrive) recheckMessages(ctx context.Context, p redrive.QueuePlan
 	return skip, nil
 }
 
-// rabbitAdmission is a run's rabbitmq.Admission: as the DLQ is consumed in
-// order, the checks on what each message derives to (recheckMessages, over
-// one system-of-record connection for the whole run) and ordering, judged
-// on the messages the run passes over and skips (redrive.QueueOrdering).
+// rabbitAdmission is a run's rabbitmq.Admission: whether the DLQ may be
+// consumed at all (Runnable, rabbit_admit.go); as it is consumed in order,
+// the signed target against the message's (targets), the checks on what
+// each message derives to (recheckMessages, over one system-of-record
+// connection for the whole run) and ordering, judged on the messages the
+// run passes over and skips (redrive.QueueOrdering).
 type rabbitAdmission struct {
-	r     *RabbitRedrive
-	p     redrive.QueuePlan
-	order *redrive.QueueOrdering
+	r        *RabbitRedrive
+	p        redrive.QueuePlan
+	included map[string]redrive.QueueRecord // the plan's included rows, by event id
+	order    *redrive.QueueOrdering
 	// settled are event ids whose message, left in the DLQ, was delivered
 	// or settled already: no older event of its key waits behind it.
 	settled map[string]bool
@@ -725,11 +728,16 @@ func (a *rabbitAdmission) PassedOver(m redrive.QueueMessage) {
 	}
 }
 
-// Admit runs the checks again over a chunk as consumed, then ordering.
+// Admit skips a chunk's messages the plan sends elsewhere than they derive
+// to, runs the checks again over the others as consumed, then ordering.
 func (a *rabbitAdmission) Admit(ctx context.Context, msgs []redrive.QueueMessage) (map[string]redrive.Verdict, error) {
-	verdicts, err := a.r.recheckMessages(ctx, a.p, msgs, a.committed)
+	match, verdicts := a.targets(msgs)
+	checked, err := a.r.recheckMessages(ctx, a.p, match, a.committed)
 	if err != nil {
 		return nil, err
+	}
+	for id, v := range checked {
+		verdicts[id] = v
 	}
 	return a.order.Admit(msgs, verdicts, a.p.AllowHazards), nil
 }
