@@ -217,28 +217,7 @@ func TestRabbitPlanIncludingAnEventTwiceIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	cfg := rabbitRedriveConfig(dir, fmt.Sprintf("    - match: %q\n      review: none\n", dlq)).write(t)
 	run := func(args ...string) (string, string, int) { return runBerth(t, append(args, "--config", cfg)...) }
-	file := filepath.Join(dir, "plan.json")
-	if _, errOut, code := run("redrive", "plan", dlq, "--all", "--out", file); code != 0 {
-		t.Fatalf("plan: %d %s", code, errOut)
-	}
-	raw, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sp redrive.SignedPlan
-	if err := json.Unmarshal(raw, &sp); err != nil || len(sp.Plan.Rows) != 2 || sp.Plan.Rows[1].Loc != "1:job-1" {
-		t.Fatalf("plan rows: %v %s", err, raw)
-	}
-	sp.Plan.Rows[1].Loc = "1:job-0"
-	if sp.Hash, err = sp.Plan.Hash(); err != nil {
-		t.Fatal(err)
-	}
-	if raw, err = sp.Encode(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(file, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file, sp, raw := rmqEditedPlan(t, dlq, dir, cfg, func(c *redrive.Core) { c.Rows[1].Loc = "1:job-0" })
 	if got, err := exec.Command("python3", filepath.Join("..", "..", "testdata", "redrive", "planhash.py"), file).CombinedOutput(); err != nil || strings.TrimSpace(string(got)) != sp.Hash {
 		t.Fatalf("planhash.py: %v %q, want %s (the edit must keep the hash matching)", err, got, sp.Hash)
 	}
