@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -168,9 +169,13 @@ func DomainHash(domain string, b []byte) string {
 }
 
 // Hash is the plan's identity: the hash of its Core (see Core.Hash). Any
-// change to what the core holds changes it.
+// change to what the core holds changes it. The rows are hashed as they
+// are made from the records, never held (~70 bytes each).
 func (p Plan) Hash() string {
-	h, err := p.Core().Hash()
+	c, recs, row := p.coreHead()
+	h, err := hashCanonical(func(w io.Writer) error {
+		return c.writeCanonical(w, len(recs), func(i int) Row { return row(recs[i]) })
+	})
 	if err != nil {
 		// Only unencodable values (none exist in Core) can fail.
 		panic(fmt.Sprintf("redrive: plan does not encode: %v", err))
@@ -181,10 +186,21 @@ func (p Plan) Hash() string {
 // Core is the plan's hashed content: records sorted by (partition, offset),
 // targets tabled in order of first use.
 func (p Plan) Core() Core {
+	c, recs, row := p.coreHead()
+	c.Rows = make([]Row, 0, len(recs))
+	for _, r := range recs {
+		c.Rows = append(c.Rows, row(r))
+	}
+	return c
+}
+
+// coreHead returns the plan's core without its rows, the records in the
+// core's order, and how each becomes its row.
+func (p Plan) coreHead() (Core, []PlanRecord, func(PlanRecord) Row) {
 	c := Core{
 		Format: PlanFormat, Backend: BackendKafka, Cluster: p.Cluster, DLQ: p.DLQ,
 		CreatedAt: FormatCreatedAt(p.CreatedAt), Policy: p.Policy, Rate: p.Rate, Batch: p.BatchSize,
-		AllowHazards: p.AllowOrderingHazards, Targets: []string{}, Rows: make([]Row, 0, len(p.Records)),
+		AllowHazards: p.AllowOrderingHazards, Targets: []string{},
 		Selection: CoreSelection{All: p.Selection.All, Classes: p.Selection.Classes, Locs: len(p.Selection.Offsets) > 0, Key: p.Selection.Key, Header: p.Selection.Header, Target: p.Target},
 	}
 	if p.Selection.Since != nil {
@@ -203,23 +219,23 @@ func (p Plan) Core() Core {
 	}
 	index := map[string]int{}
 	for _, r := range recs {
+		if _, ok := index[r.Target]; !ok && r.Target != "" {
+			index[r.Target] = len(c.Targets)
+			c.Targets = append(c.Targets, r.Target)
+		}
+	}
+	row := func(r PlanRecord) Row {
 		t := -1
 		if r.Target != "" {
-			i, ok := index[r.Target]
-			if !ok {
-				i = len(c.Targets)
-				index[r.Target] = i
-				c.Targets = append(c.Targets, r.Target)
-			}
-			t = i
+			t = index[r.Target]
 		}
 		v := Reason("")
 		if !r.Included {
 			v = r.Reason
 		}
-		c.Rows = append(c.Rows, Row{Loc: r.Coord().String(), Digest: r.Digest, Target: t, Verdict: v})
+		return Row{Loc: r.Coord().String(), Digest: r.Digest, Target: t, Verdict: v}
 	}
-	return c
+	return c, recs, row
 }
 
 // PlanFromCore rebuilds a plan from a validated Kafka core; the records'
@@ -298,13 +314,7 @@ func (p Plan) MarshalJSON() ([]byte, error) { return json.Marshal(p.Core()) }
 
 // UnmarshalJSON reads a Core (unknown fields refused) and validates it.
 func (p *Plan) UnmarshalJSON(b []byte) error {
-	var c Core
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return err
-	}
-	q, err := PlanFromCore(c)
+	q, err := DecodePlan(bytes.NewReader(b))
 	if err != nil {
 		return err
 	}

@@ -296,10 +296,13 @@ func writeASCIIString(b *bytes.Buffer, s string) {
 
 // Hash is the plan's identity: lowercase hex SHA-256 of
 // "berth-redrive-plan/v2\n" followed by Canonical(core).
-func (c Core) Hash() (string, error) {
+func (c Core) Hash() (string, error) { return hashCanonical(c.WriteCanonical) }
+
+// hashCanonical is the plan hash of the canonical core write writes.
+func hashCanonical(write func(io.Writer) error) (string, error) {
 	h := sha256.New()
 	h.Write([]byte(PlanFormat + "\n"))
-	if err := c.WriteCanonical(h); err != nil {
+	if err := write(h); err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
@@ -310,6 +313,16 @@ func (c Core) Hash() (string, error) {
 // rows would alone exceed the 512 MiB a plan of that size must fit in.
 func (c Core) WriteCanonical(w io.Writer) error {
 	rows := c.Rows
+	n := len(rows)
+	if rows == nil {
+		n = -1
+	}
+	return c.writeCanonical(w, n, func(i int) Row { return rows[i] })
+}
+
+// writeCanonical is WriteCanonical of c with n rows (-1: null) given by
+// row, in order, whatever c.Rows holds.
+func (c Core) writeCanonical(w io.Writer, n int, row func(int) Row) error {
 	c.Rows = nil
 	raw, err := json.Marshal(c)
 	if err != nil {
@@ -346,12 +359,13 @@ func (c Core) WriteCanonical(w io.Writer) error {
 			}
 			continue
 		}
-		if rows == nil {
+		if n < 0 {
 			b.WriteString("null")
 			continue
 		}
 		b.WriteByte('[')
-		for j, r := range rows {
+		for j := 0; j < n; j++ {
+			r := row(j)
 			if j > 0 {
 				b.WriteByte(',')
 			}

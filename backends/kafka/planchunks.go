@@ -114,10 +114,10 @@ func (s *PlanStore) writeChunks(ctx context.Context, hash, content string, doc a
 }
 
 // readChunks fetches exactly the manifest's chunks (one ranged read from
-// the first to the last) and decodes them into v, which must be the
-// manifest's content. A chunk that is missing or whose bytes differ from
-// the manifest is an error naming it.
-func (s *PlanStore) readChunks(ctx context.Context, m planManifest, content string, v any) error {
+// the first to the last) and decodes them with decode, as the manifest's
+// content, reading the document as it is decompressed. A chunk that is
+// missing or whose bytes differ from the manifest is an error naming it.
+func (s *PlanStore) readChunks(ctx context.Context, m planManifest, content string, decode func(io.Reader) error) error {
 	if m.Content != content {
 		return fmt.Errorf("holds %q, not %q", m.Content, content)
 	}
@@ -166,10 +166,17 @@ func (s *PlanStore) readChunks(ctx context.Context, m planManifest, content stri
 	defer zr.Close()
 	// Bounded by the manifest's size: a forged manifest cannot make a
 	// reader decompress without end.
-	dec := json.NewDecoder(io.LimitReader(zr, m.Size))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := decode(io.LimitReader(zr, m.Size)); err != nil {
 		return fmt.Errorf("chunks do not decode to a plan: %v", err)
 	}
 	return nil
+}
+
+// decodeInto decodes one JSON document into v, unknown fields refused.
+func decodeInto(v any) func(io.Reader) error {
+	return func(r io.Reader) error {
+		dec := json.NewDecoder(r)
+		dec.DisallowUnknownFields()
+		return dec.Decode(v)
+	}
 }

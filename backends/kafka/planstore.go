@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"time"
@@ -353,7 +354,13 @@ func (s *PlanStore) load(ctx context.Context, hash string, e planEntry, sigs []a
 	if e.sp.Plan != nil {
 		p = *e.sp.Plan
 	} else {
-		if err := s.readChunks(ctx, *e.sp.Manifest, contentPlanV1, &p); err != nil {
+		// Decoded as it is read: a million-record plan's JSON and rows
+		// are never held beside its records.
+		err := s.readChunks(ctx, *e.sp.Manifest, contentPlanV1, func(r io.Reader) (err error) {
+			p, err = redrive.DecodePlan(r)
+			return err
+		})
+		if err != nil {
 			return redrive.File{}, err
 		}
 	}

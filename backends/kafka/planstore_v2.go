@@ -80,7 +80,7 @@ func (s *PlanStore) loadSigned(ctx context.Context, hash string, e planEntry, si
 		return redrive.SignedPlan{}, fmt.Errorf("a %s plan: make it again", contentPlanV1)
 	}
 	var c redrive.Core
-	if err := s.readChunks(ctx, *e.sp.Manifest, redrive.PlanFormat, &c); err != nil {
+	if err := s.readChunks(ctx, *e.sp.Manifest, redrive.PlanFormat, decodeInto(&c)); err != nil {
 		return redrive.SignedPlan{}, err
 	}
 	if err := c.Validate(); err != nil {
