@@ -158,28 +158,66 @@ func ClassOf(m Message) redrive.Class {
 // Classes groups messages into failure classes, largest first. Seen times
 // are death times (the most recent death of each message).
 func Classes(msgs []Message, rules redrive.Rules) []redrive.Class {
-	by := map[string]*redrive.Class{}
+	t := NewClassTally(rules)
 	for _, m := range msgs {
-		c, ok := by[m.Class]
-		if !ok {
-			cl := ClassOf(m)
-			cl.Verdict, cl.Rule = rules.Judge(m.Death.Reason(), m.ErrorHeader)
-			cl.Transient = cl.Verdict == redrive.VerdictTransient
-			c = &cl
-			by[m.Class] = c
+		t.Add(m)
+	}
+	return t.Classes()
+}
+
+// OldestDeath is the earliest most-recent-death time among msgs (the DLQ's
+// oldest age is now minus it), nil when none says.
+func OldestDeath(msgs []Message) *time.Time {
+	t := NewClassTally(redrive.Rules{})
+	for _, m := range msgs {
+		t.Add(m)
+	}
+	return t.OldestDeath()
+}
+
+// ClassTally counts messages into classes one at a time, keeping per class
+// only its counts and times: `dlq classes` reads a DLQ of any size
+// without holding its messages.
+type ClassTally struct {
+	rules  redrive.Rules
+	by     map[string]*redrive.Class
+	oldest *time.Time
+}
+
+// NewClassTally is an empty tally judged by rules.
+func NewClassTally(rules redrive.Rules) *ClassTally {
+	return &ClassTally{rules: rules, by: map[string]*redrive.Class{}}
+}
+
+// Add counts m.
+func (t *ClassTally) Add(m Message) {
+	c, ok := t.by[m.Class]
+	if !ok {
+		cl := ClassOf(m)
+		cl.Verdict, cl.Rule = t.rules.Judge(m.Death.Reason(), m.ErrorHeader)
+		cl.Transient = cl.Verdict == redrive.VerdictTransient
+		c = &cl
+		t.by[m.Class] = c
+	}
+	c.Count++
+	if l := m.Death.Last(); l != nil && l.Time != nil {
+		if c.FirstSeen.IsZero() || l.Time.Before(c.FirstSeen) {
+			c.FirstSeen = *l.Time
 		}
-		c.Count++
-		if l := m.Death.Last(); l != nil && l.Time != nil {
-			if c.FirstSeen.IsZero() || l.Time.Before(c.FirstSeen) {
-				c.FirstSeen = *l.Time
-			}
-			if l.Time.After(c.LastSeen) {
-				c.LastSeen = *l.Time
-			}
+		if l.Time.After(c.LastSeen) {
+			c.LastSeen = *l.Time
+		}
+		if t.oldest == nil || l.Time.Before(*t.oldest) {
+			at := *l.Time
+			t.oldest = &at
 		}
 	}
-	out := make([]redrive.Class, 0, len(by))
-	for _, c := range by {
+}
+
+// Classes are the classes counted, largest first.
+func (t *ClassTally) Classes() []redrive.Class {
+	out := make([]redrive.Class, 0, len(t.by))
+	for _, c := range t.by {
 		out = append(out, *c)
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -191,14 +229,5 @@ func Classes(msgs []Message, rules redrive.Rules) []redrive.Class {
 	return out
 }
 
-// OldestDeath is the earliest most-recent-death time among msgs (the DLQ's
-// oldest age is now minus it), nil when none says.
-func OldestDeath(msgs []Message) *time.Time {
-	var t *time.Time
-	for _, m := range msgs {
-		if l := m.Death.Last(); l != nil && l.Time != nil && (t == nil || l.Time.Before(*t)) {
-			t = l.Time
-		}
-	}
-	return t
-}
+// OldestDeath is OldestDeath of the messages counted.
+func (t *ClassTally) OldestDeath() *time.Time { return t.oldest }

@@ -116,6 +116,12 @@ func (b browseFlags) check() error {
 }
 
 func (a *app) browse(ctx context.Context, cl *rabbitmq.Client, dlq string, limit int, b browseFlags) (rabbitmq.BrowseResult, error) {
+	return a.browseEach(ctx, cl, dlq, limit, b, nil)
+}
+
+// browseEach is browse handing each message to each instead of keeping
+// them in the result (Browse when each is nil).
+func (a *app) browseEach(ctx context.Context, cl *rabbitmq.Client, dlq string, limit int, b browseFlags, each func(rabbitmq.Message) error) (rabbitmq.BrowseResult, error) {
 	if err := b.check(); err != nil {
 		return rabbitmq.BrowseResult{}, err
 	}
@@ -125,15 +131,19 @@ func (a *app) browse(ctx context.Context, cl *rabbitmq.Client, dlq string, limit
 		// a write, refused like any other.
 		return rabbitmq.BrowseResult{}, a.readOnlyErr(fmt.Errorf("%w: --accept-requeue-side-effects raises delivery counts on the server", errReadOnly))
 	}
-	return a.rabbitRedrive().Browse(ctx, cl, dlq, limit, b.typ, b.accept)
+	if each == nil {
+		return a.rabbitRedrive().Browse(ctx, cl, dlq, limit, b.typ, b.accept)
+	}
+	return a.rabbitRedrive().BrowseEach(ctx, cl, dlq, limit, b.typ, b.accept, each)
 }
 
 // browseDLQ is the set-up every RabbitMQ DLQ browse from the command line
 // shares (dlq classes, dlq show, dlq show --save-value): the read limit
 // from flag (n unless given), a client within the command's timeout, and
 // the browse. release closes the client and ends ctx, which stays usable for
-// the caller's further look-ups (the ledger) until then.
-func (a *app) browseDLQ(cmd *cobra.Command, dlq, flag string, n int, b browseFlags) (ctx context.Context, res rabbitmq.BrowseResult, release func(), err error) {
+// the caller's further look-ups (the ledger) until then. With each, the
+// messages go to it one by one and the result holds none.
+func (a *app) browseDLQ(cmd *cobra.Command, dlq, flag string, n int, b browseFlags, each func(rabbitmq.Message) error) (ctx context.Context, res rabbitmq.BrowseResult, release func(), err error) {
 	if n, err = rabbitReadLimit(cmd, flag, n); err != nil {
 		return nil, res, nil, err
 	}
@@ -144,7 +154,7 @@ func (a *app) browseDLQ(cmd *cobra.Command, dlq, flag string, n int, b browseFla
 		return nil, res, nil, err
 	}
 	release = func() { cl.Close(); cancel() }
-	if res, err = a.browse(ctx, cl, dlq, n, b); err != nil {
+	if res, err = a.browseEach(ctx, cl, dlq, n, b, each); err != nil {
 		release()
 		return nil, res, nil, err
 	}
@@ -266,18 +276,23 @@ func (a *app) rmqDLQClasses(cmd *cobra.Command, dlq string, limit int, b browseF
 	if err != nil {
 		return err
 	}
-	_, res, release, err := a.browseDLQ(cmd, dlq, "limit", limit, b)
+	// Counted as read: the messages are not kept.
+	tally := rabbitmq.NewClassTally(redrive.DefaultRules)
+	_, res, release, err := a.browseDLQ(cmd, dlq, "limit", limit, b, func(m rabbitmq.Message) error {
+		tally.Add(m)
+		return nil
+	})
 	if err != nil {
 		return err
 	}
 	defer release()
 	rows := []qClassRow{}
-	for _, k := range rabbitmq.Classes(res.Messages, redrive.DefaultRules) {
+	for _, k := range tally.Classes() {
 		rows = append(rows, qClassRow{Class: k.ID, Count: k.Count, OriginalQueue: sanitize.Text(k.OriginalTopic), Reason: sanitize.Text(k.Exception),
 			Pattern: sanitize.Text(k.Pattern), Transient: k.Transient, Verdict: k.Verdict, FirstSeen: k.FirstSeen, LastSeen: k.LastSeen})
 	}
 	a.browseNotes(res)
-	if t := rabbitmq.OldestDeath(res.Messages); t != nil {
+	if t := tally.OldestDeath(); t != nil {
 		fmt.Fprintf(a.stderr, "oldest death %s (%s ago)\n", t.UTC().Format(time.RFC3339), durations.Format(time.Since(*t)))
 	}
 	if f == output.JSON {
@@ -357,41 +372,41 @@ func (a *app) rmqDLQShow(cmd *cobra.Command, dlq string, classes []string, limit
 	if limit < 1 {
 		return usageErr("--limit: must be at least 1")
 	}
-	ctx, res, release, err := a.browseDLQ(cmd, dlq, "read", read, b)
+	want := map[string]bool{}
+	for _, c := range classes {
+		want[c] = true
+	}
+	// Read as a stream: only the first --limit messages shown are kept
+	// (and the classes seen, to name a --class that matched none).
+	known := map[string]bool{}
+	var shown []rabbitmq.Message
+	ctx, res, release, err := a.browseDLQ(cmd, dlq, "read", read, b, func(m rabbitmq.Message) error {
+		known[m.Class] = true
+		if len(shown) < limit && (len(want) == 0 || want[m.Class]) {
+			shown = append(shown, m)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
 	defer release()
+	for _, c := range classes {
+		if !known[c] {
+			return usageErr("--class %s: no such class among the %d messages read from %s (see berth dlq classes %s)", c, res.Read, sanitize.Text(dlq), sanitize.Text(dlq))
+		}
+	}
 	l, err := a.ledger(ctx)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	done, err := l.RedrivenAmong(ctx, res.Messages)
+	done, err := l.RedrivenAmong(ctx, shown)
 	if err != nil {
 		return err
 	}
-	want := map[string]bool{}
-	for _, c := range classes {
-		want[c] = true
-	}
-	known := map[string]bool{}
-	for _, m := range res.Messages {
-		known[m.Class] = true
-	}
-	for _, c := range classes {
-		if !known[c] {
-			return usageErr("--class %s: no such class among the %d messages read from %s (see berth dlq classes %s)", c, len(res.Messages), sanitize.Text(dlq), sanitize.Text(dlq))
-		}
-	}
 	views := []qMessageView{}
-	for _, m := range res.Messages {
-		if len(want) > 0 && !want[m.Class] {
-			continue
-		}
-		if len(views) >= limit {
-			break
-		}
+	for _, m := range shown {
 		_, d := done[m.EventID]
 		views = append(views, viewMessage(m, d))
 	}

@@ -235,3 +235,40 @@ func TestQueuesRedriveApprovals(t *testing.T) {
 		t.Errorf("work queue holds %d, want 2", n.Messages)
 	}
 }
+
+// dlq classes and dlq show read the DLQ as a stream (show keeps only the
+// --limit messages it prints): the counts, the first messages of a class
+// in queue order, and the refusal of a class that matched none (naming how
+// many were read) are what a full read gave.
+func TestRabbitDLQClassesAndShowReadAsAStream(t *testing.T) {
+	isolateConfig(t)
+	_, ch, work, dlq := rmqDLQ(t, 0)
+	for i, reason := range []string{"rejected", "expired", "rejected", "expired", "rejected"} {
+		death := amqp.Table{"count": int64(1), "reason": reason, "queue": work, "exchange": "", "routing-keys": []any{work}, "time": time.Now().Truncate(time.Second)}
+		if err := ch.Publish("", dlq, false, false, amqp.Publishing{MessageId: fmt.Sprintf("ev-%d", i), Body: []byte("{}"), Headers: amqp.Table{"x-death": []any{death}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := []string{"--amqp", testAMQPURL(), "--management", testManagementURL()}
+	run := func(args ...string) (string, string, int) { return runBerth(t, append(args, r...)...) }
+	out, errOut, code := run("dlq", "classes", dlq, "-o", "json")
+	var cls []struct {
+		Class  string `json:"class"`
+		Count  int    `json:"count"`
+		Reason string `json:"reason"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &cls) != nil || len(cls) != 2 || cls[0].Count != 3 || cls[0].Reason != "rejected" || cls[1].Count != 2 || cls[1].Reason != "expired" {
+		t.Fatalf("classes: exit %d %s %s; want rejected 3, expired 2", code, out, errOut)
+	}
+	out, errOut, code = run("dlq", "show", dlq, "--class", cls[1].Class, "--limit", "1", "-o", "json")
+	var shown []struct {
+		EventID  string `json:"event_id"`
+		Position int    `json:"position"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &shown) != nil || len(shown) != 1 || shown[0].EventID != "ev-1" || shown[0].Position != 1 {
+		t.Fatalf("show --class expired --limit 1: exit %d %s %s; want ev-1 at position 1 only", code, out, errOut)
+	}
+	if _, errOut, code := run("dlq", "show", dlq, "--class", "nosuchclass"); code != 2 || !strings.Contains(errOut, "no such class among the 5 messages read") {
+		t.Fatalf("show --class nosuchclass: exit %d %s", code, errOut)
+	}
+}

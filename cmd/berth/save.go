@@ -116,7 +116,7 @@ func (a *app) rmqSaveMessage(cmd *cobra.Command, dlq, eventID string, s recordSa
 	if err != nil {
 		return err
 	}
-	_, res, release, err := a.browseDLQ(cmd, dlq, "read", read, b)
+	_, res, release, err := a.browseDLQ(cmd, dlq, "read", read, b, nil)
 	if err != nil {
 		return err
 	}

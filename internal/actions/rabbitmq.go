@@ -101,6 +101,12 @@ func (r *RabbitRedrive) Browse(ctx context.Context, cl *rabbitmq.Client, dlq str
 	return cl.Browse(ctx, dlq, r.browseOptions(dlq, limit, queueType, accept))
 }
 
+// BrowseEach is Browse handing each message to each as it is read (kept
+// nowhere).
+func (r *RabbitRedrive) BrowseEach(ctx context.Context, cl *rabbitmq.Client, dlq string, limit int, queueType string, accept bool, each func(rabbitmq.Message) error) (rabbitmq.BrowseResult, error) {
+	return cl.BrowseEach(ctx, dlq, r.browseOptions(dlq, limit, queueType, accept), each)
+}
+
 func (r *RabbitRedrive) browseOptions(dlq string, limit int, queueType string, accept bool) rabbitmq.BrowseOptions {
 	return rabbitmq.BrowseOptions{Limit: limit, QueueType: queueType, AcceptQuorumSideEffects: accept, Extractors: r.Extractors(dlq)}
 }
