@@ -248,10 +248,12 @@ func caughtUp(next, want map[int32]int64) bool {
 	return true
 }
 
-// TestRedriveETARespectsTheRate: early batches go out at once and the rate
-// limiter paces the rest, so the reported ETA is never shorter than the
-// plan's rate allows (a fake clock drives the limiter; the broker is real).
-func TestRedriveETARespectsTheRate(t *testing.T) {
+// pacedRun executes a 20-record plan at 10 records/s in batches of 5 on a
+// fake clock against a real broker; stall is added to the clock each time
+// a chunk is re-checked (a slow chunk). It returns the progress reports,
+// how long the limiter slept and how far the clock moved.
+func pacedRun(t *testing.T, stall time.Duration) (progress []actions.Progress, slept, elapsed time.Duration) {
+	t.Helper()
 	kc := kafkatest.Start(t, 1)
 	seedDLQ(t, kc, 20)
 	ctx := context.Background()
@@ -269,13 +271,14 @@ func TestRedriveETARespectsTheRate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	clock := time.Unix(1_800_000_000, 0)
-	var progress []actions.Progress
+	start := time.Unix(1_800_000_000, 0)
+	clock := start
 	res, err := actions.Execute(ctx, f, actions.Options{
 		Cluster: f.Plan.Cluster, Policy: f.Plan.Policy, HasPolicy: true, Reader: tr, Publisher: tr,
 		Now:   func() time.Time { return clock },
-		Sleep: func(_ context.Context, d time.Duration) error { clock = clock.Add(d); return nil },
+		Sleep: func(_ context.Context, d time.Duration) error { clock = clock.Add(d); slept += d; return nil },
 		Recheck: func(ctx context.Context, p redrive.Plan, cs []redrive.Candidate, _ redrive.PolicySnapshot) ([]redrive.Verdict, error) {
+			clock = clock.Add(stall)
 			return redrive.Run(ctx, cs, redrive.CheckOptions{DLQ: p.DLQ}, redrive.Sources{
 				Ledger: kafka.NewPlanStore(c).Ledger,
 				Scan:   func(ctx context.Context, s *redrive.OrderingScan) error { return k.ScanOrdering(ctx, s, 0, nil) },
@@ -286,11 +289,20 @@ func TestRedriveETARespectsTheRate(t *testing.T) {
 	if err != nil || res.Sent != 20 {
 		t.Fatalf("sent %d: %v", res.Sent, err)
 	}
+	return progress, slept, clock.Sub(start)
+}
+
+// TestRedriveETARespectsTheRate: the first batch goes out at once and the
+// rate limiter paces the rest, so the reported ETA is never shorter than
+// the plan's rate allows (a fake clock drives the limiter; the broker is
+// real).
+func TestRedriveETARespectsTheRate(t *testing.T) {
+	progress, _, elapsed := pacedRun(t, 0)
 	if progress[0].ETA < 2*time.Second {
 		t.Fatalf("first ETA %v for 20 records at 10/s, want at least 2s", progress[0].ETA)
 	}
-	if got := clock.Sub(time.Unix(1_800_000_000, 0)); got < 1500*time.Millisecond {
-		t.Fatalf("the limiter waited %v for 4 batches of 5 at 10/s", got)
+	if elapsed < 1500*time.Millisecond {
+		t.Fatalf("the limiter waited %v for 4 batches of 5 at 10/s", elapsed)
 	}
 }
 
@@ -299,40 +311,7 @@ func TestRedriveETARespectsTheRate(t *testing.T) {
 // made up by sending the next batches at once: every batch after the first
 // waits its turn at the plan's rate.
 func TestRedriveRateIsNotMadeUpAfterAStall(t *testing.T) {
-	kc := kafkatest.Start(t, 1)
-	seedDLQ(t, kc, 20)
-	ctx := context.Background()
-	c, err := kafka.Dial(ctx, kafka.Options{Bootstrap: kc.Addrs, Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	k := kafka.NewCluster(c)
-	f := planFor(t, k, "orig.DLT", 20)
-	f.Plan.Rate, f.Plan.BatchSize = 10, 5
-	f = redrive.NewFile(f.Plan)
-	tr, err := k.NewRedriveTransport(ctx, f.Hash)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	clock := time.Unix(1_800_000_000, 0)
-	var slept time.Duration
-	res, err := actions.Execute(ctx, f, actions.Options{
-		Cluster: f.Plan.Cluster, Policy: f.Plan.Policy, HasPolicy: true, Reader: tr, Publisher: tr,
-		Now:   func() time.Time { return clock },
-		Sleep: func(_ context.Context, d time.Duration) error { clock = clock.Add(d); slept += d; return nil },
-		Recheck: func(ctx context.Context, p redrive.Plan, cs []redrive.Candidate, _ redrive.PolicySnapshot) ([]redrive.Verdict, error) {
-			clock = clock.Add(10 * time.Second) // a slow chunk
-			return redrive.Run(ctx, cs, redrive.CheckOptions{DLQ: p.DLQ}, redrive.Sources{
-				Ledger: kafka.NewPlanStore(c).Ledger,
-				Scan:   func(ctx context.Context, s *redrive.OrderingScan) error { return k.ScanOrdering(ctx, s, 0, nil) },
-			})
-		},
-	})
-	if err != nil || res.Sent != 20 {
-		t.Fatalf("sent %d: %v", res.Sent, err)
-	}
+	_, slept, _ := pacedRun(t, 10*time.Second)
 	// 4 batches of 5 at 10 records/s: the last three each wait 500 ms.
 	if slept < 1500*time.Millisecond {
 		t.Fatalf("the limiter waited %v after a 10 s stall; 3 batches of 5 at 10/s must wait 1.5 s (a burst made up the stall)", slept)
