@@ -583,7 +583,11 @@ func writeReviewCounts(w io.Writer, what string, targets []actions.TargetCount, 
 	for i := range keys {
 		keys[i] = dashIfEmpty(keys[i])
 	}
-	fmt.Fprintf(w, "idempotency keys of the included %s: %s", what, strings.Join(keys, ", "))
+	list := strings.Join(keys, ", ")
+	if len(keys) == 0 {
+		list = "(none: nothing is included)"
+	}
+	fmt.Fprintf(w, "idempotency keys of the included %s: %s", what, list)
 	if more > 0 {
 		fmt.Fprintf(w, " ... and %d more (all with -o json)", more)
 	}
