@@ -132,7 +132,7 @@ func (s *redriveSession) readPlan(ctx context.Context, ref string, store bool) (
 			return redrive.File{}, err
 		}
 		if info.ID != f.Plan.Cluster {
-			return redrive.File{}, actions.Refuse(actions.ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q: a plan runs only where it was made; nothing stored", shortHash(f.Hash), f.Plan.Cluster, info.ID)
+			return redrive.File{}, actions.Refuse(actions.ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q: a plan runs only where it was made; nothing stored or sent", shortHash(f.Hash), f.Plan.Cluster, info.ID)
 		}
 		if !store {
 			return f, nil
