@@ -926,7 +926,7 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 		}
 		actor += " (" + fingerprint(signer) + ")"
 	}
-	sigCtx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	sigCtx, stop := signalContext(cmd)
 	defer stop()
 	setup, cancel := a.opCtx(sigCtx)
 	defer cancel()

@@ -351,7 +351,7 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 				}
 				actor += " (" + fingerprint(signer) + ")"
 			}
-			sigCtx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			sigCtx, stop := signalContext(cmd)
 			defer stop()
 			setup, cancel := a.opCtx(sigCtx)
 			defer cancel()

@@ -3,10 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -62,7 +59,7 @@ RabbitMQ: not available; execute verifies by the DLQ's depth while it runs
 			if !cmd.Flags().Changed("watch") {
 				watch = a.cfg.Redrive.VerifyWatch
 			}
-			sigCtx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			sigCtx, stop := signalContext(cmd)
 			defer stop()
 			setup, cancel := a.opCtx(sigCtx)
 			defer cancel()
