@@ -78,6 +78,7 @@ func newRoot(a *app) *cobra.Command {
 		SilenceUsage:  true,
 		Args:          noArgs,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			a.closers = append(a.closers, applyHeapBudget(cmd))
 			if cmd.Annotations["config"] == "none" {
 				return nil
 			}
