@@ -1,12 +1,14 @@
 package redrive
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -82,34 +84,51 @@ type PolicySnapshot struct {
 
 // PlanRecord is one selected record with its checks' verdict. Coordinates,
 // Digest, Target and the verdict's Included/Reason are in the hashed core;
-// the rest is derived from the record (see Plan).
+// the rest is derived from the record (see Plan). A plan holds a million of
+// them at incident scale, so the record is kept compact (~216 bytes plus
+// its key, event id and idempotency key): the digest is held as its 32
+// bytes, the origin as only what the checks read, repeated strings
+// (target, class, origin topic) are shared by whoever fills them.
 type PlanRecord struct {
-	Partition int32  `json:"partition"`
-	Offset    int64  `json:"offset"`
-	Digest    string `json:"digest"`
-	Target    string `json:"target"`
+	Partition int32 `json:"partition"`
+	// PriorRedrives is derived (beside Partition: they share 8 bytes).
+	PriorRedrives int32  `json:"prior_redrives"`
+	Offset        int64  `json:"offset"`
+	Digest        Digest `json:"digest"`
+	Target        string `json:"target"`
 	// Derived from the record and the plan's policy:
-	Key            []byte `json:"key"` // base64 in JSON; null for a null key
-	EventID        string `json:"event_id"`
-	IdempotencyKey string `json:"idempotency_key"`
-	Class          string `json:"class"`
-	Origin         Origin `json:"origin"`
-	OriginLocated  bool   `json:"origin_located"`
-	PriorRedrives  int    `json:"prior_redrives"`
-	// Derived holds whether the fields above were filled from the record.
-	Derived bool `json:"derived"`
+	Key            []byte     `json:"key"` // base64 in JSON; null for a null key
+	EventID        string     `json:"event_id"`
+	IdempotencyKey string     `json:"idempotency_key"`
+	Class          string     `json:"class"`
+	Origin         PlanOrigin `json:"origin"`
 	Verdict
+}
+
+// PlanOrigin is where a plan record last failed, as the checks use it: a
+// hop's topic, partition and offset and whether they locate the source
+// record (Origin.Located). A hop's timestamp and consumer group are shown
+// by `dlq` commands from the record itself, never from a plan.
+type PlanOrigin struct {
+	Topic     string `json:"topic"`
+	Offset    int64  `json:"offset"`
+	Partition int32  `json:"partition"`
+	Located   bool   `json:"located"`
 }
 
 // Coord returns the record's DLQ coordinates.
 func (r PlanRecord) Coord() Coord { return Coord{r.Partition, r.Offset} }
 
+// Derived reports whether the derived fields were filled from the record
+// (Fill always sets a class; a plan read back from its core has none until
+// Derive fills it).
+func (r PlanRecord) Derived() bool { return r.Class != "" }
+
 // Candidate rebuilds the checks' input, so the executor can run the checks
 // again over the plan as approved.
 func (r PlanRecord) Candidate() Candidate {
-	o := r.Origin
-	o.HasPartition, o.HasOffset = r.OriginLocated, r.OriginLocated
-	return Candidate{Coord: r.Coord(), EventID: r.EventID, IdempotencyKey: r.IdempotencyKey, Key: r.Key, KeyNull: r.Key == nil, Origin: o, PriorRedrives: r.PriorRedrives, Target: r.Target}
+	o := Origin{Topic: r.Origin.Topic, Partition: r.Origin.Partition, Offset: r.Origin.Offset, HasPartition: r.Origin.Located, HasOffset: r.Origin.Located}
+	return Candidate{Coord: r.Coord(), EventID: r.EventID, IdempotencyKey: r.IdempotencyKey, Key: r.Key, KeyNull: r.Key == nil, Origin: o, PriorRedrives: int(r.PriorRedrives), Target: r.Target}
 }
 
 // NewPlanRecord fills a plan record from a parsed DLQ record.
@@ -122,16 +141,18 @@ func NewPlanRecord(p Parsed, target string) PlanRecord {
 
 // Fill sets the derived fields from the parsed record.
 func (r *PlanRecord) Fill(p Parsed) {
-	r.EventID, r.IdempotencyKey, r.Class, r.PriorRedrives = p.EventID, p.IdempotencyKey, p.Class, p.Diag.PriorRedrives()
+	r.EventID, r.IdempotencyKey, r.Class = p.EventID, p.IdempotencyKey, p.Class
+	// A count of redrives beyond int32 cannot be written in headers a
+	// broker accepts; clamped all the same rather than wrapped.
+	r.PriorRedrives = int32(min(p.Diag.PriorRedrives(), math.MaxInt32))
 	r.Key = nil
 	if !p.KeyNull {
 		r.Key = append([]byte{}, p.Key...)
 	}
-	r.Origin, r.OriginLocated = Origin{}, false
+	r.Origin = PlanOrigin{}
 	if h := p.Diag.LastHop(); h != nil {
-		r.Origin, r.OriginLocated = *h, h.Located()
+		r.Origin = PlanOrigin{Topic: h.Topic, Offset: h.Offset, Partition: h.Partition, Located: h.Located()}
 	}
-	r.Derived = true
 }
 
 // DeriveTarget is where a record goes: the plan's --target, else the topic
@@ -169,12 +190,12 @@ func DomainHash(domain string, b []byte) string {
 }
 
 // Hash is the plan's identity: the hash of its Core (see Core.Hash). Any
-// change to what the core holds changes it. The rows are hashed as they
+// change to what the core holds changes it. The rows are written as they
 // are made from the records, never held (~70 bytes each).
 func (p Plan) Hash() string {
 	c, recs, row := p.coreHead()
 	h, err := hashCanonical(func(w io.Writer) error {
-		return c.writeCanonical(w, len(recs), func(i int) Row { return row(recs[i]) })
+		return c.writeCanonical(w, len(recs), func(b *bytes.Buffer, i int) { row(recs[i]).write(b, writeASCIIString) })
 	})
 	if err != nil {
 		// Only unencodable values (none exist in Core) can fail.
@@ -189,14 +210,95 @@ func (p Plan) Core() Core {
 	c, recs, row := p.coreHead()
 	c.Rows = make([]Row, 0, len(recs))
 	for _, r := range recs {
-		c.Rows = append(c.Rows, row(r))
+		c.Rows = append(c.Rows, row(r).Row())
 	}
 	return c
 }
 
+// WriteJSON writes exactly what json.Marshal(p) returns (its Core, as
+// encoding/json writes it), writing each row as it is made from its record:
+// the core of a million records is ~65 MB of JSON and ~130 MB as []Row,
+// neither of which a plan command can afford to hold beside the records.
+func (p Plan) WriteJSON(w io.Writer) error {
+	c, recs, row := p.coreHead()
+	c.Rows = nil
+	head, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	// Rows is Core's last field: its JSON ends the object.
+	const tail = `"rows":null}`
+	if !bytes.HasSuffix(head, []byte(tail)) {
+		return fmt.Errorf("redrive: a core's JSON does not end with its rows: %.40q", head[max(0, len(head)-40):])
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.Write(head[:len(head)-len(tail)])
+	bw.WriteString(`"rows":[`)
+	var b bytes.Buffer
+	for i, r := range recs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		row(r).write(&b, writeJSONString)
+		if b.Len() >= 32<<10 {
+			bw.Write(b.Bytes())
+			b.Reset()
+		}
+	}
+	bw.Write(b.Bytes())
+	bw.WriteString("]}")
+	return bw.Flush()
+}
+
+// writeJSONString writes s as encoding/json does (HTML-safe escaping).
+func writeJSONString(b *bytes.Buffer, s string) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			b.Write(q)
+			return
+		}
+	}
+	b.WriteByte('"')
+	b.WriteString(s)
+	b.WriteByte('"')
+}
+
+// kafkaRow is a Kafka record's row before it is written: what Row holds,
+// without the strings.
+type kafkaRow struct {
+	coord   Coord
+	digest  Digest
+	target  int
+	verdict Reason
+}
+
+// Row is the row as a Core holds it.
+func (r kafkaRow) Row() Row {
+	return Row{Loc: r.coord.String(), Digest: r.digest.String(), Target: r.target, Verdict: r.verdict}
+}
+
+// write writes the row as [loc, digest, target, verdict]. A location and
+// a digest's text need no escaping in either of a plan's encodings (digits,
+// ':', base64url); the verdict is written by str.
+func (r kafkaRow) write(b *bytes.Buffer, str func(*bytes.Buffer, string)) {
+	var num [24]byte
+	b.WriteString(`["`)
+	b.Write(strconv.AppendInt(num[:0], int64(r.coord.Partition), 10))
+	b.WriteByte(':')
+	b.Write(strconv.AppendInt(num[:0], r.coord.Offset, 10))
+	b.WriteString(`","`)
+	b.Write(r.digest.appendText(num[:0]))
+	b.WriteString(`",`)
+	b.Write(strconv.AppendInt(num[:0], int64(r.target), 10))
+	b.WriteByte(',')
+	str(b, string(r.verdict))
+	b.WriteByte(']')
+}
+
 // coreHead returns the plan's core without its rows, the records in the
 // core's order, and how each becomes its row.
-func (p Plan) coreHead() (Core, []PlanRecord, func(PlanRecord) Row) {
+func (p Plan) coreHead() (Core, []PlanRecord, func(PlanRecord) kafkaRow) {
 	c := Core{
 		Format: PlanFormat, Backend: BackendKafka, Cluster: p.Cluster, DLQ: p.DLQ,
 		CreatedAt: FormatCreatedAt(p.CreatedAt), Policy: p.Policy, Rate: p.Rate, Batch: p.BatchSize,
@@ -210,7 +312,7 @@ func (p Plan) coreHead() (Core, []PlanRecord, func(PlanRecord) Row) {
 		c.Selection.Until = FormatCreatedAt(*p.Selection.Until)
 	}
 	// A plan read back from its core is already in order: hashing it then
-	// copies nothing (a plan's records are ~300 bytes each in memory).
+	// copies nothing (a plan's records are ~220 bytes each in memory).
 	recs := p.Records
 	byCoord := func(i, j int) bool { return less(recs[i].Coord(), recs[j].Coord()) }
 	if !sort.SliceIsSorted(recs, byCoord) {
@@ -224,7 +326,7 @@ func (p Plan) coreHead() (Core, []PlanRecord, func(PlanRecord) Row) {
 			c.Targets = append(c.Targets, r.Target)
 		}
 	}
-	row := func(r PlanRecord) Row {
+	row := func(r PlanRecord) kafkaRow {
 		t := -1
 		if r.Target != "" {
 			t = index[r.Target]
@@ -233,7 +335,7 @@ func (p Plan) coreHead() (Core, []PlanRecord, func(PlanRecord) Row) {
 		if !r.Included {
 			v = r.Reason
 		}
-		return Row{Loc: r.Coord().String(), Digest: r.Digest, Target: t, Verdict: v}
+		return kafkaRow{coord: r.Coord(), digest: r.Digest, target: t, verdict: v}
 	}
 	return c, recs, row
 }
@@ -277,7 +379,8 @@ func PlanFromCore(c Core) (Plan, error) {
 		if c.Selection.Locs {
 			p.Selection.Offsets = append(p.Selection.Offsets, co)
 		}
-		pr := PlanRecord{Partition: co.Partition, Offset: co.Offset, Digest: r.Digest, Verdict: Verdict{Included: r.Included(), Reason: r.Verdict}}
+		d, _ := ParseDigest(r.Digest) // validated
+		pr := PlanRecord{Partition: co.Partition, Offset: co.Offset, Digest: d, Verdict: Verdict{Included: r.Included(), Reason: r.Verdict}}
 		if r.Target >= 0 {
 			pr.Target = c.Targets[r.Target]
 		}
@@ -473,19 +576,40 @@ func (e planEditedError) Is(target error) bool {
 
 // DecodeFile parses a plan file (format v2, see SignedPlan): the core must
 // validate and hash to the file's hash, and every signature must name it.
-func DecodeFile(raw []byte) (File, error) {
-	sp, err := DecodeSignedPlan(raw)
-	if err != nil {
-		return File{}, err
+// It reads the file a row at a time (DecodeFileFrom).
+func DecodeFile(raw []byte) (File, error) { return DecodeFileFrom(bytes.NewReader(raw)) }
+
+// Encode returns the file as compact JSON (SignedPlan.Encode): what Write
+// writes.
+func (f File) Encode() ([]byte, error) {
+	var b bytes.Buffer
+	if err := f.Write(&b); err != nil {
+		return nil, err
 	}
-	p, err := PlanFromCore(sp.Plan)
-	if err != nil {
-		return File{}, err
-	}
-	return File{Hash: sp.Hash, Plan: p, Signatures: sp.Signatures}, nil
+	return b.Bytes(), nil
 }
 
-// Encode writes the file as compact JSON (SignedPlan.Encode).
-func (f File) Encode() ([]byte, error) {
-	return SignedPlan{Hash: f.Hash, Plan: f.Plan.Core(), Signatures: f.Signatures}.Encode()
+// Write writes the file exactly as SignedPlan.Encode writes it (one line
+// of JSON and a newline), each row as it is made from its record: a plan
+// file of a million records is ~65 MB, its rows as []Row ~130 MB more.
+func (f File) Write(w io.Writer) error {
+	hash, err := json.Marshal(f.Hash)
+	if err != nil {
+		return err
+	}
+	sigs, err := json.Marshal(f.Signatures)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.WriteString(`{"hash":`)
+	bw.Write(hash)
+	bw.WriteString(`,"plan":`)
+	if err := f.Plan.WriteJSON(bw); err != nil {
+		return err
+	}
+	bw.WriteString(`,"signatures":`)
+	bw.Write(sigs)
+	bw.WriteString("}\n")
+	return bw.Flush()
 }

@@ -2,21 +2,23 @@ package redrive
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
+
+	"github.com/berth-dev/berth/redrive/approval"
 )
 
 // DecodePlan reads a Kafka plan's core (the JSON Plan.MarshalJSON writes)
 // from r and rebuilds the plan, as PlanFromCore does from a decoded Core,
 // without holding the document or its decoded rows: each row is kept in a
 // compact form as it is read. A stored plan of a million records is ~65 MB
-// of JSON and ~130 MB of rows; loading it used to hold both (the JSON
-// twice) beside the ~300 MB of records built from them. Unknown fields are refused, and a
-// row is checked as Core.Validate and PlanFromCore check it.
+// of JSON and ~130 MB as []Row; loading it used to hold both (the JSON
+// twice) beside the records built from them. Unknown fields are refused,
+// and a row is checked as Core.Validate and PlanFromCore check it.
 func DecodePlan(r io.Reader) (Plan, error) {
 	dec := json.NewDecoder(r)
 	if t, err := dec.Token(); err != nil {
@@ -26,49 +28,15 @@ func DecodePlan(r io.Reader) (Plan, error) {
 	} else if t != json.Delim('{') {
 		return Plan{}, fmt.Errorf("json: cannot unmarshal %s into Go value of type redrive.Core", jsonKind(t))
 	}
-	p, err := decodePlan(dec)
+	head, rows, err := decodeCoreObject(dec, "Core")
 	if err == io.EOF {
 		err = io.ErrUnexpectedEOF // the document started but did not end
 	}
-	return p, err
-}
-
-func decodePlan(dec *json.Decoder) (Plan, error) {
-	// head is the core without its rows, decoded as a Core at the end so
-	// every other field is read exactly as before.
-	head := bytes.NewBufferString("{")
-	var rows planRows
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return Plan{}, err
-		}
-		key, _ := t.(string)
-		// encoding/json matches keys without regard to case; so does this.
-		if strings.EqualFold(key, "rows") {
-			if err := rows.decode(dec); err != nil {
-				return Plan{}, err
-			}
-			continue
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return Plan{}, err
-		}
-		if head.Len() > 1 {
-			head.WriteByte(',')
-		}
-		k, _ := json.Marshal(key)
-		head.Write(k)
-		head.WriteByte(':')
-		head.Write(v)
-	}
-	if _, err := dec.Token(); err != nil {
+	if err != nil {
 		return Plan{}, err
 	}
-	head.WriteByte('}')
 	var c Core
-	hd := json.NewDecoder(head)
+	hd := json.NewDecoder(bytes.NewReader(head))
 	hd.DisallowUnknownFields()
 	if err := hd.Decode(&c); err != nil {
 		return Plan{}, err
@@ -81,13 +49,355 @@ func decodePlan(dec *json.Decoder) (Plan, error) {
 	if err := rows.validate(c.Targets); err != nil {
 		return Plan{}, err
 	}
+	return rows.plan(c)
+}
+
+// DecodeFileFrom reads a plan file from r as DecodeFile reads one from its
+// bytes, a row at a time (see DecodePlan): neither the file (~65 bytes a
+// record) nor its rows as []Row are held beside the plan's records. It
+// accepts and refuses exactly what DecodeFile does, with the same errors.
+func DecodeFileFrom(r io.Reader) (File, error) {
+	sp, rows, err := decodeSignedHead(r)
+	if err != nil {
+		return File{}, fmt.Errorf("not a Berth plan: %v", err)
+	}
+	// As DecodeSignedPlan, then PlanFromCore.
+	c := sp.Plan
+	if err := c.Validate(); err != nil {
+		return File{}, err
+	}
+	if err := rows.validate(c.Targets); err != nil {
+		return File{}, err
+	}
+	got, err := hashCanonical(func(w io.Writer) error { return c.writeCanonical(w, rows.n(), rows.writeCanonical) })
+	if err != nil {
+		return File{}, err
+	}
+	if got != sp.Hash {
+		return File{}, fmt.Errorf("%w: hash %s, content hashes to %s", ErrHashMismatch, ShortHash(sp.Hash), ShortHash(got))
+	}
+	for _, s := range sp.Signatures {
+		if s.PlanHash != sp.Hash {
+			return File{}, fmt.Errorf("a %s signature is for plan %s, not %s", s.Role, ShortHash(s.PlanHash), ShortHash(sp.Hash))
+		}
+	}
+	if sp.Signatures == nil {
+		sp.Signatures = []approval.Signature{}
+	}
+	p, err := rows.plan(c)
+	if err != nil {
+		return File{}, err
+	}
+	return File{Hash: sp.Hash, Plan: p, Signatures: sp.Signatures}, nil
+}
+
+// decodeSignedHead reads a plan file: its hash, signatures and core
+// without rows as a SignedPlan, its rows compactly.
+func decodeSignedHead(r io.Reader) (SignedPlan, *planRows, error) {
+	var sp SignedPlan
+	rows := &planRows{null: true}
+	dec := json.NewDecoder(r)
+	t, err := dec.Token()
+	switch {
+	case err != nil:
+		return sp, nil, err
+	case t == nil:
+		return sp, rows, nil // null: nothing in it
+	case t != json.Delim('{'):
+		return sp, nil, fmt.Errorf("json: cannot unmarshal %s into Go value of type redrive.SignedPlan", jsonKind(t))
+	}
+	// head is the file without its rows, decoded as a SignedPlan at the
+	// end so every other field is read exactly as before.
+	head := bytes.NewBufferString("{")
+	err = decodeObject(dec, head, func(key string) (json.RawMessage, bool, error) {
+		// encoding/json matches keys without regard to case.
+		if !strings.EqualFold(key, "plan") {
+			return nil, false, nil
+		}
+		t, err := dec.Token()
+		if err != nil {
+			return nil, true, err
+		}
+		switch t {
+		case json.Delim('{'):
+			h, rs, err := decodeCoreObject(dec, "Core.plan")
+			rows = rs
+			return h, true, err
+		case json.Delim('['):
+			// Not a core: refused below as encoding/json refuses it.
+			for dec.More() {
+				var skip json.RawMessage
+				if err := dec.Decode(&skip); err != nil {
+					return nil, true, err
+				}
+			}
+			_, err := dec.Token()
+			return json.RawMessage("[]"), true, err
+		default:
+			rows = &planRows{null: true}
+			v, err := json.Marshal(t)
+			return v, true, err
+		}
+	})
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF // the document started but did not end
+	}
+	if err != nil {
+		return sp, nil, err
+	}
+	hd := json.NewDecoder(head)
+	hd.DisallowUnknownFields()
+	if err := hd.Decode(&sp); err != nil {
+		return sp, nil, err
+	}
+	return sp, rows, nil
+}
+
+// decodeObject reads the members of the object whose '{' dec just read,
+// through its '}', appending each to head ("{" so far) and closing it.
+// value reads a member's value itself when it says so (taken): its JSON
+// goes in head in place of the value read.
+func decodeObject(dec *json.Decoder, head *bytes.Buffer, value func(key string) (v json.RawMessage, taken bool, err error)) error {
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := t.(string)
+		v, taken, err := value(key)
+		if err != nil {
+			return err
+		}
+		if !taken {
+			if err := dec.Decode(&v); err != nil {
+				return err
+			}
+		}
+		if head.Len() > 1 {
+			head.WriteByte(',')
+		}
+		k, _ := json.Marshal(key)
+		head.Write(k)
+		head.WriteByte(':')
+		head.Write(v)
+	}
+	if _, err := dec.Token(); err != nil {
+		return err
+	}
+	head.WriteByte('}')
+	return nil
+}
+
+// decodeCoreObject reads a core whose '{' dec just read: its JSON without
+// the rows, and the rows. field is how encoding/json's errors name the
+// core ("Core", "Core.plan").
+func decodeCoreObject(dec *json.Decoder, field string) (json.RawMessage, *planRows, error) {
+	head := bytes.NewBufferString("{")
+	rows := &planRows{null: true}
+	err := decodeObject(dec, head, func(key string) (json.RawMessage, bool, error) {
+		// encoding/json matches keys without regard to case; so does this.
+		if !strings.EqualFold(key, "rows") {
+			return nil, false, nil
+		}
+		// A later "rows" replaces an earlier one, as with encoding/json.
+		rows = &planRows{}
+		if err := rows.decode(dec, field); err != nil {
+			return nil, true, err
+		}
+		// Held aside: the head says nothing about the rows.
+		return json.RawMessage("null"), true, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return head.Bytes(), rows, nil
+}
+
+// planRows gathers a plan's rows while they are decoded, in a compact form
+// (48 bytes a row): the number of rows is known only at the end, and
+// growing the ~220-byte records by appending would allocate several times
+// their size.
+type planRows struct {
+	rows []planRow
+	// odd holds, by index, the rows that do not fit the compact form (a
+	// location or digest that does not parse, a target past int32, a
+	// verdict that is not a reason), as read: only an edited plan has any.
+	odd map[int]Row
+	// null: the rows were null or absent (a core without rows).
+	null bool
+}
+
+type planRow struct {
+	offset    int64
+	partition int32
+	// target indexes Core.Targets, checked once the whole core is read (a
+	// file may list its targets after its rows).
+	target int32
+	digest Digest
+	// verdict is 0 for included, else 1 + its index in Reasons.
+	verdict uint8
+}
+
+func (r planRow) coord() Coord { return Coord{r.partition, r.offset} }
+
+func (r planRow) reason() Reason {
+	if r.verdict == 0 {
+		return ""
+	}
+	return Reasons[r.verdict-1]
+}
+
+// verdictCode is planRow.verdict for v, false when v is not a reason.
+func verdictCode(v Reason) (uint8, bool) {
+	if v == "" {
+		return 0, true
+	}
+	for i, x := range Reasons {
+		if x == v {
+			return uint8(i + 1), true
+		}
+	}
+	return 0, false
+}
+
+// n is the number of rows, -1 when they are null.
+func (pr *planRows) n() int {
+	if pr.null {
+		return -1
+	}
+	return len(pr.rows)
+}
+
+// decode reads the rows array (or null) from dec; field names the core
+// in errors, as encoding/json names it.
+func (pr *planRows) decode(dec *json.Decoder, field string) error {
+	t, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if t == nil {
+		pr.null = true
+		return nil
+	}
+	if t != json.Delim('[') {
+		return fmt.Errorf("json: cannot unmarshal %s into Go struct field %s.rows of type []redrive.Row", jsonKind(t), field)
+	}
+	for dec.More() {
+		var row Row
+		if err := dec.Decode(&row); err != nil {
+			return err
+		}
+		co, okLoc := parseLoc(row.Loc)
+		d, okDigest := ParseDigest(row.Digest)
+		v, okVerdict := verdictCode(row.Verdict)
+		okTarget := row.Target >= math.MinInt32 && row.Target <= math.MaxInt32
+		if !okLoc || !okDigest || !okVerdict || !okTarget {
+			if pr.odd == nil {
+				pr.odd = map[int]Row{}
+			}
+			pr.odd[len(pr.rows)] = row
+		}
+		pr.rows = append(pr.rows, planRow{offset: co.Offset, partition: co.Partition, target: int32(row.Target), digest: d, verdict: v})
+	}
+	_, err = dec.Token()
+	return err
+}
+
+// row is row i as read.
+func (pr *planRows) row(i int) Row {
+	if r, ok := pr.odd[i]; ok {
+		return r
+	}
+	r := pr.rows[i]
+	return Row{Loc: r.coord().String(), Digest: r.digest.String(), Target: int(r.target), Verdict: r.reason()}
+}
+
+// writeCanonical writes row i as Core.WriteCanonical does.
+func (pr *planRows) writeCanonical(b *bytes.Buffer, i int) {
+	if _, ok := pr.odd[i]; ok {
+		r := pr.row(i)
+		b.WriteByte('[')
+		writeASCIIString(b, r.Loc)
+		b.WriteByte(',')
+		writeASCIIString(b, r.Digest)
+		b.WriteByte(',')
+		b.WriteString(fmt.Sprint(r.Target))
+		b.WriteByte(',')
+		writeASCIIString(b, string(r.Verdict))
+		b.WriteByte(']')
+		return
+	}
+	r := pr.rows[i]
+	kafkaRow{coord: r.coord(), digest: r.digest, target: int(r.target), verdict: r.reason()}.write(b, writeASCIIString)
+}
+
+// validate checks the rows as Core.Validate does, in the same order.
+func (pr *planRows) validate(targets []string) error {
+	rows := pr.rows
+	// Plans are written sorted: then no record can repeat, and no set of
+	// a million locations is needed to say so. (A location that parses is
+	// in its one canonical form: same coordinates, same location.)
+	sorted := true
+	for i := range pr.odd {
+		if _, ok := parseLoc(pr.odd[i].Loc); !ok {
+			sorted = false
+		}
+	}
+	for i := 1; i < len(rows) && sorted; i++ {
+		sorted = less(rows[i-1].coord(), rows[i].coord())
+	}
+	var seen map[string]bool
+	if !sorted {
+		seen = make(map[string]bool, len(rows))
+	}
+	for i := range rows {
+		if _, odd := pr.odd[i]; !odd && seen == nil {
+			// The common case, checked without making the row's strings.
+			r := rows[i]
+			if r.target < -1 || int(r.target) >= len(targets) || (r.target == -1 && r.verdict == 0) {
+				return pr.validateRow(i, targets, nil)
+			}
+			continue
+		}
+		if err := pr.validateRow(i, targets, seen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateRow checks row i as Core.Validate does.
+func (pr *planRows) validateRow(i int, targets []string, seen map[string]bool) error {
+	r := pr.row(i)
+	if seen != nil {
+		if seen[r.Loc] {
+			return fmt.Errorf("row %s: listed twice", r.Loc)
+		}
+		seen[r.Loc] = true
+	}
+	if r.Target < -1 || r.Target >= len(targets) {
+		return fmt.Errorf("row %s: target %d is not in targets (0..%d)", r.Loc, r.Target, len(targets)-1)
+	}
+	if r.Target == -1 && r.Included() {
+		return fmt.Errorf("row %s: included with no target", r.Loc)
+	}
+	if _, ok := ParseDigest(r.Digest); !ok {
+		return fmt.Errorf("row %s: digest %q is not base64url SHA-256", r.Loc, r.Digest)
+	}
+	return nil
+}
+
+// plan rebuilds the plan from its validated core c (without rows) and the
+// rows, as PlanFromCore does from the whole core.
+func (pr *planRows) plan(c Core) (Plan, error) {
 	locs := c.Selection.Locs
 	c.Selection.Locs = false // the rows, not the header, give the offsets
+	c.Rows = nil
 	p, err := PlanFromCore(c)
 	if err != nil {
 		return Plan{}, err
 	}
-	if p.Records, err = rows.records(c.Targets); err != nil {
+	if p.Records, err = pr.records(c.Targets); err != nil {
 		return Plan{}, err
 	}
 	if locs && len(p.Records) > 0 {
@@ -99,119 +409,26 @@ func decodePlan(dec *json.Decoder) (Plan, error) {
 	return p, nil
 }
 
-// planRows gathers a plan's rows while they are decoded, in a compact
-// form (56 bytes a row): the number of rows is known only at the end, and
-// growing the ~300-byte records by appending would allocate several times
-// their size.
-type planRows struct {
-	rows []planRow
-	// badLocs are the rows whose location does not parse, by index (an
-	// edited plan; refused once the core's own fields are checked).
-	badLocs map[int]string
-}
-
-type planRow struct {
-	partition int32
-	offset    int64
-	// target indexes Core.Targets, resolved once the whole core is read
-	// (a file may list its targets after its rows).
-	target  int
-	digest  string
-	verdict Reason
-}
-
-func (r planRow) coord() Coord { return Coord{r.partition, r.offset} }
-
-// decode reads the rows array (or null) from dec; a later "rows" key
-// replaces an earlier one, as encoding/json would.
-func (pr *planRows) decode(dec *json.Decoder) error {
-	*pr = planRows{}
-	t, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if t == nil {
-		return nil
-	}
-	if t != json.Delim('[') {
-		return fmt.Errorf("json: cannot unmarshal %s into Go struct field Core.rows of type []redrive.Row", jsonKind(t))
-	}
-	for dec.More() {
-		var row Row
-		if err := dec.Decode(&row); err != nil {
-			return err
-		}
-		co, ok := parseLoc(row.Loc)
-		if !ok {
-			if pr.badLocs == nil {
-				pr.badLocs = map[int]string{}
-			}
-			pr.badLocs[len(pr.rows)] = row.Loc
-		}
-		pr.rows = append(pr.rows, planRow{partition: co.Partition, offset: co.Offset, target: row.Target, digest: row.Digest, verdict: row.Verdict})
-	}
-	_, err = dec.Token()
-	return err
-}
-
-func (pr *planRows) loc(i int) string {
-	if l, ok := pr.badLocs[i]; ok {
-		return l
-	}
-	return pr.rows[i].coord().String()
-}
-
-// validate checks the rows as Core.Validate does, in the same order.
-func (pr *planRows) validate(targets []string) error {
-	rows := pr.rows
-	// Plans are written sorted: then no record can repeat, and no set of
-	// a million coordinates is needed to say so.
-	sorted := len(pr.badLocs) == 0
-	for i := 1; i < len(rows) && sorted; i++ {
-		sorted = less(rows[i-1].coord(), rows[i].coord())
-	}
-	var seen map[string]bool
-	if !sorted {
-		seen = make(map[string]bool, len(rows))
-	}
-	for i, r := range rows {
-		loc := pr.loc(i)
-		if seen != nil {
-			if seen[loc] {
-				return fmt.Errorf("row %s: listed twice", loc)
-			}
-			seen[loc] = true
-		}
-		if r.target < -1 || r.target >= len(targets) {
-			return fmt.Errorf("row %s: target %d is not in targets (0..%d)", loc, r.target, len(targets)-1)
-		}
-		if r.target == -1 && r.verdict == "" {
-			return fmt.Errorf("row %s: included with no target", loc)
-		}
-		if b, err := base64.RawURLEncoding.DecodeString(r.digest); err != nil || len(b) != sha256.Size {
-			return fmt.Errorf("row %s: digest %q is not base64url SHA-256", loc, r.digest)
-		}
-	}
-	return nil
-}
-
 // records checks the rows as PlanFromCore does and returns them as plan
-// records.
+// records, releasing the rows.
 func (pr *planRows) records(targets []string) ([]PlanRecord, error) {
 	recs := make([]PlanRecord, len(pr.rows))
 	for i, r := range pr.rows {
-		if l, bad := pr.badLocs[i]; bad {
-			return nil, fmt.Errorf("row %q: want PARTITION:OFFSET", l)
+		if o, odd := pr.odd[i]; odd {
+			if _, ok := parseLoc(o.Loc); !ok {
+				return nil, fmt.Errorf("row %q: want PARTITION:OFFSET", o.Loc)
+			}
+			if !knownReason(o.Verdict) && o.Verdict != "" {
+				return nil, fmt.Errorf("row %s: verdict %q is not a reason", o.Loc, o.Verdict)
+			}
+			return nil, errors.New("redrive: a row validated but does not fit a record") // cannot happen: validate refused it
 		}
-		if r.verdict != "" && !knownReason(r.verdict) {
-			return nil, fmt.Errorf("row %s: verdict %q is not a reason", pr.loc(i), r.verdict)
-		}
-		recs[i] = PlanRecord{Partition: r.partition, Offset: r.offset, Digest: r.digest, Verdict: Verdict{Included: r.verdict == "", Reason: r.verdict}}
+		recs[i] = PlanRecord{Partition: r.partition, Offset: r.offset, Digest: r.digest, Verdict: Verdict{Included: r.verdict == 0, Reason: r.reason()}}
 		if r.target >= 0 {
 			recs[i].Target = targets[r.target]
 		}
 	}
-	pr.rows = nil
+	pr.rows, pr.odd = nil, nil
 	return recs, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -172,7 +171,7 @@ func (c Core) Validate() error {
 		if r.Target == -1 && r.Included() {
 			return fmt.Errorf("row %s: included with no target", r.Loc)
 		}
-		if b, err := base64.RawURLEncoding.DecodeString(r.Digest); err != nil || len(b) != sha256.Size {
+		if _, ok := ParseDigest(r.Digest); !ok {
 			return fmt.Errorf("row %s: digest %q is not base64url SHA-256", r.Loc, r.Digest)
 		}
 	}
@@ -317,12 +316,23 @@ func (c Core) WriteCanonical(w io.Writer) error {
 	if rows == nil {
 		n = -1
 	}
-	return c.writeCanonical(w, n, func(i int) Row { return rows[i] })
+	return c.writeCanonical(w, n, func(b *bytes.Buffer, i int) {
+		r := rows[i]
+		b.WriteByte('[')
+		writeASCIIString(b, r.Loc)
+		b.WriteByte(',')
+		writeASCIIString(b, r.Digest)
+		b.WriteByte(',')
+		b.WriteString(strconv.Itoa(r.Target))
+		b.WriteByte(',')
+		writeASCIIString(b, string(r.Verdict))
+		b.WriteByte(']')
+	})
 }
 
-// writeCanonical is WriteCanonical of c with n rows (-1: null) given by
-// row, in order, whatever c.Rows holds.
-func (c Core) writeCanonical(w io.Writer, n int, row func(int) Row) error {
+// writeCanonical is WriteCanonical of c with n rows (-1: null), each
+// written canonically by row, in order, whatever c.Rows holds.
+func (c Core) writeCanonical(w io.Writer, n int, row func(b *bytes.Buffer, i int)) error {
 	c.Rows = nil
 	raw, err := json.Marshal(c)
 	if err != nil {
@@ -365,19 +375,10 @@ func (c Core) writeCanonical(w io.Writer, n int, row func(int) Row) error {
 		}
 		b.WriteByte('[')
 		for j := 0; j < n; j++ {
-			r := row(j)
 			if j > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteByte('[')
-			writeASCIIString(&b, r.Loc)
-			b.WriteByte(',')
-			writeASCIIString(&b, r.Digest)
-			b.WriteByte(',')
-			b.WriteString(strconv.Itoa(r.Target))
-			b.WriteByte(',')
-			writeASCIIString(&b, string(r.Verdict))
-			b.WriteByte(']')
+			row(&b, j)
 			if b.Len() >= 32<<10 {
 				if err := flush(); err != nil {
 					return err
@@ -402,6 +403,11 @@ func (c Core) writeCanonical(w io.Writer, n int, row func(int) Row) error {
 // the same. Any change to key, value, headers (including order) or
 // properties changes the digest.
 func ContentDigest(key []byte, keyNull bool, value []byte, headers, props []Header) string {
+	return contentDigest(key, keyNull, value, headers, props).String()
+}
+
+// contentDigest is ContentDigest's SHA-256, before it is written as text.
+func contentDigest(key []byte, keyNull bool, value []byte, headers, props []Header) Digest {
 	h := sha256.New()
 	h.Write([]byte("berth-record/v1\n"))
 	var n [8]byte
@@ -427,11 +433,14 @@ func ContentDigest(key []byte, keyNull bool, value []byte, headers, props []Head
 	for _, x := range ps {
 		field('P', []byte(x.Key), x.Value)
 	}
-	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+	var d Digest
+	h.Sum(d[:0])
+	return d
 }
 
-// Digest is the record's ContentDigest (Kafka records have no properties).
-func (r Record) Digest() string { return ContentDigest(r.Key, r.KeyNull, r.Value, r.Headers, nil) }
+// Digest is the record's ContentDigest (Kafka records have no properties),
+// as its 32 bytes: compared as they are, written as text only in a plan.
+func (r Record) Digest() Digest { return contentDigest(r.Key, r.KeyNull, r.Value, r.Headers, nil) }
 
 // ParseCreatedAt reads created_at; it must be exactly CreatedAtLayout so the
 // hashed string and the time it means cannot differ.

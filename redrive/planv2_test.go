@@ -12,7 +12,7 @@ import (
 )
 
 func sampleCore() Core {
-	d := Record{Key: []byte("k"), Value: []byte(`{"eventId":"e1"}`)}.Digest()
+	d := Record{Key: []byte("k"), Value: []byte(`{"eventId":"e1"}`)}.Digest().String()
 	return Core{
 		Format: PlanFormat, Backend: BackendKafka, Cluster: "cl-\u00e9\u2028-1", DLQ: "payments.DLT",
 		CreatedAt: FormatCreatedAt(time.Date(2026, 12, 1, 14, 0, 0, 123456789, time.UTC)),
@@ -60,7 +60,7 @@ func TestEditingAnyHashedFieldChangesTheHash(t *testing.T) {
 		"row target":       func(c *Core) { c.Rows[1].Target = 0 },
 		"row verdict":      func(c *Core) { c.Rows[1].Verdict = "" },
 		"target name":      func(c *Core) { c.Targets[1] = "shipment-jobs\u200b" },
-		"row digest":       func(c *Core) { c.Rows[0].Digest = Record{Value: []byte("x")}.Digest() },
+		"row digest":       func(c *Core) { c.Rows[0].Digest = Record{Value: []byte("x")}.Digest().String() },
 		"selection key":    func(c *Core) { c.Selection.Key += "\u200b" },
 		"rate":             func(c *Core) { c.Rate++ },
 		"hazards allowed":  func(c *Core) { c.AllowHazards = true },
@@ -122,7 +122,7 @@ func TestDecodeRefusesEditedAndMalformedPlans(t *testing.T) {
 
 // A plan row stays small: redrive-scale's target is 100 bytes a record.
 func TestRowIsCompact(t *testing.T) {
-	r := Row{Loc: "11:12345678", Digest: Record{Value: []byte("v")}.Digest(), Target: 0}
+	r := Row{Loc: "11:12345678", Digest: Record{Value: []byte("v")}.Digest().String(), Target: 0}
 	b, _ := r.MarshalJSON()
 	if len(b) > 70 {
 		t.Fatalf("a row encodes to %d bytes: %s", len(b), b)
@@ -158,7 +158,7 @@ func TestContentDigestCoversKeyValueHeadersAndProperties(t *testing.T) {
 func TestPlanHashDoesNotDependOnRecordOrder(t *testing.T) {
 	p := Plan{Version: PlanVersion, Cluster: "c", DLQ: "d.DLT", Selection: Selection{All: true}, Policy: PolicySnapshot{Review: "none"}}
 	for _, c := range []Coord{{1, 5}, {0, 9}, {1, 2}, {0, 3}} {
-		p.Records = append(p.Records, PlanRecord{Partition: c.Partition, Offset: c.Offset, Digest: "x" + c.String(), Target: "t", Verdict: include()})
+		p.Records = append(p.Records, PlanRecord{Partition: c.Partition, Offset: c.Offset, Digest: Record{Value: []byte(c.String())}.Digest(), Target: "t", Verdict: include()})
 	}
 	shuffled := p.Hash()
 	if p.Records[0].Partition != 1 || p.Records[0].Offset != 5 {

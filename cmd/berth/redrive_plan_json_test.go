@@ -21,7 +21,7 @@ func TestPlanJSONStreamsTheSameDocument(t *testing.T) {
 	plan := redrive.Plan{DLQ: "payments.DLT", Author: "alice@hc", CreatedAt: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC),
 		Policy: redrive.PolicySnapshot{Review: "required", Approvals: 1, MaxRedrives: 3}}
 	for i := 0; i < 50; i++ {
-		r := redrive.PlanRecord{Partition: int32(i % 3), Offset: int64(i), Digest: "d", Target: "payments", EventID: fmt.Sprintf("evt-%d", i),
+		r := redrive.PlanRecord{Partition: int32(i % 3), Offset: int64(i), Digest: redrive.Digest{1}, Target: "payments", EventID: fmt.Sprintf("evt-%d", i),
 			IdempotencyKey: fmt.Sprintf("\n  \"records\": [] %d", i), Class: "c-0123456789", Verdict: redrive.Verdict{Included: true}}
 		switch i % 5 {
 		case 1:

@@ -724,7 +724,7 @@ func outgoing(f redrive.File, r redrive.PlanRecord, rec redrive.Record, now time
 		}
 		hs = append(hs, h)
 	}
-	attempt := r.PriorRedrives + 1
+	attempt := int(r.PriorRedrives) + 1
 	hs = append(hs,
 		redrive.Header{Key: redrive.HeaderPlan, Value: []byte(f.Hash)},
 		redrive.Header{Key: redrive.HeaderOrigin, Value: []byte(redrive.FormatOrigin(f.Plan.DLQ, r.Partition, r.Offset))},

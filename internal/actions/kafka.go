@@ -274,8 +274,8 @@ func (k *KafkaRedrive) Derive(ctx context.Context, f *redrive.File) (changed, go
 	if err != nil {
 		return nil, nil, err
 	}
-	// Derived strings repeated on most records (class, origin topic,
-	// group) are held once.
+	// Derived strings repeated on most records (class, origin topic) are
+	// held once.
 	names := map[string]string{}
 	intern := func(s *string) {
 		if v, ok := names[*s]; ok {
@@ -301,8 +301,6 @@ func (k *KafkaRedrive) Derive(ctx context.Context, f *redrive.File) (changed, go
 			r := &part.Records[i]
 			intern(&r.Class)
 			intern(&r.Origin.Topic)
-			intern(&r.Origin.Group)
-			intern(&r.Origin.TimestampType)
 		}
 	}
 	return changed, gone, nil
@@ -461,7 +459,7 @@ type Verification struct {
 // with the DLQ record it came from as that record is now (its digest still
 // the plan's). Only one chunk of records is held at once.
 func (k *KafkaRedrive) verifyCopies(ctx context.Context, f redrive.File, entries []redrive.LedgerEntry, sent map[redrive.Coord][32]byte) ([]kafka.Mismatch, error) {
-	digest := make(map[redrive.Coord]string, len(entries))
+	digest := make(map[redrive.Coord]redrive.Digest, len(entries))
 	for _, r := range f.Plan.Records {
 		if _, ok := sent[r.Coord()]; r.Included && !ok {
 			digest[r.Coord()] = r.Digest

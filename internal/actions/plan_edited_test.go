@@ -22,7 +22,7 @@ func TestEditedPlanMatchesErrPlanEditedThroughBothLoaders(t *testing.T) {
 		Policy:    redrive.PolicySnapshot{IdempotencyKey: "json:paymentId", Review: "required", Approvals: 1, MaxRedrives: 3},
 		Rate:      100, Batch: 100,
 		Targets: []string{"payments"},
-		Rows:    []redrive.Row{{Loc: "0:1", Digest: redrive.Record{Key: []byte("k")}.Digest(), Target: 0}},
+		Rows:    []redrive.Row{{Loc: "0:1", Digest: redrive.Record{Key: []byte("k")}.Digest().String(), Target: 0}},
 	}
 	sp, err := redrive.NewSignedPlan(core)
 	if err != nil {

@@ -660,8 +660,8 @@ func (p *pickedRecords) sorted() []redrive.PlanRecord {
 	return uniq
 }
 
-// interner shares the strings a million plan records repeat (topics,
-// classes, consumer groups) instead of holding one copy per record.
+// interner shares the strings a million plan records repeat (targets,
+// classes, origin topics) instead of holding one copy per record.
 type interner map[string]string
 
 func newInterner() interner { return interner{} }
@@ -676,7 +676,7 @@ func (in interner) str(s string) string {
 
 func (in interner) record(r redrive.PlanRecord) redrive.PlanRecord {
 	r.Target, r.Class = in.str(r.Target), in.str(r.Class)
-	r.Origin.Topic, r.Origin.Group, r.Origin.TimestampType = in.str(r.Origin.Topic), in.str(r.Origin.Group), in.str(r.Origin.TimestampType)
+	r.Origin.Topic = in.str(r.Origin.Topic)
 	return r
 }
 

@@ -535,7 +535,7 @@ func reviewLines(p redrive.Plan) []string {
 	s := actions.Summarise(p, nil, nil)
 	derived := len(p.Records) > 0
 	for _, r := range p.Records {
-		derived = derived && r.Derived
+		derived = derived && r.Derived()
 	}
 	return reviewText(s.Targets, s.Keys, derived)
 }
