@@ -214,7 +214,7 @@ func decodeCoreObject(dec *json.Decoder, field string) (json.RawMessage, *planRo
 }
 
 // planRows gathers a plan's rows while they are decoded, in a compact form
-// (48 bytes a row): the number of rows is known only at the end, and
+// (56 bytes a row): the number of rows is known only at the end, and
 // growing the ~220-byte records by appending would allocate several times
 // their size.
 type planRows struct {

@@ -53,16 +53,21 @@ type chunkRef struct {
 	SHA256 string `json:"sha256"`
 }
 
-// encodeDoc compresses v's JSON and cuts it into chunks, encoding as it
-// goes (the uncompressed JSON is never held whole).
-func encodeDoc(v any) (chunks [][]byte, size int64, err error) {
+// jsonDoc writes v as json.Encoder does (JSON and a newline).
+func jsonDoc(v any) func(io.Writer) error {
+	return func(w io.Writer) error { return json.NewEncoder(w).Encode(v) }
+}
+
+// encodeDoc compresses the document write writes and cuts it into chunks,
+// compressing as it is written (the uncompressed JSON is never held whole).
+func encodeDoc(write func(io.Writer) error) (chunks [][]byte, size int64, err error) {
 	var buf bytes.Buffer
 	zw, err := zstd.NewWriter(&buf, zstd.WithEncoderLevel(zstd.SpeedDefault))
 	if err != nil {
 		return nil, 0, err
 	}
 	cw := &countingWriter{w: zw}
-	if err := json.NewEncoder(cw).Encode(v); err != nil {
+	if err := write(cw); err != nil {
 		return nil, 0, err
 	}
 	if err := zw.Close(); err != nil {
@@ -88,9 +93,9 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// writeChunks stores a document's chunks and returns the manifest naming
-// them.
-func (s *PlanStore) writeChunks(ctx context.Context, hash, content string, doc any) (planManifest, error) {
+// writeChunks stores the chunks of the document doc writes and returns the
+// manifest naming them.
+func (s *PlanStore) writeChunks(ctx context.Context, hash, content string, doc func(io.Writer) error) (planManifest, error) {
 	chunks, size, err := encodeDoc(doc)
 	if err != nil {
 		return planManifest{}, err

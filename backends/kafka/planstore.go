@@ -214,7 +214,16 @@ func (s *PlanStore) PutPlan(ctx context.Context, f redrive.File) error {
 		return err
 	}
 	if e, ok := ix.plans[f.Hash]; !ok || e.err != nil {
-		m, err := s.writeChunks(ctx, f.Hash, contentPlanV1, f.Plan)
+		// The plan's JSON (json.Encoder's, newline and all), written a row
+		// at a time as it is compressed: a million-record plan's core is
+		// ~65 MB of JSON, ~130 MB as rows.
+		m, err := s.writeChunks(ctx, f.Hash, contentPlanV1, func(w io.Writer) error {
+			if err := f.Plan.WriteJSON(w); err != nil {
+				return err
+			}
+			_, err := io.WriteString(w, "\n")
+			return err
+		})
 		if err != nil {
 			return err
 		}

@@ -42,7 +42,7 @@ func (s *PlanStore) PutSigned(ctx context.Context, p redrive.SignedPlan) error {
 	}
 	var recs []*kgo.Record
 	if e, ok := ix.plans[p.Hash]; !ok || e.err != nil {
-		m, err := s.writeChunks(ctx, p.Hash, redrive.PlanFormat, p.Plan)
+		m, err := s.writeChunks(ctx, p.Hash, redrive.PlanFormat, jsonDoc(p.Plan))
 		if err != nil {
 			return err
 		}

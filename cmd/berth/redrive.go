@@ -426,11 +426,8 @@ func (a *app) runRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 		}
 		file.Signatures = append(file.Signatures, sig)
 	}
-	raw, err := file.Encode()
-	if err != nil {
-		return err
-	}
-	if err := writeFileAtomic(o.out, raw); err != nil {
+	// Written as it is encoded: a million-record plan file is ~65 MB.
+	if _, err := savefile.WriteFunc(o.out, file.Write, true); err != nil {
 		return fmt.Errorf("--out: %v", err)
 	}
 	sum := planHeadOf(file)
@@ -667,10 +664,9 @@ JSON: as berth redrive plan, plus approvals (signers' key fingerprints).`,
 // loadPlan reads a plan from a file, or by hash prefix from the plan store;
 // where is the file ("" for the store).
 func (a *app) loadPlan(parent context.Context, ref string) (redrive.File, string, error) {
-	if raw, err := os.ReadFile(ref); err == nil {
-		f, err := redrive.DecodeFile(raw)
-		if err != nil {
-			return redrive.File{}, "", fmt.Errorf("%s: %v", ref, err)
+	if f, err, derr := readPlanFile(ref); err == nil {
+		if derr != nil {
+			return redrive.File{}, "", fmt.Errorf("%s: %v", ref, derr)
 		}
 		return f, ref, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
@@ -688,6 +684,38 @@ func (a *app) loadPlan(parent context.Context, ref string) (redrive.File, string
 	defer c.Close()
 	f, err := kafka.NewPlanStore(c).Plan(ctx, ref)
 	return f, "", err
+}
+
+// readPlanFile reads and decodes the plan file at path as it is read
+// (redrive.DecodeFileFrom: a million-record file is ~65 MB, never held
+// whole). readErr is what os.ReadFile would have returned (the file cannot
+// be opened or read); err is the file's content refused.
+func readPlanFile(path string) (f redrive.File, readErr, err error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return redrive.File{}, err, nil
+	}
+	defer fh.Close()
+	r := &firstReadError{r: fh}
+	f, err = redrive.DecodeFileFrom(r)
+	if r.err != nil {
+		return redrive.File{}, r.err, nil
+	}
+	return f, nil, err
+}
+
+// firstReadError keeps the first error reading r other than its end.
+type firstReadError struct {
+	r   io.Reader
+	err error
+}
+
+func (e *firstReadError) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF && e.err == nil {
+		e.err = err
+	}
+	return n, err
 }
 
 // notAPlanRef refuses a PLAN argument that names no file and is not a hash

@@ -115,11 +115,10 @@ func isPlanFile(ref string) bool {
 // dry run writes nothing).
 func (s *redriveSession) readPlan(ctx context.Context, ref string, store bool) (redrive.File, error) {
 	if isPlanFile(ref) {
-		raw, err := os.ReadFile(ref)
-		if err != nil {
-			return redrive.File{}, err
+		f, rerr, err := readPlanFile(ref)
+		if rerr != nil {
+			return redrive.File{}, rerr
 		}
-		f, err := redrive.DecodeFile(raw)
 		if errors.Is(err, redrive.ErrHashMismatch) {
 			return redrive.File{}, fmt.Errorf("%s: %w", ref, errPlanEdited)
 		}

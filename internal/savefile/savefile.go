@@ -10,6 +10,7 @@ package savefile
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -28,16 +29,27 @@ var ErrExists = errors.New("already exists")
 //     half a plan); without, created exclusively (a file that appears
 //     meanwhile is not replaced) and removed when the write fails.
 func Write(path string, data []byte, replace bool) (string, error) {
+	return WriteFunc(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	}, replace)
+}
+
+// WriteFunc is Write of what write writes, as it writes it: a document of
+// tens of megabytes (a plan of a million records) need not be held whole
+// to be saved. An error from write is a failed write: nothing replaced, a
+// file it created removed.
+func WriteFunc(path string, write func(io.Writer) error, replace bool) (string, error) {
 	abs, st, err := Check(path, replace)
 	switch {
 	case err != nil:
 		return abs, err
 	case st != nil && !st.Mode().IsRegular():
-		return abs, writeTo(abs, os.O_WRONLY, data)
+		return abs, writeTo(abs, os.O_WRONLY, write)
 	case st != nil || replace:
-		return abs, replaceFile(abs, data)
+		return abs, replaceFile(abs, write)
 	}
-	if err := writeTo(abs, os.O_WRONLY|os.O_CREATE|os.O_EXCL, data); err != nil {
+	if err := writeTo(abs, os.O_WRONLY|os.O_CREATE|os.O_EXCL, write); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return abs, fmt.Errorf("%s %w", abs, ErrExists)
 		}
@@ -68,14 +80,14 @@ func Check(path string, replace bool) (string, os.FileInfo, error) {
 	return abs, st, nil
 }
 
-// writeTo opens path with flag and writes data; a file it created is
+// writeTo opens path with flag and writes to it; a file it created is
 // removed when the write fails.
-func writeTo(path string, flag int, data []byte) error {
+func writeTo(path string, flag int, write func(io.Writer) error) error {
 	f, err := os.OpenFile(path, flag, 0o600)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	err = write(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -85,13 +97,13 @@ func writeTo(path string, flag int, data []byte) error {
 	return err
 }
 
-func replaceFile(path string, data []byte) error {
+func replaceFile(path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".berth-save-*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
+	if err := write(tmp); err != nil {
 		tmp.Close()
 		return err
 	}
