@@ -1,7 +1,11 @@
 package redrive
 
 import (
+	"bytes"
+	"cmp"
 	"fmt"
+	"hash/maphash"
+	"slices"
 	"sort"
 	"time"
 )
@@ -107,19 +111,83 @@ func NewLedgerIndex(dlq string, entries []LedgerEntry) LedgerIndex {
 // Done reports whether a DLQ coordinate is redriven or settled (depth).
 func (ix LedgerIndex) Done(c Coord) bool { _, ok := ix.ByCoord[c]; return ok }
 
+// Candidates is the checks' input read one record at a time, so a plan's
+// records are checked where they are instead of through a second full copy
+// as []Candidate (PlanRecords reads a plan's, CandidateSlice a slice's).
+type Candidates interface {
+	Len() int
+	At(i int) Candidate
+}
+
+// Verdicts is where Run writes each candidate's verdict, by index
+// (PlanRecords writes into a plan's records, VerdictSlice into a slice).
+type Verdicts interface {
+	Verdict(i int) Verdict
+	SetVerdict(i int, v Verdict)
+}
+
+// CandidateSlice reads candidates from a slice.
+type CandidateSlice []Candidate
+
+func (s CandidateSlice) Len() int           { return len(s) }
+func (s CandidateSlice) At(i int) Candidate { return s[i] }
+
+// VerdictSlice holds verdicts in a slice.
+type VerdictSlice []Verdict
+
+func (s VerdictSlice) Verdict(i int) Verdict       { return s[i] }
+func (s VerdictSlice) SetVerdict(i int, v Verdict) { s[i] = v }
+
+// PlanRecords reads a plan's records as candidates and writes the verdicts
+// into them.
+type PlanRecords []PlanRecord
+
+func (rs PlanRecords) Len() int                    { return len(rs) }
+func (rs PlanRecords) At(i int) Candidate          { return rs[i].Candidate() }
+func (rs PlanRecords) Verdict(i int) Verdict       { return rs[i].Verdict }
+func (rs PlanRecords) SetVerdict(i int, v Verdict) { rs[i].Verdict = v }
+
+// excluder receives a check's exclusions: a check calls it only for the
+// records it excludes (or, for the ordering check, flags), never for the
+// ones it lets through, so a run holds one verdict per record, not one per
+// record per check.
+type excluder func(i int, v Verdict)
+
+// isActive reports whether record i is still included (active nil: all).
+func isActive(active []bool, i int) bool { return active == nil || active[i] }
+
+// verdictsOf runs a check over every candidate of a slice, for the
+// slice-in, slice-out form of each check.
+func checkAll(cs []Candidate, check func(Candidates, excluder)) []Verdict {
+	out := make([]Verdict, len(cs))
+	for i := range out {
+		out[i] = include()
+	}
+	check(CandidateSlice(cs), func(i int, v Verdict) { out[i] = v })
+	return out
+}
+
 // CheckLedger is check 1: a record already redriven, by DLQ coordinates or
 // by event id, is excluded.
 func CheckLedger(cs []Candidate, ix LedgerIndex) []Verdict {
-	out := make([]Verdict, len(cs))
-	for i, c := range cs {
-		out[i] = include()
+	return checkAll(cs, func(cs Candidates, ex excluder) { checkLedger(cs, nil, ix, ex) })
+}
+
+func checkLedger(cs Candidates, active []bool, ix LedgerIndex, ex excluder) {
+	if len(ix.ByCoord) == 0 && len(ix.ByEventID) == 0 {
+		return
+	}
+	for i := range cs.Len() {
+		if !isActive(active, i) {
+			continue
+		}
+		c := cs.At(i)
 		if e, ok := ix.ByCoord[c.Coord]; ok {
-			out[i] = exclude(ReasonAlreadyRedriven, "%s by plan %s at %s", e.Action, short(e.Plan), e.At.UTC().Format(time.RFC3339))
+			ex(i, exclude(ReasonAlreadyRedriven, "%s by plan %s at %s", e.Action, short(e.Plan), e.At.UTC().Format(time.RFC3339)))
 		} else if e, ok := ix.ByEventID[c.EventID]; ok && c.EventID != "" {
-			out[i] = exclude(ReasonAlreadyRedriven, "event %s redriven from %s %d:%d by plan %s", c.EventID, e.DLQ, e.Partition, e.Offset, short(e.Plan))
+			ex(i, exclude(ReasonAlreadyRedriven, "event %s redriven from %s %d:%d by plan %s", c.EventID, e.DLQ, e.Partition, e.Offset, short(e.Plan)))
 		}
 	}
-	return out
 }
 
 // SOR is the system-of-record input to check 2.
@@ -141,87 +209,188 @@ type SOR struct {
 // asked and there is nothing to ask with); a record whose effect already
 // committed is excluded; a failed lookup blocks.
 func CheckSystemOfRecord(cs []Candidate, s SOR) []Verdict {
-	out := make([]Verdict, len(cs))
-	for i, c := range cs {
-		out[i] = include()
+	return checkAll(cs, func(cs Candidates, ex excluder) { checkSystemOfRecord(cs, nil, s, ex) })
+}
+
+func checkSystemOfRecord(cs Candidates, active []bool, s SOR, ex excluder) {
+	if !s.Configured && !s.RequireKey {
+		return
+	}
+	// The verdicts that say the same for every record they apply to are
+	// made once and shared.
+	required := exclude(ReasonMissingKey, "the policy requires an idempotency key; this record has none")
+	noKey := exclude(ReasonMissingKey, "no idempotency key to look up in the system of record")
+	var failed Verdict
+	if s.Err != nil {
+		failed = exclude(ReasonCheckFailed, "system of record: %v", s.Err)
+	}
+	for i := range cs.Len() {
+		if !isActive(active, i) {
+			continue
+		}
+		key := cs.At(i).IdempotencyKey
 		switch {
-		case c.IdempotencyKey == "" && s.RequireKey:
-			out[i] = exclude(ReasonMissingKey, "the policy requires an idempotency key; this record has none")
+		case key == "" && s.RequireKey:
+			ex(i, required)
 		case !s.Configured:
-		case c.IdempotencyKey == "":
-			out[i] = exclude(ReasonMissingKey, "no idempotency key to look up in the system of record")
+		case key == "":
+			ex(i, noKey)
 		case s.Err != nil:
-			out[i] = exclude(ReasonCheckFailed, "system of record: %v", s.Err)
+			ex(i, failed)
 		default:
-			committed, asked := s.Committed[c.IdempotencyKey]
+			committed, asked := s.Committed[key]
 			switch {
 			case !asked:
-				out[i] = exclude(ReasonCheckFailed, "system of record: key %s was not looked up", c.IdempotencyKey)
+				ex(i, exclude(ReasonCheckFailed, "system of record: key %s was not looked up", key))
 			case committed:
-				out[i] = exclude(ReasonEffectCommitted, "the system of record has key %s: its effect already committed", c.IdempotencyKey)
+				ex(i, exclude(ReasonEffectCommitted, "the system of record has key %s: its effect already committed", key))
 			}
 		}
 	}
-	return out
 }
 
 // KeysToLookUp returns the distinct idempotency keys of candidates, sorted.
 func KeysToLookUp(cs []Candidate) []string {
-	seen := map[string]bool{}
+	return keysToLookUp(CandidateSlice(cs), nil)
+}
+
+// keysToLookUp sorts the keys and drops repeats in place rather than
+// indexing them in a set: one string header per record, no map.
+func keysToLookUp(cs Candidates, active []bool) []string {
 	var out []string
-	for _, c := range cs {
-		if c.IdempotencyKey != "" && !seen[c.IdempotencyKey] {
-			seen[c.IdempotencyKey] = true
-			out = append(out, c.IdempotencyKey)
+	for i := range cs.Len() {
+		if k := cs.At(i).IdempotencyKey; k != "" && isActive(active, i) {
+			out = append(out, k)
 		}
 	}
-	sort.Strings(out)
-	return out
+	slices.Sort(out)
+	return slices.Clip(slices.Compact(out))
 }
 
 // CheckLoop is check 5: a record already redriven max times or more is
 // blocked (max <= 0 means DefaultMaxRedrives).
 func CheckLoop(cs []Candidate, max int) []Verdict {
+	return checkAll(cs, func(cs Candidates, ex excluder) { checkLoop(cs, nil, max, ex) })
+}
+
+func checkLoop(cs Candidates, active []bool, max int, ex excluder) {
 	if max <= 0 {
 		max = DefaultMaxRedrives
 	}
-	out := make([]Verdict, len(cs))
-	for i, c := range cs {
-		out[i] = include()
-		if c.PriorRedrives >= max {
-			out[i] = exclude(ReasonLoopLimit, "already redriven %d time(s); the limit is %d", c.PriorRedrives, max)
+	for i := range cs.Len() {
+		if !isActive(active, i) {
+			continue
+		}
+		if n := cs.At(i).PriorRedrives; n >= max {
+			ex(i, exclude(ReasonLoopLimit, "already redriven %d time(s); the limit is %d", n, max))
 		}
 	}
-	return out
 }
 
 // CheckDuplicates is check 4: among the records still included, the same
 // event id more than once is redriven once — the first in DLQ order
 // (partition, offset) goes, the others are excluded naming it.
 func CheckDuplicates(cs []Candidate, included []bool) []Verdict {
-	out := make([]Verdict, len(cs))
-	order := make([]int, len(cs))
-	for i := range order {
-		order[i] = i
-		out[i] = include()
+	return checkAll(cs, func(cs Candidates, ex excluder) { checkDuplicates(cs, included, ex) })
+}
+
+// dupEntry is one included record with an event id: the id's hash and the
+// record's index.
+type dupEntry struct {
+	hash uint64
+	idx  int32
+}
+
+// checkDuplicates sorts 16-byte (hash, index) entries instead of indexing
+// event ids in a map and sorting every record by coordinates: records are
+// read again (At) only where two hashes are equal, which is where the
+// duplicates are, and DLQ order is worked out only among those.
+func checkDuplicates(cs Candidates, active []bool, ex excluder) {
+	n := 0
+	for i := range cs.Len() {
+		if isActive(active, i) && cs.At(i).EventID != "" {
+			n++
+		}
 	}
-	sort.SliceStable(order, func(a, b int) bool { return less(cs[order[a]].Coord, cs[order[b]].Coord) })
-	first := map[string]Coord{}
-	for _, i := range order {
-		c := cs[i]
-		if !included[i] || c.EventID == "" {
+	if n < 2 {
+		return
+	}
+	seed := maphash.MakeSeed()
+	es := make([]dupEntry, 0, n)
+	for i := range cs.Len() {
+		if !isActive(active, i) {
 			continue
 		}
+		if id := cs.At(i).EventID; id != "" {
+			es = append(es, dupEntry{hashString(seed, id), int32(i)})
+		}
+	}
+	slices.SortFunc(es, func(a, b dupEntry) int {
+		if a.hash != b.hash {
+			return cmp.Compare(a.hash, b.hash)
+		}
+		ca, cb := cs.At(int(a.idx)).Coord, cs.At(int(b.idx)).Coord
+		switch {
+		case ca.Before(cb):
+			return -1
+		case cb.Before(ca):
+			return 1
+		}
+		return cmp.Compare(a.idx, b.idx)
+	})
+	for lo := 0; lo < len(es); {
+		hi := lo + 1
+		for hi < len(es) && es[hi].hash == es[lo].hash {
+			hi++
+		}
+		if hi-lo > 1 {
+			dedupRun(cs, es[lo:hi], ex)
+		}
+		lo = hi
+	}
+}
+
+// dedupRun excludes all but the first (in DLQ order) of each event id in
+// a run of equal hashes (one id, unless two ids' hashes collide).
+func dedupRun(cs Candidates, run []dupEntry, ex excluder) {
+	var first map[string]Coord // only when ids collide
+	c0 := cs.At(int(run[0].idx))
+	for _, e := range run[1:] {
+		c := cs.At(int(e.idx))
+		if first == nil && c.EventID == c0.EventID {
+			ex(int(e.idx), exclude(ReasonDuplicate, "event %s is also at %s, which is redriven instead", c.EventID, c0.Coord))
+			continue
+		}
+		if first == nil {
+			first = map[string]Coord{c0.EventID: c0.Coord}
+		}
 		if f, ok := first[c.EventID]; ok {
-			out[i] = exclude(ReasonDuplicate, "event %s is also at %s, which is redriven instead", c.EventID, f)
+			ex(int(e.idx), exclude(ReasonDuplicate, "event %s is also at %s, which is redriven instead", c.EventID, f))
 			continue
 		}
 		first[c.EventID] = c.Coord
 	}
-	return out
 }
 
 func less(a, b Coord) bool { return a.Before(b) }
+
+// testHash, when set (by tests only), replaces the hash of keys and event
+// ids, so that tests can make different ones collide.
+var testHash func([]byte) uint64
+
+func hashBytes(seed maphash.Seed, b []byte) uint64 {
+	if testHash != nil {
+		return testHash(b)
+	}
+	return maphash.Bytes(seed, b)
+}
+
+func hashString(seed maphash.Seed, s string) uint64 {
+	if testHash != nil {
+		return testHash([]byte(s))
+	}
+	return maphash.String(seed, s)
+}
 
 // ScanRange is one original partition the ordering scan must read, from
 // From (the lowest original offset + 1 among the candidates on it).
@@ -233,20 +402,18 @@ type ScanRange struct {
 
 // OrderingScan is check 3 as a streaming matcher: the backend reads each
 // range and calls Observe for every record, then Finish; the matcher keeps
-// only the candidates' keys, so memory does not grow with the partition.
+// only what it needs of the candidates (no keys: their hashes), so memory
+// does not grow with the partition, and about 40 bytes per candidate.
 type OrderingScan struct {
-	cands  []Candidate
-	active []bool
-	// byTP maps an original partition to the candidates on it; byKey
-	// indexes them by record key, so each observed record costs one map
-	// lookup, not a pass over every candidate.
-	byTP  map[tpKey][]int
-	byKey map[tpKey]map[string][]int
-	// origins of the candidates that will be redriven: a newer record that
-	// is itself being redriven (after this one, in order) is no hazard.
-	redriven map[originKey]bool
-	newer    map[int]int64
-	result   map[tpKey]scanEnd
+	cands Candidates
+	seed  maphash.Seed
+	parts map[tpKey]*scanPart
+	// last is the partition Observe was last called for: records arrive a
+	// partition at a time, so most calls skip the map.
+	lastTP   tpKey
+	lastPart *scanPart
+	// unlocated are the candidates with a key whose origin is unknown.
+	unlocated []int32
 	// IgnorePlan names a plan whose own redriven copies the backend skips
 	// (records carrying HeaderPlan = IgnorePlan): when an interrupted
 	// execution resumes, the copies it already sent are no hazard — the plan
@@ -259,9 +426,32 @@ type tpKey struct {
 	partition int32
 }
 
-type originKey struct {
-	tpKey
-	offset int64
+// scanPart is one original partition's candidates.
+type scanPart struct {
+	// redriven holds the origin offsets of every candidate on it, sorted: a
+	// newer record that is itself being redriven (after this one, in order)
+	// is no hazard.
+	redriven []int64
+	// keyed holds the candidates with a key, sorted by key hash then origin
+	// offset, so the candidates of one key are a run found by binary search.
+	keyed []scanEntry
+	end   scanEnd
+	done  bool // Finish was called
+}
+
+// scanEntry is one keyed candidate on an original partition.
+type scanEntry struct {
+	hash  uint64 // of the key
+	off   int64  // origin offset
+	newer int64  // the first newer same-key offset observed; -1: none
+	idx   int32  // the candidate's index
+	// set, in the first entry of a run of equal hashes, counts the run's
+	// entries whose newer is set (they are always its first ones: a record
+	// newer than one candidate is newer than every older one of its key), so
+	// a key with many candidates costs each observed record only the ones
+	// it sets. -1: the run holds two keys (their hashes collide), and each
+	// entry is compared with the record's key.
+	set int32
 }
 
 type scanEnd struct {
@@ -273,35 +463,102 @@ type scanEnd struct {
 // NewOrderingScan prepares the scan for candidates; active says which are
 // still included after the other checks (only they need scanning).
 func NewOrderingScan(cs []Candidate, active []bool) *OrderingScan {
-	s := &OrderingScan{cands: cs, active: active, byTP: map[tpKey][]int{}, byKey: map[tpKey]map[string][]int{}, redriven: map[originKey]bool{}, newer: map[int]int64{}, result: map[tpKey]scanEnd{}}
-	for i, c := range cs {
-		if !active[i] || !c.Origin.Located() {
+	return newOrderingScan(CandidateSlice(cs), active)
+}
+
+func newOrderingScan(cs Candidates, active []bool) *OrderingScan {
+	s := &OrderingScan{cands: cs, seed: maphash.MakeSeed(), parts: map[tpKey]*scanPart{}}
+	// Count first, so each partition's arrays are made at their size
+	// rather than grown (a grown array holds up to twice what it needs).
+	type counts struct{ all, keyed int }
+	n := map[tpKey]*counts{}
+	for i := range cs.Len() {
+		if !isActive(active, i) {
+			continue
+		}
+		c := cs.At(i)
+		if !c.Origin.Located() {
+			if !c.KeyNull {
+				s.unlocated = append(s.unlocated, int32(i))
+			}
 			continue
 		}
 		tp := tpKey{c.Origin.Topic, c.Origin.Partition}
-		s.byTP[tp] = append(s.byTP[tp], i)
-		s.redriven[originKey{tp, c.Origin.Offset}] = true
+		k := n[tp]
+		if k == nil {
+			k = &counts{}
+			n[tp] = k
+		}
+		k.all++
 		if !c.KeyNull {
-			if s.byKey[tp] == nil {
-				s.byKey[tp] = map[string][]int{}
+			k.keyed++
+		}
+	}
+	for tp, k := range n {
+		s.parts[tp] = &scanPart{redriven: make([]int64, 0, k.all), keyed: make([]scanEntry, 0, k.keyed)}
+	}
+	for i := range cs.Len() {
+		if !isActive(active, i) {
+			continue
+		}
+		c := cs.At(i)
+		if !c.Origin.Located() {
+			continue
+		}
+		p := s.part(c.Origin.Topic, c.Origin.Partition)
+		p.redriven = append(p.redriven, c.Origin.Offset)
+		if !c.KeyNull {
+			p.keyed = append(p.keyed, scanEntry{hash: hashBytes(s.seed, c.Key), off: c.Origin.Offset, newer: -1, idx: int32(i)})
+		}
+	}
+	for _, p := range s.parts {
+		slices.Sort(p.redriven)
+		slices.SortFunc(p.keyed, func(a, b scanEntry) int {
+			if a.hash != b.hash {
+				return cmp.Compare(a.hash, b.hash)
 			}
-			s.byKey[tp][string(c.Key)] = append(s.byKey[tp][string(c.Key)], i)
+			if a.off != b.off {
+				return cmp.Compare(a.off, b.off)
+			}
+			return cmp.Compare(a.idx, b.idx)
+		})
+		for lo := 0; lo < len(p.keyed); {
+			hi := lo + 1
+			for hi < len(p.keyed) && p.keyed[hi].hash == p.keyed[lo].hash {
+				hi++
+			}
+			if hi-lo > 1 {
+				key := cs.At(int(p.keyed[lo].idx)).Key
+				for _, e := range p.keyed[lo+1 : hi] {
+					if !bytes.Equal(cs.At(int(e.idx)).Key, key) {
+						p.keyed[lo].set = -1
+						break
+					}
+				}
+			}
+			lo = hi
 		}
 	}
 	return s
 }
 
+func (s *OrderingScan) part(topic string, partition int32) *scanPart {
+	if s.lastPart != nil && s.lastTP.partition == partition && s.lastTP.topic == topic {
+		return s.lastPart
+	}
+	tp := tpKey{topic, partition}
+	p := s.parts[tp]
+	if p != nil {
+		s.lastTP, s.lastPart = tp, p
+	}
+	return p
+}
+
 // Ranges lists what to read, sorted by topic and partition.
 func (s *OrderingScan) Ranges() []ScanRange {
-	out := make([]ScanRange, 0, len(s.byTP))
-	for tp, idx := range s.byTP {
-		from := int64(-1)
-		for _, i := range idx {
-			if o := s.cands[i].Origin.Offset + 1; from < 0 || o < from {
-				from = o
-			}
-		}
-		out = append(out, ScanRange{Topic: tp.topic, Partition: tp.partition, From: from})
+	out := make([]ScanRange, 0, len(s.parts))
+	for tp, p := range s.parts {
+		out = append(out, ScanRange{Topic: tp.topic, Partition: tp.partition, From: p.redriven[0] + 1})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Topic != out[j].Topic {
@@ -314,29 +571,51 @@ func (s *OrderingScan) Ranges() []ScanRange {
 
 // Observe feeds one record read from an original partition.
 func (s *OrderingScan) Observe(topic string, partition int32, offset int64, key []byte) {
-	tp := tpKey{topic, partition}
-	if s.redriven[originKey{tp, offset}] {
+	p := s.part(topic, partition)
+	if p == nil || len(p.keyed) == 0 {
 		return
 	}
-	for _, i := range s.byKey[tp][string(key)] {
-		c := s.cands[i]
-		if offset <= c.Origin.Offset {
-			continue
+	if _, redriven := slices.BinarySearch(p.redriven, offset); redriven {
+		return
+	}
+	h := hashBytes(s.seed, key)
+	lo, _ := slices.BinarySearchFunc(p.keyed, h, func(e scanEntry, h uint64) int { return cmp.Compare(e.hash, h) })
+	if lo == len(p.keyed) || p.keyed[lo].hash != h {
+		return
+	}
+	head := &p.keyed[lo]
+	if head.set < 0 {
+		for j := lo; j < len(p.keyed) && p.keyed[j].hash == h && p.keyed[j].off < offset; j++ {
+			if e := &p.keyed[j]; e.newer < 0 && bytes.Equal(s.cands.At(int(e.idx)).Key, key) {
+				e.newer = offset // the first newer one is the one it would arrive behind
+			}
 		}
-		if _, seen := s.newer[i]; !seen {
-			s.newer[i] = offset // the first newer one is the one it would arrive behind
-		}
+		return
+	}
+	j := lo + int(head.set)
+	if j == len(p.keyed) || p.keyed[j].hash != h || p.keyed[j].off >= offset {
+		return // every candidate older than this record already has a newer one
+	}
+	if !bytes.Equal(s.cands.At(int(head.idx)).Key, key) {
+		return // another key with the same hash
+	}
+	for ; j < len(p.keyed) && p.keyed[j].hash == h && p.keyed[j].off < offset; j++ {
+		p.keyed[j].newer = offset // the first newer one is the one it would arrive behind
+		head.set++
 	}
 }
 
 // Finish records how a range's scan ended: complete (read to the end),
 // stopped at a bound (scannedTo is the next offset not read), or failed.
 func (s *OrderingScan) Finish(topic string, partition int32, complete bool, scannedTo int64, err error) {
-	e := scanEnd{complete: complete, to: scannedTo}
-	if err != nil {
-		e.err = err.Error()
+	p := s.part(topic, partition)
+	if p == nil {
+		return // no candidate came from there
 	}
-	s.result[tpKey{topic, partition}] = e
+	p.end, p.done = scanEnd{complete: complete, to: scannedTo}, true
+	if err != nil {
+		p.end.err = err.Error()
+	}
 }
 
 // Verdicts is check 3's result: a candidate with a newer same-key record is
@@ -344,48 +623,50 @@ func (s *OrderingScan) Finish(topic string, partition int32, complete bool, scan
 // be fully scanned, or whose origin is unknown, is blocked (check_failed)
 // unless allow — an unread tail might hold a newer record.
 func (s *OrderingScan) Verdicts(allow bool) []Verdict {
-	out := make([]Verdict, len(s.cands))
-	for i, c := range s.cands {
+	out := make([]Verdict, s.cands.Len())
+	for i := range out {
 		out[i] = include()
-		if !s.active[i] {
-			continue
-		}
-		if c.KeyNull {
-			continue // no key, no per-key order to break
-		}
-		if !c.Origin.Located() {
-			if !allow {
-				out[i] = exclude(ReasonCheckFailed, "ordering: the record does not say where it came from, so newer records cannot be looked for")
-			}
-			continue
-		}
-		if off, ok := s.newer[i]; ok {
-			o := off
-			out[i].NewerOffset = &o
-			if !allow {
-				out[i].Included = false
-				out[i].Reason = ReasonOrderingHazard
-			}
-			out[i].Detail = fmt.Sprintf("a newer record with the same key is at %s[%d]@%d; the redriven record would arrive behind it", c.Origin.Topic, c.Origin.Partition, off)
-			continue
-		}
-		end, ok := s.result[tpKey{c.Origin.Topic, c.Origin.Partition}]
-		switch {
-		case !ok:
-			if !allow {
-				out[i] = exclude(ReasonCheckFailed, "ordering: %s[%d] was not scanned", c.Origin.Topic, c.Origin.Partition)
-			}
-		case end.err != "":
-			if !allow {
-				out[i] = exclude(ReasonCheckFailed, "ordering: scanning %s[%d] failed: %s", c.Origin.Topic, c.Origin.Partition, end.err)
-			}
-		case !end.complete:
-			if !allow {
-				out[i] = exclude(ReasonCheckFailed, "ordering: the scan of %s[%d] stopped at its bound at offset %d before the end", c.Origin.Topic, c.Origin.Partition, end.to)
-			}
+	}
+	s.verdicts(allow, func(i int, v Verdict) { out[i] = v })
+	return out
+}
+
+// verdicts reports the candidates check 3 excludes or flags (a hazard the
+// plan allows is included, with its newer offset).
+func (s *OrderingScan) verdicts(allow bool, ex excluder) {
+	if !allow {
+		v := exclude(ReasonCheckFailed, "ordering: the record does not say where it came from, so newer records cannot be looked for")
+		for _, i := range s.unlocated {
+			ex(int(i), v)
 		}
 	}
-	return out
+	for tp, p := range s.parts {
+		var blocked Verdict // one verdict for every candidate left blocked here
+		switch {
+		case allow:
+		case !p.done:
+			blocked = exclude(ReasonCheckFailed, "ordering: %s[%d] was not scanned", tp.topic, tp.partition)
+		case p.end.err != "":
+			blocked = exclude(ReasonCheckFailed, "ordering: scanning %s[%d] failed: %s", tp.topic, tp.partition, p.end.err)
+		case !p.end.complete:
+			blocked = exclude(ReasonCheckFailed, "ordering: the scan of %s[%d] stopped at its bound at offset %d before the end", tp.topic, tp.partition, p.end.to)
+		}
+		for _, e := range p.keyed {
+			if e.newer < 0 {
+				if blocked.Reason != "" {
+					ex(int(e.idx), blocked)
+				}
+				continue
+			}
+			off := e.newer
+			v := Verdict{Included: allow, NewerOffset: &off,
+				Detail: fmt.Sprintf("a newer record with the same key is at %s[%d]@%d; the redriven record would arrive behind it", tp.topic, tp.partition, off)}
+			if !allow {
+				v.Reason = ReasonOrderingHazard
+			}
+			ex(int(e.idx), v)
+		}
+	}
 }
 
 func short(h string) string {

@@ -35,17 +35,27 @@ type CheckOptions struct {
 // reads as "not applied"; Run's error is only ctx's.
 func Run(ctx context.Context, cs []Candidate, o CheckOptions, src Sources) ([]Verdict, error) {
 	out := make([]Verdict, len(cs))
-	active := make([]bool, len(cs))
-	for i := range cs {
-		out[i], active[i] = include(), true
+	err := RunInto(ctx, CandidateSlice(cs), VerdictSlice(out), o, src)
+	return out, err
+}
+
+// RunInto is Run reading the candidates through cs and writing the
+// verdicts through out (a plan's records are both: PlanRecords), so
+// checking a plan holds no copy of its records and one verdict per record
+// (in the record) whatever the number of checks.
+func RunInto(ctx context.Context, cs Candidates, out Verdicts, o CheckOptions, src Sources) error {
+	n := cs.Len()
+	active := make([]bool, n)
+	for i := range n {
+		out.SetVerdict(i, include())
+		active[i] = true
 	}
-	apply := func(vs []Verdict) {
-		for i, v := range vs {
-			if active[i] && !v.Included {
-				out[i], active[i] = v, false
-			} else if active[i] && v.NewerOffset != nil {
-				out[i] = v // included, but say where the hazard is
-			}
+	// Each check reports only what it excludes; an excluded record is out
+	// of every later check.
+	ex := func(i int, v Verdict) {
+		out.SetVerdict(i, v)
+		if !v.Included {
+			active[i] = false
 		}
 	}
 
@@ -56,58 +66,49 @@ func Run(ctx context.Context, cs []Candidate, o CheckOptions, src Sources) ([]Ve
 		entries, err = src.Ledger(ctx)
 	}
 	if err != nil {
-		apply(all(cs, exclude(ReasonCheckFailed, "ledger: %v", err)))
+		v := exclude(ReasonCheckFailed, "ledger: %v", err)
+		for i := range n {
+			ex(i, v)
+		}
 	} else {
-		apply(CheckLedger(cs, NewLedgerIndex(o.DLQ, entries)))
+		checkLedger(cs, active, NewLedgerIndex(o.DLQ, entries), ex)
 	}
+	entries = nil
 	if err := ctx.Err(); err != nil {
-		return out, err
+		return err
 	}
 
 	// 2. system of record, for the records still in.
 	sor := SOR{Configured: src.Committed != nil, RequireKey: o.RequireKey}
 	if sor.Configured {
-		var need []Candidate
-		for i, c := range cs {
-			if active[i] {
-				need = append(need, c)
-			}
-		}
-		if keys := KeysToLookUp(need); len(keys) > 0 {
+		if keys := keysToLookUp(cs, active); len(keys) > 0 {
 			sor.Committed, sor.Err = src.Committed(ctx, keys)
 			if sor.Err == nil && sor.Committed == nil {
 				sor.Err = errors.New("no answer")
 			}
 		}
 	}
-	apply(CheckSystemOfRecord(cs, sor))
+	checkSystemOfRecord(cs, active, sor, ex)
+	sor.Committed = nil
 	if err := ctx.Err(); err != nil {
-		return out, err
+		return err
 	}
 
 	// 5. loop guard, 4. duplicates.
-	apply(CheckLoop(cs, o.MaxRedrives))
-	apply(CheckDuplicates(cs, active))
+	checkLoop(cs, active, o.MaxRedrives, ex)
+	checkDuplicates(cs, active, ex)
 
 	// 3. ordering.
-	scan := NewOrderingScan(cs, active)
-	if src.Scan != nil && len(scan.Ranges()) > 0 {
+	scan := newOrderingScan(cs, active)
+	if src.Scan != nil && len(scan.parts) > 0 {
 		if err := src.Scan(ctx, scan); err != nil {
 			for _, r := range scan.Ranges() {
-				if _, done := scan.result[tpKey{r.Topic, r.Partition}]; !done {
+				if !scan.part(r.Topic, r.Partition).done {
 					scan.Finish(r.Topic, r.Partition, false, r.From, err)
 				}
 			}
 		}
 	}
-	apply(scan.Verdicts(o.AllowHazards))
-	return out, ctx.Err()
-}
-
-func all(cs []Candidate, v Verdict) []Verdict {
-	out := make([]Verdict, len(cs))
-	for i := range out {
-		out[i] = v
-	}
-	return out
+	scan.verdicts(o.AllowHazards, ex)
+	return ctx.Err()
 }

@@ -156,10 +156,11 @@ func (p *Planner) Load(ctx context.Context, dlq string, limit int) (Loaded, erro
 // keyed look-ups (kafka.PlanStore.Lookup, LookupEvents) that cost what the
 // candidates need, not what the ledger ever held. A LedgerIndex built from
 // them answers exactly as one built from the whole ledger, for cs.
-func (p *Planner) ledgerFor(ctx context.Context, dlq string, cs []redrive.Candidate) ([]redrive.LedgerEntry, error) {
-	locs := make([]string, 0, len(cs))
-	ids := make([]string, 0, len(cs))
-	for _, c := range cs {
+func (p *Planner) ledgerFor(ctx context.Context, dlq string, cs redrive.Candidates) ([]redrive.LedgerEntry, error) {
+	locs := make([]string, 0, cs.Len())
+	ids := make([]string, 0, cs.Len())
+	for i := range cs.Len() {
+		c := cs.At(i)
 		locs = append(locs, c.Coord.String())
 		if c.EventID != "" {
 			ids = append(ids, c.EventID)
@@ -182,7 +183,7 @@ func (p *Planner) ledgerOf(ctx context.Context, dlq string, coords []redrive.Coo
 	for i, c := range coords {
 		cs[i] = redrive.Candidate{Coord: c}
 	}
-	entries, err := p.ledgerFor(ctx, dlq, cs)
+	entries, err := p.ledgerFor(ctx, dlq, redrive.CandidateSlice(cs))
 	if err != nil {
 		return redrive.LedgerIndex{}, err
 	}
@@ -552,11 +553,12 @@ func (p *Planner) Plan(ctx context.Context, req PlanRequest) (redrive.File, erro
 		c.Progress = func(sp kafka.ScanProgress) { req.Progress(sp.Read, sp.Total) }
 		checker = &c
 	}
-	vs, err := checker.Check(ctx, plan, plan.Candidates(), plan.Policy)
-	if err != nil {
+	// The checks read the records and write their verdicts in place: no
+	// copy of the records as candidates, no slice of verdicts.
+	recs := redrive.PlanRecords(plan.Records)
+	if err := checker.checkInto(ctx, plan, recs, recs, plan.Policy); err != nil {
 		return redrive.File{}, err
 	}
-	plan.ApplyVerdicts(vs)
 	return redrive.NewFile(plan), nil
 }
 
@@ -566,9 +568,19 @@ func (p *Planner) Plan(ctx context.Context, req PlanRequest) (redrive.File, erro
 // system of record is today's configured one (its DSN is never in a plan).
 // A candidate with no target (no original topic and no --target) is blocked.
 func (p *Planner) Check(ctx context.Context, plan redrive.Plan, cs []redrive.Candidate, pol redrive.PolicySnapshot) ([]redrive.Verdict, error) {
+	vs := make([]redrive.Verdict, len(cs))
+	if err := p.checkInto(ctx, plan, redrive.CandidateSlice(cs), redrive.VerdictSlice(vs), pol); err != nil {
+		return nil, err
+	}
+	return vs, nil
+}
+
+// checkInto is Check reading the candidates through cs and writing the
+// verdicts through out (redrive.RunInto).
+func (p *Planner) checkInto(ctx context.Context, plan redrive.Plan, cs redrive.Candidates, out redrive.Verdicts, pol redrive.PolicySnapshot) error {
 	today, err := p.PolicyFor(plan.DLQ)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	src := redrive.Sources{
 		Ledger: func(ctx context.Context) ([]redrive.LedgerEntry, error) { return p.ledgerFor(ctx, plan.DLQ, cs) },
@@ -578,7 +590,7 @@ func (p *Planner) Check(ctx context.Context, plan redrive.Plan, cs []redrive.Can
 		},
 	}
 	if pol.SystemOfRecord != "" && today.SystemOfRecord == nil {
-		return nil, fmt.Errorf("the policy names a system of record (%s) that is not configured for %s", pol.SystemOfRecord, plan.DLQ)
+		return fmt.Errorf("the policy names a system of record (%s) that is not configured for %s", pol.SystemOfRecord, plan.DLQ)
 	}
 	if today.SystemOfRecord != nil {
 		s := *today.SystemOfRecord
@@ -591,18 +603,19 @@ func (p *Planner) Check(ctx context.Context, plan redrive.Plan, cs []redrive.Can
 			return l.Committed(ctx, keys)
 		}
 	}
-	vs, err := redrive.Run(ctx, cs, redrive.CheckOptions{
+	err = redrive.RunInto(ctx, cs, out, redrive.CheckOptions{
 		DLQ: plan.DLQ, RequireKey: pol.RequireIdempotencyKey, MaxRedrives: pol.MaxRedrives, AllowHazards: plan.AllowOrderingHazards,
 	}, src)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	for i, c := range cs {
-		if c.Target == "" && vs[i].Included {
-			vs[i] = redrive.Verdict{Reason: redrive.ReasonCheckFailed, Detail: "no target: the record names no original topic; plan with --target"}
+	noTarget := redrive.Verdict{Reason: redrive.ReasonCheckFailed, Detail: "no target: the record names no original topic; plan with --target"}
+	for i := range cs.Len() {
+		if cs.At(i).Target == "" && out.Verdict(i).Included {
+			out.SetVerdict(i, noTarget)
 		}
 	}
-	return vs, nil
+	return nil
 }
 
 // pickedRecords gathers selected plan records per DLQ partition in blocks,
