@@ -1,11 +1,13 @@
 package kafka
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strconv"
 	"strings"
@@ -65,6 +67,103 @@ func (s *PlanStore) Lookup(ctx context.Context, dlq string, locs []string) ([]re
 	}
 	sortEntries(out)
 	return out, nil
+}
+
+// LookupEach is Lookup for a plan of any size without holding its
+// entries: it reads the ledger partitions the keys of dlq's records at
+// coords hash to and calls fn, in log order, for every ledger record of a
+// coordinate has accepts (e nil: a tombstone, the entry deleted), so the
+// last call for a coordinate is its entry. Lookup keeps a map of a
+// million keys and entries for a plan of a million records (several
+// hundred bytes a record); here the caller keeps what it needs.
+func (s *PlanStore) LookupEach(ctx context.Context, dlq string, coords iter.Seq[redrive.Coord], has func(redrive.Coord) bool, fn func(redrive.Coord, *redrive.LedgerEntry)) error {
+	n, err := s.ledgerPartitionCount(ctx)
+	if err != nil || n == 0 {
+		if err == nil && s.pin != nil {
+			s.pin.empty()
+		}
+		return err
+	}
+	parts := map[int32]bool{}
+	for c := range coords {
+		parts[ledgerPartition(redrive.FormatOrigin(dlq, c.Partition, c.Offset), n)] = true
+		if len(parts) == n {
+			break // every partition is read: the rest need not be hashed
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	var decodeErr error
+	names := map[string]string{}
+	err = s.scanPartitions(ctx, LedgerTopic, parts, func(r *kgo.Record) {
+		c, ok := coordKey(r.Key, dlq)
+		if !ok || !has(c) {
+			return
+		}
+		if r.Value == nil {
+			fn(c, nil)
+			return
+		}
+		var e redrive.LedgerEntry
+		if err := json.Unmarshal(r.Value, &e); err != nil {
+			// A ledger entry that cannot be read must not read as "not
+			// redriven": the look-up fails.
+			decodeErr = errors.Join(decodeErr, fmt.Errorf("ledger: record %s at offset %d: %v", r.Key, r.Offset, err))
+			return
+		}
+		for _, f := range []*string{&e.DLQ, &e.Plan, &e.Target, &e.Action, &e.By} {
+			if v, ok := names[*f]; ok {
+				*f = v
+			} else {
+				names[*f] = *f
+			}
+		}
+		fn(c, &e)
+	})
+	if err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	return decodeErr
+}
+
+// coordKey is the DLQ coordinates of a ledger key of dlq's records, as
+// redrive.FormatOrigin writes them (decimal, no sign, no leading zero: the
+// key Lookup would match), ok false for any other key.
+func coordKey(key []byte, dlq string) (redrive.Coord, bool) {
+	rest, ok := bytes.CutPrefix(key, []byte(dlq))
+	if !ok || len(rest) == 0 || rest[0] != '/' {
+		return redrive.Coord{}, false
+	}
+	ps, os, ok := bytes.Cut(rest[1:], []byte("/"))
+	if !ok {
+		return redrive.Coord{}, false
+	}
+	p, ok1 := decimal(ps, 1<<31-1)
+	o, ok2 := decimal(os, 1<<63-1)
+	if !ok1 || !ok2 {
+		return redrive.Coord{}, false
+	}
+	return redrive.Coord{Partition: int32(p), Offset: o}, true
+}
+
+// decimal parses a non-negative decimal of at most limit in its canonical
+// form (strconv.FormatInt's).
+func decimal(b []byte, limit int64) (int64, bool) {
+	if len(b) == 0 || len(b) > 19 || (b[0] == '0' && len(b) > 1) {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	if n > uint64(limit) {
+		return 0, false
+	}
+	return int64(n), true
 }
 
 // LookupEvents returns the redriven ledger entries (from any DLQ) whose

@@ -29,8 +29,11 @@ type Watch struct {
 	Max  time.Duration   // the longest it watches
 	// Copies are the ledger entries of the copies (their target
 	// coordinates): once the consumers have processed them, no more
-	// re-failures can come, so the watch ends.
+	// re-failures can come, so the watch ends. The last copy on each
+	// target partition is enough (the watch waits for the consumers to
+	// pass it); Total then says how many copies there are.
 	Copies []redrive.LedgerEntry
+	Total  int
 	// Stop ends the watch early (the operator pressed a key).
 	Stop <-chan struct{}
 }

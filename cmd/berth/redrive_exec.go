@@ -458,7 +458,7 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 // verifyRedrive runs actions.KafkaRedrive.VerifySent (sent: what this run
 // sent) with the watch shown on stderr (and left early with enter on a
 // terminal).
-func (a *app) verifyRedrive(ctx context.Context, s *redriveSession, pf redrive.File, sent map[redrive.Coord][32]byte, watch time.Duration) (*verification, error) {
+func (a *app) verifyRedrive(ctx context.Context, s *redriveSession, pf redrive.File, sent *actions.SentValues, watch time.Duration) (*verification, error) {
 	return a.kafkaRedrive(s, "", "").VerifySent(ctx, pf, sent, watch, func(w kafka.Watch) (kafka.WatchResult, error) {
 		return a.watchRefailures(ctx, s, w)
 	})
@@ -481,7 +481,7 @@ func (a *app) watchRefailures(ctx context.Context, s *redriveSession, w kafka.Wa
 	stop, how := a.stopOnEnter()
 	w.Stop = stop
 	fmt.Fprintf(a.stderr, "watching %s for re-failures of plan %s until the consumers of %s pass its %d copies, at most %s (%s; what was sent stays sent)\n",
-		sanitize.Text(w.DLQ), shortHash(w.Plan), sanitize.Text(strings.Join(names, ", ")), len(w.Copies), w.Max, how)
+		sanitize.Text(w.DLQ), shortHash(w.Plan), sanitize.Text(strings.Join(names, ", ")), max(w.Total, len(w.Copies)), w.Max, how)
 	wr, err := s.cluster.WatchRefailuresUntil(ctx, w)
 	why := map[string]string{
 		kafka.WatchCaughtUp: "the consumers (" + strings.Join(wr.Groups, ", ") + ") passed every copy",

@@ -125,7 +125,7 @@ type Result struct {
 	// SentValues is the SHA-256 of the value of every record this run
 	// sent, by DLQ coordinates: the read-back compares the copies with
 	// them without reading those DLQ records again (KafkaRedrive.VerifySent).
-	SentValues map[redrive.Coord][32]byte `json:"-"`
+	SentValues *SentValues `json:"-"`
 	// DryRun: nothing was sent; WouldSend counts what would be, per target.
 	DryRun    bool           `json:"dry_run"`
 	WouldSend map[string]int `json:"would_send,omitempty"`
@@ -598,6 +598,13 @@ func (e *execRun) sendAll(ctx context.Context, chunks [][]sendKey) error {
 		o.Progress(p)
 	}
 	report()
+	// Room for a hash of every record that may be sent, at once: grown by
+	// appending, the old and new arrays would be held together.
+	n := 0
+	for _, c := range chunks {
+		n += len(c)
+	}
+	res.SentValues = newSentValues(n)
 	next := o.now()
 	var pending []Outgoing
 	stopped := errors.New("stopped")
@@ -665,10 +672,10 @@ func (e *execRun) publish(ctx context.Context, b []Outgoing) error {
 	}
 	res.Sent += len(entries)
 	if res.SentValues == nil {
-		res.SentValues = map[redrive.Coord][32]byte{}
+		res.SentValues = &SentValues{}
 	}
 	for _, x := range b {
-		res.SentValues[redrive.Coord{Partition: x.Ledger.Partition, Offset: x.Ledger.Offset}] = sha256.Sum256(x.Record.Value)
+		res.SentValues.add(redrive.Coord{Partition: x.Ledger.Partition, Offset: x.Ledger.Offset}, sha256.Sum256(x.Record.Value))
 	}
 	if o.KeepLedger {
 		res.Ledger = append(res.Ledger, entries...)

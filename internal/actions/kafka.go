@@ -452,60 +452,6 @@ type Verification struct {
 	Refailed    []kafka.Refailure `json:"refailed"`
 }
 
-// verifyCopies reads back the copies in entries a chunk at a time, in DLQ
-// order (each chunk's DLQ records sit together, so the DLQ is read once;
-// when the DLQ keeps the original partitions, as Spring's does, the
-// chunk's copies were sent together too), comparing each copy's payload
-// with the DLQ record it came from as that record is now (its digest still
-// the plan's). Only one chunk of records is held at once.
-func (k *KafkaRedrive) verifyCopies(ctx context.Context, f redrive.File, entries []redrive.LedgerEntry, sent map[redrive.Coord][32]byte) ([]kafka.Mismatch, error) {
-	digest := make(map[redrive.Coord]redrive.Digest, len(entries))
-	for _, r := range f.Plan.Records {
-		if _, ok := sent[r.Coord()]; r.Included && !ok {
-			digest[r.Coord()] = r.Digest
-		}
-	}
-	all := entries // sorted in place: the caller's order does not matter
-	slices.SortFunc(all, func(a, b redrive.LedgerEntry) int {
-		return cmp.Or(cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
-	})
-	cl := k.Planner.Cluster
-	out := []kafka.Mismatch{}
-	for from := 0; from < len(all); from += DefaultChunk {
-		part := all[from:min(from+DefaultChunk, len(all))]
-		want := make(map[redrive.Coord]string, len(part))
-		var read []redrive.Coord
-		for _, e := range part {
-			c := redrive.Coord{Partition: e.Partition, Offset: e.Offset}
-			if sum, ok := sent[c]; ok {
-				want[c] = hex.EncodeToString(sum[:])
-			} else {
-				read = append(read, c)
-			}
-		}
-		var recs map[redrive.Coord]redrive.Record
-		if len(read) > 0 {
-			var err error
-			if recs, err = cl.ReadDLQByCoord(ctx, f.Plan.DLQ, read); err != nil {
-				return nil, err
-			}
-		}
-		for c, rec := range recs {
-			if d, ok := digest[c]; ok && rec.Digest() == d {
-				sum := sha256.Sum256(rec.Value)
-				want[c] = hex.EncodeToString(sum[:])
-			}
-		}
-		ms, err := cl.VerifyRedriven(ctx, part, want)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ms...)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Where < out[j].Where })
-	return out, nil
-}
-
 // WatchSkipped is Verification.WatchEnded when no watch ran (a zero watch,
 // or nothing was sent).
 const WatchSkipped = "skipped"
@@ -523,7 +469,11 @@ func (k *KafkaRedrive) Verify(ctx context.Context, f redrive.File, watch time.Du
 // holds the value hashes of the records that run sent, read from the DLQ
 // and checked against the plan's digest as they were sent, so only the
 // copies of earlier runs need their DLQ records read again.
-func (k *KafkaRedrive) VerifySent(ctx context.Context, f redrive.File, sent map[redrive.Coord][32]byte, watch time.Duration, run func(kafka.Watch) (kafka.WatchResult, error)) (*Verification, error) {
+//
+// Memory follows a chunk of copies, not the plan: the ledger is read once
+// and only where each included record's copy is (16 bytes a record) is
+// kept from it; the copies are then read back a chunk at a time.
+func (k *KafkaRedrive) VerifySent(ctx context.Context, f redrive.File, sent *SentValues, watch time.Duration, run func(kafka.Watch) (kafka.WatchResult, error)) (*Verification, error) {
 	v := &Verification{Mismatches: []kafka.Mismatch{}, Refailed: []kafka.Refailure{}, Watched: "0s", WatchFor: watch.String(), WatchEnded: WatchSkipped, WatchGroups: []string{}}
 	cl := k.Planner.Cluster
 	ends, err := cl.DLQEnds(ctx, f.Plan.DLQ)
@@ -532,33 +482,178 @@ func (k *KafkaRedrive) VerifySent(ctx context.Context, f redrive.File, sent map[
 	}
 	// The ledger entries of this plan's records only (a keyed look-up),
 	// not the whole ledger.
-	locs := make([]string, 0, len(f.Plan.Records))
-	for _, r := range f.Plan.Records {
-		if r.Included {
-			locs = append(locs, r.Coord().String())
-		}
-	}
-	ledger, err := k.Store.Lookup(ctx, f.Plan.DLQ, locs)
+	cs, err := k.planCopies(ctx, f)
 	if err != nil {
 		return v, err
 	}
-	var mine []redrive.LedgerEntry
-	for _, e := range ledger {
-		if e.Plan == f.Hash && e.Action == redrive.LedgerRedriven {
-			mine = append(mine, e)
-		}
-	}
-	v.Checked = len(mine)
-	if v.Mismatches, err = k.verifyCopies(ctx, f, mine, sent); err != nil {
+	v.Checked = cs.n
+	if v.Mismatches, err = k.verifyCopies(ctx, f, cs, sent); err != nil {
 		return v, err
 	}
 	// Nothing sent by this plan: nothing can fail again.
-	if watch > 0 && len(mine) > 0 && run != nil {
-		wr, err := run(kafka.Watch{DLQ: f.Plan.DLQ, Plan: f.Hash, From: ends, Max: watch, Copies: mine})
+	if watch > 0 && cs.n > 0 && run != nil {
+		wr, err := run(kafka.Watch{DLQ: f.Plan.DLQ, Plan: f.Hash, From: ends, Max: watch, Copies: cs.last(f), Total: cs.n})
 		v.Refailed, v.Watched, v.WatchEnded, v.WatchGroups = wr.Refailed, wr.Watched.Round(time.Millisecond).String(), wr.Ended, wr.Groups
 		if err != nil && ctx.Err() == nil {
 			return v, err
 		}
 	}
 	return v, nil
+}
+
+// planCopies is where the copies of a plan's included records are, as the
+// ledger says now: for each included record, in DLQ order, its copy when
+// its latest ledger entry is this plan's redriven one.
+type planCopies struct {
+	// idx are the plan's included records (indexes into its Records) in
+	// DLQ order; at[i] is where the copy of idx[i] is.
+	idx     []int32
+	at      []copyAt
+	targets []string
+	n       int // copies
+}
+
+// copyAt is one copy's place; target is an index into planCopies.targets
+// plus one (0: no copy of this plan).
+type copyAt struct {
+	offset    int64
+	partition int32
+	target    int32
+}
+
+// planCopies reads the ledger entries of f's included records once
+// (kafka.PlanStore.LookupEach) and keeps where this plan's copies are.
+func (k *KafkaRedrive) planCopies(ctx context.Context, f redrive.File) (*planCopies, error) {
+	recs := f.Plan.Records
+	cs := &planCopies{}
+	for i, r := range recs {
+		if r.Included {
+			cs.idx = append(cs.idx, int32(i))
+		}
+	}
+	slices.SortFunc(cs.idx, func(a, b int32) int { return compareCoord(recs[a].Coord(), recs[b].Coord()) })
+	cs.at = make([]copyAt, len(cs.idx))
+	find := func(c redrive.Coord) (int, bool) {
+		return slices.BinarySearchFunc(cs.idx, c, func(i int32, c redrive.Coord) int { return compareCoord(recs[i].Coord(), c) })
+	}
+	coords := func(yield func(redrive.Coord) bool) {
+		for _, i := range cs.idx {
+			if !yield(recs[i].Coord()) {
+				return
+			}
+		}
+	}
+	targets := map[string]int32{}
+	err := k.Store.LookupEach(ctx, f.Plan.DLQ, coords, func(c redrive.Coord) bool { _, ok := find(c); return ok }, func(c redrive.Coord, e *redrive.LedgerEntry) {
+		i, _ := find(c)
+		// The latest entry is the record's: a later one of another plan,
+		// a settlement or a tombstone replaces this plan's.
+		if e == nil || e.Plan != f.Hash || e.Action != redrive.LedgerRedriven {
+			cs.at[i] = copyAt{}
+			return
+		}
+		t, ok := targets[e.Target]
+		if !ok {
+			cs.targets = append(cs.targets, e.Target)
+			t = int32(len(cs.targets))
+			targets[e.Target] = t
+		}
+		cs.at[i] = copyAt{offset: e.TargetOffset, partition: e.TargetPartition, target: t}
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range cs.at {
+		if a.target > 0 {
+			cs.n++
+		}
+	}
+	return cs, nil
+}
+
+// entry is the ledger entry of the copy of included record i (DLQ order),
+// as far as the read-back and the watch need it.
+func (cs *planCopies) entry(f redrive.File, i int) redrive.LedgerEntry {
+	r, a := f.Plan.Records[cs.idx[i]], cs.at[i]
+	return redrive.LedgerEntry{DLQ: f.Plan.DLQ, Partition: r.Partition, Offset: r.Offset, Action: redrive.LedgerRedriven, Plan: f.Hash,
+		Target: cs.targets[a.target-1], TargetPartition: a.partition, TargetOffset: a.offset}
+}
+
+// last is the last copy on each target partition: what the re-failure
+// watch waits for the consumers to pass.
+func (cs *planCopies) last(f redrive.File) []redrive.LedgerEntry {
+	type tp struct{ target, partition int32 }
+	at := map[tp]int{}
+	for i, a := range cs.at {
+		if a.target == 0 {
+			continue
+		}
+		k := tp{a.target, a.partition}
+		if j, ok := at[k]; !ok || cs.at[j].offset < a.offset {
+			at[k] = i
+		}
+	}
+	out := make([]redrive.LedgerEntry, 0, len(at))
+	for _, i := range at {
+		out = append(out, cs.entry(f, i))
+	}
+	slices.SortFunc(out, func(a, b redrive.LedgerEntry) int {
+		return cmp.Or(cmp.Compare(a.Target, b.Target), cmp.Compare(a.TargetPartition, b.TargetPartition))
+	})
+	return out
+}
+
+// verifyCopies reads back the copies a chunk at a time, in DLQ order
+// (each chunk's DLQ records sit together, so the DLQ is read once; when
+// the DLQ keeps the original partitions, as Spring's does, the chunk's
+// copies were sent together too), comparing each copy's payload with the
+// DLQ record it came from as that record is now (its digest still the
+// plan's). Only one chunk of records is held at once.
+func (k *KafkaRedrive) verifyCopies(ctx context.Context, f redrive.File, cs *planCopies, sent *SentValues) ([]kafka.Mismatch, error) {
+	cl := k.Planner.Cluster
+	out := []kafka.Mismatch{}
+	next := 0 // the next included record (DLQ order) to look at
+	for next < len(cs.at) {
+		var part []redrive.LedgerEntry
+		want := map[redrive.Coord]string{}
+		digest := map[redrive.Coord]int32{} // the records to read again: their plan records
+		var read []redrive.Coord
+		for ; next < len(cs.at) && len(part) < DefaultChunk; next++ {
+			if cs.at[next].target == 0 {
+				continue
+			}
+			e := cs.entry(f, next)
+			part = append(part, e)
+			c := redrive.Coord{Partition: e.Partition, Offset: e.Offset}
+			if sum, ok := sent.Get(c); ok {
+				want[c] = hex.EncodeToString(sum[:])
+			} else {
+				read = append(read, c)
+				digest[c] = cs.idx[next]
+			}
+		}
+		if len(part) == 0 {
+			break
+		}
+		var recs map[redrive.Coord]redrive.Record
+		if len(read) > 0 {
+			var err error
+			if recs, err = cl.ReadDLQByCoord(ctx, f.Plan.DLQ, read); err != nil {
+				return nil, err
+			}
+		}
+		for c, rec := range recs {
+			if i, ok := digest[c]; ok && rec.Digest() == f.Plan.Records[i].Digest {
+				sum := sha256.Sum256(rec.Value)
+				want[c] = hex.EncodeToString(sum[:])
+			}
+		}
+		ms, err := cl.VerifyRedriven(ctx, part, want)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ms...)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Where < out[j].Where })
+	return out, nil
 }

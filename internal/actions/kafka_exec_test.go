@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"maps"
 	"testing"
 	"time"
 
@@ -109,10 +108,10 @@ func TestRedriveTransactionalExactlyOnce(t *testing.T) {
 	// hashes) or, without them, with the DLQ records read again; a copy
 	// that differs is a mismatch either way.
 	kr := &actions.KafkaRedrive{Planner: actions.NewPlanner(k, &config.Config{}), Store: store}
-	altered := maps.Clone(first.SentValues)
+	altered := first.SentValues.Clone()
 	bad := f.Plan.Records[4].Coord()
-	altered[bad] = sha256.Sum256([]byte("not what was sent"))
-	for name, sent := range map[string]map[redrive.Coord][32]byte{"sent": first.SentValues, "re-read": nil, "altered": altered} {
+	altered.Set(bad, sha256.Sum256([]byte("not what was sent")))
+	for name, sent := range map[string]*actions.SentValues{"sent": first.SentValues, "re-read": nil, "altered": altered} {
 		v, err := kr.VerifySent(ctx, f, sent, 0, nil)
 		if err != nil || v.Checked != 30 {
 			t.Fatalf("%s: checked %d: %v", name, v.Checked, err)
