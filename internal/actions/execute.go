@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/berth-dev/berth/internal/audit"
@@ -293,15 +294,27 @@ type order struct {
 func (o Options) vet(ctx context.Context, f redrive.File, res *Result) (order, error) {
 	var ord order
 	topicIdx := map[string]int32{}
-	var idx []int
-	for i, r := range f.Plan.Records {
+	all := f.Plan.Records
+	included := 0
+	for _, r := range all {
 		if r.Included {
-			idx = append(idx, i)
+			included++
 		}
 	}
+	// The one array held for the whole run, sized once.
+	ord.keys = make([]sendKey, 0, included)
 	n := o.chunk()
-	for from := 0; from < len(idx); from += n {
-		part := idx[from:min(from+n, len(idx))]
+	part := make([]int, 0, n)
+	for next := 0; next < len(all); {
+		part = part[:0]
+		for ; next < len(all) && len(part) < n; next++ {
+			if all[next].Included {
+				part = append(part, next)
+			}
+		}
+		if len(part) == 0 {
+			break
+		}
 		coords := make([]redrive.Coord, len(part))
 		for j, i := range part {
 			coords[j] = f.Plan.Records[i].Coord()
@@ -400,27 +413,34 @@ func targetRefusal(f redrive.File, r redrive.PlanRecord, p redrive.Parsed) error
 // once (a newer same-key record the plan also redrives is no hazard); a
 // partition with more than n records is cut, and the ordering check of one
 // part then sees the plan's records in the other parts as newer records.
+//
+// The chunks share ord's keys (each is a run of them, capped so that
+// nothing appends into the next): the send order is held once.
 func chunksOf(ord order, n int) [][]sendKey {
 	var out [][]sendKey
 	keys := ord.keys
-	for len(keys) > 0 {
-		// run: the records of keys[0]'s original partition
+	from := 0 // where the last chunk begins
+	for at := 0; at < len(keys); {
+		// run: the records of keys[at]'s original partition
 		run := 1
-		for run < len(keys) && keys[run].topic == keys[0].topic && keys[run].partition == keys[0].partition {
+		for at+run < len(keys) && keys[at+run].topic == keys[at].topic && keys[at+run].partition == keys[at].partition {
 			run++
 		}
 		last := len(out) - 1
 		switch {
 		case last >= 0 && len(out[last])+run <= n:
-			out[last] = append(out[last], keys[:run]...)
+			out[last] = keys[from : at+run : at+run]
 		case run <= n:
-			out = append(out, append([]sendKey(nil), keys[:run]...))
+			from = at
+			out = append(out, keys[at:at+run:at+run])
 		default:
-			for i := 0; i < run; i += n {
-				out = append(out, append([]sendKey(nil), keys[i:min(i+n, run)]...))
+			for i := at; i < at+run; i += n {
+				from = i
+				end := min(i+n, at+run)
+				out = append(out, keys[i:end:end])
 			}
 		}
-		keys = keys[run:]
+		at += run
 	}
 	return out
 }
@@ -454,7 +474,7 @@ func (e *execRun) stream(ctx context.Context, chunks [][]sendKey, fn func(prepar
 		defer close(ready)
 		// Event ids already going out, across chunks: a duplicate event is
 		// redriven once (the first in send order goes).
-		seen := map[string]redrive.Coord{}
+		seen := newEventsSeen(e.f.Plan.Records)
 		for _, c := range chunks {
 			p := e.prepare(pctx, c, seen)
 			select {
@@ -490,7 +510,7 @@ func (e *execRun) stream(ctx context.Context, chunks [][]sendKey, fn func(prepar
 // prepare re-reads one chunk's records, derives everything from them, runs
 // the checks again over what was derived (under the stricter policy) and
 // builds what is to be sent, in send order.
-func (e *execRun) prepare(ctx context.Context, keys []sendKey, seen map[string]redrive.Coord) prepared {
+func (e *execRun) prepare(ctx context.Context, keys []sendKey, seen *eventsSeen) prepared {
 	f, o := e.f, e.o
 	coords := make([]redrive.Coord, len(keys))
 	for i, k := range keys {
@@ -502,6 +522,7 @@ func (e *execRun) prepare(ctx context.Context, keys []sendKey, seen map[string]r
 	}
 	var p prepared
 	todo := make([]redrive.PlanRecord, 0, len(keys))
+	idx := make([]int, 0, len(keys)) // todo[i] is the plan's record idx[i]
 	raw := make([]redrive.Record, 0, len(keys))
 	for _, k := range keys {
 		r := f.Plan.Records[k.idx]
@@ -517,6 +538,7 @@ func (e *execRun) prepare(ctx context.Context, keys []sendKey, seen map[string]r
 		}
 		r.Fill(parsed)
 		todo = append(todo, r)
+		idx = append(idx, k.idx)
 		raw = append(raw, rec)
 	}
 	if len(todo) == 0 {
@@ -535,13 +557,22 @@ func (e *execRun) prepare(ctx context.Context, keys []sendKey, seen map[string]r
 	}
 	now := o.now()
 	p.out = make([]Outgoing, 0, len(todo))
+	// this chunk's event ids, going out (first in send order)
+	chunkFirst := map[string]redrive.Coord{}
+	var newIDs []string
+	var newIdx []int
 	for i, r := range todo {
 		v := verdicts[i]
 		if v.Included && r.EventID != "" {
-			if first, dup := seen[r.EventID]; dup {
+			first, dup := seen.firstOf(r.EventID)
+			if !dup {
+				first, dup = chunkFirst[r.EventID]
+			}
+			if dup {
 				v = redrive.Verdict{Reason: redrive.ReasonDuplicate, Detail: fmt.Sprintf("event %s is also at %s, which is redriven instead", r.EventID, first)}
 			} else {
-				seen[r.EventID] = r.Coord()
+				chunkFirst[r.EventID] = r.Coord()
+				newIDs, newIdx = append(newIDs, r.EventID), append(newIdx, idx[i])
 			}
 		}
 		// A check that cannot run blocks the record: never read as "not applied".
@@ -551,7 +582,49 @@ func (e *execRun) prepare(ctx context.Context, keys []sendKey, seen map[string]r
 		}
 		p.out = append(p.out, outgoing(f, r, raw[i], now))
 	}
+	seen.add(newIDs, newIdx)
 	return p
+}
+
+// eventsSeen is the event ids of the records going out, across a run. A
+// map of the ids as derived held a string and a coordinate a record (about
+// 70 bytes with the map's own); here a chunk's new ids are copied into one
+// string the map's keys share, and each maps to the plan record that first
+// had it (about 45 bytes a record).
+type eventsSeen struct {
+	recs  []redrive.PlanRecord
+	first map[string]int32 // event id -> the index of the plan record that first had it
+}
+
+func newEventsSeen(recs []redrive.PlanRecord) *eventsSeen {
+	return &eventsSeen{recs: recs, first: map[string]int32{}}
+}
+
+// firstOf says where the record that first had event id is, if one did.
+func (s *eventsSeen) firstOf(id string) (redrive.Coord, bool) {
+	if j, ok := s.first[id]; ok {
+		return s.recs[j].Coord(), true
+	}
+	return redrive.Coord{}, false
+}
+
+// add records that the plan records at idx, with the event ids ids (none
+// seen before, none twice), go out.
+func (s *eventsSeen) add(ids []string, idx []int) {
+	n := 0
+	for _, id := range ids {
+		n += len(id)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, id := range ids {
+		b.WriteString(id)
+	}
+	all, at := b.String(), 0
+	for i, id := range ids {
+		s.first[all[at:at+len(id)]] = int32(idx[i])
+		at += len(id)
+	}
 }
 
 // parseForExecute is redrive.ParseRecord without the failure class, which
