@@ -157,8 +157,14 @@ func (p *Planner) Load(ctx context.Context, dlq string, limit int) (Loaded, erro
 // candidates need, not what the ledger ever held. A LedgerIndex built from
 // them answers exactly as one built from the whole ledger, for cs.
 func (p *Planner) ledgerFor(ctx context.Context, dlq string, cs redrive.Candidates) ([]redrive.LedgerEntry, error) {
+	withID := 0
+	for i := range cs.Len() {
+		if cs.At(i).EventID != "" {
+			withID++
+		}
+	}
 	locs := make([]string, 0, cs.Len())
-	ids := make([]string, 0, cs.Len())
+	ids := make([]string, 0, withID) // none for records read, not planned
 	for i := range cs.Len() {
 		c := cs.At(i)
 		locs = append(locs, c.Coord.String())
@@ -179,16 +185,20 @@ func (p *Planner) ledgerFor(ctx context.Context, dlq string, cs redrive.Candidat
 
 // ledgerOf indexes the ledger entries of the records at coords in dlq.
 func (p *Planner) ledgerOf(ctx context.Context, dlq string, coords []redrive.Coord) (redrive.LedgerIndex, error) {
-	cs := make([]redrive.Candidate, len(coords))
-	for i, c := range coords {
-		cs[i] = redrive.Candidate{Coord: c}
-	}
-	entries, err := p.ledgerFor(ctx, dlq, redrive.CandidateSlice(cs))
+	entries, err := p.ledgerFor(ctx, dlq, coordCandidates(coords))
 	if err != nil {
 		return redrive.LedgerIndex{}, err
 	}
 	return redrive.NewLedgerIndex(dlq, entries), nil
 }
+
+// coordCandidates are records known by their coordinates only, read as
+// candidates without a ~200-byte Candidate per record (a DLQ summary reads
+// up to a million).
+type coordCandidates []redrive.Coord
+
+func (cs coordCandidates) Len() int                   { return len(cs) }
+func (cs coordCandidates) At(i int) redrive.Candidate { return redrive.Candidate{Coord: cs[i]} }
 
 // readSetup is what classifying a DLQ's records needs: its policy, the
 // class rules, and the read bound (limit, else ReadLimit).
