@@ -586,11 +586,12 @@ func (r *run) settleInOrder(ctx context.Context) <-chan error {
 	done := make(chan error, 1)
 	go func() {
 		var firstErr error
+		returned := map[string]string{}
 		for ch := range r.inflight {
 			if firstErr != nil {
 				continue // drain; unacked messages return to the DLQ
 			}
-			firstErr = r.c.settleChunk(ctx, ch, r.p, r.hash, r.l, &r.mu, &r.res, r.o, r.stopWith)
+			firstErr = r.c.settleChunk(ctx, ch, returned, r.p, r.hash, r.l, &r.mu, &r.res, r.o, r.stopWith)
 			if firstErr != nil {
 				r.stopWith("error: " + firstErr.Error())
 			}
@@ -878,7 +879,11 @@ func (c *Client) verifyDepth(ctx context.Context, dlq string, before backends.Qu
 
 // settleChunk waits for a chunk's confirms, collects returns, records the
 // outcome in the ledger and then acks the DLQ copies of what arrived.
-func (c *Client) settleChunk(ctx context.Context, ch chunk, p redrive.QueuePlan, hash string, l *Ledger, mu *sync.Mutex, res *Result, o ExecOptions, stop func(string)) error {
+// returned holds the returns drained so far that belong to chunks not yet
+// settled: the publisher's returns queue holds those of every chunk in
+// flight, and a return read as this chunk's and dropped would let a later
+// chunk take its unroutable message for arrived (its DLQ copy acked: lost).
+func (c *Client) settleChunk(ctx context.Context, ch chunk, returned map[string]string, p redrive.QueuePlan, hash string, l *Ledger, mu *sync.Mutex, res *Result, o ExecOptions, stop func(string)) error {
 	ok := make([]bool, len(ch.items))
 	why := make([]string, len(ch.items))
 	for i, it := range ch.items {
@@ -898,8 +903,8 @@ func (c *Client) settleChunk(ctx context.Context, ch chunk, p redrive.QueuePlan,
 			}
 		}
 	}
-	// Every return precedes its confirm, so all of this chunk's are queued.
-	returned := map[string]string{}
+	// Every return precedes its confirm, so all of this chunk's are queued
+	// (and perhaps some of the next chunks').
 drain:
 	for {
 		select {
@@ -916,11 +921,12 @@ drain:
 	var failed []Failure
 	nReturned := 0
 	for i, it := range ch.items {
-		if _, bad := returned[it.rec.EventID]; bad {
+		if r, bad := returned[it.rec.EventID]; bad {
+			delete(returned, it.rec.EventID)
 			nReturned++
-		}
-		if r, bad := returned[it.rec.EventID]; bad && ok[i] {
-			ok[i], why[i] = false, r+" (unroutable: no queue bound for this routing key)"
+			if ok[i] {
+				ok[i], why[i] = false, r+" (unroutable: no queue bound for this routing key)"
+			}
 		}
 		e := LedgerEntry{Plan: hash, EventID: it.rec.EventID, Vhost: p.Vhost, DLQ: p.DLQ, Exchange: it.rec.Exchange, RoutingKey: it.rec.RoutingKey, State: StateConfirmed}
 		if !ok[i] {

@@ -131,6 +131,40 @@ func TestRedriveClassicRoundTrip(t *testing.T) {
 	}
 }
 
+// A publish returned unroutable fails however many chunks are in flight:
+// the returns of a later chunk, drained while an earlier one settles, are
+// kept for it, never read as arrivals (its DLQ copy would be acked: lost).
+func TestRedriveUnroutableAcrossChunksStaysInTheDLQ(t *testing.T) {
+	t.Parallel()
+	conn := needRabbit(t)
+	needManagement(t)
+	tp := newTopology(t, conn, nil, nil)
+	const n = 40
+	publishConfirmed(t, conn, tp.workX, tp.key, workMessages(n)...)
+	kill(t, conn, tp.work, n)
+	eventually(t, 10*time.Second, "the dead letters", func() bool { return readyCount(t, conn, tp.dlq) == n })
+	c := testClient(t, Options{AMQPURL: amqpURL(), ManagementURL: mgmtURL()})
+	l := sqliteLedger(t)
+	p := planFor(t, c, tp.dlq, redrive.QueueSelection{All: true}, l)
+	ch, _ := conn.Channel()
+	if err := ch.QueueUnbind(tp.work, tp.key, tp.workX, nil); err != nil {
+		t.Fatal(err)
+	}
+	ch.Close()
+	// One message a chunk: every chunk's return can arrive while an
+	// earlier chunk settles.
+	res, err := c.Execute(context.Background(), p, l, ExecOptions{Admission: noPolicy{}, Window: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Sent != 0 || len(res.Failed) != n || res.Returned != n {
+		t.Fatalf("sent %d, failed %d, returned %d; want 0 sent and all %d failed, returned", res.Sent, len(res.Failed), res.Returned, n)
+	}
+	if got := readyCount(t, conn, tp.dlq); got != n {
+		t.Fatalf("the DLQ holds %d, want all %d back", got, n)
+	}
+}
+
 func TestRedriveUnroutableIsAFailure(t *testing.T) {
 	t.Parallel()
 	conn := needRabbit(t)
