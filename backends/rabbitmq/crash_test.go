@@ -190,8 +190,10 @@ func TestRedriveKilledMidPlanResumesWithoutLoss(t *testing.T) {
 		t.Fatalf("%d messages lost, e.g. %v", len(missing), missing[:min(5, len(missing))])
 	}
 	dups := len(got) - len(distinct)
-	// At a kill, at most the chunk being published, the chunk being settled
-	// and the two queued between them can be unrecorded: 4 windows.
+	// At a kill, at most the chunk being published, the one queued, the one
+	// awaiting its confirms and the one being recorded can be published and
+	// not recorded as confirmed: 4 windows (inflightWindows, as the manual
+	// says).
 	if dups > kills*4*window {
 		t.Errorf("%d duplicates after %d kills: more than the messages that can be in flight (%d per kill)", dups, kills, 4*window)
 	}

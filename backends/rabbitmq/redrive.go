@@ -398,7 +398,7 @@ func (r *run) open(ctx context.Context) error {
 	r.x = Extractors{IdempotencyKey: r.p.Policy.IdempotencyKey, OrderingKey: r.p.Policy.OrderingKey}
 	r.origin = url.PathEscape(r.p.Vhost) + "/" + r.p.DLQ
 	r.seen, r.changed = map[string]bool{}, map[string]bool{}
-	r.inflight = make(chan chunk, 2)
+	r.inflight = make(chan chunk, toConfirm)
 	r.stop = make(chan string, 1)
 	if r.o.Rate > 0 {
 		r.pace = time.NewTicker(time.Second / time.Duration(r.o.Rate))
@@ -579,24 +579,99 @@ func (r *run) stopWith(why string) {
 	}
 }
 
-// settleInOrder is the second stage: it settles chunks in the order they
-// were published (confirms and returns, ledger, acks) until inflight is
-// closed, then reports its first error.
+// The settling stages. A chunk, once published, goes through three
+// goroutines in the order it was published: confirm (its publisher
+// confirms and returns), record (its outcome in the ledger) and finish (its
+// audit entry, then the acks of its DLQ copies). Each works on a different
+// chunk at once, so that the round trips of one chunk (PostgreSQL's commit,
+// the audit log's fsync and mirror, the acks) overlap the broker's confirms
+// of the next instead of adding to them: under load every round trip waits
+// to be scheduled, and in one stage their sum set the pace.
+//
+// The at-least-once window stays where it was: at most inflightWindows
+// chunks are published without their completion in the ledger (the one
+// being published, one queued for confirm, the one confirming, the one
+// being recorded), since the queue between confirm and record holds none.
+// A DLQ copy is still acked only after its confirm and its ledger row, and
+// after its chunk's audit entry.
+const (
+	// inflightWindows is how many publish windows can be published and not
+	// yet recorded as confirmed at any moment: what a kill can resend.
+	inflightWindows = 4
+	// toConfirm is the queue from publishing to confirm (one chunk).
+	toConfirm = inflightWindows - 3
+)
+
+// settling is a chunk whose confirms are in: what arrived, what did not.
+type settling struct {
+	chunk
+	ok        []bool
+	done      []LedgerEntry // one per item: confirmed or failed
+	failed    []Failure
+	nReturned int
+}
+
+// settleInOrder starts the settling stages over inflight (closed by the
+// reader when it ends) and reports their first error once all have ended.
 func (r *run) settleInOrder(ctx context.Context) <-chan error {
-	done := make(chan error, 1)
+	var mu sync.Mutex
+	var firstErr error
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+			r.stopWith("error: " + err.Error())
+		}
+		mu.Unlock()
+	}
+	failed := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return firstErr != nil
+	}
+	confirmed := make(chan settling) // unbuffered: see inflightWindows
+	recorded := make(chan settling, 2)
+	returned := map[string]string{}
 	go func() {
-		var firstErr error
-		returned := map[string]string{}
+		defer close(confirmed)
 		for ch := range r.inflight {
-			if firstErr != nil {
+			if failed() {
 				continue // drain; unacked messages return to the DLQ
 			}
-			firstErr = r.c.settleChunk(ctx, ch, returned, r.p, r.hash, r.l, &r.mu, &r.res, r.o, r.stopWith)
-			if firstErr != nil {
-				r.stopWith("error: " + firstErr.Error())
+			st, err := r.confirm(ctx, ch, returned)
+			if err != nil {
+				fail(err)
+				continue
+			}
+			confirmed <- st
+		}
+	}()
+	go func() {
+		defer close(recorded)
+		for st := range confirmed {
+			if failed() {
+				continue
+			}
+			if err := r.l.Record(ctx, st.done); err != nil {
+				fail(err)
+				continue
+			}
+			recorded <- st
+		}
+	}()
+	done := make(chan error, 1)
+	go func() {
+		for st := range recorded {
+			if failed() {
+				continue
+			}
+			if err := r.finish(ctx, st); err != nil {
+				fail(err)
 			}
 		}
+		mu.Lock()
 		done <- firstErr
+		mu.Unlock()
 	}()
 	return done
 }
@@ -877,14 +952,14 @@ func (c *Client) verifyDepth(ctx context.Context, dlq string, before backends.Qu
 	return v
 }
 
-// settleChunk waits for a chunk's confirms, collects returns, records the
-// outcome in the ledger and then acks the DLQ copies of what arrived.
-// returned holds the returns drained so far that belong to chunks not yet
-// settled: the publisher's returns queue holds those of every chunk in
-// flight, and a return read as this chunk's and dropped would let a later
-// chunk take its unroutable message for arrived (its DLQ copy acked: lost).
-func (c *Client) settleChunk(ctx context.Context, ch chunk, returned map[string]string, p redrive.QueuePlan, hash string, l *Ledger, mu *sync.Mutex, res *Result, o ExecOptions, stop func(string)) error {
-	ok := make([]bool, len(ch.items))
+// confirm waits for a chunk's confirms and collects its returns: what
+// arrived (ok) and the ledger entry of each item. returned holds the
+// returns drained so far that belong to later chunks (their publisher's
+// returns queue holds every return of the chunks in flight, and each
+// return precedes its confirm); only this stage touches it. A failure
+// stops the reading at once when the policy says to stop at the first.
+func (r *run) confirm(ctx context.Context, ch chunk, returned map[string]string) (settling, error) {
+	st := settling{chunk: ch, ok: make([]bool, len(ch.items))}
 	why := make([]string, len(ch.items))
 	for i, it := range ch.items {
 		if it.err != nil {
@@ -893,9 +968,9 @@ func (c *Client) settleChunk(ctx context.Context, ch chunk, returned map[string]
 		}
 		acked, err := it.dc.WaitContext(ctx)
 		if err != nil {
-			return err
+			return st, err
 		}
-		ok[i] = acked
+		st.ok[i] = acked
 		if !acked {
 			why[i] = "nacked by the broker (target full or refused)"
 			if r := ch.pub.closeReason(); r != "" {
@@ -903,78 +978,76 @@ func (c *Client) settleChunk(ctx context.Context, ch chunk, returned map[string]
 			}
 		}
 	}
-	// Every return precedes its confirm, so all of this chunk's are queued
-	// (and perhaps some of the next chunks').
 drain:
 	for {
 		select {
-		case r, open := <-ch.pub.returns:
+		case ret, open := <-ch.pub.returns:
 			if !open {
 				break drain // the channel closed: its returns are all in
 			}
-			returned[r.MessageId] = fmt.Sprintf("returned %d %s", r.ReplyCode, r.ReplyText)
+			returned[ret.MessageId] = fmt.Sprintf("returned %d %s", ret.ReplyCode, ret.ReplyText)
 		default:
 			break drain
 		}
 	}
-	var done []LedgerEntry
-	var failed []Failure
-	nReturned := 0
 	for i, it := range ch.items {
-		if r, bad := returned[it.rec.EventID]; bad {
+		if ret, bad := returned[it.rec.EventID]; bad {
 			delete(returned, it.rec.EventID)
-			nReturned++
-			if ok[i] {
-				ok[i], why[i] = false, r+" (unroutable: no queue bound for this routing key)"
+			st.nReturned++
+			if st.ok[i] {
+				st.ok[i], why[i] = false, ret+" (unroutable: no queue bound for this routing key)"
 			}
 		}
-		e := LedgerEntry{Plan: hash, EventID: it.rec.EventID, Vhost: p.Vhost, DLQ: p.DLQ, Exchange: it.rec.Exchange, RoutingKey: it.rec.RoutingKey, State: StateConfirmed}
-		if !ok[i] {
+		e := LedgerEntry{Plan: r.hash, EventID: it.rec.EventID, Vhost: r.p.Vhost, DLQ: r.p.DLQ, Exchange: it.rec.Exchange, RoutingKey: it.rec.RoutingKey, State: StateConfirmed}
+		if !st.ok[i] {
 			e.State, e.Detail = StateFailed, why[i]
-			failed = append(failed, Failure{EventID: it.rec.EventID, Exchange: it.rec.Exchange, RoutingKey: it.rec.RoutingKey, Error: why[i]})
+			st.failed = append(st.failed, Failure{EventID: it.rec.EventID, Exchange: it.rec.Exchange, RoutingKey: it.rec.RoutingKey, Error: why[i]})
 		}
-		done = append(done, e)
+		st.done = append(st.done, e)
 	}
-	if err := l.Record(ctx, done); err != nil {
-		return err
+	if len(st.failed) > 0 && r.o.StopOnFailure {
+		r.stopWith(fmt.Sprintf("stopped at the first failure (policy): %s", st.failed[0].Error))
 	}
-	if o.Settled != nil {
+	return st, nil
+}
+
+// finish audits a chunk whose outcome is in the ledger (Settled), then
+// acks the DLQ copies of what arrived and counts it.
+func (r *run) finish(ctx context.Context, st settling) error {
+	if r.o.Settled != nil {
 		var confirmed []LedgerEntry
-		for _, e := range done {
+		for _, e := range st.done {
 			if e.State == StateConfirmed {
 				confirmed = append(confirmed, e)
 			}
 		}
-		if err := o.Settled(ctx, confirmed, failed); err != nil {
+		if err := r.o.Settled(ctx, confirmed, st.failed); err != nil {
 			return err
 		}
 	}
 	sent, resent := 0, 0
-	for i, it := range ch.items {
-		if !ok[i] {
+	for i, it := range st.items {
+		if !st.ok[i] {
 			continue // held unacked: back to the DLQ in place at the end
 		}
 		// On the channel it arrived on (its segment's).
 		if err := it.d.Ack(false); err != nil {
-			return c.amqpErr(err)
+			return r.c.amqpErr(err)
 		}
 		sent++
 		if it.again {
 			resent++
 		}
 	}
-	mu.Lock()
-	res.Sent += sent
-	res.Resent += resent
-	res.Failed = append(res.Failed, failed...)
-	res.Returned += nReturned
-	snapshot := *res
-	mu.Unlock()
-	if o.Progress != nil {
-		o.Progress(snapshot)
-	}
-	if len(failed) > 0 && o.StopOnFailure {
-		stop(fmt.Sprintf("stopped at the first failure (policy): %s", failed[0].Error))
+	r.mu.Lock()
+	r.res.Sent += sent
+	r.res.Resent += resent
+	r.res.Failed = append(r.res.Failed, st.failed...)
+	r.res.Returned += st.nReturned
+	snapshot := r.res
+	r.mu.Unlock()
+	if r.o.Progress != nil {
+		r.o.Progress(snapshot)
 	}
 	return nil
 }

@@ -19,8 +19,9 @@ import (
 // 20,000-message plan executed in a child process killed with SIGKILL at
 // 100 random points spread over it, resumed each time. Nothing is lost, and
 // the duplicates (counted) stay within the documented at-least-once window:
-// at a kill, at most the messages in flight (4 publish windows) can have
-// been published without their confirm being recorded.
+// at a kill, at most the messages in flight (4 publish windows:
+// inflightWindows) can have been published without their confirm being
+// recorded.
 //
 // It runs when BERTH_TEST_SOAK=1 (.ci/run sets it):
 //
