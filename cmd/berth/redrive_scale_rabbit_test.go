@@ -154,18 +154,27 @@ func rabbitRedriveAtScale(t testing.TB, n int) rabbitScaleRun {
         query: select 1 from %s where idem = $1
 `, dsn, table)}.write(t)
 	planFile := filepath.Join(r.dir, "plan.json")
-	plan := r.run(t, "redrive", "plan", dlq, "--all", "--read", strconv.Itoa(n+1), "--rate", "1000000", "--batch-size", "500", "--out", planFile, "-o", "json")
+	// The plan browses one message a round trip, within 10 x --timeout:
+	// 100,000 of them took 113 s at load 14, past the default's 100 s, and
+	// the plan was written but not stored. 60 s leaves room on a busy
+	// machine; the figures are the same.
+	plan := r.run(t, "--timeout", "60s", "redrive", "plan", dlq, "--all", "--read", strconv.Itoa(n+1), "--rate", "1000000", "--batch-size", "500", "--out", planFile, "-o", "json")
 	if plan.code != 0 {
 		t.Fatalf("redrive plan: exit %d: %s", plan.code, plan.stderr)
 	}
 	var made struct {
-		Hash   string `json:"hash"`
-		Totals struct {
+		Hash      string `json:"hash"`
+		Stored    bool   `json:"stored"`
+		StoreNote string `json:"store_note"`
+		Totals    struct {
 			Selected, Included int
 		} `json:"totals"`
 	}
 	if err := json.Unmarshal([]byte(plan.stdout), &made); err != nil {
 		t.Fatal(err)
+	}
+	if !made.Stored {
+		t.Fatalf("redrive plan: the plan was not stored (%s), so execute cannot find it", made.StoreNote)
 	}
 	captured := len(rows)
 	if made.Totals.Selected != n || made.Totals.Included != n-captured {
