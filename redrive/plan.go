@@ -501,14 +501,9 @@ func (p Plan) Blocked() (bool, string) {
 	return false, ""
 }
 
-// ApplyVerdicts stores check results in the records (same order as cs).
-func (p *Plan) ApplyVerdicts(vs []Verdict) {
-	for i := range p.Records {
-		p.Records[i].Verdict = vs[i]
-	}
-}
-
-// Candidates returns the checks' inputs for every record, in order.
+// Candidates returns the checks' inputs for every record, in order: a
+// copy (about 200 bytes a record); the checks read a plan's records in
+// place, and write their verdicts there, through PlanRecords.
 func (p Plan) Candidates() []Candidate {
 	out := make([]Candidate, len(p.Records))
 	for i, r := range p.Records {
