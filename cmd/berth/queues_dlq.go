@@ -480,17 +480,18 @@ func (a *app) ledger(ctx context.Context) (*rabbitmq.Ledger, error) {
 	return rabbitmq.OpenLedger(ctx, dsn)
 }
 
-// rmqLoadPlan reads a plan file (and, with store, stores it so other
-// operators find it by hash, as approve and execute do for Kafka) or finds
-// one in the store by a hash prefix.
 // rmqOpenPlan opens the redrive store and loads the plan ref names (see
-// rmqLoadPlan); the caller closes the ledger when err is nil.
-func (a *app) rmqOpenPlan(ctx context.Context, ref string, store bool) (*rabbitmq.Ledger, redrive.QueuePlan, string, error) {
+// rmqLoadPlan); the caller closes the ledger when err is nil. With store,
+// a plan file is imported (actions.RabbitRedrive.ImportFile: checked
+// against the cluster, then stored so other operators find it by hash, as
+// approve and execute do for Kafka) over cl, or over a connection of its
+// own when cl is nil.
+func (a *app) rmqOpenPlan(ctx context.Context, ref string, store bool, cl *rabbitmq.Client) (*rabbitmq.Ledger, redrive.QueuePlan, string, error) {
 	l, err := a.ledger(ctx)
 	if err != nil {
 		return nil, redrive.QueuePlan{}, "", err
 	}
-	p, where, err := a.rmqLoadPlan(ctx, l, ref, store)
+	p, where, err := a.rmqLoadPlan(ctx, l, ref, store, cl)
 	if err != nil {
 		l.Close()
 		return nil, p, where, err
@@ -498,18 +499,28 @@ func (a *app) rmqOpenPlan(ctx context.Context, ref string, store bool) (*rabbitm
 	return l, p, where, nil
 }
 
-func (a *app) rmqLoadPlan(ctx context.Context, l *rabbitmq.Ledger, ref string, store bool) (redrive.QueuePlan, string, error) {
-	if st, err := os.Stat(ref); err == nil && !st.IsDir() {
-		p, err := rabbitmq.ReadPlan(ref)
+// rmqLoadPlan reads a plan file, imported into l with store (see
+// rmqOpenPlan; given cl without store, checked as an import but not
+// stored: a dry run), or finds one in the store by a hash prefix.
+func (a *app) rmqLoadPlan(ctx context.Context, l *rabbitmq.Ledger, ref string, store bool, cl *rabbitmq.Client) (redrive.QueuePlan, string, error) {
+	if isPlanFile(ref) {
+		raw, err := os.ReadFile(ref)
 		if err != nil {
+			return redrive.QueuePlan{}, ref, fmt.Errorf("plan %s: %w", ref, errors.Unwrap(err))
+		}
+		if !store && cl == nil {
+			// show and status: read, never stored.
+			p, err := actions.DecodeQueuePlanFile(ref, raw)
 			return p, ref, err
 		}
-		if store && !a.readOnly {
-			if err := l.PutPlan(ctx, p); err != nil {
-				return p, ref, err
+		if cl == nil {
+			if cl, err = a.rabbitClient(ctx); err != nil {
+				return redrive.QueuePlan{}, ref, err
 			}
+			defer cl.Close()
 		}
-		return p, ref, nil
+		p, err := a.rabbitRedrive().ImportFile(ctx, cl, l, ref, raw, store)
+		return p, ref, err
 	}
 	if !isHexPrefix(ref) {
 		return redrive.QueuePlan{}, "", notAPlanRef(ref)
@@ -825,7 +836,7 @@ func (a *app) rmqRedriveShow(cmd *cobra.Command, ref string) error {
 	}
 	ctx, cancel := a.opCtx(cmd.Context())
 	defer cancel()
-	l, p, where, err := a.rmqOpenPlan(ctx, ref, false)
+	l, p, where, err := a.rmqOpenPlan(ctx, ref, false, nil)
 	if err != nil {
 		return err
 	}
@@ -855,7 +866,7 @@ func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, audit
 	}
 	ctx, cancel := a.opCtx(cmd.Context())
 	defer cancel()
-	l, p, _, err := a.rmqOpenPlan(ctx, ref, true)
+	l, p, _, err := a.rmqOpenPlan(ctx, ref, true, nil)
 	if err != nil {
 		return err
 	}
@@ -930,7 +941,16 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 	defer stop()
 	setup, cancel := a.opCtx(sigCtx)
 	defer cancel()
-	l, p, _, err := a.rmqOpenPlan(setup, ref, true)
+	dctx, dcancel := a.opCtx(sigCtx)
+	cl, err := a.rabbitClient(dctx)
+	dcancel()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	// A dry run stores nothing, as on Kafka: a plan file is stored once it
+	// is to be sent.
+	l, p, _, err := a.rmqOpenPlan(setup, ref, yes, cl)
 	if errors.Is(err, rabbitmq.ErrPlanEdited) {
 		refusal := actions.Refuse(actions.ErrPlanEdited, "%v", err)
 		_ = a.rabbitRedrive().Audit(setup, auditFile, "redrive.refused", ref, map[string]any{"plan": ref, "reason": refusal.Error()})
@@ -942,13 +962,6 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 	defer l.Close()
 	hash := p.Hash()
 	rr := a.rabbitRedrive()
-	dctx, dcancel := a.opCtx(sigCtx)
-	cl, err := a.rabbitClient(dctx)
-	dcancel()
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
 	// A dry run reads the plan's messages again to show what every check
 	// says of them now; a run checks each message as it consumes it.
 	var dec approval.Decision
@@ -979,6 +992,9 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 		fmt.Fprintf(a.stderr, "dry run: plan %s would redrive %d message(s) from %s (selected %d, excluded %d, skipped now %d)\n",
 			shortHash(hash), totals.Included-len(skip), sanitize.Text(p.DLQ), totals.Selected, totals.Excluded, len(skip))
 		if err := confirmPlanHash(os.Stdin, a.stderr, "send", hash, "nothing sent"); err != nil {
+			return err
+		}
+		if _, _, err := a.rmqLoadPlan(setup, l, ref, true, cl); err != nil {
 			return err
 		}
 	}
@@ -1071,7 +1087,7 @@ func (a *app) rmqRedriveStatus(cmd *cobra.Command, args []string) error {
 	defer l.Close()
 	var plans []redrive.QueuePlan
 	if len(args) == 1 {
-		p, _, err := a.rmqLoadPlan(ctx, l, args[0], false)
+		p, _, err := a.rmqLoadPlan(ctx, l, args[0], false, nil)
 		if err != nil {
 			return err
 		}

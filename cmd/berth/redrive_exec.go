@@ -43,6 +43,8 @@ type redriveSession struct {
 	cluster *kafka.Cluster
 	store   *kafka.PlanStore
 	planner *actions.Planner
+	// readOnly is the context's: a plan file is then checked, never stored.
+	readOnly bool
 }
 
 func (a *app) redriveSession(ctx context.Context) (*redriveSession, error) {
@@ -51,7 +53,7 @@ func (a *app) redriveSession(ctx context.Context) (*redriveSession, error) {
 		return nil, err
 	}
 	k := kafka.NewCluster(cl)
-	return &redriveSession{cl: cl, cluster: k, store: kafka.NewPlanStore(cl), planner: actions.NewPlanner(k, a.redriveConfig())}, nil
+	return &redriveSession{cl: cl, cluster: k, store: kafka.NewPlanStore(cl), planner: actions.NewPlanner(k, a.redriveConfig()), readOnly: a.readOnly}, nil
 }
 
 func (s *redriveSession) Close() { s.cl.Close() }
@@ -112,35 +114,23 @@ func isPlanFile(ref string) bool {
 }
 
 // readPlan is loadPlan that stores a plan file only when store is set (a
-// dry run writes nothing).
+// dry run writes nothing). What a plan file must be to be stored (its hash,
+// its backend, this cluster) is actions.KafkaRedrive.ImportFile's to say.
 func (s *redriveSession) readPlan(ctx context.Context, ref string, store bool) (redrive.File, error) {
 	if isPlanFile(ref) {
-		f, rerr, err := readPlanFile(ref)
-		if rerr != nil {
-			return redrive.File{}, rerr
-		}
-		if errors.Is(err, redrive.ErrHashMismatch) {
-			return redrive.File{}, fmt.Errorf("%s: %w", ref, errPlanEdited)
-		}
-		if err != nil {
-			return redrive.File{}, fmt.Errorf("%s: %w: %v", ref, actions.ErrPlanMalformed, err)
-		}
-		// Another cluster's plan is not stored here.
-		info, err := s.cluster.Describe(ctx)
+		fh, err := os.Open(ref)
 		if err != nil {
 			return redrive.File{}, err
 		}
-		if info.ID != f.Plan.Cluster {
-			return redrive.File{}, actions.Refuse(actions.ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q: a plan runs only where it was made; nothing stored or sent", shortHash(f.Hash), f.Plan.Cluster, info.ID)
+		defer fh.Close()
+		// A read error is said as it is, not as a malformed plan.
+		r := &firstReadError{r: fh}
+		k := &actions.KafkaRedrive{Planner: s.planner, Store: s.store, ReadOnly: s.readOnly}
+		f, err := k.ImportFile(ctx, ref, r, store)
+		if r.err != nil {
+			return redrive.File{}, r.err
 		}
-		if !store {
-			return f, nil
-		}
-		// Signatures already in the store are kept; the file's are added.
-		if err := s.store.PutPlan(ctx, f); err != nil {
-			return redrive.File{}, err
-		}
-		return s.store.Plan(ctx, f.Hash)
+		return f, err
 	}
 	if !isHexPrefix(ref) {
 		return redrive.File{}, notAPlanRef(ref)

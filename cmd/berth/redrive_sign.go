@@ -56,7 +56,7 @@ approved it (two-person rule). Audited as redrive.plan.signed.`,
 			defer cancel()
 			var out signOutput
 			if a.isRabbit() {
-				l, p, _, err := a.rmqOpenPlan(ctx, args[0], true)
+				l, p, _, err := a.rmqOpenPlan(ctx, args[0], true, nil)
 				if err != nil {
 					return err
 				}

@@ -742,9 +742,12 @@ func (c PlannerConsole) Plan(ctx context.Context, req PlanRequest) (redrive.File
 	return c.P.Plan(ctx, req)
 }
 
-// Store puts a plan in the cluster's plan store.
+// Store puts a plan in the cluster's plan store, through the same import
+// as a plan file given to `berth redrive approve|execute` (its hash, this
+// cluster).
 func (c PlannerConsole) Store(ctx context.Context, f redrive.File) error {
-	return c.P.Store.PutPlan(ctx, f)
+	_, err := (&KafkaRedrive{Planner: c.P, Store: c.P.Store}).Import(ctx, f)
+	return err
 }
 
 // Plans lists the stored plans.

@@ -1,0 +1,107 @@
+package actions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/berth-dev/berth/backends/rabbitmq"
+	"github.com/berth-dev/berth/redrive"
+)
+
+// Importing a plan file: `berth redrive approve|sign|execute FILE` store the
+// file's plan so approvers at other terminals find it by hash, and the
+// console stores the plans it makes. Both backends take the same steps, in
+// this order, here and nowhere else: the content must hash to the file's
+// hash (an edit is ErrPlanEdited), the plan must be this backend's (else
+// ErrPlanMalformed), and it must have been made on this cluster (else
+// ErrClusterMismatch, nothing stored or sent); only then is it stored, once.
+// A read-only context stores nothing: the action that follows refuses, or
+// is a dry run.
+
+// clusterRefusal is the one refusal of another cluster's plan file, on both
+// backends.
+func clusterRefusal(hash, made, here string) error {
+	return Refuse(ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q: a plan runs only where it was made; nothing stored or sent", short(hash), made, here)
+}
+
+// ImportFile reads a Kafka plan file (from r, named name in messages), checks
+// it and, with store, puts it in the cluster's plan store: signatures
+// already stored are kept and the file's added, and the plan is returned
+// as stored (with all of them). Without store (a dry run, a verification)
+// it is checked the same way and nothing is written.
+func (k *KafkaRedrive) ImportFile(ctx context.Context, name string, r io.Reader, store bool) (redrive.File, error) {
+	// Decoded a row at a time: a million-record file is never held whole.
+	f, err := redrive.DecodeFileFrom(r)
+	if errors.Is(err, redrive.ErrHashMismatch) {
+		return redrive.File{}, fmt.Errorf("%s: %w", name, ErrPlanEdited)
+	}
+	if err != nil {
+		// A RabbitMQ plan says so here ("a rabbitmq plan is not a Kafka
+		// plan").
+		return redrive.File{}, fmt.Errorf("%s: %w: %v", name, ErrPlanMalformed, err)
+	}
+	// DecodeFile checked the hash: not hashed again (a 1,000,000-record
+	// plan is not re-encoded to be stored).
+	return k.importChecked(ctx, f, store)
+}
+
+// Import checks a plan held in memory (the console's, just made) as
+// ImportFile checks a file, and stores it.
+func (k *KafkaRedrive) Import(ctx context.Context, f redrive.File) (redrive.File, error) {
+	if f.Plan.Hash() != f.Hash {
+		return redrive.File{}, Refuse(ErrPlanEdited, "plan %s: %v", short(f.Hash), ErrPlanEdited)
+	}
+	return k.importChecked(ctx, f, true)
+}
+
+func (k *KafkaRedrive) importChecked(ctx context.Context, f redrive.File, store bool) (redrive.File, error) {
+	id, err := k.Identity(ctx)
+	if err != nil {
+		return redrive.File{}, err
+	}
+	if id != f.Plan.Cluster {
+		return redrive.File{}, clusterRefusal(f.Hash, f.Plan.Cluster, id)
+	}
+	if !store || k.ReadOnly {
+		return f, nil
+	}
+	if err := k.Store.PutPlan(ctx, f); err != nil {
+		return redrive.File{}, err
+	}
+	return k.Store.Plan(ctx, f.Hash)
+}
+
+// ImportFile reads a RabbitMQ plan file (raw, named name in messages) as
+// KafkaRedrive.ImportFile does: the hash (rabbitmq.ErrPlanEdited, in the
+// words RabbitMQ users see: "plan FILE: content does not match its hash"),
+// the backend, then the cluster cl is attached to; with store (and not
+// read-only) it is put in the redrive store l. A RabbitMQ plan's
+// signatures live in the store, never in the file.
+func (r *RabbitRedrive) ImportFile(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledger, name string, raw []byte, store bool) (redrive.QueuePlan, error) {
+	p, err := DecodeQueuePlanFile(name, raw)
+	if err != nil {
+		return p, err
+	}
+	if here := cl.ClusterName(); here != p.Cluster {
+		return redrive.QueuePlan{}, clusterRefusal(p.Hash(), p.Cluster, here)
+	}
+	if store && !r.ReadOnly {
+		if err := l.PutPlan(ctx, p); err != nil {
+			return redrive.QueuePlan{}, err
+		}
+	}
+	return p, nil
+}
+
+// DecodeQueuePlanFile checks a RabbitMQ plan file's hash and backend without
+// asking any server: what `redrive show` and `status` read of a file, which
+// they never store.
+func DecodeQueuePlanFile(name string, raw []byte) (redrive.QueuePlan, error) {
+	p, err := redrive.DecodeQueuePlan(raw)
+	if err != nil {
+		return redrive.QueuePlan{}, fmt.Errorf("plan %s: %w", name, err)
+	}
+	return p, nil
+}
