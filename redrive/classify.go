@@ -284,6 +284,10 @@ func Classify(recs []Parsed, rules Rules) []Class {
 	return b.classes()
 }
 
+// JudgeParsed is p's class with the rules' verdict on p's failure, as Classify
+// judges a class on its first record.
+func (rs Rules) JudgeParsed(p Parsed) Class { return judged(p, rs) }
+
 // judged is p's class with the rules' verdict on p's failure.
 func judged(p Parsed, rules Rules) Class {
 	cl := ClassOf(p.OriginalTopic(), p.Diag.ExceptionName(), Normalise(p.Diag.Message))

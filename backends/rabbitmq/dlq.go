@@ -155,6 +155,15 @@ func ClassOf(m Message) redrive.Class {
 	return redrive.ClassOf(m.Death.OriginalQueue(), m.Death.Reason(), redrive.Normalise(m.ErrorHeader))
 }
 
+// JudgeClass is m's class with the rules' verdict on its death reason and
+// error header, as a tally judges a class on its first message.
+func JudgeClass(m Message, rules redrive.Rules) redrive.Class {
+	cl := ClassOf(m)
+	cl.Verdict, cl.Rule = rules.Judge(m.Death.Reason(), m.ErrorHeader)
+	cl.Transient = cl.Verdict == redrive.VerdictTransient
+	return cl
+}
+
 // Classes groups messages into failure classes, largest first. Seen times
 // are death times (the most recent death of each message).
 func Classes(msgs []Message, rules redrive.Rules) []redrive.Class {
@@ -193,9 +202,7 @@ func NewClassTally(rules redrive.Rules) *ClassTally {
 func (t *ClassTally) Add(m Message) {
 	c, ok := t.by[m.Class]
 	if !ok {
-		cl := ClassOf(m)
-		cl.Verdict, cl.Rule = t.rules.Judge(m.Death.Reason(), m.ErrorHeader)
-		cl.Transient = cl.Verdict == redrive.VerdictTransient
+		cl := JudgeClass(m, t.rules)
 		c = &cl
 		t.by[m.Class] = c
 	}

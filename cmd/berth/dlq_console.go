@@ -57,14 +57,17 @@ func (s consoleRedrive) PlanStatus(ctx context.Context, hash string, readOnly bo
 	// The page shows each record's event id and class: derived from the
 	// record now, as `berth redrive show` derives them (a stored plan
 	// holds only locations, digests, targets and verdicts).
-	if _, _, err := s.actions("", readOnly, "").Derive(ctx, &f); err != nil {
+	review, err := s.actions("", readOnly, "").DeriveReview(ctx, &f)
+	if err != nil {
 		return tuidlq.PlanStatus{}, err
 	}
 	done, err := s.redriven(ctx)
 	if err != nil {
 		return tuidlq.PlanStatus{}, err
 	}
-	return s.statusOf(f, done[f.Hash], readOnly), nil
+	st := s.statusOf(f, done[f.Hash], readOnly)
+	st.Warnings = review.Warnings
+	return st, nil
 }
 
 // redriven counts the ledger's redriven entries per plan.

@@ -160,7 +160,7 @@ func (s *consoleQueues) Plan(ctx context.Context, req tuidlq.QueuePlanRequest) (
 	defer l.Close()
 	sel := redrive.QueueSelection{Classes: req.Classes, EventIDs: req.EventIDs}
 	rr := a.rabbitRedrive()
-	p, res, err := rr.MakePlan(ctx, s.cl, l, actions.RabbitPlanInput{DLQ: req.DLQ, Sel: sel, Read: rabbitDefaultRead, Accept: req.Accept,
+	p, res, warnings, err := rr.PlanReviewed(ctx, s.cl, l, actions.RabbitPlanInput{DLQ: req.DLQ, Sel: sel, Read: rabbitDefaultRead, Accept: req.Accept,
 		AllowHazards: req.AllowHazards, Rate: actions.DefaultRate, Window: 500, Author: audit.CurrentUser()})
 	var ref *rabbitmq.RefusedError
 	if errors.As(err, &ref) {
@@ -174,6 +174,7 @@ func (s *consoleQueues) Plan(ctx context.Context, req tuidlq.QueuePlanRequest) (
 		return tuidlq.QueuePlan{}, err
 	}
 	sum.Review = rabbitReviewOf(actions.SummariseRabbit(p, nil, nil), p.Cluster)
+	sum.Warnings = warnings
 	out := queuePlanView(p, sum)
 	out.Notes = append([]string{fmt.Sprintf("read %d message(s) by %s", res.Read, res.Method)}, n.lines()...)
 	for _, e := range res.SideEffects {
@@ -188,7 +189,7 @@ func queuePlanView(p redrive.QueuePlan, sum qPlanSummary) tuidlq.QueuePlan {
 		Totals: p.Totals()}
 	v.Blocked, v.BlockedReason = p.Blocked()
 	if r := sum.Review; r != nil {
-		v.Review = tuidlq.QueueReview{Targets: r.Targets, Keys: r.Keys, Changed: r.Changed, Gone: r.Gone, Derived: true}
+		v.Review = tuidlq.QueueReview{Targets: r.Targets, Keys: r.Keys, Changed: r.Changed, Gone: r.Gone, Derived: true, Warnings: sum.Warnings}
 	}
 	for _, r := range p.Records {
 		v.Records = append(v.Records, tuidlq.QueuePlanRecord{Position: r.Position, EventID: r.EventID, Class: r.Class, OriginalQueue: r.OriginalQueue,
@@ -237,7 +238,7 @@ func (s *consoleQueues) PlanStatus(ctx context.Context, hash string, readOnly bo
 	}
 	st := s.status(ctx, a, l, p, true)
 	if review != nil {
-		st.Plan.Review = tuidlq.QueueReview{Targets: review.Targets, Keys: review.Keys, Changed: review.Changed, Gone: review.Gone, Derived: true}
+		st.Plan.Review = tuidlq.QueueReview{Targets: review.Targets, Keys: review.Keys, Changed: review.Changed, Gone: review.Gone, Derived: true, Warnings: review.Warnings}
 	}
 	return st, nil
 }

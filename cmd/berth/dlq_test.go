@@ -204,6 +204,7 @@ type planJSON struct {
 	BlockedReason string                 `json:"blocked_reason"`
 	CreatedAt     time.Time              `json:"created_at"`
 	Policy        redrive.PolicySnapshot `json:"policy"`
+	Warnings      []string               `json:"warnings"`
 	Records       []struct {
 		Partition   int32  `json:"partition"`
 		Offset      int64  `json:"offset"`

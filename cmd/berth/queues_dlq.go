@@ -558,6 +558,18 @@ type qPlanReview struct {
 	// Complete is false when the DLQ holds more than was read: a message
 	// not found may lie past it.
 	Complete bool `json:"complete"`
+	// Warnings (sanitised) go to the summary's top-level warnings
+	// (setReview), as on Kafka.
+	Warnings []string `json:"-"`
+}
+
+// setReview sets a plan summary's review and the warnings derived with it
+// (none when the messages were not read).
+func (s *qPlanSummary) setReview(r *qPlanReview) {
+	s.Review = r
+	if r != nil {
+		s.Warnings = r.Warnings
+	}
 }
 
 func rabbitReviewOf(s actions.RabbitSummary, cluster string) *qPlanReview {
@@ -597,7 +609,7 @@ func (a *app) rmqDeriveWith(ctx context.Context, cl *rabbitmq.Client, p *redrive
 	if name := cl.ClusterName(); name != p.Cluster {
 		return nil, actions.Refuse(actions.ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q: show it attached to its own cluster", shortHash(p.Hash()), p.Cluster, name)
 	}
-	changed, gone, complete, err := a.rabbitRedrive().Derive(ctx, cl, p, false)
+	changed, gone, complete, warnings, err := a.rabbitRedrive().DeriveReview(ctx, cl, p, false)
 	var refused *rabbitmq.RefusedError
 	if errors.As(err, &refused) {
 		fmt.Fprintf(a.stderr, "note: the review is not derived from the messages: %s\n", sanitize.Text(refused.Why))
@@ -607,7 +619,7 @@ func (a *app) rmqDeriveWith(ctx context.Context, cl *rabbitmq.Client, p *redrive
 		return nil, err
 	}
 	r := rabbitReviewOf(actions.SummariseRabbit(*p, changed, gone), p.Cluster)
-	r.Complete = complete
+	r.Complete, r.Warnings = complete, warningsOf(warnings)
 	return r, nil
 }
 
@@ -629,7 +641,7 @@ type qPlanRow struct {
 func (a *app) rmqPlanSummary(ctx context.Context, l *rabbitmq.Ledger, p redrive.QueuePlan) qPlanSummary {
 	s := qPlanSummary{Hash: p.Hash(), DLQ: sanitize.Text(p.DLQ), Vhost: sanitize.Text(p.Vhost), QueueType: p.QueueType,
 		Totals: p.Totals(), Records: []qPlanRow{},
-		planFacts: planFacts{Target: p.Target, Author: sanitize.Text(p.Author), CreatedAt: p.CreatedAt, Policy: p.Policy, Approvals: []string{}}}
+		planFacts: planFacts{Target: p.Target, Author: sanitize.Text(p.Author), CreatedAt: p.CreatedAt, Policy: p.Policy, Approvals: []string{}, Warnings: []string{}}}
 	if l != nil {
 		if au, aps, err := l.Signatures(ctx, s.Hash); err == nil {
 			if au != nil {
@@ -706,6 +718,7 @@ func writeQPlan(w io.Writer, s qPlanSummary) {
 			fmt.Fprintln(w, "note: the DLQ holds more messages than were read; a message not found may lie past them")
 		}
 	}
+	writeWarnings(w, s.Warnings)
 }
 
 // rmqPlanOptions are the RabbitMQ-only selectors and settings of
@@ -788,7 +801,7 @@ func (a *app) rmqRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 		return err
 	}
 	rr := a.rabbitRedrive()
-	p, res, err := rr.MakePlan(ctx, cl, l, actions.RabbitPlanInput{DLQ: dlq, Sel: sel, Read: read, QueueType: ro.browse.typ, Accept: ro.browse.accept,
+	p, res, warnings, err := rr.PlanReviewed(ctx, cl, l, actions.RabbitPlanInput{DLQ: dlq, Sel: sel, Read: read, QueueType: ro.browse.typ, Accept: ro.browse.accept,
 		AllowHazards: o.allowHazards, Rate: o.rate, Window: window, ToQueue: ro.toQueue, Author: audit.CurrentUser()})
 	if res.Method != "" {
 		a.browseNotes(res)
@@ -816,6 +829,7 @@ func (a *app) rmqRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 		return err
 	}
 	sum.Review = rabbitReviewOf(actions.SummariseRabbit(p, nil, nil), p.Cluster)
+	sum.Warnings = warningsOf(warnings)
 	if f == output.JSON {
 		if err := output.WriteJSON(a.stdout, sum); err != nil {
 			return err
@@ -846,7 +860,8 @@ func (a *app) rmqRedriveShow(cmd *cobra.Command, ref string) error {
 		return err
 	}
 	sum := a.rmqPlanSummary(ctx, l, p)
-	sum.File, sum.Review = where, review
+	sum.File = where
+	sum.setReview(review)
 	if _, err := l.Plan(ctx, sum.Hash); err == nil {
 		sum.Stored = true
 	}
@@ -891,6 +906,7 @@ func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, audit
 			return err
 		}
 	}
+	warnings := []string{}
 	if !yes && isTerminal(os.Stdin) && isTerminal(a.stderr) {
 		// On a terminal the approver sees what they sign (each message's
 		// target and verdict, the totals) and types the hash's first 8
@@ -900,11 +916,18 @@ func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, audit
 			return err
 		}
 		sum := a.rmqPlanSummary(ctx, l, p)
-		sum.Review = review
+		sum.setReview(review)
 		writeQPlan(a.stderr, sum)
 		if err := confirmPlanHash(os.Stdin, a.stderr, "approve", hash, "nothing signed"); err != nil {
 			return err
 		}
+		warnings = sum.Warnings
+	} else if review, err := a.rmqDerive(ctx, &p); err == nil && review != nil {
+		// No review shown: the warnings derived from the messages are
+		// still said. (A plan of another cluster is for Approve to judge.)
+		warnings = review.Warnings
+	} else if err != nil && !errors.Is(err, actions.ErrClusterMismatch) {
+		return err
 	}
 	principal, dec, n, err := a.rabbitRedrive().Approve(ctx, l, p, sig, auditFile)
 	if err != nil {
@@ -912,8 +935,9 @@ func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, audit
 	}
 	if f == output.JSON {
 		return output.WriteJSON(a.stdout, map[string]any{"plan": hash, "dlq": p.DLQ, "signer": principal, "fingerprint": sig.Fingerprint, "decision": dec,
-			"summary": map[string]any{"totals": p.Totals(), "policy": p.Policy, "author": p.Author, "created_at": p.CreatedAt, "required": n}})
+			"summary": map[string]any{"totals": p.Totals(), "policy": p.Policy, "author": p.Author, "created_at": p.CreatedAt, "required": n}, "warnings": warnings})
 	}
+	writeWarnings(a.stdout, warnings)
 	state := "not yet approved: " + dec.Reason
 	if dec.Approved {
 		state = "approved by " + strings.Join(dec.Approvers, ", ")
@@ -1115,7 +1139,8 @@ func (a *app) rmqRedriveStatus(cmd *cobra.Command, args []string) error {
 			return err
 		}
 		sum = a.rmqPlanSummary(ctx, l, p)
-		sum.Review, sum.Stored = review, true
+		sum.setReview(review)
+		sum.Stored = true
 	}
 	if f == output.JSON {
 		if len(args) == 1 {

@@ -257,6 +257,27 @@ type planFacts struct {
 	BlockedReason string                 `json:"blocked_reason,omitempty"`
 	CreatedAt     time.Time              `json:"created_at"`
 	Policy        redrive.PolicySnapshot `json:"policy"`
+	// Warnings name each permanent class the plan includes, judged from
+	// the records read (actions: warnings.go); empty when none, or when the
+	// records were not read.
+	Warnings []string `json:"warnings"`
+}
+
+// warningsOf is a review's warnings sanitised for output (they quote the
+// records' exception messages).
+func warningsOf(ws []string) []string {
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = sanitize.Text(w)
+	}
+	return out
+}
+
+// writeWarnings writes a plan's warnings as text, one line each.
+func writeWarnings(w io.Writer, ws []string) {
+	for _, x := range ws {
+		fmt.Fprintf(w, "WARNING: %s\n", x)
+	}
 }
 
 type redrivePlanRow struct {
@@ -286,7 +307,7 @@ func planHeadOf(f redrive.File) redrivePlanSummary {
 	s := redrivePlanSummary{
 		Hash: f.Hash, DLQ: sanitize.Text(f.Plan.DLQ), Totals: f.Plan.Totals(), Records: []redrivePlanRow{},
 		planFacts: planFacts{Target: sanitize.Text(f.Plan.Target), Author: sanitize.Text(f.Plan.Author),
-			CreatedAt: f.Plan.CreatedAt, Policy: f.Plan.Policy, Approvals: []string{}},
+			CreatedAt: f.Plan.CreatedAt, Policy: f.Plan.Policy, Approvals: []string{}, Warnings: []string{}},
 	}
 	if s.Target == "" {
 		s.Target = "(original topics)"
@@ -412,7 +433,7 @@ func (a *app) runRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 	defer closeFn()
 	p.ScanLimit = o.scanLimit
 	p.Progress = scanProgressPrinter(a.stderr)
-	file, err := p.Plan(ctx, req)
+	file, review, err := p.PlanReviewed(ctx, req)
 	if err != nil {
 		if errors.Is(err, actions.ErrBadRequest) {
 			return usageErr("%v", err)
@@ -432,8 +453,9 @@ func (a *app) runRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 	}
 	sum := planHeadOf(file)
 	sum.File = o.out
-	sum.Review = reviewOf(actions.Summarise(file.Plan, nil, nil))
+	sum.Review = reviewOf(review)
 	sum.Review.Cluster = sanitize.Text(file.Plan.Cluster)
+	sum.Warnings = warningsOf(review.Warnings)
 	if a.readOnly {
 		sum.StoreNote = "read-only context: the plan was written to the file only"
 	} else if err := p.Store.PutPlan(ctx, file); err != nil {
@@ -547,6 +569,7 @@ func writePlanText(w io.Writer, s redrivePlanSummary) {
 	if r := s.Review; r != nil {
 		writeReviewText(w, r)
 	}
+	writeWarnings(w, s.Warnings)
 }
 
 // reviewKeysShown bounds the keys printed as text; -o json has them all.
@@ -641,15 +664,16 @@ JSON: as berth redrive plan, plus approvals (signers' key fingerprints).`,
 				// the same coordinates says nothing about them.
 				return actions.Refuse(actions.ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q: show it attached to its own cluster", shortHash(file.Hash), file.Plan.Cluster, id)
 			}
-			changed, gone, err := k.Derive(ctx, &file)
+			review, err := k.DeriveReview(ctx, &file)
 			if err != nil {
 				return err
 			}
 			sum := planHeadOf(file)
 			sum.File = where
 			sum.Stored = where == ""
-			sum.Review = reviewOf(actions.Summarise(file.Plan, changed, gone))
+			sum.Review = reviewOf(review)
 			sum.Review.Cluster = sanitize.Text(file.Plan.Cluster)
+			sum.Warnings = warningsOf(review.Warnings)
 			if f == output.JSON {
 				return writePlanJSON(a.stdout, sum, file.Plan.Records)
 			}

@@ -169,6 +169,9 @@ type approveOutput struct {
 	Key      string            `json:"fingerprint"`
 	Decision approval.Decision `json:"decision"`
 	Summary  planSummary       `json:"summary"`
+	// Warnings are the review's (planFacts.Warnings), derived from the
+	// records as they are now.
+	Warnings []string `json:"warnings"`
 }
 
 // planSummary is what an approver is signing: counts by verdict and by
@@ -255,23 +258,32 @@ and given with --signature. The author's own key never counts.`,
 				}
 			}
 			k := a.kafkaRedrive(s, auditFile, "")
+			var warnings []string
 			if !yes {
 				// What is signed is what the records say now: re-read and
 				// derived, never the plan's word for it.
-				if err := a.confirmReview(ctx, k, &pf, "approve"); err != nil {
+				if warnings, err = a.confirmReview(ctx, k, &pf, "approve"); err != nil {
 					return err
 				}
 			}
+			if warnings == nil {
+				// No review shown: the warnings are still said.
+				if warnings, err = k.Warnings(ctx, pf); err != nil {
+					return err
+				}
+			}
+			warnings = warningsOf(warnings)
 			res, err := k.Approve(ctx, pf, sig)
 			if err != nil {
 				return err
 			}
 			principal, dec := res.Principal, res.Decision
-			out := approveOutput{Plan: pf.Hash, DLQ: pf.Plan.DLQ, Signer: principal, Key: sig.Fingerprint, Decision: dec, Summary: summaryOf(pf)}
+			out := approveOutput{Plan: pf.Hash, DLQ: pf.Plan.DLQ, Signer: principal, Key: sig.Fingerprint, Decision: dec, Summary: summaryOf(pf), Warnings: warnings}
 			if f == output.JSON {
 				return output.WriteJSON(a.stdout, out)
 			}
 			writeSummary(a.stdout, pf)
+			writeWarnings(a.stdout, warnings)
 			state := "not yet approved: " + dec.Reason
 			if dec.Approved {
 				state = "approved by " + strings.Join(dec.Approvers, ", ")
@@ -684,24 +696,26 @@ func fingerprint(s interface{ PublicKey() ssh.PublicKey }) string {
 // confirmReview re-reads a plan's records, derives what a reviewer sees
 // from them (targets, idempotency keys, classes) and, on a terminal, shows
 // it and asks for the first 8 hex digits of the plan hash before going on.
-// Without a terminal it goes on (scripts pass --key or --signature).
-func (a *app) confirmReview(ctx context.Context, k *actions.KafkaRedrive, pf *redrive.File, verb string) error {
+// Without a terminal it goes on (scripts pass --key or --signature) and
+// returns nil warnings: none were derived.
+func (a *app) confirmReview(ctx context.Context, k *actions.KafkaRedrive, pf *redrive.File, verb string) ([]string, error) {
 	if !isTerminal(os.Stdin) || !isTerminal(a.stderr) {
-		return nil
+		return nil, nil
 	}
-	changed, gone, err := k.Derive(ctx, pf)
+	review, err := k.DeriveReview(ctx, pf)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sum := planSummaryOf(*pf)
-	sum.Review = reviewOf(actions.Summarise(pf.Plan, changed, gone))
+	sum.Review = reviewOf(review)
+	sum.Warnings = warningsOf(review.Warnings)
 	writePlanText(a.stderr, sum)
 	fmt.Fprintf(a.stderr, "\nto %s plan %s, type the first 8 hex digits of its hash: ", verb, shortHash(pf.Hash))
 	line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
 	if strings.TrimSpace(line) != pf.Hash[:8] {
-		return actions.Refuse(actions.ErrNotConfirmed, "not confirmed: nothing signed")
+		return nil, actions.Refuse(actions.ErrNotConfirmed, "not confirmed: nothing signed")
 	}
-	return nil
+	return review.Warnings, nil
 }
 
 // dryRunOutput is what `redrive execute` without --yes prints.

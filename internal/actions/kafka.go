@@ -270,6 +270,12 @@ func (l *lazyTransport) Close() error {
 // The records are read a chunk at a time and dropped once derived: memory
 // follows the plan's derived fields, not the records' content.
 func (k *KafkaRedrive) Derive(ctx context.Context, f *redrive.File) (changed, gone []redrive.Coord, err error) {
+	return k.derive(ctx, f, nil)
+}
+
+// derive is Derive showing j (when not nil) the first record of each class
+// among the records found unchanged.
+func (k *KafkaRedrive) derive(ctx context.Context, f *redrive.File, j *classJudge) (changed, gone []redrive.Coord, err error) {
 	x, err := redrive.ExtractorsOf(f.Plan.Policy)
 	if err != nil {
 		return nil, nil, err
@@ -299,6 +305,9 @@ func (k *KafkaRedrive) Derive(ctx context.Context, f *redrive.File) (changed, go
 		changed, gone = append(changed, c...), append(gone, g...)
 		for i := range part.Records {
 			r := &part.Records[i]
+			if rec, ok := byCoord[r.Coord()]; ok && j.new(r.Class) && rec.Digest() == r.Digest {
+				j.kafka(redrive.ParseRecord(rec, x))
+			}
 			intern(&r.Class)
 			intern(&r.Origin.Topic)
 		}
@@ -315,6 +324,9 @@ type Summary struct {
 	Keys    []string        `json:"idempotency_keys"`
 	Changed []redrive.Coord `json:"changed"`
 	Gone    []redrive.Coord `json:"gone"`
+	// Warnings name the permanent classes the plan includes (warnings.go);
+	// empty unless the records were read to make or review it.
+	Warnings []string `json:"warnings"`
 }
 
 // TargetCount is how many records go to one target.
@@ -326,7 +338,7 @@ type TargetCount struct {
 
 // Summarise counts a (derived) plan per target and lists its keys.
 func Summarise(p redrive.Plan, changed, gone []redrive.Coord) Summary {
-	s := Summary{Targets: []TargetCount{}, Keys: []string{}, Changed: changed, Gone: gone}
+	s := Summary{Targets: []TargetCount{}, Keys: []string{}, Changed: changed, Gone: gone, Warnings: []string{}}
 	if s.Changed == nil {
 		s.Changed = []redrive.Coord{}
 	}

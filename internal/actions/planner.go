@@ -447,6 +447,11 @@ var ErrNoSelector = BadRequest("a plan needs an explicit selection: --all, --cla
 // stored). A plan whose checks could not all run is returned with those
 // records marked check_failed; Plan.Blocked says so.
 func (p *Planner) Plan(ctx context.Context, req PlanRequest) (redrive.File, error) {
+	return p.plan(ctx, req, func(redrive.Parsed) {})
+}
+
+// plan is Plan handing every record it selects to seen, as it is read.
+func (p *Planner) plan(ctx context.Context, req PlanRequest, seen func(redrive.Parsed)) (redrive.File, error) {
 	sel := redrive.Selection{All: req.All, Classes: req.Classes, Offsets: req.Offsets, Key: req.Key, Header: req.Header, Since: req.Since, Until: req.Until}
 	if sel.Empty() {
 		return redrive.File{}, ErrNoSelector
@@ -498,6 +503,7 @@ func (p *Planner) Plan(ctx context.Context, req PlanRequest) (redrive.File, erro
 			pr := redrive.ParseRecord(r, pol.Extractors)
 			known[pr.Class] = true
 			if base(pr.Class) && filter(pr) {
+				seen(pr)
 				picked.add(in.record(redrive.NewPlanRecord(pr, req.Target)))
 			}
 		})
@@ -530,6 +536,7 @@ func (p *Planner) Plan(ctx context.Context, req PlanRequest) (redrive.File, erro
 		}
 		for _, r := range recs {
 			if pr := redrive.ParseRecord(r, pol.Extractors); filter(pr) {
+				seen(pr)
 				picked.add(in.record(redrive.NewPlanRecord(pr, req.Target)))
 			}
 		}

@@ -94,6 +94,8 @@ type RabbitPlanInput struct {
 	Rate, Window int
 	ToQueue      bool
 	Author       string
+	// seen is shown every message selected (PlanReviewed judges classes).
+	seen func(rabbitmq.Message)
 }
 
 // Browse reads a DLQ without consuming it, with the policy's extractors.
@@ -137,6 +139,9 @@ func (r *RabbitRedrive) MakePlan(ctx context.Context, cl *rabbitmq.Client, l *ra
 			m.Exchange, m.RoutingKey = same(m.Exchange), same(m.RoutingKey)
 			facts = append(facts, m)
 			if in.Sel.Matches(m) {
+				if in.seen != nil {
+					in.seen(msg)
+				}
 				selected = append(selected, m.EventID)
 				if m.IdempotencyKey != "" {
 					keys = append(keys, m.IdempotencyKey)
@@ -194,6 +199,11 @@ func (r *RabbitRedrive) MakePlan(ctx context.Context, cl *rabbitmq.Client, l *ra
 // the plan's acceptance, never in a read-only context: otherwise the browse
 // refuses (*rabbitmq.RefusedError) and nothing is touched.
 func (r *RabbitRedrive) Derive(ctx context.Context, cl *rabbitmq.Client, p *redrive.QueuePlan, accept bool) (changed, gone []string, complete bool, err error) {
+	return r.derive(ctx, cl, p, accept, nil)
+}
+
+// derive is Derive showing seen (when not nil) every message browsed.
+func (r *RabbitRedrive) derive(ctx context.Context, cl *rabbitmq.Client, p *redrive.QueuePlan, accept bool, seen func(rabbitmq.Message)) (changed, gone []string, complete bool, err error) {
 	limit := len(p.Records) + 1000
 	for _, rec := range p.Records {
 		limit = max(limit, rec.Position+1000)
@@ -203,6 +213,11 @@ func (r *RabbitRedrive) Derive(ctx context.Context, cl *rabbitmq.Client, p *redr
 	res, err := cl.Browse(ctx, p.DLQ, rabbitmq.BrowseOptions{Limit: limit, QueueType: p.QueueType, AcceptQuorumSideEffects: accept && p.AcceptQuorumSideEffects && !r.ReadOnly, Extractors: x})
 	if err != nil {
 		return nil, nil, false, err
+	}
+	if seen != nil {
+		for _, m := range res.Messages {
+			seen(m)
+		}
 	}
 	changed, gone = p.Derive(rabbitmq.FactsOf(res.Messages))
 	return changed, gone, res.Complete, nil

@@ -37,6 +37,9 @@ type PlanStatus struct {
 	// Refusal is why executing the plan now would be refused (the
 	// executor's own preflight); empty when it may run.
 	Refusal string
+	// Warnings name each permanent class the plan includes, judged from
+	// the records read now (raw: the page sanitises).
+	Warnings []string
 }
 
 // SignatureInfo is one signature over a plan as an approver sees it.

@@ -568,6 +568,16 @@ func reviewText(targets []actions.TargetCount, keys []string, derived bool) []st
 	return append(lines, "idempotency keys: "+strings.Join(shown, ", ")+more)
 }
 
+// warningLines are a plan's warnings (a permanent class included), one
+// line each, kept on a short terminal too.
+func warningLines(ws []string) []string {
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = "WARNING: " + sanitize.Text(w)
+	}
+	return out
+}
+
 // maxSignatureLines bounds the signature list in the header.
 const maxSignatureLines = 4
 
@@ -600,6 +610,7 @@ func (p *PlanPage) fullHead(compact bool) []string {
 		head = append(head, fmt.Sprintf("approvals %d/%d: %s · state %s · redriven %d of %d · today: %s",
 			st.Approvals, st.Required, dec, st.State, st.Redriven, p.file.Plan.Totals().Included, sanitize.Text(st.Policy)))
 		head = append(head, signatureLines(st.Signatures, compact)...)
+		head = append(head, warningLines(st.Warnings)...)
 	}
 	return append(head, p.tail(p.actionLine(), p.runLines())...)
 }

@@ -186,6 +186,9 @@ type QueueReview struct {
 	Keys          []string
 	Derived       bool
 	Changed, Gone []string
+	// Warnings name each permanent class the plan includes, judged from
+	// the messages read (raw: the page sanitises).
+	Warnings []string
 }
 
 // QueuePlanRecord is one selected message and its verdict.

@@ -398,6 +398,7 @@ func QueuePlanSummary(pl QueuePlan) []string {
 		lines = append(lines, fmt.Sprintf("%d message(s) changed or gone from the DLQ since the plan was made (execute skips them): %s", n,
 			sanitize.Text(strings.Join(append(append([]string{}, pl.Review.Changed...), pl.Review.Gone...), ", "))))
 	}
+	lines = append(lines, warningLines(pl.Review.Warnings)...)
 	if pl.Blocked {
 		lines = append(lines, "BLOCKED: "+sanitize.Text(pl.BlockedReason))
 	} else {
@@ -416,7 +417,8 @@ func (p *QueuePlanPage) fullHead(compact bool) []string {
 	}
 	head := QueuePlanSummary(*p.plan)
 	if compact {
-		head = head[:2]
+		// A warning is kept on a short terminal too.
+		head = append(head[:2:2], warningLines(p.plan.Review.Warnings)...)
 	}
 	where := "in the redrive store"
 	if p.req != nil {
