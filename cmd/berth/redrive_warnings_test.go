@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/berth-dev/berth/redrive"
 	tuidlq "github.com/berth-dev/berth/tui/dlq"
 )
 
@@ -186,4 +188,58 @@ func TestConsoleRabbitPlanPageWarnsOfAPermanentClass(t *testing.T) {
 	d.until("ready")
 	d.press(keyEnterMsg, never)
 	d.until("WARNING: 3 included message(s) of class c-")
+}
+
+// A RabbitMQ plan's row positions are the file's word: a row claiming a
+// position far past the DLQ's end does not make `redrive show` read the
+// whole DLQ: it reads what the DLQ holds, says so in one line, and still
+// finds the message by its event id and content.
+func TestRabbitRedriveShowReadsNoFurtherThanTheDLQ(t *testing.T) {
+	isolateConfig(t)
+	_, ch, work, dlq := rmqDLQ(t, 0)
+	death := amqp.Table{"count": int64(1), "reason": "rejected", "queue": work, "exchange": "", "routing-keys": []any{work}, "time": time.Now().Truncate(time.Second)}
+	for i := 0; i < 3; i++ {
+		if err := ch.Publish("", dlq, false, false, amqp.Publishing{MessageId: fmt.Sprintf("job-%d", i), Body: []byte(`{}`), Headers: amqp.Table{"x-death": []any{death}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	cfg := rabbitRedriveConfig(dir, "").write(t)
+	file := filepath.Join(dir, "plan.json")
+	if _, errOut, code := runBerth(t, "redrive", "plan", dlq, "--all", "--out", file, "--config", cfg); code != 0 {
+		t.Fatalf("plan: exit %d %s", code, errOut)
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := redrive.DecodeQueuePlan(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Records[2].Position = 1_000_000 // re-hashed: a plan its author could make
+	forged, err := p.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, forged, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runBerth(t, "redrive", "show", file, "-o", "json", "--config", cfg)
+	if code != 0 {
+		t.Fatalf("show: exit %d %s", code, errOut)
+	}
+	if want := "names a message at position 1000000 but " + dlq + " holds 3 ready: reading those 3 only"; strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, want) {
+		t.Errorf("show's stderr %q, want one line saying %q", errOut, want)
+	}
+	var doc struct {
+		Review struct {
+			Complete bool     `json:"complete"`
+			Gone     []string `json:"gone"`
+			Keys     []string `json:"idempotency_keys"`
+		} `json:"review"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || !doc.Review.Complete || len(doc.Review.Gone) != 0 || len(doc.Review.Keys) != 3 {
+		t.Errorf("review %+v (%v), want all 3 messages found, the DLQ read whole:\n%s", doc.Review, err, out)
+	}
 }

@@ -204,10 +204,7 @@ func (r *RabbitRedrive) Derive(ctx context.Context, cl *rabbitmq.Client, p *redr
 
 // derive is Derive showing seen (when not nil) every message browsed.
 func (r *RabbitRedrive) derive(ctx context.Context, cl *rabbitmq.Client, p *redrive.QueuePlan, accept bool, seen func(rabbitmq.Message)) (changed, gone []string, complete bool, err error) {
-	limit := len(p.Records) + 1000
-	for _, rec := range p.Records {
-		limit = max(limit, rec.Position+1000)
-	}
+	limit := r.reviewLimit(ctx, cl, *p)
 	x := r.Extractors(p.DLQ)
 	x.IdempotencyKey, x.OrderingKey = p.Policy.IdempotencyKey, p.Policy.OrderingKey
 	res, err := cl.Browse(ctx, p.DLQ, rabbitmq.BrowseOptions{Limit: limit, QueueType: p.QueueType, AcceptQuorumSideEffects: accept && p.AcceptQuorumSideEffects && !r.ReadOnly, Extractors: x})

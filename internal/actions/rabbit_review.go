@@ -1,0 +1,37 @@
+package actions
+
+import (
+	"context"
+
+	"github.com/berth-dev/berth/backends"
+	"github.com/berth-dev/berth/backends/rabbitmq"
+	"github.com/berth-dev/berth/internal/sanitize"
+	"github.com/berth-dev/berth/redrive"
+)
+
+// reviewLimit is how many messages a review of p browses: past the last
+// row's position (a message can only move towards the head as the DLQ is
+// consumed), but never past the DLQ's depth. A row position is the plan's
+// word, signed by whoever made the file: one claiming a position the DLQ
+// does not hold would otherwise have the review read the whole DLQ (a
+// quorum DLQ with its side effects), so the read stops at the depth and
+// the warning says why, in one line. A stream keeps its own bound (a
+// passive declare does not count a stream's messages), and so does a DLQ
+// whose depth cannot be asked (another vhost).
+func (r *RabbitRedrive) reviewLimit(ctx context.Context, cl *rabbitmq.Client, p redrive.QueuePlan) int {
+	limit, last := len(p.Records)+1000, -1
+	for _, rec := range p.Records {
+		limit, last = max(limit, rec.Position+1000), max(last, rec.Position)
+	}
+	if p.QueueType == backends.QueueStream {
+		return limit
+	}
+	depth, err := cl.ReadyCount(ctx, p.DLQ)
+	if err != nil || int64(last) < depth {
+		return limit
+	}
+	// One more than the depth: the read that finds the DLQ empty says the
+	// review saw all of it.
+	r.warn("note: plan %s names a message at position %d but %s holds %d ready: reading those %d only", redrive.ShortHash(p.Hash()), last, sanitize.Text(p.DLQ), depth, depth)
+	return int(depth) + 1
+}
