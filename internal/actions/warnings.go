@@ -195,6 +195,12 @@ func (r *RabbitRedrive) DeriveReview(ctx context.Context, cl *rabbitmq.Client, p
 	return changed, gone, complete, j.rabbitWarnings(*p), nil
 }
 
+// warningsChunk is how many records Warnings re-reads at once: each is
+// only parsed for its class, so a small chunk keeps approve's peak near
+// what it was without the pass (a 20,000-record plan: 58 MiB without it,
+// 69 MiB in chunks of 2,000, 124 MiB in one chunk of them all).
+const warningsChunk = 2000
+
 // Warnings are DeriveReview's warnings without the rest of the review: the
 // included records are re-read a chunk at a time and only their classes
 // kept (nothing is filled in f), for `berth redrive approve` without a
@@ -211,8 +217,8 @@ func (k *KafkaRedrive) Warnings(ctx context.Context, f redrive.File) ([]string, 
 	j := newClassJudge(rules, "record")
 	// Included records found unchanged, per class.
 	count := map[string]int{}
-	for from := 0; from < len(f.Plan.Records); from += DefaultChunk {
-		part := f.Plan.Records[from:min(from+DefaultChunk, len(f.Plan.Records))]
+	for from := 0; from < len(f.Plan.Records); from += warningsChunk {
+		part := f.Plan.Records[from:min(from+warningsChunk, len(f.Plan.Records))]
 		var coords []redrive.Coord
 		for _, r := range part {
 			if r.Included {
