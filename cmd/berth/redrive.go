@@ -233,12 +233,14 @@ type planReview struct {
 	Gone    []redrive.Coord `json:"gone"`
 }
 
+// reviewOf sanitises s in place (it is the caller's own, fresh from
+// actions.Summarise): a million-record plan's keys are not copied.
 func reviewOf(s actions.Summary) *planReview {
-	r := &planReview{Targets: s.Targets, Keys: make([]string, len(s.Keys)), Changed: s.Changed, Gone: s.Gone}
+	r := &planReview{Targets: s.Targets, Keys: s.Keys, Changed: s.Changed, Gone: s.Gone}
 	for i := range r.Targets {
 		r.Targets[i].Target = sanitize.Text(r.Targets[i].Target)
 	}
-	for i, k := range s.Keys {
+	for i, k := range r.Keys {
 		r.Keys[i] = sanitize.Text(k)
 	}
 	return r
@@ -341,38 +343,58 @@ func planRowOf(r redrive.PlanRecord) redrivePlanRow {
 }
 
 // writePlanJSON writes exactly what output.WriteJSON writes for s with
-// recs as its records, encoding one record at a time instead of the whole
-// document in one buffer (hundreds of MiB at a million records).
+// recs as its records, encoding one record (and one review key) at a time
+// instead of the whole document in one buffer (hundreds of MiB at a
+// million records).
 func writePlanJSON(w io.Writer, s redrivePlanSummary, recs []redrive.PlanRecord) error {
 	s.Records = []redrivePlanRow{}
+	var keys []string
+	if s.Review != nil {
+		r := *s.Review
+		keys, r.Keys = r.Keys, []string{}
+		s.Review = &r
+	}
 	var head bytes.Buffer
 	if err := output.WriteJSON(&head, s); err != nil {
 		return err
 	}
 	doc := head.Bytes()
-	// The records field is the only one at the top level's indentation with
-	// this name; a string value cannot hold a raw newline.
-	const empty = "\n  \"records\": []"
-	at := bytes.Index(doc, []byte(empty))
-	if len(recs) == 0 || at < 0 {
-		_, err := w.Write(doc)
-		return err
+	// Each list is the only field with its name at its indentation (the
+	// records at the top level, the keys in the review); a string value
+	// cannot hold a raw newline. Records come first in the document.
+	lists := []struct {
+		empty, indent string
+		n             int
+		item          func(i int) ([]byte, error)
+	}{
+		{"\n  \"records\": []", "  ", len(recs), func(i int) ([]byte, error) { return json.MarshalIndent(planRowOf(recs[i]), "    ", "  ") }},
+		{"\n    \"idempotency_keys\": []", "    ", len(keys), func(i int) ([]byte, error) { return json.Marshal(keys[i]) }},
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
-	bw.Write(doc[:at+len(empty)-1]) // through the '['
-	for i, r := range recs {
-		row, err := json.MarshalIndent(planRowOf(r), "    ", "  ")
-		if err != nil {
-			return err
+	for _, l := range lists {
+		at := bytes.Index(doc, []byte(l.empty))
+		if at < 0 && l.n > 0 {
+			return fmt.Errorf("plan JSON: no %q to write %d items in", l.empty[1:], l.n)
 		}
-		bw.WriteString("\n    ")
-		bw.Write(row)
-		if i < len(recs)-1 {
-			bw.WriteByte(',')
+		if l.n == 0 {
+			continue
 		}
+		bw.Write(doc[:at+len(l.empty)-1]) // through the '['
+		for i := 0; i < l.n; i++ {
+			item, err := l.item(i)
+			if err != nil {
+				return err
+			}
+			bw.WriteString("\n  " + l.indent)
+			bw.Write(item)
+			if i < l.n-1 {
+				bw.WriteByte(',')
+			}
+		}
+		bw.WriteString("\n" + l.indent + "]")
+		doc = doc[at+len(l.empty):]
 	}
-	bw.WriteString("\n  ]")
-	bw.Write(doc[at+len(empty):])
+	bw.Write(doc)
 	return bw.Flush()
 }
 
