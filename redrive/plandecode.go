@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/berth-dev/berth/redrive/approval"
@@ -14,12 +16,15 @@ import (
 
 // DecodePlan reads a Kafka plan's core (the JSON Plan.MarshalJSON writes)
 // from r and rebuilds the plan, as PlanFromCore does from a decoded Core,
-// without holding the document or its decoded rows: each row is kept in a
-// compact form as it is read. A stored plan of a million records is ~65 MB
-// of JSON and ~130 MB as []Row; loading it used to hold both (the JSON
-// twice) beside the records built from them. Unknown fields are refused,
-// and a row is checked as Core.Validate and PlanFromCore check it.
+// without holding the document or its decoded rows: each row becomes its
+// record as it is read. A stored plan of a million records is ~65 MB of
+// JSON and ~130 MB as []Row; loading it used to hold both (the JSON twice)
+// beside the records built from them. Unknown fields are refused, and a
+// row is checked as Core.Validate and PlanFromCore check it. When r says
+// how long the document is (see sizeOf), the records are allocated once
+// (see planRows).
 func DecodePlan(r io.Reader) (Plan, error) {
+	size := sizeOf(r)
 	dec := json.NewDecoder(r)
 	if t, err := dec.Token(); err != nil {
 		return Plan{}, err
@@ -28,7 +33,7 @@ func DecodePlan(r io.Reader) (Plan, error) {
 	} else if t != json.Delim('{') {
 		return Plan{}, fmt.Errorf("json: cannot unmarshal %s into Go value of type redrive.Core", jsonKind(t))
 	}
-	head, rows, err := decodeCoreObject(dec, "Core")
+	head, rows, err := decodeCoreObject(dec, "Core", size)
 	if err == io.EOF {
 		err = io.ErrUnexpectedEOF // the document started but did not end
 	}
@@ -55,9 +60,10 @@ func DecodePlan(r io.Reader) (Plan, error) {
 // DecodeFileFrom reads a plan file from r as DecodeFile reads one from its
 // bytes, a row at a time (see DecodePlan): neither the file (~65 bytes a
 // record) nor its rows as []Row are held beside the plan's records. It
-// accepts and refuses exactly what DecodeFile does, with the same errors.
+// accepts and refuses exactly what the whole file decoded as a SignedPlan
+// and rebuilt by PlanFromCore did, with the same errors.
 func DecodeFileFrom(r io.Reader) (File, error) {
-	sp, rows, err := decodeSignedHead(r)
+	sp, rows, err := decodeSignedHead(r, sizeOf(r))
 	if err != nil {
 		return File{}, fmt.Errorf("not a Berth plan: %v", err)
 	}
@@ -91,9 +97,26 @@ func DecodeFileFrom(r io.Reader) (File, error) {
 	return File{Hash: sp.Hash, Plan: p, Signatures: sp.Signatures}, nil
 }
 
+// sizeOf is the length of the document r holds when r says (a
+// bytes.Reader or strings.Reader from its start, an io.LimitedReader its
+// limit, a regular file its size, or any reader with Size), else 0.
+func sizeOf(r io.Reader) int64 {
+	switch x := r.(type) {
+	case interface{ Size() int64 }:
+		return x.Size()
+	case *io.LimitedReader:
+		return x.N
+	case interface{ Stat() (fs.FileInfo, error) }:
+		if st, err := x.Stat(); err == nil && st.Mode().IsRegular() {
+			return st.Size()
+		}
+	}
+	return 0
+}
+
 // decodeSignedHead reads a plan file: its hash, signatures and core
-// without rows as a SignedPlan, its rows compactly.
-func decodeSignedHead(r io.Reader) (SignedPlan, *planRows, error) {
+// without rows as a SignedPlan, its rows as records (see planRows).
+func decodeSignedHead(r io.Reader, size int64) (SignedPlan, *planRows, error) {
 	var sp SignedPlan
 	rows := &planRows{null: true}
 	dec := json.NewDecoder(r)
@@ -120,7 +143,7 @@ func decodeSignedHead(r io.Reader) (SignedPlan, *planRows, error) {
 		}
 		switch t {
 		case json.Delim('{'):
-			h, rs, err := decodeCoreObject(dec, "Core.plan")
+			h, rs, err := decodeCoreObject(dec, "Core.plan", size)
 			rows = rs
 			return h, true, err
 		case json.Delim('['):
@@ -189,9 +212,9 @@ func decodeObject(dec *json.Decoder, head *bytes.Buffer, value func(key string) 
 }
 
 // decodeCoreObject reads a core whose '{' dec just read: its JSON without
-// the rows, and the rows. field is how encoding/json's errors name the
-// core ("Core", "Core.plan").
-func decodeCoreObject(dec *json.Decoder, field string) (json.RawMessage, *planRows, error) {
+// the rows, and the rows; size is the document's length (0: not known).
+// field is how encoding/json's errors name the core ("Core", "Core.plan").
+func decodeCoreObject(dec *json.Decoder, field string, size int64) (json.RawMessage, *planRows, error) {
 	head := bytes.NewBufferString("{")
 	rows := &planRows{null: true}
 	err := decodeObject(dec, head, func(key string) (json.RawMessage, bool, error) {
@@ -200,7 +223,7 @@ func decodeCoreObject(dec *json.Decoder, field string) (json.RawMessage, *planRo
 			return nil, false, nil
 		}
 		// A later "rows" replaces an earlier one, as with encoding/json.
-		rows = &planRows{}
+		rows = &planRows{size: size}
 		if err := rows.decode(dec, field); err != nil {
 			return nil, true, err
 		}
@@ -213,59 +236,39 @@ func decodeCoreObject(dec *json.Decoder, field string) (json.RawMessage, *planRo
 	return head.Bytes(), rows, nil
 }
 
-// planRows gathers a plan's rows while they are decoded, in a compact form
-// (56 bytes a row): the number of rows is known only at the end, and
-// growing the ~220-byte records by appending would allocate several times
-// their size.
+// planRows gathers a plan's rows as the records they become while they
+// are decoded. The number of rows is known only at the end: the records
+// are allocated once, for the number of rows the document's size leaves
+// room for at the rate its first rows took, so a million of them (~216 MB)
+// are neither regrown by appending (old and new arrays at once) nor held
+// beside the rows in another form.
 type planRows struct {
-	rows []planRow
-	// odd holds, by index, the rows that do not fit the compact form (a
+	recs []PlanRecord
+	// targets are the rows' indexes into Core.Targets, checked and
+	// resolved once the whole core is read (a file may list its targets
+	// after its rows).
+	targets []int32
+	// odd holds, by index, the rows a record cannot hold as read (a
 	// location or digest that does not parse, a target past int32, a
-	// verdict that is not a reason), as read: only an edited plan has any.
+	// verdict that is not a reason): only an edited plan has any, and it
+	// is refused.
 	odd map[int]Row
 	// null: the rows were null or absent (a core without rows).
 	null bool
+	// size is the document's length in bytes (0: not known).
+	size int64
 }
 
-type planRow struct {
-	offset    int64
-	partition int32
-	// target indexes Core.Targets, checked once the whole core is read (a
-	// file may list its targets after its rows).
-	target int32
-	digest Digest
-	// verdict is 0 for included, else 1 + its index in Reasons.
-	verdict uint8
-}
-
-func (r planRow) coord() Coord { return Coord{r.partition, r.offset} }
-
-func (r planRow) reason() Reason {
-	if r.verdict == 0 {
-		return ""
-	}
-	return Reasons[r.verdict-1]
-}
-
-// verdictCode is planRow.verdict for v, false when v is not a reason.
-func verdictCode(v Reason) (uint8, bool) {
-	if v == "" {
-		return 0, true
-	}
-	for i, x := range Reasons {
-		if x == v {
-			return uint8(i + 1), true
-		}
-	}
-	return 0, false
-}
+// sizeSample is how many rows are read before the records are allocated
+// for the rest.
+const sizeSample = 1024
 
 // n is the number of rows, -1 when they are null.
 func (pr *planRows) n() int {
 	if pr.null {
 		return -1
 	}
-	return len(pr.rows)
+	return len(pr.recs)
 }
 
 // decode reads the rows array (or null) from dec; field names the core
@@ -282,25 +285,62 @@ func (pr *planRows) decode(dec *json.Decoder, field string) error {
 	if t != json.Delim('[') {
 		return fmt.Errorf("json: cannot unmarshal %s into Go struct field %s.rows of type []redrive.Row", jsonKind(t), field)
 	}
+	start := dec.InputOffset()
 	for dec.More() {
+		if len(pr.recs) == sizeSample && pr.size > 0 {
+			pr.reserve(dec.InputOffset()-start, pr.size-dec.InputOffset())
+		}
 		var row Row
 		if err := dec.Decode(&row); err != nil {
 			return err
 		}
 		co, okLoc := parseLoc(row.Loc)
 		d, okDigest := ParseDigest(row.Digest)
-		v, okVerdict := verdictCode(row.Verdict)
+		v, okVerdict := reasonOf(row.Verdict)
 		okTarget := row.Target >= math.MinInt32 && row.Target <= math.MaxInt32
 		if !okLoc || !okDigest || !okVerdict || !okTarget {
 			if pr.odd == nil {
 				pr.odd = map[int]Row{}
 			}
-			pr.odd[len(pr.rows)] = row
+			pr.odd[len(pr.recs)] = row
 		}
-		pr.rows = append(pr.rows, planRow{offset: co.Offset, partition: co.Partition, target: int32(row.Target), digest: d, verdict: v})
+		pr.recs = append(pr.recs, PlanRecord{Partition: co.Partition, Offset: co.Offset, Digest: d, Verdict: Verdict{Included: v == "", Reason: v}})
+		pr.targets = append(pr.targets, int32(row.Target))
 	}
 	_, err = dec.Token()
 	return err
+}
+
+// reserve makes room for the rows still to come in rest bytes, the rows
+// so far having taken read bytes. Rows grow longer through a plan (higher
+// partitions and offsets), so the first rows' rate overestimates the
+// rows to come, a little: a million-record plan reserves ~5% too many.
+// Should rows to come be shorter after all, appending grows the records.
+func (pr *planRows) reserve(read, rest int64) {
+	if read <= 0 || rest <= 0 {
+		return
+	}
+	per := float64(read) / float64(len(pr.recs))
+	n := len(pr.recs) + int(float64(rest)/per*1.01) + 16
+	recs := make([]PlanRecord, len(pr.recs), n)
+	copy(recs, pr.recs)
+	targets := make([]int32, len(pr.targets), n)
+	copy(targets, pr.targets)
+	pr.recs, pr.targets = recs, targets
+}
+
+// reasonOf is the Reason constant v names ("" included), false when v is
+// not a reason: a record keeps the constant, not the decoded copy.
+func reasonOf(v Reason) (Reason, bool) {
+	if v == "" {
+		return "", true
+	}
+	for _, x := range Reasons {
+		if x == v {
+			return x, true
+		}
+	}
+	return "", false
 }
 
 // row is row i as read.
@@ -308,8 +348,12 @@ func (pr *planRows) row(i int) Row {
 	if r, ok := pr.odd[i]; ok {
 		return r
 	}
-	r := pr.rows[i]
-	return Row{Loc: r.coord().String(), Digest: r.digest.String(), Target: int(r.target), Verdict: r.reason()}
+	r := pr.recs[i]
+	v := Reason("")
+	if !r.Included {
+		v = r.Reason
+	}
+	return Row{Loc: r.Coord().String(), Digest: r.Digest.String(), Target: int(pr.targets[i]), Verdict: v}
 }
 
 // writeCanonical writes row i as Core.WriteCanonical does.
@@ -321,19 +365,19 @@ func (pr *planRows) writeCanonical(b *bytes.Buffer, i int) {
 		b.WriteByte(',')
 		writeASCIIString(b, r.Digest)
 		b.WriteByte(',')
-		b.WriteString(fmt.Sprint(r.Target))
+		b.WriteString(strconv.Itoa(r.Target))
 		b.WriteByte(',')
 		writeASCIIString(b, string(r.Verdict))
 		b.WriteByte(']')
 		return
 	}
-	r := pr.rows[i]
-	kafkaRow{coord: r.coord(), digest: r.digest, target: int(r.target), verdict: r.reason()}.write(b, writeASCIIString)
+	r := pr.recs[i]
+	kafkaRow{coord: r.Coord(), digest: r.Digest, target: int(pr.targets[i]), verdict: r.Reason}.write(b, writeASCIIString)
 }
 
 // validate checks the rows as Core.Validate does, in the same order.
 func (pr *planRows) validate(targets []string) error {
-	rows := pr.rows
+	recs := pr.recs
 	// Plans are written sorted: then no record can repeat, and no set of
 	// a million locations is needed to say so. (A location that parses is
 	// in its one canonical form: same coordinates, same location.)
@@ -343,18 +387,18 @@ func (pr *planRows) validate(targets []string) error {
 			sorted = false
 		}
 	}
-	for i := 1; i < len(rows) && sorted; i++ {
-		sorted = less(rows[i-1].coord(), rows[i].coord())
+	for i := 1; i < len(recs) && sorted; i++ {
+		sorted = less(recs[i-1].Coord(), recs[i].Coord())
 	}
 	var seen map[string]bool
 	if !sorted {
-		seen = make(map[string]bool, len(rows))
+		seen = make(map[string]bool, len(recs))
 	}
-	for i := range rows {
+	for i := range recs {
 		if _, odd := pr.odd[i]; !odd && seen == nil {
 			// The common case, checked without making the row's strings.
-			r := rows[i]
-			if r.target < -1 || int(r.target) >= len(targets) || (r.target == -1 && r.verdict == 0) {
+			t := pr.targets[i]
+			if t < -1 || int(t) >= len(targets) || (t == -1 && recs[i].Included) {
 				return pr.validateRow(i, targets, nil)
 			}
 			continue
@@ -410,25 +454,27 @@ func (pr *planRows) plan(c Core) (Plan, error) {
 }
 
 // records checks the rows as PlanFromCore does and returns them as plan
-// records, releasing the rows.
+// records (validated: every target index is in targets).
 func (pr *planRows) records(targets []string) ([]PlanRecord, error) {
-	recs := make([]PlanRecord, len(pr.rows))
-	for i, r := range pr.rows {
+	for i := range pr.recs {
 		if o, odd := pr.odd[i]; odd {
 			if _, ok := parseLoc(o.Loc); !ok {
 				return nil, fmt.Errorf("row %q: want PARTITION:OFFSET", o.Loc)
 			}
-			if !knownReason(o.Verdict) && o.Verdict != "" {
+			if _, ok := reasonOf(o.Verdict); !ok {
 				return nil, fmt.Errorf("row %s: verdict %q is not a reason", o.Loc, o.Verdict)
 			}
 			return nil, errors.New("redrive: a row validated but does not fit a record") // cannot happen: validate refused it
 		}
-		recs[i] = PlanRecord{Partition: r.partition, Offset: r.offset, Digest: r.digest, Verdict: Verdict{Included: r.verdict == 0, Reason: r.reason()}}
-		if r.target >= 0 {
-			recs[i].Target = targets[r.target]
+		if t := pr.targets[i]; t >= 0 {
+			pr.recs[i].Target = targets[t]
 		}
 	}
-	pr.rows, pr.odd = nil, nil
+	recs := pr.recs
+	if recs == nil {
+		recs = []PlanRecord{}
+	}
+	*pr = planRows{}
 	return recs, nil
 }
 

@@ -243,3 +243,54 @@ func TestPlanFileReadRowByRowRefusesWhatTheWholeFileDecodeRefused(t *testing.T) 
 		}
 	}
 }
+
+// A plan of thousands of records is read into records allocated once, for
+// about as many rows as the file holds: the records of a million-record
+// plan (~216 MB) are never regrown, nor held beside a copy of the rows.
+func TestLargePlanFileIsReadIntoRecordsAllocatedOnce(t *testing.T) {
+	p := Plan{Cluster: "c", DLQ: "payments.DLT", Selection: Selection{Offsets: []Coord{{0, 1}}}, Policy: PolicySnapshot{Review: "none"},
+		CreatedAt: time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC)}
+	const parts, per = 12, 2000
+	for part := int32(0); part < parts; part++ {
+		for off := int64(0); off < per; off++ {
+			r := PlanRecord{Partition: part, Offset: off * 37, Digest: Digest(sha256.Sum256([]byte{byte(part), byte(off), byte(off >> 8)})), Target: "payments", Verdict: include()}
+			if off%10 == 3 {
+				r.Verdict = Verdict{Reason: ReasonEffectCommitted}
+			}
+			p.Records = append(p.Records, r)
+		}
+	}
+	f := NewFile(p)
+	raw, err := f.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeFile(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := decodeWhole(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatal("read row by row, the plan differs from the whole file decoded")
+	}
+	if n, c := len(got.Plan.Records), cap(got.Plan.Records); n != parts*per || c < n || c > n+n/10 {
+		t.Fatalf("%d records in room for %d: want room for at most 10%% more", n, c)
+	}
+	if again, _ := got.Encode(); !bytes.Equal(again, raw) {
+		t.Fatal("written again, the file differs")
+	}
+	var core bytes.Buffer
+	if err := p.WriteJSON(&core); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := DecodePlan(bytes.NewReader(core.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, c := len(stored.Records), cap(stored.Records); stored.Hash() != f.Hash || c > n+n/10 {
+		t.Fatalf("stored plan read back: hash %s (want %s), %d records in room for %d", stored.Hash(), f.Hash, n, c)
+	}
+}

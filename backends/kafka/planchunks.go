@@ -59,27 +59,44 @@ func jsonDoc(v any) func(io.Writer) error {
 }
 
 // encodeDoc compresses the document write writes and cuts it into chunks,
-// compressing as it is written (the uncompressed JSON is never held whole).
+// compressing as it is written (the uncompressed JSON is never held whole)
+// into chunks allocated at their size (a growing buffer would hold up to
+// twice the compressed plan, ~40 MB at a million records).
 func encodeDoc(write func(io.Writer) error) (chunks [][]byte, size int64, err error) {
-	var buf bytes.Buffer
-	zw, err := zstd.NewWriter(&buf, zstd.WithEncoderLevel(zstd.SpeedDefault))
+	var cw chunkWriter
+	zw, err := zstd.NewWriter(&cw, zstd.WithEncoderLevel(zstd.SpeedDefault))
 	if err != nil {
 		return nil, 0, err
 	}
-	cw := &countingWriter{w: zw}
-	if err := write(cw); err != nil {
+	n := &countingWriter{w: zw}
+	if err := write(n); err != nil {
+		zw.Close()
 		return nil, 0, err
 	}
 	if err := zw.Close(); err != nil {
 		return nil, 0, err
 	}
-	b := buf.Bytes()
-	for len(b) > 0 {
-		n := min(len(b), planChunkSize)
-		chunks = append(chunks, b[:n:n])
-		b = b[n:]
+	return cw.chunks, n.n, nil
+}
+
+// chunkWriter cuts what is written to it into chunks of planChunkSize
+// (the last one shorter).
+type chunkWriter struct{ chunks [][]byte }
+
+func (c *chunkWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		last := len(c.chunks) - 1
+		if last < 0 || len(c.chunks[last]) == planChunkSize {
+			c.chunks = append(c.chunks, make([]byte, 0, planChunkSize))
+			last++
+		}
+		room := planChunkSize - len(c.chunks[last])
+		k := min(room, len(p))
+		c.chunks[last] = append(c.chunks[last], p[:k]...)
+		p = p[k:]
 	}
-	return chunks, cw.n, nil
+	return n, nil
 }
 
 type countingWriter struct {
@@ -163,6 +180,11 @@ func (s *PlanStore) readChunks(ctx context.Context, m planManifest, content stri
 			return fmt.Errorf("chunk %d (%s offset %d) does not match its digest", i, m.Topic, c.Offset)
 		}
 		readers[i] = bytes.NewReader(b)
+		// Held by its reader only: io.MultiReader drops each reader it
+		// has read to the end, so the compressed plan (~40 MB at a
+		// million records) is released as it is decoded, before the
+		// records are built.
+		got[i] = nil
 	}
 	zr, err := zstd.NewReader(io.MultiReader(readers...), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(64<<20))
 	if err != nil {

@@ -366,7 +366,7 @@ func (s *PlanStore) load(ctx context.Context, hash string, e planEntry, sigs []a
 		// Decoded as it is read: a million-record plan's JSON and rows
 		// are never held beside its records.
 		err := s.readChunks(ctx, *e.sp.Manifest, contentPlanV1, func(r io.Reader) (err error) {
-			p, err = redrive.DecodePlan(r)
+			p, err = redrive.DecodePlan(r) // an io.LimitedReader: the size is known
 			return err
 		})
 		if err != nil {

@@ -756,6 +756,17 @@ type firstReadError struct {
 	err error
 }
 
+// Size is the file's size when r is a regular file (0 otherwise): a plan
+// file's records are then allocated once (redrive.DecodeFileFrom).
+func (e *firstReadError) Size() int64 {
+	if f, ok := e.r.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			return st.Size()
+		}
+	}
+	return 0
+}
+
 func (e *firstReadError) Read(p []byte) (int, error) {
 	n, err := e.r.Read(p)
 	if err != nil && err != io.EOF && e.err == nil {
