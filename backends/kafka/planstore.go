@@ -387,24 +387,11 @@ func (s *PlanStore) load(ctx context.Context, hash string, e planEntry, sigs []a
 // hash, chunks missing) is skipped and reported in Problems: one bad record
 // never hides the others.
 func (s *PlanStore) List(ctx context.Context) (PlanListing, error) {
-	ix, err := s.index(ctx)
+	out := PlanListing{Plans: []redrive.File{}}
+	var err error
+	out.Problems, err = s.Each(ctx, func(f redrive.File) { out.Plans = append(out.Plans, f) })
 	if err != nil {
 		return PlanListing{}, err
-	}
-	out := PlanListing{Plans: []redrive.File{}, Problems: ix.problems}
-	for hash, e := range ix.plans {
-		if e.err != nil || e.isV2() {
-			continue // already a problem, or a v2 plan (ListSigned)
-		}
-		f, err := s.load(ctx, hash, e, ix.sigs[hash])
-		if err != nil {
-			if ctx.Err() != nil {
-				return PlanListing{}, err
-			}
-			out.Problems = append(out.Problems, StoreProblem{Topic: PlanTopic, Offset: e.offset, Key: e.key, Error: err.Error()})
-			continue
-		}
-		out.Plans = append(out.Plans, f)
 	}
 	sort.Slice(out.Plans, func(i, j int) bool {
 		a, b := out.Plans[i], out.Plans[j]
@@ -413,8 +400,36 @@ func (s *PlanStore) List(ctx context.Context) (PlanListing, error) {
 		}
 		return a.Hash < b.Hash
 	})
-	sort.Slice(out.Problems, func(i, j int) bool { return out.Problems[i].Offset < out.Problems[j].Offset })
 	return out, nil
+}
+
+// Each loads every usable stored plan in turn, in no particular order, and
+// gives it to fn; it returns the records that are not usable plans, as
+// List does, in offset order. One plan is held at a time (unless fn keeps
+// them): a store of several million-record plans is listed in the memory
+// of one.
+func (s *PlanStore) Each(ctx context.Context, fn func(redrive.File)) ([]StoreProblem, error) {
+	ix, err := s.index(ctx)
+	if err != nil {
+		return nil, err
+	}
+	problems := ix.problems
+	for hash, e := range ix.plans {
+		if e.err != nil || e.isV2() {
+			continue // already a problem, or a v2 plan (ListSigned)
+		}
+		f, err := s.load(ctx, hash, e, ix.sigs[hash])
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			problems = append(problems, StoreProblem{Topic: PlanTopic, Offset: e.offset, Key: e.key, Error: err.Error()})
+			continue
+		}
+		fn(f)
+	}
+	sort.Slice(problems, func(i, j int) bool { return problems[i].Offset < problems[j].Offset })
+	return problems, nil
 }
 
 // Plans returns every usable stored plan with its signatures, newest first

@@ -544,26 +544,13 @@ func newRedriveStatusCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer s.Close()
-			var files []redrive.File
+			var one redrive.File
 			if len(args) == 1 {
 				if !isHexPrefix(args[0]) {
 					return notAPlanRef(args[0])
 				}
-				pf, err := s.store.Plan(ctx, args[0])
-				if err != nil {
+				if one, err = s.store.Plan(ctx, args[0]); err != nil {
 					return err
-				}
-				files = []redrive.File{pf}
-			} else {
-				l, err := s.store.List(ctx)
-				if err != nil {
-					return err
-				}
-				files = l.Plans
-				// A record that is not a usable plan is skipped, never
-				// allowed to hide the others; say where it is.
-				for _, p := range l.Problems {
-					fmt.Fprintf(a.stderr, "berth: warning: skipped %s\n", sanitize.Text(p.String()))
 				}
 			}
 			done, err := s.store.RedrivenByPlan(ctx)
@@ -571,15 +558,33 @@ func newRedriveStatusCmd(a *app) *cobra.Command {
 				return err
 			}
 			rows := []statusRow{}
-			for _, pf := range files {
-				rows = append(rows, a.planStatus(s, pf, done[pf.Hash]))
+			if len(args) == 1 {
+				rows = append(rows, a.planStatus(s, one, done[one.Hash]))
+			} else {
+				// One plan held at a time: each is ~220 bytes a record.
+				problems, err := s.store.Each(ctx, func(pf redrive.File) { rows = append(rows, a.planStatus(s, pf, done[pf.Hash])) })
+				if err != nil {
+					return err
+				}
+				// Newest first, as the store lists plans.
+				sort.Slice(rows, func(i, j int) bool {
+					if !rows[i].Created.Equal(rows[j].Created) {
+						return rows[i].Created.After(rows[j].Created)
+					}
+					return rows[i].Plan < rows[j].Plan
+				})
+				// A record that is not a usable plan is skipped, never
+				// allowed to hide the others; say where it is.
+				for _, p := range problems {
+					fmt.Fprintf(a.stderr, "berth: warning: skipped %s\n", sanitize.Text(p.String()))
+				}
 			}
 			if f == output.JSON {
 				if len(args) == 1 {
 					return output.WriteJSON(a.stdout, struct {
 						statusRow
 						Summary planSummary `json:"summary"`
-					}{rows[0], summaryOf(files[0])})
+					}{rows[0], summaryOf(one)})
 				}
 				return output.WriteJSON(a.stdout, rows)
 			}
@@ -592,7 +597,7 @@ func newRedriveStatusCmd(a *app) *cobra.Command {
 			}
 			if len(args) == 1 {
 				fmt.Fprintln(a.stdout)
-				writeSummary(a.stdout, files[0])
+				writeSummary(a.stdout, one)
 			}
 			return nil
 		},
