@@ -8,6 +8,7 @@ package actions
 // anything but the plan store.
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"fmt"
@@ -153,34 +154,86 @@ func (p *Planner) Load(ctx context.Context, dlq string, limit int) (Loaded, erro
 
 // ledgerFor returns the ledger entries the checks need for cs: those of
 // their coordinates in dlq and those of their event ids in any DLQ, by
-// keyed look-ups (kafka.PlanStore.Lookup, LookupEvents) that cost what the
-// candidates need, not what the ledger ever held. A LedgerIndex built from
-// them answers exactly as one built from the whole ledger, for cs.
+// keyed look-ups (kafka.PlanStore.LookupEach, LookupEvents) that cost what
+// the candidates need, not what the ledger ever held. A LedgerIndex built
+// from them answers exactly as one built from the whole ledger, for cs.
+// The coordinates are matched against the candidates' own (no key string
+// or set of them per record): the entries found are all that is kept.
 func (p *Planner) ledgerFor(ctx context.Context, dlq string, cs redrive.Candidates) ([]redrive.LedgerEntry, error) {
+	if cs.Len() == 0 {
+		return nil, nil
+	}
+	found := map[redrive.Coord]redrive.LedgerEntry{}
+	coords := func(yield func(redrive.Coord) bool) {
+		for i := range cs.Len() {
+			if !yield(cs.At(i).Coord) {
+				return
+			}
+		}
+	}
+	err := p.Store.LookupEach(ctx, dlq, coords, coordIndex(cs), func(c redrive.Coord, e *redrive.LedgerEntry) {
+		if e == nil {
+			delete(found, c) // a tombstone: the entry was deleted
+		} else {
+			found[c] = *e
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
 	withID := 0
 	for i := range cs.Len() {
 		if cs.At(i).EventID != "" {
 			withID++
 		}
 	}
-	locs := make([]string, 0, cs.Len())
 	ids := make([]string, 0, withID) // none for records read, not planned
 	for i := range cs.Len() {
-		c := cs.At(i)
-		locs = append(locs, c.Coord.String())
-		if c.EventID != "" {
-			ids = append(ids, c.EventID)
+		if id := cs.At(i).EventID; id != "" {
+			ids = append(ids, id)
 		}
-	}
-	byCoord, err := p.Store.Lookup(ctx, dlq, locs)
-	if err != nil {
-		return nil, err
 	}
 	byEvent, err := p.Store.LookupEvents(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
-	return append(byCoord, byEvent...), nil
+	out := make([]redrive.LedgerEntry, 0, len(found)+len(byEvent))
+	for _, e := range found {
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b redrive.LedgerEntry) int {
+		return cmp.Or(cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
+	})
+	return append(out, byEvent...), nil
+}
+
+// coordIndex reports whether a coordinate is one of cs's, by binary search:
+// over cs itself when it is in DLQ order (a plan's records are), else over
+// a sorted copy of the coordinates (16 bytes a record).
+func coordIndex(cs redrive.Candidates) func(redrive.Coord) bool {
+	n := cs.Len()
+	inOrder := true
+	for i := 1; i < n && inOrder; i++ {
+		inOrder = !cs.At(i).Coord.Before(cs.At(i - 1).Coord)
+	}
+	if inOrder {
+		return func(c redrive.Coord) bool {
+			i := sort.Search(n, func(i int) bool { return !cs.At(i).Coord.Before(c) })
+			return i < n && cs.At(i).Coord == c
+		}
+	}
+	sorted := make([]redrive.Coord, n)
+	for i := range sorted {
+		sorted[i] = cs.At(i).Coord
+	}
+	byCoord := func(a, b redrive.Coord) int {
+		return cmp.Or(cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
+	}
+	slices.SortFunc(sorted, byCoord)
+	return func(c redrive.Coord) bool {
+		_, ok := slices.BinarySearchFunc(sorted, c, byCoord)
+		return ok
+	}
 }
 
 // ledgerOf indexes the ledger entries of the records at coords in dlq.
