@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,7 +56,10 @@ func (s *PlanStore) Lookup(ctx context.Context, dlq string, locs []string) ([]re
 		}
 		keys[redrive.FormatOrigin(dlq, p, o)] = true
 	}
-	found, err := s.lookup(ctx, keys, nil)
+	if len(keys) == 0 {
+		return []redrive.LedgerEntry{}, nil
+	}
+	found, err := s.lookup(ctx, maps.Keys(keys), func(k string) bool { return keys[k] }, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -169,23 +173,41 @@ func decimal(b []byte, limit int64) (int64, bool) {
 // LookupEvents returns the redriven ledger entries (from any DLQ) whose
 // event id is one of ids, reading only the partitions their ev/<id> keys
 // hash to. On a one-partition ledger, entries written before the event
-// index existed are matched by the event id inside them.
+// index existed are matched by the event id inside them. The ids are held
+// once each, sorted (a binary search says whether a ledger record is one
+// asked about), not as sets of ids and of their keys: a plan of a million
+// records asks about a million ids.
 func (s *PlanStore) LookupEvents(ctx context.Context, ids []string) ([]redrive.LedgerEntry, error) {
-	keys := make(map[string]bool, len(ids))
-	want := make(map[string]bool, len(ids))
+	want := make([]string, 0, len(ids))
 	for _, id := range ids {
 		if id != "" {
-			keys[eventKeyPrefix+id] = true
-			want[id] = true
+			want = append(want, id)
 		}
 	}
-	found, err := s.lookup(ctx, keys, want)
+	slices.Sort(want)
+	want = slices.Compact(want)
+	if len(want) == 0 {
+		return []redrive.LedgerEntry{}, nil
+	}
+	asked := func(id string) bool { _, ok := slices.BinarySearch(want, id); return ok }
+	keys := func(yield func(string) bool) {
+		for _, id := range want {
+			if !yield(eventKeyPrefix + id) {
+				return
+			}
+		}
+	}
+	isKey := func(k string) bool {
+		id, ok := strings.CutPrefix(k, eventKeyPrefix)
+		return ok && asked(id)
+	}
+	found, err := s.lookup(ctx, keys, isKey, asked)
 	if err != nil {
 		return nil, err
 	}
 	byEvent := map[string]redrive.LedgerEntry{}
 	for _, e := range found {
-		if e.Action == redrive.LedgerRedriven && want[e.EventID] {
+		if e.Action == redrive.LedgerRedriven && asked(e.EventID) {
 			byEvent[e.EventID] = e
 		}
 	}
@@ -197,15 +219,13 @@ func (s *PlanStore) LookupEvents(ctx context.Context, ids []string) ([]redrive.L
 	return out, nil
 }
 
-// lookup reads the ledger partitions keys hash to and returns the latest
-// entry of each wanted key (tombstones delete). On a one-partition ledger,
-// coordinate records whose event id is in events are kept too (under their
-// own key): entries written before the ev/ index existed.
-func (s *PlanStore) lookup(ctx context.Context, keys map[string]bool, events map[string]bool) (map[string]redrive.LedgerEntry, error) {
+// lookup reads the ledger partitions keys (at least one) hash to and
+// returns the latest entry of each key has accepts (tombstones delete). On a
+// one-partition ledger, coordinate records whose event id events accepts
+// are kept too (under their own key): entries written before the ev/ index
+// existed.
+func (s *PlanStore) lookup(ctx context.Context, keys iter.Seq[string], has func(key string) bool, events func(id string) bool) (map[string]redrive.LedgerEntry, error) {
 	out := map[string]redrive.LedgerEntry{}
-	if len(keys) == 0 {
-		return out, nil
-	}
 	n, err := s.ledgerPartitionCount(ctx)
 	if err != nil {
 		return out, err
@@ -219,17 +239,20 @@ func (s *PlanStore) lookup(ctx context.Context, keys map[string]bool, events map
 	parts := map[int32]bool{}
 	for k := range keys {
 		parts[ledgerPartition(k, n)] = true
+		if len(parts) == n {
+			break // every partition is read: the rest need not be hashed
+		}
 	}
 	var decodeErr error
 	names := map[string]string{}
 	err = s.scanPartitions(ctx, LedgerTopic, parts, func(r *kgo.Record) {
 		k := string(r.Key)
-		wanted := keys[k]
-		if !wanted && n == 1 && len(events) > 0 && !strings.HasPrefix(k, eventKeyPrefix) && r.Value != nil {
+		wanted := has(k)
+		if !wanted && n == 1 && events != nil && !strings.HasPrefix(k, eventKeyPrefix) && r.Value != nil {
 			var ev struct {
 				EventID string `json:"event_id"`
 			}
-			if json.Unmarshal(r.Value, &ev) == nil && events[ev.EventID] {
+			if json.Unmarshal(r.Value, &ev) == nil && events(ev.EventID) {
 				wanted = true
 			}
 		}
