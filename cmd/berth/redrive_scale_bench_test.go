@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -63,6 +64,8 @@ func BenchmarkRedriveAtScale(b *testing.B) {
 		b.StartTimer()
 		exec = r.run(b, "--timeout", timeout, "redrive", "execute", ref, "--yes", "--watch", "0", "-o", "json")
 		b.StopTimer()
+		// Said before the outcome is judged: a failed run's cost is a figure too.
+		b.Logf("execute: exit %d in %.2fs, peak RSS %.0f MiB", exec.code, exec.wall.Seconds(), exec.mib())
 		var done struct {
 			Sent         int `json:"sent"`
 			Verification struct {
@@ -73,7 +76,7 @@ func BenchmarkRedriveAtScale(b *testing.B) {
 			} `json:"verification"`
 		}
 		if err := json.Unmarshal([]byte(exec.stdout), &done); exec.code != 0 || err != nil {
-			b.Fatalf("redrive execute: exit %d %v: %s", exec.code, err, exec.stderr)
+			b.Fatalf("redrive execute: exit %d %v: %s%s", exec.code, err, exec.stderr, skipDetails(exec.stdout))
 		}
 		if v := done.Verification.Kafka; done.Sent != made.Totals.Included || v.Checked != done.Sent || len(v.Mismatches) != 0 {
 			b.Fatalf("execute: %+v", done)
@@ -102,4 +105,34 @@ func BenchmarkRedriveAtScale(b *testing.B) {
 	b.ReportMetric(approve.mib(), "approve-MiB")
 	b.ReportMetric(show.mib(), "show-MiB")
 	b.ReportMetric(status.mib(), "status-MiB")
+}
+
+// skipDetails lists the distinct reasons and details of the records an
+// execute output skipped (a failed run at scale says why, not only how
+// many).
+func skipDetails(stdout string) string {
+	var out struct {
+		Skipped []struct{ Reason, Detail string } `json:"skipped"`
+	}
+	if json.Unmarshal([]byte(stdout), &out) != nil || len(out.Skipped) == 0 {
+		return ""
+	}
+	n := map[string]int{}
+	var order []string
+	for _, s := range out.Skipped {
+		k := s.Reason + ": " + s.Detail
+		if n[k] == 0 {
+			order = append(order, k)
+		}
+		n[k]++
+	}
+	msg := "\nskipped:"
+	for i, k := range order {
+		if i == 10 {
+			msg += fmt.Sprintf("\n  and %d more details", len(order)-i)
+			break
+		}
+		msg += fmt.Sprintf("\n  %d %s", n[k], k)
+	}
+	return msg
 }
