@@ -44,6 +44,10 @@ type ReadOptions struct {
 	// Idle is how long a read may see no record before it stops short
 	// (marking the result incomplete); 0 means 3s.
 	Idle time.Duration
+	// Reading, when set, is told before the first record how many records
+	// the read returns at most (the offset spans read, capped by Limit),
+	// so a caller keeping every record can size its store once.
+	Reading func(max int64)
 }
 
 // DefaultReadLimit bounds DLQ reads: a DLQ is read oldest first up to this
@@ -117,6 +121,9 @@ func (k *Cluster) ReadDLQEach(ctx context.Context, dlq string, opt ReadOptions, 
 		}
 		res.Total += end - p.LogStart
 		ranges = append(ranges, readRange{topic: dlq, partition: p.Partition, from: p.LogStart, end: end})
+	}
+	if opt.Reading != nil {
+		opt.Reading(min(res.Total, int64(limit)))
 	}
 	var headers []redrive.Header // reused: fn must not keep the record
 	stats, err := k.c.readRanges(ctx, ranges, int64(limit), opt.Idle, func(r *kgo.Record) {

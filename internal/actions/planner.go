@@ -551,7 +551,11 @@ func (p *Planner) plan(ctx context.Context, req PlanRequest, seen func(redrive.P
 	// every record.
 	if req.All || len(req.Classes) > 0 || len(req.Offsets) == 0 {
 		read := 0
-		res, err := p.Cluster.ReadDLQEach(ctx, req.DLQ, kafka.ReadOptions{Limit: p.ReadLimit}, func(r redrive.Record) {
+		opt := kafka.ReadOptions{Limit: p.ReadLimit}
+		if req.All && req.Key == "" && req.Header == "" && req.Since == nil && req.Until == nil {
+			opt.Reading = picked.reserve // every record read is selected
+		}
+		res, err := p.Cluster.ReadDLQEach(ctx, req.DLQ, opt, func(r redrive.Record) {
 			read++
 			pr := redrive.ParseRecord(r, pol.Extractors)
 			known[pr.Class] = true
@@ -688,18 +692,34 @@ func (p *Planner) checkInto(ctx context.Context, plan redrive.Plan, cs redrive.C
 	return nil
 }
 
-// pickedRecords gathers selected plan records per DLQ partition in blocks,
-// so a million of them (about 300 bytes each) never sit in a slice that is
-// being regrown (old and new arrays at once), and records that arrive in
-// offset order per partition need no sort.
+// pickedRecords gathers selected plan records. When every record read is
+// selected (--all without a filter) the read says beforehand how many it
+// will return, and they go straight into one slice of that size (reserve):
+// a million plan records (~216 bytes each) are then held once, never
+// copied from one array into another (blocks plus their concatenation
+// were twice that at once, the plan's peak). Otherwise they gather per DLQ
+// partition in blocks, so a selection of unknown size never sits in a
+// slice being regrown, and are concatenated once at the end.
 type pickedRecords struct {
+	all   []redrive.PlanRecord
 	parts map[int32][][]redrive.PlanRecord
 	n     int
 }
 
 const pickedBlock = 4096
 
+// reserve makes room for n records in one slice (see pickedRecords).
+func (p *pickedRecords) reserve(n int64) {
+	if n > 0 && p.all == nil && p.n == 0 {
+		p.all = make([]redrive.PlanRecord, 0, n)
+	}
+}
+
 func (p *pickedRecords) add(r redrive.PlanRecord) {
+	if len(p.all) < cap(p.all) {
+		p.all = append(p.all, r)
+		return
+	}
 	if p.parts == nil {
 		p.parts = map[int32][][]redrive.PlanRecord{}
 	}
@@ -716,23 +736,25 @@ func (p *pickedRecords) add(r redrive.PlanRecord) {
 // (a record both in a selected class and named by --offsets is one record),
 // releasing each block as it is copied.
 func (p *pickedRecords) sorted() []redrive.PlanRecord {
-	parts := make([]int32, 0, len(p.parts))
-	for part := range p.parts {
-		parts = append(parts, part)
-	}
-	slices.Sort(parts)
-	out := make([]redrive.PlanRecord, 0, p.n)
-	for _, part := range parts {
-		for i, b := range p.parts[part] {
-			out = append(out, b...)
-			p.parts[part][i] = nil
+	out := p.all
+	if p.n > 0 {
+		parts := make([]int32, 0, len(p.parts))
+		for part := range p.parts {
+			parts = append(parts, part)
+		}
+		slices.Sort(parts)
+		out = make([]redrive.PlanRecord, 0, len(p.all)+p.n)
+		out = append(out, p.all...)
+		p.all = nil
+		for _, part := range parts {
+			for i, b := range p.parts[part] {
+				out = append(out, b...)
+				p.parts[part][i] = nil
+			}
 		}
 	}
-	p.parts, p.n = nil, 0
-	less := func(i, j int) bool { return out[i].Coord().Before(out[j].Coord()) }
-	if !sort.SliceIsSorted(out, less) {
-		sort.SliceStable(out, less)
-	}
+	p.all, p.parts, p.n = nil, nil, 0
+	sortByCoord(out)
 	uniq := out[:0]
 	for i, r := range out {
 		if i > 0 && r.Coord() == out[i-1].Coord() {
@@ -741,6 +763,51 @@ func (p *pickedRecords) sorted() []redrive.PlanRecord {
 		uniq = append(uniq, r)
 	}
 	return uniq
+}
+
+// sortByCoord sorts records by (partition, offset), stably, in place: it
+// sorts their indexes, then moves each record once along the permutation's
+// cycles (records are ~216 bytes: a sort swapping them would move each
+// one log n times; partitions read at once arrive interleaved).
+func sortByCoord(rs []redrive.PlanRecord) {
+	byCoord := func(a, b redrive.PlanRecord) int {
+		switch ca, cb := a.Coord(), b.Coord(); {
+		case ca.Before(cb):
+			return -1
+		case cb.Before(ca):
+			return 1
+		}
+		return 0
+	}
+	if slices.IsSortedFunc(rs, byCoord) {
+		return
+	}
+	idx := make([]int32, len(rs))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortFunc(idx, func(a, b int32) int {
+		if c := byCoord(rs[a], rs[b]); c != 0 {
+			return c
+		}
+		return int(a - b) // stable: equal coordinates keep their order
+	})
+	// Position i takes the record at idx[i]; -1 marks a position filled.
+	for i := range idx {
+		if idx[i] < 0 {
+			continue
+		}
+		tmp, j := rs[i], i
+		for {
+			k := int(idx[j])
+			idx[j] = -1
+			if k == i {
+				rs[j] = tmp
+				break
+			}
+			rs[j], j = rs[k], k
+		}
+	}
 }
 
 // interner shares the strings a million plan records repeat (targets,
