@@ -10,8 +10,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-
-	"github.com/berth-dev/berth/redrive/approval"
 )
 
 // DecodePlan reads a Kafka plan's core (the JSON Plan.MarshalJSON writes)
@@ -79,16 +77,8 @@ func DecodeFileFrom(r io.Reader) (File, error) {
 	if err != nil {
 		return File{}, err
 	}
-	if got != sp.Hash {
-		return File{}, fmt.Errorf("%w: hash %s, content hashes to %s", ErrHashMismatch, ShortHash(sp.Hash), ShortHash(got))
-	}
-	for _, s := range sp.Signatures {
-		if s.PlanHash != sp.Hash {
-			return File{}, fmt.Errorf("a %s signature is for plan %s, not %s", s.Role, ShortHash(s.PlanHash), ShortHash(sp.Hash))
-		}
-	}
-	if sp.Signatures == nil {
-		sp.Signatures = []approval.Signature{}
+	if sp.Signatures, err = checkHash(sp.Hash, got, sp.Signatures); err != nil {
+		return File{}, err
 	}
 	p, err := rows.plan(c)
 	if err != nil {

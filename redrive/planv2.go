@@ -499,18 +499,28 @@ func DecodeSignedPlan(raw []byte) (SignedPlan, error) {
 	if err != nil {
 		return SignedPlan{}, err
 	}
-	if got != f.Hash {
-		return SignedPlan{}, fmt.Errorf("%w: hash %s, content hashes to %s", ErrHashMismatch, ShortHash(f.Hash), ShortHash(got))
-	}
-	for _, s := range f.Signatures {
-		if s.PlanHash != f.Hash {
-			return SignedPlan{}, fmt.Errorf("a %s signature is for plan %s, not %s", s.Role, ShortHash(s.PlanHash), ShortHash(f.Hash))
-		}
-	}
-	if f.Signatures == nil {
-		f.Signatures = []approval.Signature{}
+	if f.Signatures, err = checkHash(f.Hash, got, f.Signatures); err != nil {
+		return SignedPlan{}, err
 	}
 	return f, nil
+}
+
+// checkHash refuses a plan whose content hashes to got instead of the hash
+// it claims (edited after it was made), or a signature over another hash;
+// it returns the signatures, never nil (an unsigned plan has none).
+func checkHash(claimed, got string, sigs []approval.Signature) ([]approval.Signature, error) {
+	if got != claimed {
+		return nil, fmt.Errorf("%w: hash %s, content hashes to %s", ErrHashMismatch, ShortHash(claimed), ShortHash(got))
+	}
+	for _, s := range sigs {
+		if s.PlanHash != claimed {
+			return nil, fmt.Errorf("a %s signature is for plan %s, not %s", s.Role, ShortHash(s.PlanHash), ShortHash(claimed))
+		}
+	}
+	if sigs == nil {
+		sigs = []approval.Signature{}
+	}
+	return sigs, nil
 }
 
 // Encode writes the plan as compact JSON (one line, a newline at the end):
