@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"strconv"
 	"strings"
 )
 
@@ -349,16 +348,7 @@ func (pr *planRows) row(i int) Row {
 // writeCanonical writes row i as Core.WriteCanonical does.
 func (pr *planRows) writeCanonical(b *bytes.Buffer, i int) {
 	if _, ok := pr.odd[i]; ok {
-		r := pr.row(i)
-		b.WriteByte('[')
-		writeASCIIString(b, r.Loc)
-		b.WriteByte(',')
-		writeASCIIString(b, r.Digest)
-		b.WriteByte(',')
-		b.WriteString(strconv.Itoa(r.Target))
-		b.WriteByte(',')
-		writeASCIIString(b, string(r.Verdict))
-		b.WriteByte(']')
+		pr.row(i).writeCanonical(b)
 		return
 	}
 	r := pr.recs[i]

@@ -316,18 +316,21 @@ func (c Core) WriteCanonical(w io.Writer) error {
 	if rows == nil {
 		n = -1
 	}
-	return c.writeCanonical(w, n, func(b *bytes.Buffer, i int) {
-		r := rows[i]
-		b.WriteByte('[')
-		writeASCIIString(b, r.Loc)
-		b.WriteByte(',')
-		writeASCIIString(b, r.Digest)
-		b.WriteByte(',')
-		b.WriteString(strconv.Itoa(r.Target))
-		b.WriteByte(',')
-		writeASCIIString(b, string(r.Verdict))
-		b.WriteByte(']')
-	})
+	return c.writeCanonical(w, n, func(b *bytes.Buffer, i int) { rows[i].writeCanonical(b) })
+}
+
+// writeCanonical writes the row as a canonical JSON array
+// [loc, digest, target, verdict].
+func (r Row) writeCanonical(b *bytes.Buffer) {
+	b.WriteByte('[')
+	writeASCIIString(b, r.Loc)
+	b.WriteByte(',')
+	writeASCIIString(b, r.Digest)
+	b.WriteByte(',')
+	b.WriteString(strconv.Itoa(r.Target))
+	b.WriteByte(',')
+	writeASCIIString(b, string(r.Verdict))
+	b.WriteByte(']')
 }
 
 // writeCanonical is WriteCanonical of c with n rows (-1: null), each
