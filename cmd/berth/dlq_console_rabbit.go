@@ -117,8 +117,12 @@ func (s *consoleQueues) Browse(ctx context.Context, dlq string, accept bool) (tu
 	if err != nil {
 		return tuidlq.QueueBrowse{}, err
 	}
+	rules, err := a.rabbitRedrive().Rules()
+	if err != nil {
+		return tuidlq.QueueBrowse{}, err
+	}
 	b := tuidlq.QueueBrowse{DLQ: dlq, Vhost: res.Vhost, Type: res.Type, Method: res.Method, Complete: res.Complete, Limit: rabbitDefaultRead,
-		SideEffects: res.SideEffects, Classes: rabbitmq.Classes(res.Messages, redrive.DefaultRules), OldestDeath: rabbitmq.OldestDeath(res.Messages)}
+		SideEffects: res.SideEffects, Classes: rabbitmq.Classes(res.Messages, rules), OldestDeath: rabbitmq.OldestDeath(res.Messages)}
 	for _, m := range res.Messages {
 		_, redriven := done[m.EventID]
 		b.Messages = append(b.Messages, queueMessage(m, redriven))

@@ -503,3 +503,33 @@ func TestConsoleRabbitStoredPlanShowsTheReviewDerivedFromTheMessages(t *testing.
 	d.press(keyEnterMsg, never)
 	mustContain(t, d.until("idempotency keys:"), "idempotency keys: k0, k1", "targets: (default exchange) -> ")
 }
+
+// The config's class rules (redrive.classes) judge a RabbitMQ DLQ's classes
+// as they judge a Kafka DLQ's: a rule calling rejections permanent makes
+// `berth dlq classes` and the console's classes page say permanent, where
+// the default rules alone do not know the class.
+func TestRabbitDLQClassesUseTheConfiguredRules(t *testing.T) {
+	isolateConfig(t)
+	_, _, _, dlq := rmqDLQ(t, 2)
+	rc := newRabbitConsole(t, "  classes:\n    permanent: ['^rejected: ']\n", false)
+	verdict := func(args ...string) string {
+		t.Helper()
+		out, errOut, code := runBerth(t, append([]string{"dlq", "classes", dlq, "-o", "json"}, args...)...)
+		var cls []struct {
+			Verdict string `json:"verdict"`
+			Pattern string `json:"pattern"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &cls) != nil || len(cls) != 1 {
+			t.Fatalf("dlq classes %v: exit %d %s %s", args, code, out, errOut)
+		}
+		return cls[0].Verdict
+	}
+	if v := verdict("--amqp", testAMQPURL(), "--management", testManagementURL()); v != "unknown" {
+		t.Fatalf("default rules: verdict %q, want unknown", v)
+	}
+	if v := verdict("--config", rc.config); v != "permanent" {
+		t.Fatalf("configured rule: verdict %q, want permanent", v)
+	}
+	d := drive(t, rc.env, tuidlq.NewQueueClassesPage(rc.env, dlq))
+	mustContain(t, d.until("1 class(es)"), "permanent")
+}

@@ -276,8 +276,13 @@ func (a *app) rmqDLQClasses(cmd *cobra.Command, dlq string, limit int, b browseF
 	if err != nil {
 		return err
 	}
+	// Judged by the configured rules, then the defaults (as for Kafka).
+	rules, err := a.rabbitRedrive().Rules()
+	if err != nil {
+		return err
+	}
 	// Counted as read: the messages are not kept.
-	tally := rabbitmq.NewClassTally(redrive.DefaultRules)
+	tally := rabbitmq.NewClassTally(rules)
 	_, res, release, err := a.browseDLQ(cmd, dlq, "limit", limit, b, func(m rabbitmq.Message) error {
 		tally.Add(m)
 		return nil

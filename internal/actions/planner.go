@@ -89,13 +89,7 @@ func (pol Policy) Snapshot() redrive.PolicySnapshot {
 }
 
 // Rules are the class rules: the config's first, then the defaults.
-func (p *Planner) Rules() (redrive.Rules, error) {
-	extra, err := redrive.CompileRules(p.Config.Redrive.Classes.Permanent, p.Config.Redrive.Classes.Transient)
-	if err != nil {
-		return nil, fmt.Errorf("redrive.classes: %v", err)
-	}
-	return append(extra, redrive.DefaultRules...), nil
-}
+func (p *Planner) Rules() (redrive.Rules, error) { return classRules(p.Config) }
 
 func (p *Planner) pairs() []redrive.Pair {
 	var out []redrive.Pair

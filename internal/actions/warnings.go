@@ -31,6 +31,11 @@ func classRules(cfg *config.Config) (redrive.Rules, error) {
 	return append(extra, redrive.DefaultRules...), nil
 }
 
+// Rules are the class rules RabbitMQ DLQs are judged by (`berth dlq
+// classes`, the console's classes page): the config's first, then the
+// defaults, as for Kafka.
+func (r *RabbitRedrive) Rules() (redrive.Rules, error) { return classRules(r.Config) }
+
 // classJudge remembers the verdict of every class it was shown a record
 // of; a class is judged on its first record, as `berth dlq classes` does.
 type classJudge struct {
