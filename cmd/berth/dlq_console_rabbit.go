@@ -313,12 +313,8 @@ func (s *consoleQueues) Approve(ctx context.Context, hash string, sig approval.S
 	if err != nil {
 		return tuidlq.Approved{}, err
 	}
-	principal, dec, _, err := a.rabbitRedrive().Approve(ctx, l, p, sig, "")
+	principal, dec, _, err := a.rabbitRedrive().Approve(ctx, s.cl, l, p, sig, "")
 	if err != nil {
-		// A refusal stored nothing; the no-allowed_signers one already says so.
-		if actions.IsRefusal(err) && !errors.Is(err, actions.ErrNoAllowedSigners) {
-			err = fmt.Errorf("%v; nothing stored", err)
-		}
 		return tuidlq.Approved{}, err
 	}
 	return tuidlq.Approved{Principal: principal, Fingerprint: sig.Fingerprint, Decision: dec}, nil

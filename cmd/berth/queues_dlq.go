@@ -911,15 +911,22 @@ func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, audit
 			return err
 		}
 	}
+	cl, err := a.rabbitClient(ctx)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	// A plan of another cluster has no review here: Approve refuses it
+	// (nothing asked, nothing stored).
+	review, err := a.rmqDeriveWith(ctx, cl, &p)
+	if err != nil && !errors.Is(err, actions.ErrClusterMismatch) {
+		return err
+	}
 	warnings := []string{}
-	if !yes && isTerminal(os.Stdin) && isTerminal(a.stderr) {
+	if err == nil && !yes && isTerminal(os.Stdin) && isTerminal(a.stderr) {
 		// On a terminal the approver sees what they sign (each message's
 		// target and verdict, the totals) and types the hash's first 8
 		// hex digits, as on Kafka; --yes signs without asking.
-		review, err := a.rmqDerive(ctx, &p)
-		if err != nil {
-			return err
-		}
 		sum := a.rmqPlanSummary(ctx, l, p)
 		sum.setReview(review)
 		writeQPlan(a.stderr, sum)
@@ -927,14 +934,12 @@ func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, audit
 			return err
 		}
 		warnings = sum.Warnings
-	} else if review, err := a.rmqDerive(ctx, &p); err == nil && review != nil {
+	} else if review != nil {
 		// No review shown: the warnings derived from the messages are
-		// still said. (A plan of another cluster is for Approve to judge.)
+		// still said.
 		warnings = review.Warnings
-	} else if err != nil && !errors.Is(err, actions.ErrClusterMismatch) {
-		return err
 	}
-	principal, dec, n, err := a.rabbitRedrive().Approve(ctx, l, p, sig, auditFile)
+	principal, dec, n, err := a.rabbitRedrive().Approve(ctx, cl, l, p, sig, auditFile)
 	if err != nil {
 		return err
 	}

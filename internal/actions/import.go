@@ -26,6 +26,14 @@ func clusterRefusal(hash, made, here string) error {
 	return Refuse(ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q: a plan runs only where it was made; nothing stored or sent", short(hash), made, here)
 }
 
+// approveClusterRefusal is the one refusal of an approval of another
+// cluster's plan, on both backends: a shared plan store (RabbitMQ's
+// PostgreSQL, a Kafka plan found by hash) can hold plans of several
+// clusters, and an approval must be given where the plan runs.
+func approveClusterRefusal(hash, made, here string) error {
+	return Refuse(ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q; nothing stored", short(hash), made, here)
+}
+
 // ImportFile reads a Kafka plan file (from r, named name in messages), checks
 // it and, with store, puts it in the cluster's plan store: signatures
 // already stored are kept and the file's added, and the plan is returned

@@ -137,7 +137,7 @@ func (k *KafkaRedrive) Approve(ctx context.Context, f redrive.File, sig approval
 		return Approved{}, err
 	}
 	if id != f.Plan.Cluster {
-		return Approved{}, k.refused(ctx, f, Refuse(ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q; nothing stored", short(f.Hash), f.Plan.Cluster, id))
+		return Approved{}, k.refused(ctx, f, approveClusterRefusal(f.Hash, f.Plan.Cluster, id))
 	}
 	r := k.ReviewOf(f)
 	if r.Err != nil {

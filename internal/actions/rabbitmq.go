@@ -368,25 +368,35 @@ func (r *RabbitRedrive) Decision(ctx context.Context, l *rabbitmq.Ledger, p redr
 	return approval.Evaluate(p.Subject(), author, approvals, signers, n, r.now()), true, nil
 }
 
-// Approve stores an approval over a plan: it refuses, storing nothing, a
-// read-only context, a plan whose review has no allowed_signers to verify
-// against, the author's key or principal and a key allowed_signers does
-// not list; then it audits redrive.approved. It returns the verified
-// principal, the decision now and the approvals required.
-func (r *RabbitRedrive) Approve(ctx context.Context, l *rabbitmq.Ledger, p redrive.QueuePlan, sig approval.Signature, auditFile string) (string, approval.Decision, int, error) {
+// Approve stores an approval over a plan: it refuses, storing nothing (and
+// saying so), a
+// read-only context, a plan made on another cluster than cl's (audited
+// redrive.refused, as on Kafka), a plan whose review has no allowed_signers
+// to verify against, the author's key or principal and a key
+// allowed_signers does not list; then it audits redrive.approved. It
+// returns the verified principal, the decision now and the approvals
+// required.
+func (r *RabbitRedrive) Approve(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledger, p redrive.QueuePlan, sig approval.Signature, auditFile string) (string, approval.Decision, int, error) {
 	hash := p.Hash()
 	if r.ReadOnly {
 		return "", approval.Decision{}, 0, Refuse(ErrReadOnly, "the context is read-only: an approval is written to the plan store; nothing stored")
 	}
+	if here := cl.ClusterName(); here != p.Cluster {
+		err := approveClusterRefusal(hash, p.Cluster, here)
+		if aerr := r.Audit(ctx, auditFile, "redrive.refused", hash, map[string]any{"dlq": p.DLQ, "reason": err.Error()}); aerr != nil {
+			err = errors.Join(err, aerr)
+		}
+		return "", approval.Decision{}, 0, err
+	}
 	if sig.PlanHash != hash {
-		return "", approval.Decision{}, 0, Refuse(ErrSignature, "the signature is over plan %s, not %s", redrive.ShortHash(sig.PlanHash), redrive.ShortHash(hash))
+		return "", approval.Decision{}, 0, Refuse(ErrSignature, "the signature is over plan %s, not %s; nothing stored", redrive.ShortHash(sig.PlanHash), redrive.ShortHash(hash))
 	}
 	author, _, err := l.Signatures(ctx, hash)
 	if err != nil {
 		return "", approval.Decision{}, 0, err
 	}
 	if author != nil && author.Fingerprint == sig.Fingerprint {
-		return "", approval.Decision{}, 0, Refuse(ErrTwoPersonRule, "the plan's author cannot approve it (two-person rule)")
+		return "", approval.Decision{}, 0, Refuse(ErrTwoPersonRule, "the plan's author cannot approve it (two-person rule); nothing stored")
 	}
 	n, signers, required, err := r.Review(p)
 	if err != nil {
@@ -401,12 +411,12 @@ func (r *RabbitRedrive) Approve(ctx context.Context, l *rabbitmq.Ledger, p redri
 	if signers != nil {
 		v, err := approval.Verify(p.Subject(), sig, signers, r.now())
 		if err != nil {
-			return "", approval.Decision{}, 0, Refuse(ErrSignature, "%v", err)
+			return "", approval.Decision{}, 0, Refuse(ErrSignature, "%v; nothing stored", err)
 		}
 		principal = v.Principal
 		if author != nil {
 			if av, err := approval.Verify(p.Subject(), *author, signers, r.now()); err == nil && av.Principal == principal {
-				return "", approval.Decision{}, 0, Refuse(ErrTwoPersonRule, "the plan's author cannot approve it (two-person rule: same principal)")
+				return "", approval.Decision{}, 0, Refuse(ErrTwoPersonRule, "the plan's author cannot approve it (two-person rule: same principal); nothing stored")
 			}
 		}
 	}
