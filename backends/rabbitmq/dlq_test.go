@@ -10,67 +10,9 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/rabbittest"
 	"github.com/berth-dev/berth/redrive"
 )
-
-// topology is a work exchange routing to a work queue whose dead letters go
-// through a DLX to a DLQ; every name is unique to the test.
-type topology struct {
-	workX, work, dlx, dlq, key string
-}
-
-func newTopology(t *testing.T, conn *amqp.Connection, workArgs, dlqArgs amqp.Table) topology {
-	t.Helper()
-	tp := topology{workX: uniq(t, "work-x"), work: uniq(t, "work"), dlx: uniq(t, "dlx"), dlq: uniq(t, "dlq"), key: "rk.work"}
-	declareExchange(t, conn, tp.workX)
-	declareExchange(t, conn, tp.dlx)
-	args := amqp.Table{"x-dead-letter-exchange": tp.dlx, "x-dead-letter-routing-key": "dead"}
-	for k, v := range workArgs {
-		args[k] = v
-	}
-	declareQueue(t, conn, tp.work, args)
-	declareQueue(t, conn, tp.dlq, dlqArgs)
-	bind(t, conn, tp.work, tp.key, tp.workX)
-	bind(t, conn, tp.dlq, "dead", tp.dlx)
-	return tp
-}
-
-// kill takes n messages from queue and rejects them without requeue.
-func kill(t *testing.T, conn *amqp.Connection, queue string, n int) {
-	t.Helper()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	for i := 0; i < n; i++ {
-		var d amqp.Delivery
-		eventually(t, 10*time.Second, "a message to reject", func() bool {
-			var ok bool
-			d, ok, err = ch.Get(queue, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return ok
-		})
-		if err := d.Reject(false); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func workMessages(n int) []amqp.Publishing {
-	var out []amqp.Publishing
-	for i := 0; i < n; i++ {
-		out = append(out, amqp.Publishing{
-			MessageId: fmt.Sprintf("m%d", i),
-			Timestamp: time.Unix(1_700_000_000+int64(i), 0),
-			Headers:   amqp.Table{"error": fmt.Sprintf("timeout after %d ms on order ord-%d", 100+i, i), "n": int32(i)},
-			Body:      []byte(fmt.Sprintf(`{"eventId":"e%d","n":%d}`, i, i)),
-		})
-	}
-	return out
-}
 
 func ids(ms []Message) []string {
 	var out []string
@@ -82,14 +24,14 @@ func ids(ms []Message) []string {
 
 // fiveDeadLetters is a classic work queue whose 5 messages (m0..m4) were
 // rejected into its classic DLQ.
-func fiveDeadLetters(t *testing.T) (*amqp.Connection, topology) {
+func fiveDeadLetters(t *testing.T) (*amqp.Connection, rabbittest.Topology) {
 	t.Helper()
 	conn := needRabbit(t)
 	needManagement(t)
 	tp := newTopology(t, conn, nil, nil)
-	publishConfirmed(t, conn, tp.workX, tp.key, workMessages(5)...)
-	kill(t, conn, tp.work, 5)
-	eventually(t, 10*time.Second, "5 dead letters", func() bool { return readyCount(t, conn, tp.dlq) == 5 })
+	publishConfirmed(t, conn, tp.WorkX, tp.Key, workMessages(5)...)
+	kill(t, conn, tp.Work, 5)
+	eventually(t, 10*time.Second, "5 dead letters", func() bool { return readyCount(t, conn, tp.DLQ) == 5 })
 	return conn, tp
 }
 
@@ -104,20 +46,20 @@ func TestClassicDLQRoundTripAndBrowse(t *testing.T) {
 	}
 	found := false
 	for _, d := range dlqs {
-		if d.Name == tp.dlq {
+		if d.Name == tp.DLQ {
 			found = true
-			if len(d.Sources) != 1 || d.Sources[0] != tp.work || d.Found != "wiring" {
-				t.Errorf("dlq %+v: want source %s found by wiring", d, tp.work)
+			if len(d.Sources) != 1 || d.Sources[0] != tp.Work || d.Found != "wiring" {
+				t.Errorf("dlq %+v: want source %s found by wiring", d, tp.Work)
 			}
 		}
 	}
 	if !found {
-		t.Fatalf("DLQ %s not discovered from the dead-letter wiring", tp.dlq)
+		t.Fatalf("DLQ %s not discovered from the dead-letter wiring", tp.DLQ)
 	}
 
 	opts := BrowseOptions{Limit: 100, Extractors: Extractors{ErrorHeader: "error"}}
 	for pass := 0; pass < 2; pass++ {
-		res, err := c.Browse(context.Background(), tp.dlq, opts)
+		res, err := c.Browse(context.Background(), tp.DLQ, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,33 +68,33 @@ func TestClassicDLQRoundTripAndBrowse(t *testing.T) {
 		}
 		m := res.Messages[0]
 		d := m.Death
-		if len(d.Deaths) != 1 || d.Deaths[0].Reason != ReasonRejected || d.Deaths[0].Queue != tp.work ||
-			d.Deaths[0].Exchange != tp.workX || fmt.Sprint(d.Deaths[0].RoutingKeys) != "[rk.work]" || d.Deaths[0].Count != 1 || d.Deaths[0].Time == nil {
+		if len(d.Deaths) != 1 || d.Deaths[0].Reason != ReasonRejected || d.Deaths[0].Queue != tp.Work ||
+			d.Deaths[0].Exchange != tp.WorkX || fmt.Sprint(d.Deaths[0].RoutingKeys) != "[rk.work]" || d.Deaths[0].Count != 1 || d.Deaths[0].Time == nil {
 			t.Errorf("x-death %+v", d.Deaths)
 		}
-		if d.FirstDeathQueue != tp.work || d.FirstDeathReason != ReasonRejected || d.FirstDeathExchange != tp.workX || d.DeliveryCount != nil {
+		if d.FirstDeathQueue != tp.Work || d.FirstDeathReason != ReasonRejected || d.FirstDeathExchange != tp.WorkX || d.DeliveryCount != nil {
 			t.Errorf("first death %+v", d)
 		}
-		if x, k, ok := d.Target(); !ok || x != tp.workX || k != tp.key {
+		if x, k, ok := d.Target(); !ok || x != tp.WorkX || k != tp.Key {
 			t.Errorf("target %q %q %v", x, k, ok)
 		}
 		if m.EventID != "m0" || m.ErrorHeader == "" {
 			t.Errorf("event id %q error %q", m.EventID, m.ErrorHeader)
 		}
 		classes := Classes(res.Messages, redrive.DefaultRules)
-		if len(classes) != 1 || classes[0].Count != 5 || classes[0].OriginalTopic != tp.work || classes[0].Exception != ReasonRejected || !classes[0].Transient {
-			t.Errorf("classes %+v: want one transient class (timeouts) of 5 from %s", classes, tp.work)
+		if len(classes) != 1 || classes[0].Count != 5 || classes[0].OriginalTopic != tp.Work || classes[0].Exception != ReasonRejected || !classes[0].Transient {
+			t.Errorf("classes %+v: want one transient class (timeouts) of 5 from %s", classes, tp.Work)
 		}
-		if n := readyCount(t, conn, tp.dlq); n != 5 {
+		if n := readyCount(t, conn, tp.DLQ); n != 5 {
 			t.Fatalf("after browse pass %d the DLQ holds %d messages, want 5", pass, n)
 		}
 	}
 	// A partial browse keeps order too.
-	res, err := c.Browse(context.Background(), tp.dlq, BrowseOptions{Limit: 2})
+	res, err := c.Browse(context.Background(), tp.DLQ, BrowseOptions{Limit: 2})
 	if err != nil || fmt.Sprint(ids(res.Messages)) != "[m0 m1]" || res.Complete {
 		t.Fatalf("partial browse: %v %v complete=%v", ids(res.Messages), err, res.Complete)
 	}
-	res, err = c.Browse(context.Background(), tp.dlq, BrowseOptions{Limit: 10})
+	res, err = c.Browse(context.Background(), tp.DLQ, BrowseOptions{Limit: 10})
 	if err != nil || fmt.Sprint(ids(res.Messages)) != "[m0 m1 m2 m3 m4]" {
 		t.Fatalf("after a partial browse: %v %v", ids(res.Messages), err)
 	}
@@ -165,25 +107,25 @@ func TestQuorumDLQRoundTripAndBrowse(t *testing.T) {
 	tp := newTopology(t, conn,
 		amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int32(1)},
 		amqp.Table{"x-queue-type": "quorum"})
-	publishConfirmed(t, conn, tp.workX, tp.key, workMessages(3)...)
+	publishConfirmed(t, conn, tp.WorkX, tp.Key, workMessages(3)...)
 	// Requeue until the delivery limit dead-letters each message.
 	ch, err := conn.Channel()
 	if err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 20*time.Second, "3 dead letters by delivery limit", func() bool {
-		if d, ok, err := ch.Get(tp.work, false); err != nil {
+		if d, ok, err := ch.Get(tp.Work, false); err != nil {
 			t.Fatal(err)
 		} else if ok {
 			_ = d.Nack(false, true)
 		}
-		return readyCount(t, conn, tp.dlq) == 3
+		return readyCount(t, conn, tp.DLQ) == 3
 	})
 	ch.Close()
 
 	c := testClient(t, Options{AMQPURL: amqpURL(), ManagementURL: mgmtURL()})
 	eventually(t, 20*time.Second, "the management API to see the DLQ's messages", func() bool {
-		q, err := c.Queue(context.Background(), "/", tp.dlq)
+		q, err := c.Queue(context.Background(), "/", tp.DLQ)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -191,14 +133,14 @@ func TestQuorumDLQRoundTripAndBrowse(t *testing.T) {
 		return ok && n == 3
 	})
 	// Refused by default: nothing touched.
-	_, err = c.Browse(context.Background(), tp.dlq, BrowseOptions{})
+	_, err = c.Browse(context.Background(), tp.DLQ, BrowseOptions{})
 	var refused *RefusedError
 	if !errors.As(err, &refused) {
 		t.Fatalf("browse of a quorum DLQ: %v; want a refusal explaining the side effects", err)
 	}
 	// Accepted: the whole queue is read and returned in order, each count +1.
 	for pass := int64(0); pass < 2; pass++ {
-		res, err := c.Browse(context.Background(), tp.dlq, BrowseOptions{AcceptQuorumSideEffects: true, Limit: 10})
+		res, err := c.Browse(context.Background(), tp.DLQ, BrowseOptions{AcceptQuorumSideEffects: true, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -209,16 +151,16 @@ func TestQuorumDLQRoundTripAndBrowse(t *testing.T) {
 			if m.Death.DeliveryCount == nil || *m.Death.DeliveryCount != pass {
 				t.Errorf("pass %d: %s x-delivery-count %v, want %d (the refused browse touched nothing)", pass, m.MessageID, m.Death.DeliveryCount, pass)
 			}
-			if m.Death.Reason() != ReasonDeliveryLimit || m.Death.OriginalQueue() != tp.work {
-				t.Errorf("%s: reason %q queue %q, want delivery_limit from %s", m.MessageID, m.Death.Reason(), m.Death.OriginalQueue(), tp.work)
+			if m.Death.Reason() != ReasonDeliveryLimit || m.Death.OriginalQueue() != tp.Work {
+				t.Errorf("%s: reason %q queue %q, want delivery_limit from %s", m.MessageID, m.Death.Reason(), m.Death.OriginalQueue(), tp.Work)
 			}
 		}
-		if n := readyCount(t, conn, tp.dlq); n != 3 {
+		if n := readyCount(t, conn, tp.DLQ); n != 3 {
 			t.Fatalf("pass %d left %d messages, want 3", pass, n)
 		}
 	}
 	// A partial read of a quorum queue would reorder it: refused.
-	if _, err := c.Browse(context.Background(), tp.dlq, BrowseOptions{AcceptQuorumSideEffects: true, Limit: 2}); !errors.As(err, &refused) {
+	if _, err := c.Browse(context.Background(), tp.DLQ, BrowseOptions{AcceptQuorumSideEffects: true, Limit: 2}); !errors.As(err, &refused) {
 		t.Errorf("partial quorum browse: %v; want refused", err)
 	}
 }
@@ -263,7 +205,7 @@ func TestBrowseEachHandsOverInOrderAndStopsOnError(t *testing.T) {
 	c := testClient(t, Options{AMQPURL: amqpURL(), ManagementURL: mgmtURL()})
 
 	var got []string
-	res, err := c.BrowseEach(context.Background(), tp.dlq, BrowseOptions{Limit: 10}, func(m Message) error {
+	res, err := c.BrowseEach(context.Background(), tp.DLQ, BrowseOptions{Limit: 10}, func(m Message) error {
 		got = append(got, fmt.Sprintf("%d:%s", m.Position, m.MessageID))
 		return nil
 	})
@@ -273,7 +215,7 @@ func TestBrowseEachHandsOverInOrderAndStopsOnError(t *testing.T) {
 
 	stop := errors.New("enough")
 	got = nil
-	_, err = c.BrowseEach(context.Background(), tp.dlq, BrowseOptions{Limit: 10}, func(m Message) error {
+	_, err = c.BrowseEach(context.Background(), tp.DLQ, BrowseOptions{Limit: 10}, func(m Message) error {
 		got = append(got, m.MessageID)
 		if len(got) == 2 {
 			return stop
@@ -283,8 +225,8 @@ func TestBrowseEachHandsOverInOrderAndStopsOnError(t *testing.T) {
 	if !errors.Is(err, stop) || fmt.Sprint(got) != "[m0 m1]" {
 		t.Fatalf("stopped browse: %v after %v; want the callback's error after m0 m1", err, got)
 	}
-	eventually(t, 10*time.Second, "the DLQ whole again", func() bool { return readyCount(t, conn, tp.dlq) == 5 })
-	after, err := c.Browse(context.Background(), tp.dlq, BrowseOptions{Limit: 10})
+	eventually(t, 10*time.Second, "the DLQ whole again", func() bool { return readyCount(t, conn, tp.DLQ) == 5 })
+	after, err := c.Browse(context.Background(), tp.DLQ, BrowseOptions{Limit: 10})
 	if err != nil || fmt.Sprint(ids(after.Messages)) != "[m0 m1 m2 m3 m4]" || after.Read != 5 {
 		t.Fatalf("after a stopped browse: %v %v read=%d; want m0..m4 in order", ids(after.Messages), err, after.Read)
 	}

@@ -367,7 +367,7 @@ func (s *consoleQueues) DryRun(ctx context.Context, hash string, readOnly bool) 
 	return tuidlq.QueueDryRun{WouldSend: t.Included - len(skip), Totals: t, Skipped: queueSkips(actions.RabbitSkips(p, skip)), Approvers: dec.Approvers}, nil
 }
 
-func queueSkips(in []rabbitmq.Skip) []tuidlq.QueueSkip {
+func queueSkips(in []actions.RabbitSkip) []tuidlq.QueueSkip {
 	out := make([]tuidlq.QueueSkip, len(in))
 	for i, s := range in {
 		out[i] = tuidlq.QueueSkip{EventID: s.EventID, Position: s.Position, Reason: s.Reason, Detail: s.Detail}
@@ -411,9 +411,9 @@ func (s *consoleQueues) Execute(ctx context.Context, hash string, req tuidlq.Que
 			return false
 		}
 	}
-	res, err := rr.Run(ctx, cl, l, p, dec, skip, actor, "", rabbitmq.ExecOptions{
+	res, err := rr.Run(ctx, cl, l, p, dec, skip, actor, "", actions.RabbitExecOptions{
 		Verify: true, Pause: req.Pause, Cancel: req.Cancel,
-		Progress: func(r rabbitmq.Result) {
+		Progress: func(r actions.RabbitResult) {
 			if req.Progress != nil {
 				req.Progress(tuidlq.QueueProgress{Total: total, Sent: r.Sent, AlreadySent: r.AlreadySent, Failed: len(r.Failed), Skipped: len(r.Skipped)})
 			}
@@ -424,7 +424,7 @@ func (s *consoleQueues) Execute(ctx context.Context, hash string, req tuidlq.Que
 	// CLI's already_sent does.
 	out := tuidlq.QueueResult{Sent: res.Sent, Resent: res.Resent, AlreadySent: res.AlreadySent + res.DoneBefore, Excluded: res.Excluded, Returned: res.Returned,
 		Passed: res.Passed, Skipped: queueSkips(res.Skipped), NotFound: res.NotFound, Stopped: res.Stopped,
-		Cancelled: res.Stopped == rabbitmq.Cancelled || cancelled(), Approvers: dec.Approvers, Warnings: n.lines()}
+		Cancelled: res.Stopped == actions.RabbitCancelled || cancelled(), Approvers: dec.Approvers, Warnings: n.lines()}
 	for _, f := range res.Failed {
 		out.Failed = append(out.Failed, tuidlq.QueueFailure{EventID: f.EventID, Exchange: f.Exchange, RoutingKey: f.RoutingKey, Error: f.Error})
 	}

@@ -1035,10 +1035,10 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 	pause, stopPause := usrPause(a.stderr)
 	defer stopPause()
 	start := time.Now()
-	res, err := rr.Run(sigCtx, cl, l, p, dec, skip, actor, auditFile, rabbitmq.ExecOptions{
+	res, err := rr.Run(sigCtx, cl, l, p, dec, skip, actor, auditFile, actions.RabbitExecOptions{
 		Verify: !noVerify, Pause: pause,
 		Notice: func(note string) { fmt.Fprintln(a.stderr, sanitize.Text(note)) },
-		Progress: func(r rabbitmq.Result) {
+		Progress: func(r actions.RabbitResult) {
 			done := r.Sent + r.AlreadySent + len(r.Failed)
 			fmt.Fprintf(a.stderr, "progress %s: %d/%d sent %d already sent %d failed %d (%.0f msg/s)\n", shortHash(hash), done, totals.Included, r.Sent, r.AlreadySent, len(r.Failed), float64(r.Sent)/time.Since(start).Seconds())
 		},

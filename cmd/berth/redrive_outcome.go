@@ -5,7 +5,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/berth-dev/berth/backends/rabbitmq"
 	"github.com/berth-dev/berth/internal/actions"
 	"github.com/berth-dev/berth/internal/output"
 	"github.com/berth-dev/berth/internal/sanitize"
@@ -50,12 +49,12 @@ type (
 // found a problem (Problem says which); Refailed counts the plan's records
 // that landed in the DLQ again within the watch (Watched: how long).
 type outcomeVerification struct {
-	OK       bool                   `json:"ok"`
-	Problem  string                 `json:"problem,omitempty"`
-	Watched  string                 `json:"watched"`
-	Refailed int                    `json:"refailed"`
-	Kafka    *actions.Verification  `json:"kafka,omitempty"`
-	RabbitMQ *rabbitmq.Verification `json:"rabbitmq,omitempty"`
+	OK       bool                        `json:"ok"`
+	Problem  string                      `json:"problem,omitempty"`
+	Watched  string                      `json:"watched"`
+	Refailed int                         `json:"refailed"`
+	Kafka    *actions.Verification       `json:"kafka,omitempty"`
+	RabbitMQ *actions.RabbitVerification `json:"rabbitmq,omitempty"`
 }
 
 // kafkaOutcome: nothing Kafka-only at the top level yet; the read-back
@@ -153,7 +152,7 @@ func (o *executeOutput) kafkaVerified(v *actions.Verification) {
 }
 
 // rabbitExecuteOutput maps a RabbitMQ run onto the common shape.
-func rabbitExecuteOutput(hash, dlq string, res rabbitmq.Result, cancelled bool, approvers []string) executeOutput {
+func rabbitExecuteOutput(hash, dlq string, res actions.RabbitResult, cancelled bool, approvers []string) executeOutput {
 	o := executeOutput{Backend: "rabbitmq", Plan: hash, DLQ: dlq, Cancelled: cancelled, Approvers: approvers,
 		RabbitMQ: &rabbitOutcome{Resent: res.Resent, Returned: res.Returned, PassedOver: res.Passed, Stopped: res.Stopped}}
 	o.counted(actions.RabbitOutcome(res))

@@ -3,7 +3,6 @@ package actions
 import (
 	"fmt"
 
-	"github.com/berth-dev/berth/backends/rabbitmq"
 	"github.com/berth-dev/berth/redrive"
 )
 
@@ -85,7 +84,7 @@ func KafkaOutcome(f redrive.File, res Result) RunOutcome {
 // RabbitOutcome counts a RabbitMQ run: a message no longer in the DLQ is
 // Kafka's record_gone; one sent and acked by an earlier run is already
 // sent.
-func RabbitOutcome(res rabbitmq.Result) RunOutcome {
+func RabbitOutcome(res RabbitResult) RunOutcome {
 	o := newOutcome(res.Sent, res.AlreadySent+res.DoneBefore, res.Excluded)
 	for _, s := range res.Skipped {
 		o.skip(SkippedRecord{Record: s.EventID, EventID: s.EventID, Reason: s.Reason, Detail: s.Detail})

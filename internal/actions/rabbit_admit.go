@@ -11,8 +11,9 @@ import (
 // The two judgements a RabbitMQ run makes besides the checks and ordering
 // (rabbitAdmission in rabbitmq.go): whether the plan may run on its DLQ at
 // all, and whether a consumed message goes where the plan signed. The
-// backend reports the facts (the DLQ's type and settings, what each message
-// derives to) and sends what is admitted.
+// transport reports the facts (the DLQ's type and settings, what each
+// message derives to) and the run loop (rabbit_run.go) sends what is
+// admitted.
 
 // ReasonDerivedChanged skips an included record whose plan entry says
 // what its message does not: another target than the message's

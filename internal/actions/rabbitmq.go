@@ -539,7 +539,7 @@ func (r *RabbitRedrive) DryRun(ctx context.Context, cl *rabbitmq.Client, l *rabb
 	// A message not found is not skipped here: an earlier run may have sent
 	// it (the ledger says so at execute), or it is briefly unacked.
 	for _, id := range changed {
-		skip[id] = redrive.Verdict{Reason: rabbitmq.ReasonContentChanged, Detail: "the DLQ holds a message with this id whose body, properties or headers differ from the plan's"}
+		skip[id] = redrive.Verdict{Reason: ReasonChanged, Detail: "the DLQ holds a message with this id whose body, properties or headers differ from the plan's"}
 	}
 	return dec, skip, nil
 }
@@ -551,13 +551,13 @@ func (r *RabbitRedrive) DryRun(ctx context.Context, cl *rabbitmq.Client, l *rabb
 // each chunk and the end. The caller audits the verification
 // (AuditVerified) once any re-failure watch is over. cancelled reports,
 // after the run, whether the operator stopped it.
-func (r *RabbitRedrive) Run(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledger, p redrive.QueuePlan, dec approval.Decision, skip map[string]redrive.Verdict,
-	actor, auditFile string, o rabbitmq.ExecOptions, cancelled func() bool) (rabbitmq.Result, error) {
+func (r *RabbitRedrive) Run(ctx context.Context, cl RabbitTransport, l RabbitLedger, p redrive.QueuePlan, dec approval.Decision, skip map[string]redrive.Verdict,
+	actor, auditFile string, o RabbitExecOptions, cancelled func() bool) (RabbitResult, error) {
 	hash := p.Hash()
 	if mismatch := clusterMismatch(cl, p); mismatch != "" {
 		err := Refuse(ErrClusterMismatch, "plan %s %s", redrive.ShortHash(hash), mismatch)
 		_ = r.Audit(ctx, auditFile, "redrive.refused", hash, map[string]any{"dlq": p.DLQ, "reason": err.Error(), "actor": actor})
-		return rabbitmq.Result{Plan: hash}, err
+		return RabbitResult{Plan: hash}, err
 	}
 	pol, _ := r.Config.RedrivePolicyFor(p.DLQ)
 	o.StopOnFailure = pol.StopOnFailure || pol.RequireIdempotencyKey
@@ -566,17 +566,16 @@ func (r *RabbitRedrive) Run(ctx context.Context, cl *rabbitmq.Client, l *rabbitm
 	// consumed, over each chunk (no second read of the DLQ).
 	adm := r.admission(p, skip)
 	defer adm.close()
-	o.Admission = adm
 	record := func(ctx context.Context, action string, details map[string]any) error {
 		details["dlq"], details["actor"] = p.DLQ, actor
 		return r.Audit(ctx, auditFile, action, hash, details)
 	}
 	if err := record(ctx, "redrive.execute.started", map[string]any{"records": len(p.Records), "totals": p.Totals(), "approvers": dec.Approvers}); err != nil {
-		return rabbitmq.Result{Plan: hash}, Refuse(ErrAuditUnwritable, "%v (nothing sent)", err)
+		return RabbitResult{Plan: hash}, Refuse(ErrAuditUnwritable, "%v (nothing sent)", err)
 	}
 	// Every chunk is on record before its DLQ copies are acked, under the
 	// names Kafka's batches use.
-	o.Settled = func(ctx context.Context, confirmed []rabbitmq.LedgerEntry, failed []rabbitmq.Failure) error {
+	o.Settled = func(ctx context.Context, confirmed []rabbitmq.LedgerEntry, failed []RabbitFailure) error {
 		if len(failed) > 0 {
 			if err := record(ctx, "redrive.batch.failed", map[string]any{"records": len(failed), "error": failed[0].Error}); err != nil {
 				return err
@@ -587,11 +586,11 @@ func (r *RabbitRedrive) Run(ctx context.Context, cl *rabbitmq.Client, l *rabbitm
 		}
 		return record(ctx, "redrive.batch.sent", map[string]any{"records": len(confirmed), "first": confirmed[0].EventID, "last": confirmed[len(confirmed)-1].EventID})
 	}
-	res, err := cl.Execute(ctx, p, l, o)
+	res, err := executeRabbit(ctx, cl, p, l, adm, o)
 	stopped := cancelled()
 	status := "finished"
 	switch {
-	case stopped || res.Stopped == rabbitmq.Cancelled:
+	case stopped || res.Stopped == RabbitCancelled:
 		// An interrupt ends Execute with the context's error: still a stop
 		// the operator asked for, not a failure.
 		status = "cancelled"
@@ -615,7 +614,7 @@ func (r *RabbitRedrive) Run(ctx context.Context, cl *rabbitmq.Client, l *rabbitm
 // AuditVerified records what the run's verification found (the DLQ depth
 // check and, when the DLQ was watched, the re-failures) as redrive.verified,
 // the entry Kafka's read-back writes.
-func (r *RabbitRedrive) AuditVerified(ctx context.Context, auditFile string, p redrive.QueuePlan, v *rabbitmq.Verification, watchErr error) {
+func (r *RabbitRedrive) AuditVerified(ctx context.Context, auditFile string, p redrive.QueuePlan, v *RabbitVerification, watchErr error) {
 	if v == nil {
 		return
 	}
@@ -628,7 +627,7 @@ func (r *RabbitRedrive) AuditVerified(ctx context.Context, auditFile string, p r
 
 // clusterMismatch says why p was made elsewhere ("" when it was made on
 // cl's cluster): by cluster name, reached through any address.
-func clusterMismatch(cl *rabbitmq.Client, p redrive.QueuePlan) string {
+func clusterMismatch(cl interface{ ClusterName() string }, p redrive.QueuePlan) string {
 	if name := cl.ClusterName(); name != p.Cluster {
 		return fmt.Sprintf("was made on cluster %q, this context is cluster %q", p.Cluster, name)
 	}
@@ -717,7 +716,7 @@ func (r *RabbitRedrive) recheckMessages(ctx context.Context, p redrive.QueuePlan
 	return skip, nil
 }
 
-// rabbitAdmission is a run's rabbitmq.Admission: whether the DLQ may be
+// rabbitAdmission is a run's policy (rabbitPolicy, rabbit_run.go): whether the DLQ may be
 // consumed at all (Runnable, rabbit_admit.go); as it is consumed in order,
 // the signed target against the message's (targets), the checks on what
 // each message derives to (recheckMessages, over one system-of-record
@@ -788,11 +787,11 @@ func (a *rabbitAdmission) close() {
 }
 
 // RabbitSkips lists the included records skip excludes, in plan order.
-func RabbitSkips(p redrive.QueuePlan, skip map[string]redrive.Verdict) []rabbitmq.Skip {
-	out := []rabbitmq.Skip{}
+func RabbitSkips(p redrive.QueuePlan, skip map[string]redrive.Verdict) []RabbitSkip {
+	out := []RabbitSkip{}
 	for _, rec := range p.Records {
 		if v, ok := skip[rec.EventID]; ok && rec.Included {
-			out = append(out, rabbitmq.Skip{EventID: rec.EventID, Position: rec.Position, Reason: v.Reason, Detail: v.Detail})
+			out = append(out, RabbitSkip{EventID: rec.EventID, Position: rec.Position, Reason: v.Reason, Detail: v.Detail})
 		}
 	}
 	return out

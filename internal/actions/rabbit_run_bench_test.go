@@ -1,4 +1,4 @@
-package rabbitmq
+package actions
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/berth-dev/berth/backends/rabbitmq"
+	"github.com/berth-dev/berth/internal/rabbittest"
 	"github.com/berth-dev/berth/redrive"
 )
 
@@ -17,27 +19,27 @@ import (
 // compare; filling the DLQ and planning are not timed.
 //
 //	go test ./backends/rabbitmq -run '^$' -bench Redrive -benchtime 3x
-func BenchmarkRedrive(b *testing.B) {
+func BenchmarkRabbitRedrive(b *testing.B) {
 	for _, bc := range []struct {
 		name   string
 		window int
 		n      int
 	}{{"window=1", 1, 1000}, {"window=500", 500, 20000}} {
 		b.Run(bc.name, func(b *testing.B) {
-			conn := needRabbit(b)
-			needManagement(b)
-			c := testClient(b, Options{AMQPURL: amqpURL(), ManagementURL: mgmtURL(), Timeout: 30 * time.Second})
+			conn := rabbittest.Need(b)
+			rabbittest.NeedManagement(b)
+			c := rabbitClient(b, rabbitmq.Options{AMQPURL: rabbittest.AMQPURL(), ManagementURL: rabbittest.ManagementURL(), Timeout: 30 * time.Second})
 			var total time.Duration
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				dlq, work := uniq(b, "dlq"), uniq(b, "work")
-				declareQueue(b, conn, dlq, nil)
-				declareQueue(b, conn, work, nil)
+				dlq, work := rabbittest.Uniq(b, "dlq"), rabbittest.Uniq(b, "work")
+				rabbittest.DeclareQueue(b, conn, dlq, nil)
+				rabbittest.DeclareQueue(b, conn, work, nil)
 				msgs := deadLetters(work, bc.n)
 				for start := 0; start < bc.n; start += 1000 {
-					publishConfirmed(b, conn, "", dlq, msgs[start:min(start+1000, bc.n)]...)
+					rabbittest.PublishConfirmed(b, conn, "", dlq, msgs[start:min(start+1000, bc.n)]...)
 				}
-				l, err := OpenLedger(context.Background(), filepath.Join(b.TempDir(), "l.db"))
+				l, err := rabbitmq.OpenLedger(context.Background(), filepath.Join(b.TempDir(), "l.db"))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -47,7 +49,7 @@ func BenchmarkRedrive(b *testing.B) {
 				p := syntheticPlan(c, dlq, msgs)
 				start := time.Now()
 				b.StartTimer()
-				res, err := c.Execute(context.Background(), p, l, ExecOptions{Admission: noPolicy{}, Window: bc.window})
+				res, err := executeRabbit(context.Background(), c, p, l, noPolicy{}, RabbitExecOptions{Window: bc.window})
 				b.StopTimer()
 				total += time.Since(start)
 				if err != nil || res.Sent != bc.n {
@@ -64,13 +66,13 @@ func BenchmarkRedrive(b *testing.B) {
 // syntheticPlan is the plan a browse of the published messages would
 // produce: each becomes the delivery a browse returns (content digests
 // and derived fields included, so execution sends every one).
-func syntheticPlan(c *Client, dlq string, pubs []amqp.Publishing) redrive.QueuePlan {
-	var msgs []Message
+func syntheticPlan(c *rabbitmq.Client, dlq string, pubs []amqp.Publishing) redrive.QueuePlan {
+	var msgs []rabbitmq.Message
 	for i, m := range pubs {
 		d := amqp.Delivery{MessageId: m.MessageId, DeliveryMode: m.DeliveryMode, Headers: m.Headers, Body: m.Body}
-		msgs = append(msgs, ToMessage(i, d, Extractors{}))
+		msgs = append(msgs, rabbitmq.ToMessage(i, d, rabbitmq.Extractors{}))
 	}
-	p, _ := redrive.MakeQueuePlan(FactsOf(msgs), redrive.QueueSelection{All: true}, redrive.PolicySnapshot{}, redrive.QueueCheckInput{}, time.Now())
+	p, _ := redrive.MakeQueuePlan(rabbitmq.FactsOf(msgs), redrive.QueueSelection{All: true}, redrive.PolicySnapshot{}, redrive.QueueCheckInput{}, time.Now())
 	p.Vhost, p.DLQ, p.QueueType = c.Vhost(), dlq, "classic"
 	return p
 }
