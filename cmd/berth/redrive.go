@@ -501,8 +501,7 @@ func (a *app) runRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 			return err
 		}
 	} else {
-		sum.Records = planRowsOf(file.Plan.Records)
-		writePlanText(a.stdout, sum)
+		writePlanText(a.stdout, sum, file.Plan.Records)
 	}
 	if sum.Blocked {
 		return &exitError{code: 1, err: fmt.Errorf("plan %s is blocked: %s", file.Hash[:12], sum.BlockedReason)}
@@ -534,7 +533,10 @@ func writeFileAtomic(path string, data []byte) error {
 	return err
 }
 
-func writePlanText(w io.Writer, s redrivePlanSummary) {
+// writePlanText writes s as text with recs as its records (s.Records is
+// not read: the text, like the JSON, is written from the plan's own
+// records without building a row list).
+func writePlanText(w io.Writer, s redrivePlanSummary, recs []redrive.PlanRecord) {
 	fmt.Fprintf(w, "plan %s\n", s.Hash)
 	if s.File != "" {
 		fmt.Fprintf(w, "file %s\n", sanitize.Text(s.File))
@@ -549,15 +551,10 @@ func writePlanText(w io.Writer, s redrivePlanSummary) {
 		fmt.Fprintf(w, " system_of_record=%s", sanitize.Text(s.Policy.SystemOfRecord))
 	}
 	fmt.Fprintln(w)
-	g := output.Grid{Header: []string{"PARTITION", "OFFSET", "EVENT", "CLASS", "VERDICT", "DETAIL"}, Right: map[int]bool{0: true, 1: true}}
-	for _, r := range s.Records {
-		verdict := "include"
-		if !r.Included {
-			verdict = string(r.Reason)
-		}
-		g.Add(strconv.Itoa(int(r.Partition)), strconv.FormatInt(r.Offset, 10), dashIfEmpty(r.EventID), r.Class, verdict, clip(r.Detail, 90))
-	}
-	g.WriteTable(w)
+	// A row at a time, twice (widths, then text): a million records as
+	// cells would take hundreds of MiB on top of the plan.
+	output.Rows{Header: []string{"PARTITION", "OFFSET", "EVENT", "CLASS", "VERDICT", "DETAIL"}, Right: map[int]bool{0: true, 1: true},
+		N: len(recs), Row: func(i int) []string { return planTextRow(recs[i]) }}.WriteTable(w)
 	t := s.Totals
 	fmt.Fprintf(w, "selected %d, included %d, excluded %d", t.Selected, t.Included, t.Excluded)
 	var reasons []string
@@ -594,6 +591,17 @@ func writePlanText(w io.Writer, s redrivePlanSummary) {
 	writeWarnings(w, s.Warnings)
 }
 
+// planTextRow is one record of a plan as its text table shows it
+// (sanitised, the detail clipped).
+func planTextRow(r redrive.PlanRecord) []string {
+	verdict := "include"
+	if !r.Included {
+		verdict = string(r.Reason)
+	}
+	return []string{strconv.Itoa(int(r.Partition)), strconv.FormatInt(r.Offset, 10), sanitize.Text(dashIfEmpty(r.EventID)),
+		sanitize.Text(r.Class), sanitize.Text(verdict), sanitize.Text(clip(sanitize.Text(r.Detail), 90))}
+}
+
 // reviewKeysShown bounds the keys printed as text; -o json has them all.
 const reviewKeysShown = 20
 
@@ -617,11 +625,9 @@ func writeReviewCounts(w io.Writer, what string, targets []actions.TargetCount, 
 		g.Add(t.Target, strconv.Itoa(t.Included), strconv.Itoa(t.Excluded))
 	}
 	g.WriteTable(w)
-	keys = append([]string(nil), keys...)
-	more := 0
-	if len(keys) > reviewKeysShown {
-		keys, more = keys[:reviewKeysShown], len(keys)-reviewKeysShown
-	}
+	// Only the keys shown are copied (a million-key review is not).
+	more := max(len(keys)-reviewKeysShown, 0)
+	keys = append([]string(nil), keys[:len(keys)-more]...)
 	for i := range keys {
 		keys[i] = dashIfEmpty(keys[i])
 	}
@@ -699,8 +705,7 @@ JSON: as berth redrive plan, plus approvals (signers' key fingerprints).`,
 			if f == output.JSON {
 				return writePlanJSON(a.stdout, sum, file.Plan.Records)
 			}
-			sum.Records = planRowsOf(file.Plan.Records)
-			writePlanText(a.stdout, sum)
+			writePlanText(a.stdout, sum, file.Plan.Records)
 			return nil
 		},
 	}

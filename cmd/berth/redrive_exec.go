@@ -711,10 +711,10 @@ func (a *app) confirmReview(ctx context.Context, k *actions.KafkaRedrive, pf *re
 	if err != nil {
 		return nil, err
 	}
-	sum := planSummaryOf(*pf)
+	sum := planHeadOf(*pf)
 	sum.Review = reviewOf(review)
 	sum.Warnings = warningsOf(review.Warnings)
-	writePlanText(a.stderr, sum)
+	writePlanText(a.stderr, sum, pf.Plan.Records)
 	fmt.Fprintf(a.stderr, "\nto %s plan %s, type the first 8 hex digits of its hash: ", verb, shortHash(pf.Hash))
 	line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
 	if strings.TrimSpace(line) != pf.Hash[:8] {

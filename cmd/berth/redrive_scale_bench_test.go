@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -32,7 +33,7 @@ func BenchmarkRedriveAtScale(b *testing.B) {
 	// Each command may take minutes at a million records: a cluster
 	// operation's --timeout (10s by default) is raised, as a user would.
 	const timeout = "10m"
-	var plan, approve, show, status, exec step
+	var plan, approve, show, showText, status, exec step
 	var sent int
 	var planBytes int64
 	var ratio, baseRate float64
@@ -61,6 +62,12 @@ func BenchmarkRedriveAtScale(b *testing.B) {
 		if show = r.run(b, "--timeout", timeout, "redrive", "show", ref, "-o", "json"); show.code != 0 {
 			b.Fatalf("redrive show: exit %d: %s", show.code, show.stderr)
 		}
+		// The text a reviewer reads lists every record: a table row each.
+		showText = r.run(b, "--timeout", timeout, "redrive", "show", ref)
+		if lines := strings.Count(showText.stdout, "\n"); showText.code != 0 || lines < n || !strings.Contains(showText.stdout, fmt.Sprintf("\nselected %d, included %d,", n, made.Totals.Included)) {
+			b.Fatalf("redrive show (text): exit %d, %d lines: %s %.300s", showText.code, lines, showText.stderr, showText.stdout)
+		}
+		showText.stdout = ""
 		b.StartTimer()
 		exec = r.run(b, "--timeout", timeout, "redrive", "execute", ref, "--yes", "--watch", "0", "-o", "json")
 		b.StopTimer()
@@ -91,8 +98,8 @@ func BenchmarkRedriveAtScale(b *testing.B) {
 		base := r.baseline(b)
 		baseRate = float64(n) / base.Seconds()
 		ratio = exec.wall.Seconds() / base.Seconds()
-		b.Logf("%d records: execute %.2fs %.0f MiB, plan %.2fs %.0f MiB, approve %.0f MiB, show %.0f MiB, status %.0f MiB, plain produce %.2fs",
-			n, exec.wall.Seconds(), exec.mib(), plan.wall.Seconds(), plan.mib(), approve.mib(), show.mib(), status.mib(), base.Seconds())
+		b.Logf("%d records: execute %.2fs %.0f MiB, plan %.2fs %.0f MiB, approve %.0f MiB, show %.0f MiB, show as text %.2fs %.0f MiB, status %.0f MiB, plain produce %.2fs",
+			n, exec.wall.Seconds(), exec.mib(), plan.wall.Seconds(), plan.mib(), approve.mib(), show.mib(), showText.wall.Seconds(), showText.mib(), status.mib(), base.Seconds())
 	}
 	b.ReportMetric(float64(sent)/exec.wall.Seconds(), "exec-rec/s")
 	b.ReportMetric(exec.wall.Seconds(), "exec-s")
@@ -104,6 +111,7 @@ func BenchmarkRedriveAtScale(b *testing.B) {
 	b.ReportMetric(float64(planBytes)/float64(n), "plan-B/rec")
 	b.ReportMetric(approve.mib(), "approve-MiB")
 	b.ReportMetric(show.mib(), "show-MiB")
+	b.ReportMetric(showText.mib(), "show-text-MiB")
 	b.ReportMetric(status.mib(), "status-MiB")
 }
 

@@ -4,6 +4,7 @@
 package output
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -64,7 +65,25 @@ func (g *Grid) Add(cells ...string) {
 
 // WriteTable writes g as space-aligned columns.
 func (g *Grid) WriteTable(w io.Writer) error {
-	widths := make([]int, len(g.Header))
+	return Rows{Header: g.Header, Right: g.Right, N: len(g.Rows), Row: func(i int) []string { return g.Rows[i] }}.WriteTable(w)
+}
+
+// Rows is a table too large to hold as cells (a million-record redrive
+// plan would take hundreds of MiB as strings): Row makes row i's cells
+// when asked, and WriteTable asks twice, once to measure the columns and
+// once to write them, so only one row's cells are held at a time. Row
+// returns cells fit to print: sanitised, as Grid.Add makes them.
+type Rows struct {
+	Header []string
+	// Right marks columns to right-align (numbers).
+	Right map[int]bool
+	N     int
+	Row   func(i int) []string
+}
+
+// WriteTable writes the rows as space-aligned columns, as Grid does.
+func (t Rows) WriteTable(w io.Writer) error {
+	widths := make([]int, len(t.Header))
 	measure := func(row []string) {
 		for i, c := range row {
 			if i < len(widths) {
@@ -74,11 +93,11 @@ func (g *Grid) WriteTable(w io.Writer) error {
 			}
 		}
 	}
-	measure(g.Header)
-	for _, r := range g.Rows {
-		measure(r)
+	measure(t.Header)
+	for i := 0; i < t.N; i++ {
+		measure(t.Row(i))
 	}
-	var b strings.Builder
+	b := bufio.NewWriterSize(w, 64<<10)
 	line := func(row []string) {
 		for i := range widths {
 			c := ""
@@ -86,7 +105,7 @@ func (g *Grid) WriteTable(w io.Writer) error {
 				c = row[i]
 			}
 			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
-			if g.Right[i] {
+			if t.Right[i] {
 				b.WriteString(pad + c)
 			} else if i == len(widths)-1 {
 				b.WriteString(c)
@@ -99,12 +118,11 @@ func (g *Grid) WriteTable(w io.Writer) error {
 		}
 		b.WriteString("\n")
 	}
-	line(g.Header)
-	for _, r := range g.Rows {
-		line(r)
+	line(t.Header)
+	for i := 0; i < t.N; i++ {
+		line(t.Row(i))
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return b.Flush()
 }
 
 // WriteMarkdown writes g as a GitHub-flavoured Markdown table.
