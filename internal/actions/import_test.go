@@ -111,6 +111,16 @@ func TestImportPlanFileIntoTheKafkaPlanStore(t *testing.T) {
 	if err := (actions.PlannerConsole{P: kr.Planner}).Store(ctx, other); !errors.Is(err, actions.ErrClusterMismatch) {
 		t.Fatalf("console store of another cluster's plan: %v", err)
 	}
+
+	// `redrive show` of a file: the review is derived from the records on
+	// the plan's own cluster only (the same coordinates here hold other
+	// records).
+	if _, err := kr.DeriveReview(ctx, &other); !errors.Is(err, actions.ErrClusterMismatch) || !strings.Contains(err.Error(), "show it attached to its own cluster") {
+		t.Fatalf("review of another cluster's plan: %v", err)
+	}
+	if r, err := kr.DeriveReview(ctx, &f); err != nil || len(r.Keys) != 3 || len(r.Gone) != 0 || len(r.Changed) != 0 {
+		t.Fatalf("review of this cluster's plan: %+v %v; want 3 keys, nothing changed or gone", r, err)
+	}
 }
 
 func TestImportPlanFileIntoTheRabbitMQStore(t *testing.T) {
@@ -184,5 +194,9 @@ func TestImportPlanFileIntoTheRabbitMQStore(t *testing.T) {
 	}
 	if s, err := l.Plan(ctx, p.Hash()[:12]); err != nil || s.Hash() != p.Hash() {
 		t.Fatalf("stored plan: %v", err)
+	}
+	// `redrive show`: no review of another cluster's plan is derived here.
+	if _, _, _, _, err := rr.DeriveReview(ctx, cl, &other, false); !errors.Is(err, actions.ErrClusterMismatch) || !strings.Contains(err.Error(), "show it attached to its own cluster") {
+		t.Fatalf("review of another cluster's plan: %v", err)
 	}
 }

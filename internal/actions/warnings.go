@@ -132,11 +132,26 @@ func (j *classJudge) rabbitWarnings(p redrive.QueuePlan) []string {
 	})
 }
 
+// reviewClusterRefusal refuses to derive a review of another cluster's
+// plan, on both backends: what this cluster holds at the plan's
+// coordinates (or under its event ids) says nothing about its records.
+func reviewClusterRefusal(hash, made, here string) error {
+	return Refuse(ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q: show it attached to its own cluster", short(hash), made, here)
+}
+
 // DeriveReview re-reads a stored Kafka plan's records as Derive does (filling
 // what a reviewer sees from them) and returns what the reviewer signs:
 // the counts per target, the idempotency keys, the records changed or
-// gone, and a warning per permanent class the plan includes.
+// gone, and a warning per permanent class the plan includes. Another
+// cluster's plan is refused (ErrClusterMismatch), nothing read.
 func (k *KafkaRedrive) DeriveReview(ctx context.Context, f *redrive.File) (Summary, error) {
+	id, err := k.Identity(ctx)
+	if err != nil {
+		return Summary{}, err
+	}
+	if id != f.Plan.Cluster {
+		return Summary{}, reviewClusterRefusal(f.Hash, f.Plan.Cluster, id)
+	}
 	rules, err := classRules(k.Planner.Config)
 	if err != nil {
 		return Summary{}, err
@@ -186,8 +201,12 @@ func (r *RabbitRedrive) PlanReviewed(ctx context.Context, cl *rabbitmq.Client, l
 
 // DeriveReview re-reads a RabbitMQ plan's DLQ as Derive does and returns, with
 // Derive's answers, a warning per permanent class the plan includes among
-// the messages found unchanged.
+// the messages found unchanged. Another cluster's plan (by cl's cluster
+// name) is refused (ErrClusterMismatch), nothing read.
 func (r *RabbitRedrive) DeriveReview(ctx context.Context, cl *rabbitmq.Client, p *redrive.QueuePlan, accept bool) (changed, gone []string, complete bool, warnings []string, err error) {
+	if here := cl.ClusterName(); here != p.Cluster {
+		return nil, nil, false, nil, reviewClusterRefusal(p.Hash(), p.Cluster, here)
+	}
 	rules, err := classRules(r.Config)
 	if err != nil {
 		return nil, nil, false, nil, err
