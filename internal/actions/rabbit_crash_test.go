@@ -213,7 +213,7 @@ func TestRedriveKilledMidPlanResumesWithoutLoss(t *testing.T) {
 	t.Logf("%d messages, %d kills, %d duplicates (at-least-once; message_id dedupes)", n, kills, dups)
 }
 
-// TestRedriveSoakKill9 is RabbitMQ's crash-safety soak at scale: a
+// TestRabbitRedriveSoakKill9 is RabbitMQ's crash-safety soak at scale: a
 // 20,000-message plan executed in a child process killed with SIGKILL at
 // 100 random points spread over it, resumed each time. Nothing is lost, and
 // the duplicates (counted) stay within the documented at-least-once window:

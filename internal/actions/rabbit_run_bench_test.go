@@ -13,12 +13,12 @@ import (
 	"github.com/berth-dev/berth/redrive"
 )
 
-// BenchmarkRedrive measures executing a plan against the real RabbitMQ,
-// with the SQLite ledger: window=1 waits for each confirm (the baseline),
-// window=500 pipelines confirms. The msgs/s metric is the figure to
+// BenchmarkRabbitRedrive measures the run loop executing a plan against the
+// real RabbitMQ, with the SQLite ledger: window=1 waits for each confirm
+// (the baseline), window=500 pipelines confirms. The msgs/s metric is the figure to
 // compare; filling the DLQ and planning are not timed.
 //
-//	go test ./backends/rabbitmq -run '^$' -bench Redrive -benchtime 3x
+//	go test ./internal/actions -run '^$' -bench RabbitRedrive -benchtime 3x
 func BenchmarkRabbitRedrive(b *testing.B) {
 	for _, bc := range []struct {
 		name   string
