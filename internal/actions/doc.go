@@ -23,13 +23,13 @@
 //     today's. A plan runs only on the cluster it was made on, expires from a
 //     creation time that may not lie in the future, and its signatures cover
 //     role, cluster and plan hash;
-//   - on RabbitMQ, the backend consumes the DLQ and only reports facts to
-//     the run's Admission (rabbitAdmission, rabbit_admit.go), which
-//     decides: from what the broker says about the DLQ, whether it may be
-//     consumed at all (an auto-delete DLQ, a stream, a quorum DLQ with a
-//     delivery limit or whose plan did not accept the requeue side effects
-//     are refused); from what each consumed message derives to, whether it
-//     is sent (a signed target its dead-lettering does not say is skipped
+//   - on RabbitMQ, the run loop (rabbit_run.go) consumes the DLQ through
+//     the backend's transport and asks the run's policy (rabbitAdmission,
+//     rabbit_admit.go), which decides: from what the broker says about the
+//     DLQ, whether it may be consumed at all (an auto-delete DLQ, a
+//     stream, a quorum DLQ with a delivery limit or whose plan did not
+//     accept the requeue side effects are refused); from what each consumed
+//     message derives to, whether it is sent (a signed target its dead-lettering does not say is skipped
 //     as derived_mismatch; the checks and ordering run again as consumed).
 //
 // Refusals are typed (errors.Is against the Err* values, errors.As against
