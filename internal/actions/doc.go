@@ -29,8 +29,9 @@
 //     DLQ, whether it may be consumed at all (an auto-delete DLQ, a
 //     stream, a quorum DLQ with a delivery limit or whose plan did not
 //     accept the requeue side effects are refused); from what each consumed
-//     message derives to, whether it is sent (a signed target its dead-lettering does not say is skipped
-//     as derived_mismatch; the checks and ordering run again as consumed).
+//     message derives to, whether it is sent (a signed target its
+//     dead-lettering does not say is skipped as derived_mismatch; the checks
+//     and ordering run again as consumed).
 //
 // Refusals are typed (errors.Is against the Err* values, errors.As against
 // *Refusal) so the CLI maps them to exit codes and the console to messages
