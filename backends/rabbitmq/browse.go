@@ -159,9 +159,10 @@ func (e *RefusedError) Unwrap() error { return e.Cause }
 
 // Browse reads messages of a queue without losing, dead-lettering or
 // reordering any:
-//   - classic: basic.get without ack up to the limit, then the channel
-//     closed: RabbitMQ puts classic messages back at their original
-//     positions (order kept; the only trace is the redelivered flag);
+//   - classic: consumed without ack up to the limit, a segment of
+//     browseSegment messages a channel, then the channels closed: RabbitMQ
+//     puts classic messages back at their original positions (order kept;
+//     the only trace is the redelivered flag);
 //   - stream: a consumer from offset "first" (reading a stream removes
 //     nothing; get and nack are never sent: they close the connection);
 //   - quorum: every requeue moves the message to the back and counts a
@@ -227,28 +228,39 @@ func (c *Client) BrowseEach(ctx context.Context, queue string, o BrowseOptions, 
 	return res, fmt.Errorf("queue %q: unknown queue type %q", queue, res.Type)
 }
 
+// browseSegment is how many messages one channel's consumer holds unacked
+// (its prefetch) before the next channel takes over. It bounds what the
+// client buffers in memory (amqp091-go queues a consumer's deliveries
+// without limit; the prefetch is what stops the broker) while the broker
+// streams a segment at a time instead of answering one basic.get per
+// message.
+const browseSegment = 2000
+
+// browseStall is how long a segment may receive nothing before the queue's
+// ready count is asked whether anything is left to come (another consumer
+// took messages counted before): a liveness check only; what is read
+// never depends on it.
+const browseStall = time.Second
+
 func (c *Client) browseClassic(ctx context.Context, res BrowseResult, o BrowseOptions, deliver func(amqp.Delivery) error) (BrowseResult, error) {
-	res.Method = "basic.get without ack, then the channel closed: classic queues put the messages back at their positions"
-	ch, err := c.channel(ctx)
-	if err != nil {
-		return res, err
-	}
-	// Closing the channel requeues everything still held, at its original
+	res.Method = fmt.Sprintf("basic.consume without ack, %d messages a channel (its prefetch), then the channels closed: classic queues put the messages back at their positions", browseSegment)
+	b := &classicBrowse{c: c, queue: res.Queue, each: deliver}
+	// Closing the channels requeues everything still held, at its original
 	// position: an error or a cancel part-way loses nothing.
 	closed := false
 	defer func() {
 		if !closed {
-			ch.Close()
+			b.closeAll(ctx)
 		}
 	}()
-	n, complete, err := c.getEach(ctx, ch, res.Queue, o.Limit, deliver)
-	res.Read = n
+	complete, err := b.read(ctx, o.Limit)
+	res.Read = b.got
 	if err != nil {
 		return res, err
 	}
 	res.Complete = complete
-	if n > 0 {
-		// Returned by closing the channel, not by nack(multiple, requeue):
+	if b.got > 0 {
+		// Returned by closing the channels, not by nack(multiple, requeue):
 		// RabbitMQ 3.10 hands a nack's tags to a classic queue in reverse
 		// and matches each against the channel's pending acks from the
 		// front, which is quadratic: 10,000 messages took a minute and
@@ -256,13 +268,195 @@ func (c *Client) browseClassic(ctx context.Context, res BrowseResult, o BrowseOp
 		// basic.consume (redrive execute) all that time. A closing channel
 		// returns them in delivery order: 100,000 in about a second.
 		closed = true
-		if err := c.bounded(ctx, "return the messages read to "+res.Queue, ch.Close); err != nil {
-			return res, c.amqpErr(err)
+		if err := b.closeAll(ctx); err != nil {
+			return res, err
 		}
 		res.SideEffects = append(res.SideEffects, "messages read are marked redelivered")
-		c.settle(ctx, res.Queue, n)
+		c.settle(ctx, res.Queue, b.got)
 	}
 	return res, nil
+}
+
+// classicBrowse reads a classic queue in order without acking: a consumer
+// per channel, each with a prefetch of one segment. A consumer whose
+// prefetch is full receives nothing more, and the messages it holds stay
+// unacked on its channel, so the next channel's consumer receives the
+// messages that follow, in queue order; the queue forgets nothing until
+// the channels close and it puts every message back at its position.
+type classicBrowse struct {
+	c     *Client
+	queue string
+	each  func(amqp.Delivery) error
+	// chans hold the messages read (unacked); get is the one basic.get
+	// uses to ask whether the queue is empty.
+	chans []*amqp.Channel
+	get   *amqp.Channel
+	got   int
+}
+
+// read reads up to limit messages; complete is set when the queue ran out
+// first.
+func (b *classicBrowse) read(ctx context.Context, limit int) (complete bool, err error) {
+	for b.got < limit {
+		q, err := b.c.passive(ctx, b.queue)
+		if err != nil {
+			return false, b.notFound(err)
+		}
+		if want := min(int64(limit-b.got), *q.Ready); want > 0 {
+			if err := b.segments(ctx, int(want)); err != nil {
+				return false, err
+			}
+			continue
+		}
+		// None counted ready: a basic.get says whether the queue is empty
+		// (a count taken before a publish lands may be behind).
+		if more, err := b.getOne(ctx); err != nil || !more {
+			return err == nil, err
+		}
+	}
+	return false, nil
+}
+
+// segments consumes up to n messages, one segment a channel. It returns
+// early (reading fewer) when the queue runs dry under it.
+func (b *classicBrowse) segments(ctx context.Context, n int) error {
+	for n > 0 {
+		seg := min(n, browseSegment)
+		k, err := b.segment(ctx, seg)
+		if err != nil {
+			return err
+		}
+		if k < seg {
+			return nil
+		}
+		n -= k
+	}
+	return nil
+}
+
+// segment opens a channel whose consumer holds up to size messages and
+// hands each to each; it returns how many arrived: size, or fewer when the
+// queue has no more ready.
+func (b *classicBrowse) segment(ctx context.Context, size int) (int, error) {
+	ch, err := b.c.channel(ctx)
+	if err != nil {
+		return 0, err
+	}
+	b.chans = append(b.chans, ch)
+	var ds <-chan amqp.Delivery
+	tag := fmt.Sprintf("berth-browse-%d", len(b.chans))
+	err = b.c.bounded(ctx, "consume from "+b.queue, func() (err error) {
+		if err = ch.Qos(size, 0, false); err == nil {
+			ds, err = ch.Consume(b.queue, tag, false, false, false, false, nil)
+		}
+		return err
+	})
+	if err != nil {
+		return 0, b.notFound(err)
+	}
+	k := 0
+	stall := time.NewTimer(browseStall)
+	defer stall.Stop()
+	for k < size {
+		select {
+		case d, ok := <-ds:
+			if !ok {
+				return k, b.c.amqpErr(amqp.ErrClosed)
+			}
+			k++
+			b.got++
+			if err := b.each(d); err != nil {
+				return k, err
+			}
+			stall.Reset(browseStall)
+		case <-stall.C:
+			q, err := b.c.passive(ctx, b.queue)
+			if err != nil {
+				return k, b.notFound(err)
+			}
+			if *q.Ready > 0 {
+				stall.Reset(browseStall)
+				continue
+			}
+			// Nothing left to come: stop the consumer and take what it
+			// was sent before it stopped.
+			return b.drain(ctx, ch, tag, ds, k)
+		case <-ctx.Done():
+			return k, fmt.Errorf("rabbitmq amqp %s: browse %s: %w", b.c.AMQPAddr(), b.queue, ctx.Err())
+		}
+	}
+	// Full: the broker sends this consumer nothing more, so cancelling it
+	// (without waiting) only spares the queue a consumer to skip.
+	_ = ch.Cancel(tag, true)
+	return k, nil
+}
+
+// drain cancels a segment's consumer and hands over the deliveries sent
+// before the cancel took effect (amqp091-go closes ds after them).
+func (b *classicBrowse) drain(ctx context.Context, ch *amqp.Channel, tag string, ds <-chan amqp.Delivery, k int) (int, error) {
+	if err := b.c.bounded(ctx, "cancel the browse of "+b.queue, func() error { return ch.Cancel(tag, false) }); err != nil {
+		return k, b.c.amqpErr(err)
+	}
+	for d := range ds {
+		k++
+		b.got++
+		if err := b.each(d); err != nil {
+			return k, err
+		}
+	}
+	return k, nil
+}
+
+// getOne gets one message (held unacked like the rest) and reports whether
+// there was one.
+func (b *classicBrowse) getOne(ctx context.Context) (bool, error) {
+	if b.get == nil {
+		ch, err := b.c.channel(ctx)
+		if err != nil {
+			return false, err
+		}
+		b.get = ch
+		b.chans = append(b.chans, ch)
+	}
+	var d amqp.Delivery
+	var ok bool
+	err := b.c.bounded(ctx, "get from "+b.queue, func() (err error) {
+		d, ok, err = b.get.Get(b.queue, false)
+		return err
+	})
+	if err != nil || !ok {
+		return false, b.notFound(err)
+	}
+	b.got++
+	return true, b.each(d)
+}
+
+// notFound names a queue that is gone; other errors as amqpErr.
+func (b *classicBrowse) notFound(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ae *amqp.Error
+	if errors.Is(err, errNotFound) || (errors.As(err, &ae) && ae.Code == amqp.NotFound) {
+		return fmt.Errorf("queue %q %w in vhost %q", b.queue, backends.ErrNotFound, b.c.Vhost())
+	}
+	if ae != nil {
+		return b.c.amqpErr(err)
+	}
+	return err
+}
+
+// closeAll closes every channel of the browse, which returns the messages
+// each holds to their positions in the queue.
+func (b *classicBrowse) closeAll(ctx context.Context) error {
+	var first error
+	for _, ch := range b.chans {
+		if err := b.c.bounded(ctx, "return the messages read to "+b.queue, ch.Close); err != nil && first == nil {
+			first = b.c.amqpErr(err)
+		}
+	}
+	b.chans = nil
+	return first
 }
 
 // getEach gets up to n messages without ack, handing each to each as it

@@ -231,3 +231,69 @@ func TestBrowseEachHandsOverInOrderAndStopsOnError(t *testing.T) {
 		t.Fatalf("after a stopped browse: %v %v read=%d; want m0..m4 in order", ids(after.Messages), err, after.Read)
 	}
 }
+
+// A browse longer than one segment (one channel's prefetch) reads the
+// messages in queue order across its channels, and leaves the queue as it
+// was: the same depth and the same order, whether it read the whole queue
+// or stopped part-way through a segment.
+func TestMultiSegmentBrowseKeepsOrderAndDepth(t *testing.T) {
+	t.Parallel()
+	conn := needRabbit(t)
+	q := uniq(t, "segments")
+	declareQueue(t, conn, q, nil)
+	n := 2*browseSegment + 500
+	msgs := make([]amqp.Publishing, n)
+	want := make([]string, n)
+	for i := range msgs {
+		want[i] = fmt.Sprintf("s%d", i)
+		msgs[i] = amqp.Publishing{MessageId: want[i], Body: []byte(want[i])}
+	}
+	publishConfirmed(t, conn, "", q, msgs...)
+	c := testClient(t, Options{AMQPURL: amqpURL(), ManagementURL: mgmtURL()})
+
+	read := func(limit int) ([]string, BrowseResult) {
+		t.Helper()
+		var got []string
+		res, err := c.BrowseEach(context.Background(), q, BrowseOptions{Limit: limit}, func(m Message) error {
+			if m.Position != len(got) {
+				t.Fatalf("message %s at position %d, want %d", m.MessageID, m.Position, len(got))
+			}
+			got = append(got, m.MessageID)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got, res
+	}
+	for _, limit := range []int{n + 1, browseSegment + 7} {
+		got, res := read(limit)
+		wantRead := min(limit, n)
+		if fmt.Sprint(got) != fmt.Sprint(want[:wantRead]) || res.Read != wantRead || res.Complete != (limit > n) {
+			t.Fatalf("browse of %d: read %d (complete %v), in order %v; want %d in queue order", limit, res.Read, res.Complete, fmt.Sprint(got) == fmt.Sprint(want[:len(got)]), wantRead)
+		}
+		if d := readyCount(t, conn, q); d != n {
+			t.Fatalf("after a browse of %d the queue holds %d ready, want %d", limit, d, n)
+		}
+	}
+	// The queue's own consumer finds every message, in the original order.
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	var after []string
+	for {
+		d, ok, err := ch.Get(q, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		after = append(after, d.MessageId)
+	}
+	if fmt.Sprint(after) != fmt.Sprint(want) {
+		t.Fatalf("after the browses a consumer got %d messages, in the original order: %v", len(after), fmt.Sprint(after) == fmt.Sprint(want))
+	}
+}

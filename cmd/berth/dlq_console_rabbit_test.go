@@ -153,7 +153,7 @@ func TestConsoleRabbitDLQClassToExecutedPlan(t *testing.T) {
 	// Its classes: one class of 4, rejected in the work queue.
 	d = drive(t, env, tuidlq.NewQueueClassesPage(env, dlq))
 	v = d.until("1 class(es)")
-	mustContain(t, v, "4 message(s) read", "basic.get without ack", "rejected", work[:28])
+	mustContain(t, v, "4 message(s) read", "basic.consume without ack", "rejected", work[:28])
 	d.press(keyRunes("x"), never)
 	mustContain(t, d.view(), "selected 4 message(s)")
 

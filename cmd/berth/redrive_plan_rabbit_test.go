@@ -327,7 +327,7 @@ func TestRabbitPlanRefusesASelectionPastWhatItRead(t *testing.T) {
 		}
 	}
 	out, errOut, code := runBerth(t, "redrive", "plan", dlq, "--read", "2", "--event-id", "pay-1", "--out", file, "--config", cfg, "-o", "json")
-	if code != 0 || !strings.Contains(errOut, "read 2 message(s) by basic.get") {
+	if code != 0 || !strings.Contains(errOut, "read 2 message(s) by basic.consume without ack") {
 		t.Fatalf("plan of an event id among the 2 read: exit %d %s %s", code, out, errOut)
 	}
 	p, err := rabbitmq.ReadPlan(file)
