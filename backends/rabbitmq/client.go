@@ -291,7 +291,9 @@ func (c *Client) amqpErr(err error) error {
 	if errors.Is(err, amqp.ErrSASL) || errors.Is(err, amqp.ErrCredentials) {
 		return backends.Failure(fmt.Sprintf("rabbitmq amqp %s: authentication failed (check username and password)", c.AMQPAddr()), backends.ErrAuth, err)
 	}
-	return fmt.Errorf("rabbitmq amqp %s: %s", c.AMQPAddr(), config.RedactError(err.Error(), c.opts.AMQPURL))
+	// The server quotes the vhost back ("vhost X not found"): a URL with
+	// a mistyped scheme (amqp:/user:pass@host) parses with the password in it.
+	return fmt.Errorf("rabbitmq amqp %s: %s", c.AMQPAddr(), config.RedactError(err.Error(), c.opts.AMQPURL, c.uri.Vhost))
 }
 
 // channel opens a throwaway channel: a failed passive declare closes it.

@@ -10,7 +10,8 @@ import (
 // Malformed connection strings never print their password: not in the
 // error a bad URL causes, not in `config view` (YAML or JSON). Before, a
 // password with whitespace, an upper-case AMQP:// scheme with a bad port and
-// a libpq "\ " escape came out whole.
+// a libpq "\ " escape came out whole, and so did a URL whose scheme lost
+// its "://" (amqp//user:pass@host).
 func TestMalformedConnectionStringsNeverPrintThePassword(t *testing.T) {
 	const secret = "Hunter2Secret"
 	urls := []string{
@@ -18,6 +19,10 @@ func TestMalformedConnectionStringsNeverPrintThePassword(t *testing.T) {
 		"AMQP://ops:" + secret + "@127.0.0.1:bad/",
 		"amqp://ops:" + secret + "/x@127.0.0.1:1/",
 		"http://ops:pa ss" + secret + "@127.0.0.1:1/",
+		// A scheme mistyped (no "://") is still a password before an '@'.
+		"amqp//ops:" + secret + "@127.0.0.1:5672/",
+		"amqp:/ops:" + secret + "@127.0.0.1:5672/",
+		"http:ops:" + secret + "@127.0.0.1:15672",
 	}
 	for _, u := range urls {
 		isolateConfig(t)

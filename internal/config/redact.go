@@ -21,6 +21,10 @@ func RedactURL(s string) string {
 		s = s[:loc[1]] + maskUserinfo(s[loc[1]:])
 		// libpq also takes the password as a query parameter.
 		s = queryPasswordURL.ReplaceAllString(s, "${1}*****")
+	} else {
+		// A scheme mistyped without its "://" (amqp//user:pass@host,
+		// http:user:pass@host) still holds a password before the '@'.
+		s = maskUserinfo(s)
 	}
 	// A key=value DSN may hold "://" in another value: mask its password
 	// whatever the branch above did.
