@@ -69,3 +69,22 @@ func TestReadPlanRefusesAnEditedFileWithATypedError(t *testing.T) {
 		t.Fatalf("an edited plan: %v, want ErrPlanEdited", err)
 	}
 }
+
+// A plan made by one Berth is executed by another: the digest of the same
+// content must never change between versions (a change would skip every
+// message of the plans already approved as payload_changed). Pinned here
+// for a message carrying every AMQP field type amqp091 decodes.
+func TestContentDigestIsStableAcrossVersions(t *testing.T) {
+	at := time.Unix(1_700_000_000, 0)
+	d := amqp.Delivery{ContentType: "application/json", ContentEncoding: "gzip", CorrelationId: "c1", ReplyTo: "r", Expiration: "60000",
+		MessageId: "m1", Type: "payment", UserId: "guest", AppId: "svc", DeliveryMode: 2, Priority: 3, Timestamp: at,
+		Headers: amqp.Table{"nil": nil, "t": true, "f": false, "b": int8(-1), "B": uint8(2), "s": int16(-3), "u": uint16(4), "I": int32(-5),
+			"i": uint32(6), "l": int64(-7), "float": float32(1.5), "double": 2.25, "dec": amqp.Decimal{Scale: 2, Value: 1234}, "str": "v",
+			"bytes": []byte{0, 1}, "time": at, "x-delivery-count": int64(9),
+			"x-death": []any{amqp.Table{"queue": "work", "count": int64(1), "routing-keys": []any{"work"}, "time": at}}},
+		Body: []byte(`{"eventId":"e1"}`)}
+	const want = "wkQrease1dQRQw2ELFyzt1BG0YzFrUovefHefpK3oYU"
+	if got := ContentDigest(d); got != want {
+		t.Errorf("ContentDigest = %s, want %s (the digest of unchanged content changed)", got, want)
+	}
+}

@@ -69,6 +69,20 @@ type Extractors struct {
 
 // ToMessage converts a delivery into a Message.
 func ToMessage(pos int, d amqp.Delivery, x Extractors) Message {
+	m := deriveMessage(pos, d, x)
+	if len(d.Headers) > 0 {
+		m.Headers = make(map[string]string, len(d.Headers))
+		for k := range d.Headers {
+			m.Headers[k] = HeaderString(d.Headers, k)
+		}
+	}
+	return m
+}
+
+// deriveMessage is ToMessage without the headers rendered as text: what a
+// redrive run needs of each message it consumes (its facts and digest).
+// Rendering x-death's tables as text was a fifth of deriving a message.
+func deriveMessage(pos int, d amqp.Delivery, x Extractors) Message {
 	m := Message{
 		Position: pos, MessageID: d.MessageId, CorrelationID: d.CorrelationId,
 		ContentType: d.ContentType, Type: d.Type, AppID: d.AppId,
@@ -78,12 +92,6 @@ func ToMessage(pos int, d amqp.Delivery, x Extractors) Message {
 	if !d.Timestamp.IsZero() {
 		t := d.Timestamp.UTC()
 		m.Timestamp = &t
-	}
-	if len(d.Headers) > 0 {
-		m.Headers = make(map[string]string, len(d.Headers))
-		for k := range d.Headers {
-			m.Headers[k] = HeaderString(d.Headers, k)
-		}
 	}
 	if x.ErrorHeader != "" {
 		m.ErrorHeader = HeaderString(d.Headers, x.ErrorHeader)

@@ -99,8 +99,10 @@ type Delivery struct {
 	c *Client
 }
 
-// Message is what the delivery derives to with x (its Position is 0).
-func (d Delivery) Message(x Extractors) Message { return ToMessage(0, d.d, x) }
+// Message is what the delivery derives to with x (its Position is 0),
+// without its headers rendered as text (Headers is nil): a run needs its
+// facts and digest only.
+func (d Delivery) Message(x Extractors) Message { return deriveMessage(0, d.d, x) }
 
 // Ack removes the message from the DLQ, on the channel it arrived on.
 func (d Delivery) Ack() error {
