@@ -227,7 +227,8 @@ func TestRabbitExecutePausesOnSIGUSR1(t *testing.T) {
 
 // Finding 5 on RabbitMQ: `redrive status` names the verified signer, never
 // the author the plan declares about itself; a plan dated in the future
-// (it would never expire) is refused.
+// (it would never expire) is refused, and `status` says so (as on Kafka;
+// it read "ready" before).
 func TestRabbitStatusShowsVerifiedSignersAndAFuturePlanIsRefused(t *testing.T) {
 	isolateConfig(t)
 	conn, _, work, dlq := rmqDLQ(t, 1)
@@ -235,16 +236,23 @@ func TestRabbitStatusShowsVerifiedSignersAndAFuturePlanIsRefused(t *testing.T) {
 	signers, alice, _, bob := signersFile(t, dir)
 	cfg := rabbitRedriveConfig(dir, reviewedPolicy(dlq, signers)).write(t)
 	run := func(args ...string) (string, string, int) { return runBerth(t, append(args, "--config", cfg)...) }
-	status := func(plan string) (author string, approvers []string) {
+	type statusRow struct {
+		Author    string   `json:"author"`
+		Approvers []string `json:"approvers"`
+		State     string   `json:"state"`
+	}
+	statusOf := func(plan string) statusRow {
 		t.Helper()
 		out, errOut, code := run("redrive", "status", plan, "-o", "json")
-		var st struct {
-			Author    string   `json:"author"`
-			Approvers []string `json:"approvers"`
-		}
+		var st statusRow
 		if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
 			t.Fatalf("status: exit %d %s %s", code, out, errOut)
 		}
+		return st
+	}
+	status := func(plan string) (author string, approvers []string) {
+		t.Helper()
+		st := statusOf(plan)
 		return st.Author, st.Approvers
 	}
 
@@ -283,6 +291,9 @@ func TestRabbitStatusShowsVerifiedSignersAndAFuturePlanIsRefused(t *testing.T) {
 	}
 	if n := rmqReadyCount(t, conn, work); n != 0 {
 		t.Errorf("%d message(s) sent", n)
+	}
+	if st := statusOf(future); st.State != "dated in the future" {
+		t.Errorf("status of a plan dated a day ahead: %q, want \"dated in the future\" (execute refuses it)", st.State)
 	}
 }
 

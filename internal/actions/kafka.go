@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"slices"
 	"sort"
 	"time"
@@ -414,24 +413,11 @@ func (k *KafkaRedrive) Status(f redrive.File, redriven int) Status {
 		st.State, st.Reason, st.Approved = "error", r.Err.Error(), false
 		return st
 	}
-	now := k.now()
 	blocked, blockedWhy := f.Plan.Blocked()
-	switch {
-	case redriven >= t.Included && t.Included > 0:
-		st.State = "done"
-	case redriven > 0:
-		st.State = fmt.Sprintf("partial (%d left)", t.Included-redriven)
-	case blocked:
-		// execute refuses it: never "ready"
-		st.State, st.Reason = "blocked", blockedWhy
-	case f.Plan.CreatedAt.Sub(now) > ClockMargin:
-		st.State = "dated in the future"
-	case k.MaxAge > 0 && now.Sub(f.Plan.CreatedAt) > k.MaxAge:
-		st.State = "expired"
-	case !st.Approved:
-		st.State = "pending approval"
-	default:
-		st.State = "ready"
+	st.State = planProgress{Included: t.Included, Redriven: redriven, Started: redriven > 0, Blocked: blocked, Approved: st.Approved,
+		Created: f.Plan.CreatedAt}.state(k.now(), k.MaxAge)
+	if st.State == "blocked" {
+		st.Reason = blockedWhy
 	}
 	return st
 }

@@ -849,21 +849,11 @@ func (r *RabbitRedrive) Status(ctx context.Context, l *rabbitmq.Ledger, p redriv
 	if required {
 		row.Required, row.Approvals = dec.Required, len(dec.Approvers)
 	}
-	expired := r.Config.Redrive.PlanMaxAge > 0 && r.now().Sub(p.CreatedAt) > r.Config.Redrive.PlanMaxAge
 	blocked, why := p.Blocked()
-	switch {
-	case row.Redriven >= t.Included && t.Included > 0:
-		row.State = "done"
-	case row.Redriven > 0 || row.Intent > 0 || row.Failed > 0:
-		row.State = fmt.Sprintf("partial (%d left)", t.Included-row.Redriven)
-	case blocked:
-		row.State, row.Reason = "blocked", why
-	case expired:
-		row.State = "expired"
-	case !row.Approved:
-		row.State = "pending approval"
-	default:
-		row.State = "ready"
+	row.State = planProgress{Included: t.Included, Redriven: row.Redriven, Started: row.Redriven > 0 || row.Intent > 0 || row.Failed > 0,
+		Blocked: blocked, Approved: row.Approved, Created: p.CreatedAt}.state(r.now(), r.Config.Redrive.PlanMaxAge)
+	if row.State == "blocked" {
+		row.Reason = why
 	}
 	return row
 }

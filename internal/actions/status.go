@@ -1,0 +1,40 @@
+package actions
+
+import (
+	"fmt"
+	"time"
+)
+
+// planProgress is what `redrive status` judges a plan's state from, on
+// both backends.
+type planProgress struct {
+	Included, Redriven int
+	// Started: the ledger holds something of the plan (sent, or on
+	// RabbitMQ also in doubt or failed).
+	Started  bool
+	Blocked  bool
+	Approved bool
+	Created  time.Time
+}
+
+// state is the plan's state, judged in execute's order of refusals so that
+// a plan execute would refuse (blocked, dated ahead of the clock, expired,
+// not approved) never reads "ready"; one function, so that the backends
+// cannot drift apart again (RabbitMQ's status called a future plan ready).
+func (p planProgress) state(now time.Time, maxAge time.Duration) string {
+	switch {
+	case p.Redriven >= p.Included && p.Included > 0:
+		return "done"
+	case p.Started:
+		return fmt.Sprintf("partial (%d left)", p.Included-p.Redriven)
+	case p.Blocked:
+		return "blocked"
+	case p.Created.Sub(now) > ClockMargin:
+		return "dated in the future"
+	case maxAge > 0 && now.Sub(p.Created) > maxAge:
+		return "expired"
+	case !p.Approved:
+		return "pending approval"
+	}
+	return "ready"
+}
