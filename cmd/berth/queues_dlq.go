@@ -943,7 +943,7 @@ func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, audit
 	}
 	if f == output.JSON {
 		return output.WriteJSON(a.stdout, map[string]any{"plan": hash, "dlq": p.DLQ, "signer": principal, "fingerprint": sig.Fingerprint, "decision": dec,
-			"summary": map[string]any{"totals": p.Totals(), "policy": p.Policy, "author": p.Author, "created_at": p.CreatedAt, "required": n}, "warnings": warnings})
+			"summary": map[string]any{"totals": p.Totals(), "policy": p.Policy, "author": a.rabbitRedrive().VerifiedAuthor(ctx, l, p), "created_at": p.CreatedAt, "required": n}, "warnings": warnings})
 	}
 	writeWarnings(a.stdout, warnings)
 	state := "not yet approved: " + dec.Reason
@@ -1149,6 +1149,8 @@ func (a *app) rmqRedriveStatus(cmd *cobra.Command, args []string) error {
 		sum = a.rmqPlanSummary(ctx, l, p)
 		sum.setReview(review)
 		sum.Stored = true
+		// The verified signer, as the row says: the plan names no author.
+		sum.Author = rows[0].Author
 	}
 	if f == output.JSON {
 		if len(args) == 1 {

@@ -185,8 +185,10 @@ type planSummary struct {
 	Target   string                 `json:"target,omitempty"`
 }
 
-func summaryOf(f redrive.File) planSummary {
-	s := planSummary{Totals: f.Plan.Totals(), Excluded: []actions.Skip{}, Policy: f.Plan.Policy, Author: f.Plan.Author, Created: f.Plan.CreatedAt, Target: f.Plan.Target}
+// author is the verified signer of the author's signature: a v2 plan file
+// names no author of its own.
+func summaryOf(f redrive.File, author string) planSummary {
+	s := planSummary{Totals: f.Plan.Totals(), Excluded: []actions.Skip{}, Policy: f.Plan.Policy, Author: author, Created: f.Plan.CreatedAt, Target: f.Plan.Target}
 	for _, r := range f.Plan.Records {
 		if !r.Included {
 			s.Excluded = append(s.Excluded, actions.Skip{Partition: r.Partition, Offset: r.Offset, EventID: r.EventID, Reason: r.Reason, Detail: r.Detail})
@@ -278,11 +280,11 @@ and given with --signature. The author's own key never counts.`,
 				return err
 			}
 			principal, dec := res.Principal, res.Decision
-			out := approveOutput{Plan: pf.Hash, DLQ: pf.Plan.DLQ, Signer: principal, Key: sig.Fingerprint, Decision: dec, Summary: summaryOf(pf), Warnings: warnings}
+			out := approveOutput{Plan: pf.Hash, DLQ: pf.Plan.DLQ, Signer: principal, Key: sig.Fingerprint, Decision: dec, Summary: summaryOf(pf, k.VerifiedAuthor(pf)), Warnings: warnings}
 			if f == output.JSON {
 				return output.WriteJSON(a.stdout, out)
 			}
-			writeSummary(a.stdout, pf)
+			writeSummary(a.stdout, out.Summary, pf)
 			writeWarnings(a.stdout, warnings)
 			state := "not yet approved: " + dec.Reason
 			if dec.Approved {
@@ -552,6 +554,11 @@ func newRedriveStatusCmd(a *app) *cobra.Command {
 				if one, err = s.store.Plan(ctx, args[0]); err != nil {
 					return err
 				}
+				// What an approver signs (classes, event ids) is derived
+				// from the records now, as show does: a v2 plan holds none.
+				if _, err := a.kafkaRedrive(s, "", "").DeriveReview(ctx, &one); err != nil {
+					return err
+				}
 			}
 			done, err := s.store.RedrivenByPlan(ctx)
 			if err != nil {
@@ -584,7 +591,7 @@ func newRedriveStatusCmd(a *app) *cobra.Command {
 					return output.WriteJSON(a.stdout, struct {
 						statusRow
 						Summary planSummary `json:"summary"`
-					}{rows[0], summaryOf(one)})
+					}{rows[0], summaryOf(one, rows[0].Author)})
 				}
 				return output.WriteJSON(a.stdout, rows)
 			}
@@ -597,7 +604,7 @@ func newRedriveStatusCmd(a *app) *cobra.Command {
 			}
 			if len(args) == 1 {
 				fmt.Fprintln(a.stdout)
-				writeSummary(a.stdout, one)
+				writeSummary(a.stdout, summaryOf(one, rows[0].Author), one)
 			}
 			return nil
 		},
@@ -632,9 +639,8 @@ func (a *app) auditRedrive(ctx context.Context, file, action string, pf redrive.
 	return err
 }
 
-func writeSummary(w io.Writer, f redrive.File) {
-	s := summaryOf(f)
-	fmt.Fprintf(w, "plan %s  dlq %s  author %s  made %s\n", shortHash(f.Hash), f.Plan.DLQ, f.Plan.Author, f.Plan.CreatedAt.Format(time.RFC3339))
+func writeSummary(w io.Writer, s planSummary, f redrive.File) {
+	fmt.Fprintf(w, "plan %s  dlq %s  author %s  made %s\n", shortHash(f.Hash), f.Plan.DLQ, s.Author, f.Plan.CreatedAt.Format(time.RFC3339))
 	fmt.Fprintf(w, "records: %d selected, %d included, %d excluded\n", s.Totals.Selected, s.Totals.Included, s.Totals.Excluded)
 	var reasons []string
 	for r, n := range s.Totals.ByReason {

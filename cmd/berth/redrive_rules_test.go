@@ -431,6 +431,29 @@ func TestRedriveRulesOnBothBackends(t *testing.T) {
 				if !strings.Contains(string(got["signer"]), "bob@hc") || json.Unmarshal(got["decision"], &dec) != nil || !dec.Approved {
 					t.Errorf("approve -o json: signer %s, decision %s", got["signer"], got["decision"])
 				}
+				// What an approver signs names the verified author and the
+				// records' classes, derived from them (a v2 plan holds
+				// neither): approve's summary and status PLAN's alike.
+				var summary struct {
+					Author string `json:"author"`
+					Totals struct {
+						ByClass map[string]json.RawMessage `json:"by_class"`
+					} `json:"totals"`
+				}
+				if json.Unmarshal(got["summary"], &summary) != nil || summary.Author != "alice@hc" {
+					t.Errorf("approve -o json: summary %s, want the author alice@hc", got["summary"])
+				}
+				out, errOut, code = e.run(t, "redrive", "status", hash[:12], "-o", "json")
+				var st struct {
+					Summary json.RawMessage `json:"summary"`
+				}
+				summary.Author, summary.Totals.ByClass = "", nil
+				if code != 0 || json.Unmarshal([]byte(out), &st) != nil || json.Unmarshal(st.Summary, &summary) != nil {
+					t.Fatalf("status PLAN: exit %d %s%s", code, out, errOut)
+				}
+				if _, unknown := summary.Totals.ByClass[""]; summary.Author != "alice@hc" || unknown || len(summary.Totals.ByClass) == 0 {
+					t.Errorf("status PLAN -o json: summary %s, want the author alice@hc and the records' classes", st.Summary)
+				}
 			})
 
 			t.Run("a plan made without --key is signed by its author later, once, never in read-only", func(t *testing.T) {

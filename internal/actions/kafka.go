@@ -422,6 +422,13 @@ func (k *KafkaRedrive) Status(f redrive.File, redriven int) Status {
 	return st
 }
 
+// VerifiedAuthor names the plan's author as its verified signature does
+// under today's allowed_signers: "(unsigned)" or "(unverified)" when there
+// is none to name, never what the plan says of itself.
+func (k *KafkaRedrive) VerifiedAuthor(f redrive.File) string {
+	return verifiedAuthor(f, k.Decision(f, k.ReviewOf(f)))
+}
+
 // verifiedAuthor names the plan's author as its verified signature does.
 func verifiedAuthor(f redrive.File, d approval.Decision) string {
 	switch {

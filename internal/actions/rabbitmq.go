@@ -824,7 +824,7 @@ type RabbitStatus struct {
 func (r *RabbitRedrive) Status(ctx context.Context, l *rabbitmq.Ledger, p redrive.QueuePlan) RabbitStatus {
 	hash := p.Hash()
 	t := p.Totals()
-	row := RabbitStatus{Plan: hash, Vhost: p.Vhost, DLQ: p.DLQ, Author: r.verifiedAuthor(ctx, l, p), Created: p.CreatedAt, Included: t.Included, Excluded: t.Excluded}
+	row := RabbitStatus{Plan: hash, Vhost: p.Vhost, DLQ: p.DLQ, Author: r.VerifiedAuthor(ctx, l, p), Created: p.CreatedAt, Included: t.Included, Excluded: t.Excluded}
 	states, err := l.PlanStates(ctx, hash)
 	if err != nil {
 		row.State, row.Reason = "error", err.Error()
@@ -858,10 +858,10 @@ func (r *RabbitRedrive) Status(ctx context.Context, l *rabbitmq.Ledger, p redriv
 	return row
 }
 
-// verifiedAuthor is who signed p as its author, as today's allowed_signers
+// VerifiedAuthor is who signed p as its author, as today's allowed_signers
 // name them: "(unsigned)" without an author signature, "(unverified)" when
 // it cannot be verified.
-func (r *RabbitRedrive) verifiedAuthor(ctx context.Context, l *rabbitmq.Ledger, p redrive.QueuePlan) string {
+func (r *RabbitRedrive) VerifiedAuthor(ctx context.Context, l *rabbitmq.Ledger, p redrive.QueuePlan) string {
 	author, _, err := l.Signatures(ctx, p.Hash())
 	switch {
 	case err != nil:
