@@ -239,7 +239,7 @@ func (s consoleRedrive) Execute(ctx context.Context, hash string, req tuidlq.Exe
 	}
 	// The execution's own connection, so it outlives the console's.
 	own := consoleRedrive{PlannerConsole: actions.PlannerConsole{P: actions.NewPlanner(k, s.cfg)}, k: k, cfg: s.cfg}
-	return own.actions(req.Context, req.ReadOnly, audit.CurrentUser()+" (console)").Execute(ctx, pf, actions.ExecControl{Control: req.Control, Progress: req.Progress, KeepLedger: true})
+	return own.actions(req.Context, req.ReadOnly, audit.CurrentUser()+" (console)").Execute(ctx, pf, actions.ExecControl{Control: req.Control, Progress: req.Progress, PerRecord: true})
 }
 
 // Verify reads back what the plan produced and watches for re-failures,

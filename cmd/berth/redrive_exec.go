@@ -735,12 +735,15 @@ type dryRunOutput struct {
 	DLQ       string         `json:"dlq"`
 	DryRun    bool           `json:"dry_run"`
 	WouldSend map[string]int `json:"would_send"`
-	Skipped   []actions.Skip `json:"skipped"`
-	Approvers []string       `json:"approvers"`
+	// AlreadySent counts the records an earlier run sent (listed in the
+	// ledger, not here): a resumed million-record plan lists none of them.
+	AlreadySent int            `json:"already_sent"`
+	Skipped     []actions.Skip `json:"skipped"`
+	Approvers   []string       `json:"approvers"`
 }
 
 func (a *app) writeDryRun(f output.Format, pf redrive.File, res actions.Result) error {
-	out := dryRunOutput{Plan: pf.Hash, DLQ: pf.Plan.DLQ, DryRun: true, WouldSend: res.WouldSend, Skipped: res.Skipped, Approvers: res.Approval.Approvers}
+	out := dryRunOutput{Plan: pf.Hash, DLQ: pf.Plan.DLQ, DryRun: true, WouldSend: res.WouldSend, AlreadySent: res.AlreadySent, Skipped: res.Skipped, Approvers: res.Approval.Approvers}
 	if out.WouldSend == nil {
 		out.WouldSend = map[string]int{}
 	}
@@ -757,8 +760,8 @@ func (a *app) writeDryRun(f output.Format, pf redrive.File, res actions.Result) 
 		targets = append(targets, fmt.Sprintf("%s %d", sanitize.Text(t), c))
 	}
 	sort.Strings(targets)
-	fmt.Fprintf(a.stdout, "dry run of plan %s (dlq %s): would send %d (%s), skip %d; nothing sent (--yes sends)\n",
-		shortHash(pf.Hash), sanitize.Text(pf.Plan.DLQ), n, strings.Join(targets, ", "), len(out.Skipped))
+	fmt.Fprintf(a.stdout, "dry run of plan %s (dlq %s): would send %d (%s), already sent %d, skip %d; nothing sent (--yes sends)\n",
+		shortHash(pf.Hash), sanitize.Text(pf.Plan.DLQ), n, strings.Join(targets, ", "), out.AlreadySent, len(out.Skipped))
 	if len(out.Skipped) > 0 {
 		g := output.Grid{Header: []string{"SKIPPED", "EVENT", "REASON", "DETAIL"}}
 		for _, s := range out.Skipped {

@@ -87,9 +87,12 @@ type Options struct {
 	Control   <-chan Control
 	// Sleep waits for the rate limiter (tests may replace it).
 	Sleep func(ctx context.Context, d time.Duration) error
-	// KeepLedger keeps every sent record's ledger entry in Result.Ledger
-	// (memory grows with the plan).
-	KeepLedger bool
+	// PerRecord is for a caller that shows each record's outcome (the
+	// console): every sent record's ledger entry is kept in Result.Ledger
+	// and every record an earlier run sent is listed in Result.Skipped
+	// (memory grows with the plan). Without it (the CLI) those are counted
+	// in Result.AlreadySent.
+	PerRecord bool
 	// Chunk is how many records are re-read, re-derived and re-checked at
 	// once (0: DefaultChunk).
 	Chunk int
@@ -112,15 +115,20 @@ type Failure struct {
 
 // Result is the outcome of an execution.
 type Result struct {
-	Plan      string            `json:"plan"`
-	DLQ       string            `json:"dlq"`
-	Sent      int               `json:"sent"`
-	Skipped   []Skip            `json:"skipped"`
-	Failed    []Failure         `json:"failed"`
-	Cancelled bool              `json:"cancelled"`
-	Approval  approval.Decision `json:"approval"`
+	Plan    string `json:"plan"`
+	DLQ     string `json:"dlq"`
+	Sent    int    `json:"sent"`
+	Skipped []Skip `json:"skipped"`
+	// AlreadySent counts the included records an earlier run sent (the
+	// ledger has each one), not sent again and, unless Options.PerRecord,
+	// not listed in Skipped: resuming a million-record run would otherwise
+	// hold an entry (about 130 bytes) for every record already sent.
+	AlreadySent int               `json:"already_sent"`
+	Failed      []Failure         `json:"failed"`
+	Cancelled   bool              `json:"cancelled"`
+	Approval    approval.Decision `json:"approval"`
 	// Ledger is what this run sent, one entry a record with where its copy
-	// is, when Options.KeepLedger asked for it (the console shows it per
+	// is, when Options.PerRecord asked for it (the console shows it per
 	// record); the CLI does not hold it (it reads the ledger to verify).
 	Ledger []redrive.LedgerEntry `json:"-"`
 	// SentValues is the SHA-256 of the value of every record this run
@@ -130,6 +138,18 @@ type Result struct {
 	// DryRun: nothing was sent; WouldSend counts what would be, per target.
 	DryRun    bool           `json:"dry_run"`
 	WouldSend map[string]int `json:"would_send,omitempty"`
+}
+
+// addSkips records a chunk's skips; one an earlier run sent is only
+// counted (AlreadySent) unless each record's outcome is wanted.
+func (r *Result) addSkips(skips []Skip, perRecord bool) {
+	for _, s := range skips {
+		if s.Reason == redrive.ReasonAlreadyRedriven && !perRecord {
+			r.AlreadySent++
+			continue
+		}
+		r.Skipped = append(r.Skipped, s)
+	}
 }
 
 // Reason values the executor adds to the checks' reasons.
@@ -303,7 +323,9 @@ func (o Options) vet(ctx context.Context, f redrive.File, res *Result) (order, e
 	}
 	// The one array held for the whole run, sized once.
 	ord.keys = make([]sendKey, 0, included)
-	n := o.chunk()
+	// Nothing read is kept: read in parts (readPart), holding one part's
+	// decompressed batches at a time.
+	n := min(o.chunk(), readPart)
 	part := make([]int, 0, n)
 	for next := 0; next < len(all); {
 		part = part[:0]
@@ -499,7 +521,7 @@ func (e *execRun) stream(ctx context.Context, chunks [][]sendKey, fn func(prepar
 			}
 			return p.err
 		}
-		e.res.Skipped = append(e.res.Skipped, p.skips...)
+		e.res.addSkips(p.skips, e.o.PerRecord)
 		if err := fn(p); err != nil {
 			return err
 		}
@@ -507,46 +529,45 @@ func (e *execRun) stream(ctx context.Context, chunks [][]sendKey, fn func(prepar
 	return nil
 }
 
+// readPart is how many of a chunk's records prepare reads at once, in DLQ
+// order: each part's records are copied out (outgoing) as they are read and
+// the part dropped, so the decompressed batches of one part are held (about
+// 1.2 KB a record), never those of a whole chunk.
+const readPart = 5000
+
+// readOne is one record of a chunk as read: its plan record derived from
+// it and the copy to send, or why it is skipped.
+type readOne struct {
+	r    redrive.PlanRecord
+	out  Outgoing
+	skip *Skip // gone or changed since the first pass
+}
+
 // prepare re-reads one chunk's records, derives everything from them, runs
 // the checks again over what was derived (under the stricter policy) and
 // builds what is to be sent, in send order.
 func (e *execRun) prepare(ctx context.Context, keys []sendKey, seen *eventsSeen) prepared {
 	f, o := e.f, e.o
-	coords := make([]redrive.Coord, len(keys))
-	for i, k := range keys {
-		coords[i] = f.Plan.Records[k.idx].Coord()
-	}
-	recs, err := o.Reader.Read(ctx, f.Plan.DLQ, coords)
+	now := o.now()
+	read, err := e.readChunk(ctx, keys, now)
 	if err != nil {
-		return prepared{err: fmt.Errorf("read %s: %w", f.Plan.DLQ, err)}
+		return prepared{err: err}
 	}
 	var p prepared
-	todo := make([]redrive.PlanRecord, 0, len(keys))
-	idx := make([]int, 0, len(keys)) // todo[i] is the plan's record idx[i]
-	raw := make([]redrive.Record, 0, len(keys))
-	for _, k := range keys {
-		r := f.Plan.Records[k.idx]
-		rec, ok := recs[r.Coord()]
-		if sk, skip := vetSkip(r, rec, ok); skip {
-			// gone or changed since the first pass
-			p.skips = append(p.skips, sk)
+	todo := make([]int, 0, len(keys)) // positions in keys of the records read unchanged
+	for i := range read {
+		if read[i].skip != nil {
+			p.skips = append(p.skips, *read[i].skip)
 			continue
 		}
-		parsed := parseForExecute(rec, e.x)
-		if err := targetRefusal(f, r, parsed); err != nil {
-			return prepared{err: err} // cannot happen: same bytes as the first pass
-		}
-		r.Fill(parsed)
-		todo = append(todo, r)
-		idx = append(idx, k.idx)
-		raw = append(raw, rec)
+		todo = append(todo, i)
 	}
 	if len(todo) == 0 {
 		return p
 	}
 	cs := make([]redrive.Candidate, len(todo))
-	for i, r := range todo {
-		cs[i] = r.Candidate()
+	for j, i := range todo {
+		cs[j] = read[i].r.Candidate()
 	}
 	verdicts, err := o.Recheck(ctx, f.Plan, cs, e.pol)
 	if err != nil {
@@ -555,14 +576,13 @@ func (e *execRun) prepare(ctx context.Context, keys []sendKey, seen *eventsSeen)
 	if len(verdicts) != len(todo) {
 		return prepared{err: fmt.Errorf("checks: %d verdicts for %d records", len(verdicts), len(todo))}
 	}
-	now := o.now()
 	p.out = make([]Outgoing, 0, len(todo))
 	// this chunk's event ids, going out (first in send order)
 	chunkFirst := map[string]redrive.Coord{}
 	var newIDs []string
 	var newIdx []int
-	for i, r := range todo {
-		v := verdicts[i]
+	for j, i := range todo {
+		r, v := read[i].r, verdicts[j]
 		if v.Included && r.EventID != "" {
 			first, dup := seen.firstOf(r.EventID)
 			if !dup {
@@ -572,7 +592,7 @@ func (e *execRun) prepare(ctx context.Context, keys []sendKey, seen *eventsSeen)
 				v = redrive.Verdict{Reason: redrive.ReasonDuplicate, Detail: fmt.Sprintf("event %s is also at %s, which is redriven instead", r.EventID, first)}
 			} else {
 				chunkFirst[r.EventID] = r.Coord()
-				newIDs, newIdx = append(newIDs, r.EventID), append(newIdx, idx[i])
+				newIDs, newIdx = append(newIDs, r.EventID), append(newIdx, keys[i].idx)
 			}
 		}
 		// A check that cannot run blocks the record: never read as "not applied".
@@ -580,10 +600,53 @@ func (e *execRun) prepare(ctx context.Context, keys []sendKey, seen *eventsSeen)
 			p.skips = append(p.skips, skipOf(r, v))
 			continue
 		}
-		p.out = append(p.out, outgoing(f, r, raw[i], now))
+		p.out = append(p.out, read[i].out)
 	}
 	seen.add(newIDs, newIdx)
 	return p
+}
+
+// readChunk reads a chunk's records in parts of readPart, in DLQ order (a
+// part is then a few contiguous ranges of the log), and returns them in
+// send order: each derived from the record read and copied out to be sent,
+// or skipped as gone or changed since the first pass.
+func (e *execRun) readChunk(ctx context.Context, keys []sendKey, now time.Time) ([]readOne, error) {
+	f := e.f
+	byDLQ := make([]int, len(keys)) // positions in keys, in DLQ order
+	for i := range byDLQ {
+		byDLQ[i] = i
+	}
+	sort.Slice(byDLQ, func(a, b int) bool {
+		return f.Plan.Records[keys[byDLQ[a]].idx].Coord().Before(f.Plan.Records[keys[byDLQ[b]].idx].Coord())
+	})
+	read := make([]readOne, len(keys))
+	coords := make([]redrive.Coord, 0, min(readPart, len(keys)))
+	for from := 0; from < len(byDLQ); from += readPart {
+		part := byDLQ[from:min(from+readPart, len(byDLQ))]
+		coords = coords[:0]
+		for _, i := range part {
+			coords = append(coords, f.Plan.Records[keys[i].idx].Coord())
+		}
+		recs, err := e.o.Reader.Read(ctx, f.Plan.DLQ, coords)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", f.Plan.DLQ, err)
+		}
+		for _, i := range part {
+			r := f.Plan.Records[keys[i].idx]
+			rec, ok := recs[r.Coord()]
+			if sk, skip := vetSkip(r, rec, ok); skip {
+				read[i].skip = &sk
+				continue
+			}
+			parsed := parseForExecute(rec, e.x)
+			if err := targetRefusal(f, r, parsed); err != nil {
+				return nil, err // cannot happen: same bytes as the first pass
+			}
+			r.Fill(parsed)
+			read[i] = readOne{r: r, out: outgoing(f, r, rec, now)}
+		}
+	}
+	return read, nil
 }
 
 // eventsSeen is the event ids of the records going out, across a run. A
@@ -656,7 +719,7 @@ func (e *execRun) sendAll(ctx context.Context, chunks [][]sendKey) error {
 		if o.Progress == nil {
 			return
 		}
-		p := Progress{Plan: f.Hash, Total: total, Sent: res.Sent, Skipped: len(res.Skipped), Failed: failedCount(res), Paused: paused, Elapsed: o.now().Sub(start)}
+		p := Progress{Plan: f.Hash, Total: total, Sent: res.Sent, Skipped: len(res.Skipped) + res.AlreadySent, Failed: failedCount(res), Paused: paused, Elapsed: o.now().Sub(start)}
 		left := total - p.Sent - p.Skipped - p.Failed
 		if res.Sent > 0 {
 			p.ETA = time.Duration(float64(p.Elapsed) / float64(res.Sent) * float64(left))
@@ -750,7 +813,7 @@ func (e *execRun) publish(ctx context.Context, b []Outgoing) error {
 	for _, x := range b {
 		res.SentValues.add(redrive.Coord{Partition: x.Ledger.Partition, Offset: x.Ledger.Offset}, sha256.Sum256(x.Record.Value))
 	}
-	if o.KeepLedger {
+	if o.PerRecord {
 		res.Ledger = append(res.Ledger, entries...)
 	}
 	return o.audit(ctx, "redrive.batch.sent", f, map[string]any{"records": len(entries), "first": coordOf(entries[0]), "last": coordOf(entries[len(entries)-1])})

@@ -160,3 +160,103 @@ func TestChunksKeepAnOriginalPartitionTogether(t *testing.T) {
 		t.Fatalf("chunk sizes %v, want [3 3 4 4 2]", sizes)
 	}
 }
+
+// A resumed run: the records an earlier run sent (the ledger says so) are
+// not sent again, and are counted, not listed, so that resuming a
+// million-record plan does not hold an entry for each; the outcome (what
+// `redrive execute` prints and audits) counts them as already sent either
+// way, and the console, which shows each record, still gets them listed.
+func TestExecuteCountsAlreadySentRecordsWithoutListingThem(t *testing.T) {
+	var recs []redrive.Record
+	for i := 0; i < 7; i++ {
+		recs = append(recs, deadLetter(0, int64(i), fmt.Sprint("k", i), fmt.Sprint("e", i), 0, int64(100+i)))
+	}
+	f, d := streamPlan(recs...)
+	o := streamOptions(d, 3)
+	o.Recheck = func(_ context.Context, _ redrive.Plan, cs []redrive.Candidate, _ redrive.PolicySnapshot) ([]redrive.Verdict, error) {
+		vs := make([]redrive.Verdict, len(cs))
+		for i, c := range cs {
+			vs[i].Included = c.Coord.Offset >= 5 // 0-4 were sent before
+			if !vs[i].Included {
+				vs[i] = redrive.Verdict{Reason: redrive.ReasonAlreadyRedriven, Detail: "redriven by plan p at t"}
+			}
+		}
+		return vs, nil
+	}
+	var last Progress
+	o.Progress = func(p Progress) { last = p }
+	for _, perRecord := range []bool{false, true} {
+		o.PerRecord = perRecord
+		res, err := Execute(context.Background(), f, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed, counted := 5, 0
+		if !perRecord {
+			listed, counted = 0, 5
+		}
+		if res.Sent != 2 || len(res.Skipped) != listed || res.AlreadySent != counted {
+			t.Fatalf("per record %v: sent %d, %d listed, %d counted; want 2 sent, %d listed, %d counted", perRecord, res.Sent, len(res.Skipped), res.AlreadySent, listed, counted)
+		}
+		if out := KafkaOutcome(f, res); out.AlreadySent != 5 || len(out.Skipped) != 0 || out.Sent != 2 {
+			t.Fatalf("per record %v: outcome %+v; want 2 sent, 5 already sent, none skipped", perRecord, out)
+		}
+		if last.Sent+last.Skipped != 7 {
+			t.Fatalf("per record %v: progress %+v does not account for all 7 records", perRecord, last)
+		}
+	}
+}
+
+// A chunk larger than readPart is read in parts in DLQ order (the
+// decompressed batches of one part held at a time), and still sent whole,
+// in the order the records were first consumed.
+func TestExecuteReadsAChunkInPartsOfDLQOrder(t *testing.T) {
+	n := 2*readPart + 7
+	var recs []redrive.Record
+	for i := 0; i < n; i++ {
+		// DLQ order is the reverse of the original order.
+		recs = append(recs, deadLetter(0, int64(i), fmt.Sprint("k", i), fmt.Sprint("e", i), 0, int64(n-i)))
+	}
+	f, d := streamPlan(recs...)
+	reader := &partsReader{fakeDLQ: d}
+	o := streamOptions(d, n)
+	o.Reader = reader
+	f.Plan.BatchSize = 1000
+	f = redrive.NewFile(f.Plan)
+	res, err := Execute(context.Background(), f, o)
+	if err != nil || res.Sent != n {
+		t.Fatalf("sent %d of %d: %v", res.Sent, n, err)
+	}
+	if reader.most > readPart {
+		t.Fatalf("a read asked for %d records; want at most %d", reader.most, readPart)
+	}
+	if !reader.ordered {
+		t.Fatal("a part was not a run of DLQ order")
+	}
+	if first := d.batches[0][0].Ledger.Offset; first != int64(n-1) {
+		t.Fatalf("first sent is DLQ offset %d; want %d (first consumed)", first, n-1)
+	}
+}
+
+// partsReader is a fakeDLQ noting the largest read and whether every read
+// asked for its coordinates in DLQ order.
+type partsReader struct {
+	*fakeDLQ
+	most    int
+	ordered bool
+	reads   int
+}
+
+func (r *partsReader) Read(ctx context.Context, dlq string, coords []redrive.Coord) (map[redrive.Coord]redrive.Record, error) {
+	if r.reads == 0 {
+		r.ordered = true
+	}
+	r.reads++
+	r.most = max(r.most, len(coords))
+	for i := 1; i < len(coords); i++ {
+		if !coords[i-1].Before(coords[i]) {
+			r.ordered = false
+		}
+	}
+	return r.fakeDLQ.Read(ctx, dlq, coords)
+}

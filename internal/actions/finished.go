@@ -56,7 +56,8 @@ func (o *RunOutcome) skip(s SkippedRecord) {
 }
 
 // KafkaOutcome counts a Kafka run: the plan's excluded records come back
-// among res.Skipped and are counted as excluded.
+// among res.Skipped and are counted as excluded; the records an earlier
+// run sent are counted (res.AlreadySent), or listed (Options.PerRecord).
 func KafkaOutcome(f redrive.File, res Result) RunOutcome {
 	excluded := map[redrive.Coord]bool{}
 	for _, r := range f.Plan.Records {
@@ -64,7 +65,7 @@ func KafkaOutcome(f redrive.File, res Result) RunOutcome {
 			excluded[r.Coord()] = true
 		}
 	}
-	o := newOutcome(res.Sent, 0, 0)
+	o := newOutcome(res.Sent, res.AlreadySent, 0)
 	for _, s := range res.Skipped {
 		c := redrive.Coord{Partition: s.Partition, Offset: s.Offset}
 		if excluded[c] {

@@ -181,8 +181,8 @@ type ExecControl struct {
 	Progress func(Progress)
 	// DryRun stops before sending (see Options.DryRun).
 	DryRun bool
-	// KeepLedger returns every sent record's ledger entry (Options.KeepLedger).
-	KeepLedger bool
+	// PerRecord returns each record's outcome (Options.PerRecord).
+	PerRecord bool
 }
 
 // Execute runs a plan under the stricter policy, re-deriving everything
@@ -191,7 +191,7 @@ type ExecControl struct {
 func (k *KafkaRedrive) Execute(ctx context.Context, f redrive.File, x ExecControl) (Result, error) {
 	res := Result{Plan: f.Hash, DLQ: f.Plan.DLQ, Skipped: []Skip{}, Failed: []Failure{}}
 	o := Options{ReadOnly: k.ReadOnly, Context: k.Context, Actor: k.Actor, Now: k.Now, MaxAge: k.MaxAge,
-		Control: x.Control, Progress: x.Progress, DryRun: x.DryRun, KeepLedger: x.KeepLedger}
+		Control: x.Control, Progress: x.Progress, DryRun: x.DryRun, PerRecord: x.PerRecord}
 	if !x.DryRun {
 		log, closeLog, err := k.OpenAudit()
 		if err != nil {
