@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -770,6 +771,9 @@ func (a *app) rmqRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 	if sel.Empty() {
 		return usageErr("selection: give --class, --event-id, --reason, --original-queue or --all (a plan never means everything implicitly)")
 	}
+	if err := checkDeathReasons(sel.Reasons); err != nil {
+		return err
+	}
 	if o.rate < 1 {
 		return usageErr("--rate: must be at least 1 message per second")
 	}
@@ -1180,6 +1184,18 @@ func (a *app) rmqRedriveStatus(cmd *cobra.Command, args []string) error {
 // policies, read-only state and audit log; warnings go to stderr.
 func (a *app) rabbitRedrive() *actions.RabbitRedrive {
 	return &actions.RabbitRedrive{Config: a.cfg, ReadOnly: a.readOnly, Context: a.ctxName, OpenAudit: a.openAudit, Warn: a.stderr}
+}
+
+// checkDeathReasons refuses a --reason RabbitMQ never writes in x-death
+// (a typo would otherwise browse the DLQ, then match nothing).
+func checkDeathReasons(reasons []string) error {
+	known := []string{rabbitmq.ReasonRejected, rabbitmq.ReasonExpired, rabbitmq.ReasonMaxLen, rabbitmq.ReasonDeliveryLimit}
+	for _, r := range reasons {
+		if !slices.Contains(known, r) {
+			return usageErr("--reason: %q is not a death reason (%s)", r, strings.Join(known, ", "))
+		}
+	}
+	return nil
 }
 
 // rmqRecordPlan stores and audits a plan just made (actions) and returns

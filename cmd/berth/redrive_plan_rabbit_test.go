@@ -338,3 +338,26 @@ func TestRabbitPlanRefusesASelectionPastWhatItRead(t *testing.T) {
 		t.Fatalf("plan records %+v, want pay-1 at position 1 included", p.Records)
 	}
 }
+
+// A --reason that is no death reason (a typo of "rejected") is a bad flag
+// value: one line naming the flag and the reasons, exit 2, before the DLQ
+// is read. Before, the DLQ was browsed (every message marked redelivered)
+// and the plan refused, exit 1, as a selection matching nothing.
+func TestRabbitPlanRefusesAnUnknownDeathReason(t *testing.T) {
+	isolateConfig(t)
+	_, ch, _, dlq := rmqDLQ(t, 2)
+	cfg := rabbitConfig{Audit: filepath.Join(t.TempDir(), "audit.log")}.write(t)
+	file := filepath.Join(t.TempDir(), "plan.json")
+	_, errOut, code := runBerth(t, "redrive", "plan", dlq, "--reason", "reject", "--out", file, "--config", cfg)
+	if code != 2 || !strings.Contains(errOut, "--reason") || !strings.Contains(errOut, "rejected") || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+		t.Errorf("--reason reject: exit %d %q; want exit 2 in one line naming --reason and the reasons", code, errOut)
+	}
+	m, ok, err := ch.Get(dlq, false)
+	if err != nil || !ok {
+		t.Fatalf("get from %s: %v %v", dlq, ok, err)
+	}
+	defer m.Nack(false, true)
+	if m.Redelivered {
+		t.Errorf("the DLQ was read for a selection refused by its flag")
+	}
+}
