@@ -361,3 +361,45 @@ func TestRabbitPlanRefusesAnUnknownDeathReason(t *testing.T) {
 		t.Errorf("the DLQ was read for a selection refused by its flag")
 	}
 }
+
+// A RabbitMQ plan records its system of record as Kafka's does and as the
+// plan format says, "driver: query", never where the database is: the plan
+// file is handed around and stored for every operator to read. It held
+// the DSN (a path, or a URL with its password masked) before.
+func TestRabbitPlanRecordsTheSystemOfRecordWithoutItsDSN(t *testing.T) {
+	isolateConfig(t)
+	_, _, _, dlq := rmqDLQ(t, 1)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "secret-location.db")
+	sdb, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sdb.Exec(`create table payments(idempotency_key text)`); err != nil {
+		t.Fatal(err)
+	}
+	sdb.Close()
+	const query = "select 1 from payments where idempotency_key = ?"
+	cfg := rabbitRedriveConfig(dir, fmt.Sprintf("    - match: %q\n      system_of_record: {driver: sqlite, dsn: %s, query: %q}\n", dlq, db, query)).write(t)
+	file := filepath.Join(dir, "plan.json")
+	if _, errOut, code := runBerth(t, "redrive", "plan", dlq, "--all", "--out", file, "--config", cfg); code != 0 {
+		t.Fatalf("plan: exit %d %s", code, errOut)
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Plan struct {
+			Policy struct {
+				SystemOfRecord string `json:"system_of_record"`
+			} `json:"policy"`
+		} `json:"plan"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if got := doc.Plan.Policy.SystemOfRecord; got != "sqlite: "+query || strings.Contains(string(raw), "secret-location") {
+		t.Errorf("the plan's system_of_record is %q, want %q and no DSN in the file", got, "sqlite: "+query)
+	}
+}

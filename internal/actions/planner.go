@@ -82,10 +82,18 @@ func (pol Policy) Snapshot() redrive.PolicySnapshot {
 		RequireIdempotencyKey: pol.RequireIdempotencyKey, Review: pol.Review,
 		Approvals: pol.Approvals, MaxRedrives: pol.MaxRedrives,
 	}
-	if pol.SystemOfRecord != nil {
-		s.SystemOfRecord = pol.SystemOfRecord.Driver + ": " + pol.SystemOfRecord.Query
-	}
+	s.SystemOfRecord = sorSnapshot(pol.SystemOfRecord)
 	return s
+}
+
+// sorSnapshot is a system of record as a plan records it on both backends:
+// "driver: query", never its DSN (a plan file is handed around and stored
+// for every operator to read).
+func sorSnapshot(s *config.SystemOfRecord) string {
+	if s == nil {
+		return ""
+	}
+	return s.Driver + ": " + s.Query
 }
 
 // Rules are the class rules: the config's first, then the defaults.

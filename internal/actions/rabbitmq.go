@@ -74,9 +74,7 @@ func PolicySnapshot(p config.RedrivePolicy, matched bool) redrive.PolicySnapshot
 	if s.Review == "" {
 		s.Review = "none"
 	}
-	if p.SystemOfRecord != nil {
-		s.SystemOfRecord = sor.Describe(*p.SystemOfRecord)
-	}
+	s.SystemOfRecord = sorSnapshot(p.SystemOfRecord)
 	return s
 }
 
