@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/berth-dev/berth/backends/kafka"
 	"github.com/berth-dev/berth/internal/audit"
@@ -214,53 +217,57 @@ func carries(r *kgo.Record, plan string) bool {
 // TestRedriveSurvivesKill9 kills `berth redrive execute` with SIGKILL at
 // random points and resumes it: every time, the target holds each event at
 // most once and the ledger agrees; at the end, each exactly once.
+//
+// Where a run is killed does not depend on how fast the machine is: the
+// broker holds each transaction's commit until the test lets it through
+// (commitGate), so a run is let commit 0 to 3 batches and is then killed while
+// its next commit waits (its records written, not committed: a kill inside
+// a transaction) or, every other run, a random moment after that commit is
+// let through too (before or after it lands, or in the next batch). No run
+// can reach the plan's end, so every run is a kill mid-plan.
 func TestRedriveSurvivesKill9(t *testing.T) {
 	bin := buildBerth(t)
-	const n = 400
+	const n, runs = 400, 22 // at most 4 batches of 4 a run: 352 of 400 records
 	f := newRedriveFixture(t, n, "    - match: \"ledger-events.DLT\"\n      review: none\n")
 	plan := f.plan(t, "--batch-size", "4", "--rate", "400")
+	c := newCommitGate(f.kc)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	kills := 0
-	for round := 0; round < 40 && kills < 22; round++ {
+	for round := 0; round < runs; round++ {
 		cmd := exec.Command(bin, "--config", f.config, "redrive", "execute", plan[:16], "--yes", "--no-verify")
 		cmd.Env = os.Environ()
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		// Kill after a random number of progress lines, plus a random
-		// sub-batch delay so some kills land inside a transaction.
-		target := rng.IntN(5)
-		lines := bufio.NewScanner(stderr)
-		seen, killed := 0, false
-		for lines.Scan() {
-			if strings.HasPrefix(lines.Text(), "progress ") {
-				if seen == target {
-					time.AfterFunc(time.Duration(rng.IntN(12000))*time.Microsecond, func() { _ = cmd.Process.Signal(syscall.SIGKILL) })
-					killed = true
-					break
-				}
-				seen++
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		for commits := rng.IntN(4); commits >= 0; commits-- {
+			select {
+			case <-c.arrived:
+			case err := <-exited:
+				t.Fatalf("round %d: the run ended (%v) before it was killed: %s", round, err, stderr.String())
+			}
+			if commits > 0 || round%2 == 1 {
+				c.let <- struct{}{}
 			}
 		}
-		if killed {
-			for lines.Scan() {
-			}
+		if round%2 == 1 {
+			time.Sleep(time.Duration(rng.IntN(12000)) * time.Microsecond) // where the kill lands, not synchronisation
 		}
-		err = cmd.Wait()
-		if killed && err != nil {
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		if err := <-exited; err != nil {
 			kills++
 		}
-		done := f.state(t, plan)
-		if done == n {
-			break
+		c.drop() // a commit the killed run left waiting is not made
+		if done := f.state(t, plan); done == n {
+			t.Fatalf("round %d: the plan finished although each run was held to a few batches", round)
 		}
 	}
-	if kills < 20 {
-		t.Fatalf("only %d runs were killed mid-plan; the plan finished too early to test resumption", kills)
+	c.open()
+	if kills != runs {
+		t.Fatalf("%d of %d runs were killed mid-plan", kills, runs)
 	}
 	// Resume to the end.
 	if _, errOut, code := runBerth(t, "--config", f.config, "redrive", "execute", plan[:16], "--yes", "--no-verify", "-o", "json"); code != 0 {
@@ -492,4 +499,62 @@ func TestAuditTopicMirrorsAndCatchesATruncatedFile(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "not in the local file") {
 		t.Fatalf("a truncated file passed: exit %d %q", code, errOut)
 	}
+}
+
+// commitGate holds the broker's answer to every transaction commit
+// (EndTxn) until the test lets it through: arrived says one is waiting,
+// let lets one through, drop refuses those still waiting (their client was
+// killed), open lets every later one through at once.
+type commitGate struct {
+	kc      *kafkatest.Cluster
+	arrived chan struct{}
+	let     chan struct{}
+	mu      sync.Mutex
+	gone    chan struct{} // closed by drop: the waiting commits are refused
+	free    bool
+}
+
+func newCommitGate(kc *kafkatest.Cluster) *commitGate {
+	g := &commitGate{kc: kc, arrived: make(chan struct{}, 16), let: make(chan struct{}), gone: make(chan struct{})}
+	kc.ControlKey(int16(kmsg.EndTxn), func(kmsg.Request) (kmsg.Response, error, bool) {
+		kc.KeepControl()
+		g.mu.Lock()
+		free, gone := g.free, g.gone
+		g.mu.Unlock()
+		if free {
+			return nil, nil, false
+		}
+		g.arrived <- struct{}{}
+		refused := false
+		kc.SleepControl(func() {
+			select {
+			case <-g.let:
+			case <-gone:
+				refused = true
+			}
+		})
+		if refused {
+			return nil, errors.New("the client was killed"), true
+		}
+		return nil, nil, false
+	})
+	return g
+}
+
+func (g *commitGate) drop() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	close(g.gone)
+	g.gone = make(chan struct{})
+	// A commit that arrived but was not yet waited on is the killed run's.
+	for len(g.arrived) > 0 {
+		<-g.arrived
+	}
+}
+
+func (g *commitGate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.free = true
+	close(g.gone)
 }
