@@ -389,8 +389,14 @@ func (p QueuePlan) Core() Core {
 	if p.Target == QueueTargetQueue {
 		c.Options = append(c.Options, OptionToQueues)
 	}
-	recs := append([]QueueRecord(nil), p.Records...)
-	sort.SliceStable(recs, func(i, j int) bool { return recs[i].Position < recs[j].Position })
+	// Rows are in position order. A plan is made in that order, so its
+	// records are only copied to be sorted when they are not: a million
+	// records are not held twice each time a plan is hashed.
+	recs := p.Records
+	if !sort.SliceIsSorted(recs, func(i, j int) bool { return recs[i].Position < recs[j].Position }) {
+		recs = append([]QueueRecord(nil), p.Records...)
+		sort.SliceStable(recs, func(i, j int) bool { return recs[i].Position < recs[j].Position })
+	}
 	index := map[string]int{}
 	for _, r := range recs {
 		t := -1
@@ -533,24 +539,65 @@ func (p QueuePlan) Encode() ([]byte, error) {
 // matched by event id and content digest. It returns the event ids whose
 // message no longer has the plan's content, and those not found.
 func (p *QueuePlan) Derive(msgs []QueueMessage) (changed, gone []string) {
-	byID := map[string][]QueueMessage{}
+	d := p.Deriver()
 	for _, m := range msgs {
-		byID[m.EventID] = append(byID[m.EventID], m)
+		d.Add(m)
 	}
-	for i := range p.Records {
-		r := &p.Records[i]
-		found := byID[r.EventID]
-		matched := false
-		for _, m := range found {
-			if m.Digest == r.Digest {
-				r.fill(m)
-				matched = true
-				break
-			}
+	return d.Result()
+}
+
+// QueueDeriver is Derive over messages handed to it one at a time, in
+// queue order, so that a review of a large DLQ holds the plan and an index
+// of its event ids, never the messages read.
+type QueueDeriver struct {
+	p *QueuePlan
+	// first is the first record of each event id; next chains the records
+	// that share one (-1 ends a chain).
+	first map[string]int32
+	next  []int32
+	// found is set for a record once a message with its event id is read
+	// (filled: one with its digest too).
+	found, filled []bool
+}
+
+// Deriver starts a Derive whose messages are given by Add.
+func (p *QueuePlan) Deriver() *QueueDeriver {
+	n := len(p.Records)
+	d := &QueueDeriver{p: p, first: make(map[string]int32, n), next: make([]int32, n), found: make([]bool, n), filled: make([]bool, n)}
+	// Chained from the last record back, so each chain runs in plan order.
+	for i := n - 1; i >= 0; i-- {
+		id := p.Records[i].EventID
+		d.next[i] = -1
+		if j, ok := d.first[id]; ok {
+			d.next[i] = j
 		}
+		d.first[id] = int32(i)
+	}
+	return d
+}
+
+// Add matches one message read: every record with its event id is found,
+// and one not yet filled whose digest is the message's is filled from it
+// (the first such message fills it, as Derive does).
+func (d *QueueDeriver) Add(m QueueMessage) {
+	i, ok := d.first[m.EventID]
+	for ok && i >= 0 {
+		d.found[i] = true
+		if !d.filled[i] && d.p.Records[i].Digest == m.Digest {
+			d.p.Records[i].fill(m)
+			d.filled[i] = true
+		}
+		i = d.next[i]
+	}
+}
+
+// Result returns, in plan order, the event ids whose message changed (read
+// with another digest only) and those not read at all.
+func (d *QueueDeriver) Result() (changed, gone []string) {
+	for i, r := range d.p.Records {
 		switch {
-		case matched:
-		case len(found) > 0:
+		case d.filled[i]:
+		case d.found[i]:
 			changed = append(changed, r.EventID)
 		default:
 			gone = append(gone, r.EventID)

@@ -211,3 +211,37 @@ func TestQueuePlanIncludingAnEventTwiceIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A review matches the messages read now to the plan's records by event id
+// and digest as they stream past: a record is filled by the first message
+// with its content, reported changed when only other content carries its
+// id (two records may share an id), and gone when its id was not read.
+func TestQueueDeriveMatchesByIDAndDigest(t *testing.T) {
+	p := QueuePlan{Records: []QueueRecord{
+		{Position: 0, EventID: "a", Digest: "d1"},
+		{Position: 1, EventID: "b", Digest: "d2"},
+		{Position: 2, EventID: "b", Digest: "d3"},
+		{Position: 3, EventID: "c", Digest: "d4"},
+		{Position: 4, EventID: "e", Digest: "d5"},
+	}}
+	d := p.Deriver()
+	for _, m := range []QueueMessage{
+		{EventID: "a", Digest: "d1", Class: "first"},
+		{EventID: "b", Digest: "d3", Class: "b3"},
+		{EventID: "a", Digest: "d1", Class: "second"},
+		{EventID: "c", Digest: "dX", Class: "edited"},
+	} {
+		d.Add(m)
+	}
+	changed, gone := d.Result()
+	if fmt.Sprint(changed) != "[b c]" || fmt.Sprint(gone) != "[e]" {
+		t.Fatalf("changed %v gone %v; want [b c] and [e]", changed, gone)
+	}
+	var filled []string
+	for _, r := range p.Records {
+		filled = append(filled, fmt.Sprintf("%s:%v:%s", r.EventID, r.Derived, r.Class))
+	}
+	if got := strings.Join(filled, " "); got != "a:true:first b:false: b:true:b3 c:false: e:false:" {
+		t.Fatalf("records derived %s", got)
+	}
+}

@@ -316,17 +316,19 @@ type Refailure struct {
 // redriven copies that failed again. complete is false when the DLQ holds
 // more than limit messages (later ones were not looked at).
 func (c *Client) Refailures(ctx context.Context, p redrive.QueuePlan, limit int, x Extractors) (out []Refailure, complete bool, err error) {
-	res, err := c.Browse(ctx, p.DLQ, BrowseOptions{Limit: limit, QueueType: p.QueueType, AcceptQuorumSideEffects: p.AcceptQuorumSideEffects, Extractors: x})
-	if err != nil {
-		return nil, false, err
-	}
 	hash := p.Hash()
 	out = []Refailure{}
-	for _, m := range res.Messages {
-		if m.Headers[HeaderPlan] != hash {
-			continue
-		}
-		out = append(out, Refailure{EventID: m.EventID, Position: m.Position, OriginalQueue: m.Death.OriginalQueue(), Reason: m.Death.Reason(), Error: m.ErrorHeader})
+	// Only the re-failures are kept of what is read: the DLQ may still
+	// hold most of a large plan's messages (those it excluded).
+	res, err := c.BrowseEach(ctx, p.DLQ, BrowseOptions{Limit: limit, QueueType: p.QueueType, AcceptQuorumSideEffects: p.AcceptQuorumSideEffects, Extractors: x},
+		func(m Message) error {
+			if m.Headers[HeaderPlan] == hash {
+				out = append(out, Refailure{EventID: m.EventID, Position: m.Position, OriginalQueue: m.Death.OriginalQueue(), Reason: m.Death.Reason(), Error: m.ErrorHeader})
+			}
+			return nil
+		})
+	if err != nil {
+		return nil, false, err
 	}
 	return out, res.Complete, nil
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -546,7 +548,7 @@ type qPlanSummary struct {
 	Vhost     string `json:"vhost"`
 	QueueType string `json:"queue_type"`
 	planFacts
-	Records []qPlanRow     `json:"records"`
+	Records qPlanRows      `json:"records"`
 	Totals  redrive.Totals `json:"totals"`
 	// Review is what a reviewer signs, derived from the messages: counts
 	// per target and the included messages' idempotency keys.
@@ -644,7 +646,7 @@ type qPlanRow struct {
 
 func (a *app) rmqPlanSummary(ctx context.Context, l *rabbitmq.Ledger, p redrive.QueuePlan) qPlanSummary {
 	s := qPlanSummary{Hash: p.Hash(), DLQ: sanitize.Text(p.DLQ), Vhost: sanitize.Text(p.Vhost), QueueType: p.QueueType,
-		Totals: p.Totals(), Records: []qPlanRow{},
+		Totals:    p.Totals(),
 		planFacts: planFacts{Target: p.Target, Author: sanitize.Text(p.Author), CreatedAt: p.CreatedAt, Policy: p.Policy, Approvals: []string{}, Warnings: []string{}}}
 	if l != nil {
 		if au, aps, err := l.Signatures(ctx, s.Hash); err == nil {
@@ -658,12 +660,83 @@ func (a *app) rmqPlanSummary(ctx context.Context, l *rabbitmq.Ledger, p redrive.
 	}
 	s.Blocked, s.BlockedReason = p.Blocked()
 	s.BlockedReason = sanitize.Text(s.BlockedReason)
-	for _, r := range p.Records {
-		s.Records = append(s.Records, qPlanRow{Position: r.Position, EventID: sanitize.Text(r.EventID), Included: r.Included, Reason: r.Reason,
-			Detail: sanitize.Text(r.Detail), Class: r.Class, OriginalQueue: sanitize.Text(r.OriginalQueue), DeathReason: sanitize.Text(r.DeathReason),
-			Exchange: sanitize.Text(r.Exchange), RoutingKey: sanitize.Text(r.RoutingKey), OrderingKey: sanitize.Text(r.OrderingKey), HazardPosition: r.HazardPosition})
-	}
+	s.Records = qPlanRows{recs: p.Records}
 	return s
+}
+
+// qPlanRows are a plan's records as output shows them: each row is made
+// (and sanitised) when it is written, so a million-record plan is not held
+// a second time as rows, nor its JSON as one buffer (writeQJSON).
+type qPlanRows struct {
+	recs []redrive.QueueRecord
+	// mark makes MarshalJSON write rowsMark, where writeQJSON streams the
+	// rows.
+	mark bool
+}
+
+// rowsMark stands for the rows in the JSON writeQJSON writes around them.
+const rowsMark = `"\u0000berth-rows\u0000"`
+
+func (rs qPlanRows) len() int { return len(rs.recs) }
+
+func (rs qPlanRows) row(i int) qPlanRow {
+	r := rs.recs[i]
+	return qPlanRow{Position: r.Position, EventID: sanitize.Text(r.EventID), Included: r.Included, Reason: r.Reason,
+		Detail: sanitize.Text(r.Detail), Class: r.Class, OriginalQueue: sanitize.Text(r.OriginalQueue), DeathReason: sanitize.Text(r.DeathReason),
+		Exchange: sanitize.Text(r.Exchange), RoutingKey: sanitize.Text(r.RoutingKey), OrderingKey: sanitize.Text(r.OrderingKey), HazardPosition: r.HazardPosition}
+}
+
+// MarshalJSON writes every row (or rowsMark for writeQJSON).
+func (rs qPlanRows) MarshalJSON() ([]byte, error) {
+	if rs.mark {
+		return []byte(rowsMark), nil
+	}
+	rows := make([]qPlanRow, rs.len())
+	for i := range rows {
+		rows[i] = rs.row(i)
+	}
+	return json.Marshal(rows)
+}
+
+// writeQJSON writes v as output.WriteJSON does (indented by two spaces),
+// byte for byte, with the rows of *rows written one at a time where v holds
+// them: the rest of v is small and encoded whole.
+func writeQJSON(w io.Writer, v any, rows *qPlanRows) error {
+	all := *rows
+	rows.mark = true
+	head, err := json.MarshalIndent(v, "", "  ")
+	*rows = all
+	if err != nil {
+		return err
+	}
+	at := bytes.Index(head, []byte(rowsMark))
+	if at < 0 {
+		return errors.New("output: the plan's rows are missing from its JSON")
+	}
+	line := head[bytes.LastIndexByte(head[:at], '\n')+1 : at]
+	indent := string(line[:len(line)-len(bytes.TrimLeft(line, " "))])
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.Write(head[:at])
+	if all.len() == 0 {
+		bw.WriteString("[]")
+	} else {
+		bw.WriteString("[")
+		for i := 0; i < all.len(); i++ {
+			b, err := json.MarshalIndent(all.row(i), indent+"  ", "  ")
+			if err != nil {
+				return err
+			}
+			if i > 0 {
+				bw.WriteString(",")
+			}
+			bw.WriteString("\n" + indent + "  ")
+			bw.Write(b)
+		}
+		bw.WriteString("\n" + indent + "]")
+	}
+	bw.Write(head[at+len(rowsMark):])
+	bw.WriteString("\n")
+	return bw.Flush()
 }
 
 func (a *app) writeQPlanText(s qPlanSummary) { writeQPlan(a.stdout, s) }
@@ -681,7 +754,8 @@ func writeQPlan(w io.Writer, s qPlanSummary) {
 	}
 	fmt.Fprintln(w)
 	g := output.Grid{Header: []string{"POS", "EVENT", "CLASS", "TARGET", "VERDICT", "DETAIL"}, Right: map[int]bool{0: true}}
-	for _, r := range s.Records {
+	for i := 0; i < s.Records.len(); i++ {
+		r := s.Records.row(i)
 		verdict := "include"
 		if !r.Included {
 			verdict = string(r.Reason)
@@ -838,7 +912,7 @@ func (a *app) rmqRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 	sum.Review = rabbitReviewOf(actions.SummariseRabbit(p, nil, nil), p.Cluster)
 	sum.Warnings = warningsOf(warnings)
 	if f == output.JSON {
-		if err := output.WriteJSON(a.stdout, sum); err != nil {
+		if err := writeQJSON(a.stdout, &sum, &sum.Records); err != nil {
 			return err
 		}
 	} else {
@@ -873,7 +947,7 @@ func (a *app) rmqRedriveShow(cmd *cobra.Command, ref string) error {
 		sum.Stored = true
 	}
 	if f == output.JSON {
-		return output.WriteJSON(a.stdout, sum)
+		return writeQJSON(a.stdout, &sum, &sum.Records)
 	}
 	a.writeQPlanText(sum)
 	return nil
@@ -1158,10 +1232,11 @@ func (a *app) rmqRedriveStatus(cmd *cobra.Command, args []string) error {
 	}
 	if f == output.JSON {
 		if len(args) == 1 {
-			return output.WriteJSON(a.stdout, struct {
+			out := struct {
 				qStatusRow
 				Summary qPlanSummary `json:"summary"`
-			}{rows[0], sum})
+			}{rows[0], sum}
+			return writeQJSON(a.stdout, &out, &out.Summary.Records)
 		}
 		return output.WriteJSON(a.stdout, rows)
 	}

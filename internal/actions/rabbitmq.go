@@ -121,20 +121,11 @@ func (r *RabbitRedrive) MakePlan(ctx context.Context, cl *rabbitmq.Client, l *ra
 	// kept (their repeated strings shared): a DLQ of 100,000 messages is
 	// planned without holding 100,000 bodies and header tables.
 	var facts []redrive.QueueMessage
-	intern := map[string]string{}
-	same := func(s string) string {
-		if v, ok := intern[s]; ok {
-			return v
-		}
-		intern[s] = s
-		return s
-	}
+	shared := factsOf()
 	var selected, keys []string
 	res, err := cl.BrowseEach(ctx, in.DLQ, r.browseOptions(in.DLQ, in.Read, in.QueueType, in.Accept),
 		func(msg rabbitmq.Message) error {
-			m := msg.Facts()
-			m.EventIDSource, m.Class, m.OriginalQueue, m.DeathReason = same(m.EventIDSource), same(m.Class), same(m.OriginalQueue), same(m.DeathReason)
-			m.Exchange, m.RoutingKey = same(m.Exchange), same(m.RoutingKey)
+			m := shared(msg)
 			facts = append(facts, m)
 			if in.Sel.Matches(m) {
 				if in.seen != nil {
@@ -205,17 +196,44 @@ func (r *RabbitRedrive) derive(ctx context.Context, cl *rabbitmq.Client, p *redr
 	limit := r.reviewLimit(ctx, cl, *p)
 	x := r.Extractors(p.DLQ)
 	x.IdempotencyKey, x.OrderingKey = p.Policy.IdempotencyKey, p.Policy.OrderingKey
-	res, err := cl.Browse(ctx, p.DLQ, rabbitmq.BrowseOptions{Limit: limit, QueueType: p.QueueType, AcceptQuorumSideEffects: accept && p.AcceptQuorumSideEffects && !r.ReadOnly, Extractors: x})
+	// Each message is matched as it is read and only what a record keeps
+	// of it stays: a review of a DLQ of a million messages holds the plan
+	// and an index of its event ids, not the messages.
+	d := p.Deriver()
+	shared := factsOf()
+	res, err := cl.BrowseEach(ctx, p.DLQ, rabbitmq.BrowseOptions{Limit: limit, QueueType: p.QueueType, AcceptQuorumSideEffects: accept && p.AcceptQuorumSideEffects && !r.ReadOnly, Extractors: x},
+		func(m rabbitmq.Message) error {
+			if seen != nil {
+				seen(m)
+			}
+			d.Add(shared(m))
+			return nil
+		})
 	if err != nil {
 		return nil, nil, false, err
 	}
-	if seen != nil {
-		for _, m := range res.Messages {
-			seen(m)
-		}
-	}
-	changed, gone = p.Derive(rabbitmq.FactsOf(res.Messages))
+	changed, gone = d.Result()
 	return changed, gone, res.Complete, nil
+}
+
+// factsOf returns a function giving a message's facts with the strings
+// that repeat from message to message (class, origin, death reason,
+// routing) shared: a million facts kept hold each such string once.
+func factsOf() func(rabbitmq.Message) redrive.QueueMessage {
+	intern := map[string]string{}
+	same := func(s string) string {
+		if v, ok := intern[s]; ok {
+			return v
+		}
+		intern[s] = s
+		return s
+	}
+	return func(msg rabbitmq.Message) redrive.QueueMessage {
+		m := msg.Facts()
+		m.EventIDSource, m.Class, m.OriginalQueue, m.DeathReason = same(m.EventIDSource), same(m.Class), same(m.OriginalQueue), same(m.DeathReason)
+		m.Exchange, m.RoutingKey = same(m.Exchange), same(m.RoutingKey)
+		return m
+	}
 }
 
 // RabbitSummary is what a reviewer of a RabbitMQ plan is asked to sign, as

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/berth-dev/berth/internal/output"
+	"github.com/berth-dev/berth/redrive"
+)
+
+// A RabbitMQ plan's JSON (redrive plan, show and status -o json) writes its
+// rows one at a time, and a script reading it gets exactly what encoding
+// the whole summary at once gives: same bytes, escaping and indentation,
+// with no rows, with some, and nested in status's summary.
+func TestPlanJSONStreamsRowsAsTheWholeEncoding(t *testing.T) {
+	hazard := 1
+	recs := []redrive.QueueRecord{
+		{Position: 0, EventID: "e<0>&", Class: "c", Exchange: "x", RoutingKey: "k", Verdict: redrive.Verdict{Included: true}},
+		{Position: 1, EventID: "é\u2028", DeathReason: "rejected", HazardPosition: &hazard, Verdict: redrive.Verdict{Reason: redrive.ReasonLoopLimit, Detail: "redriven 3 times"}},
+	}
+	for _, rs := range [][]redrive.QueueRecord{nil, recs} {
+		sum := qPlanSummary{Hash: "h", DLQ: "q", Records: qPlanRows{recs: rs}, Review: &qPlanReview{Keys: []string{"k<1>"}}}
+		var whole, streamed bytes.Buffer
+		if err := output.WriteJSON(&whole, sum); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeQJSON(&streamed, &sum, &sum.Records); err != nil {
+			t.Fatal(err)
+		}
+		if streamed.String() != whole.String() {
+			t.Fatalf("%d rows streamed:\n%s\nwhole:\n%s", len(rs), streamed.String(), whole.String())
+		}
+		status := struct {
+			qStatusRow
+			Summary qPlanSummary `json:"summary"`
+		}{qStatusRow{Vhost: "/"}, sum}
+		whole.Reset()
+		streamed.Reset()
+		if err := output.WriteJSON(&whole, status); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeQJSON(&streamed, &status, &status.Summary.Records); err != nil {
+			t.Fatal(err)
+		}
+		if streamed.String() != whole.String() {
+			t.Fatalf("status with %d rows streamed:\n%s\nwhole:\n%s", len(rs), streamed.String(), whole.String())
+		}
+	}
+}
