@@ -89,45 +89,79 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 		}
 		c.uri = u
 	}
-	if o.ManagementURL != "" {
-		user, pass := "guest", "guest"
-		if c.uri.Host != "" {
-			user, pass = c.uri.Username, c.uri.Password
-		}
-		if o.Username != "" {
-			user, pass = o.Username, o.Password
-		}
-		m, err := newMgmt(o.ManagementURL, user, pass, o.TLS, o.Timeout)
-		if err != nil {
-			return nil, err
-		}
-		if o.Username != "" {
-			m.user, m.password = o.Username, o.Password
-		}
-		octx, cancel := context.WithTimeout(ctx, o.Timeout)
-		ov, err := m.overview(octx)
-		cancel()
-		switch {
-		case err == nil:
-			c.mgmt = m
-			c.clusterName = ov.ClusterName
-		case o.AMQPURL == "":
-			return nil, err
-		default:
-			c.mgmtErr = err
-		}
-	} else {
-		c.mgmtErr = errors.New("no management URL configured")
-	}
+	// AMQP is dialled while the management API is asked, each within the
+	// same budget: a management API that never answers would otherwise
+	// spend it all and fail the AMQP dial ("no time left"), blaming the
+	// server that was fine instead of falling back to reduced mode.
+	dialed := make(chan error, 1)
 	if o.AMQPURL != "" {
-		if _, err := c.connection(ctx); err != nil {
-			if c.mgmt == nil {
-				return nil, err
-			}
-			// The inventory still works; message operations will say why not.
-		}
+		go func() {
+			_, err := c.connection(ctx)
+			dialed <- err
+		}()
+	} else {
+		dialed <- nil
+	}
+	if err := c.probeManagement(ctx, o); err != nil {
+		<-dialed
+		c.Close()
+		return nil, err
+	}
+	// AMQP failing is fatal only without the management API: with it the
+	// inventory still works, and message operations will say why not.
+	if err := <-dialed; err != nil && c.mgmt == nil {
+		return nil, err
 	}
 	return c, nil
+}
+
+// probeBudget is how long the management API may take to answer the
+// probe. With AMQP to fall back to, at most half of what is left of the
+// operation: a silent management API must leave reduced mode the time to
+// do its work (passive declares), not only to connect.
+func (c *Client) probeBudget(ctx context.Context) time.Duration {
+	d := c.opts.Timeout
+	if dl, ok := ctx.Deadline(); ok && c.uri.Host != "" && time.Until(dl)/2 < d {
+		d = time.Until(dl) / 2
+	}
+	return d
+}
+
+// probeManagement asks the management API for the overview. An error is
+// returned only when there is no AMQP URL to fall back to; otherwise the
+// reason is kept for Reduced.
+func (c *Client) probeManagement(ctx context.Context, o Options) error {
+	if o.ManagementURL == "" {
+		c.mgmtErr = errors.New("no management URL configured")
+		return nil
+	}
+	user, pass := "guest", "guest"
+	if c.uri.Host != "" {
+		user, pass = c.uri.Username, c.uri.Password
+	}
+	if o.Username != "" {
+		user, pass = o.Username, o.Password
+	}
+	m, err := newMgmt(o.ManagementURL, user, pass, o.TLS, o.Timeout)
+	if err != nil {
+		return err
+	}
+	if o.Username != "" {
+		m.user, m.password = o.Username, o.Password
+	}
+	octx, cancel := context.WithTimeout(ctx, c.probeBudget(ctx))
+	ov, err := m.overview(octx)
+	cancel()
+	switch {
+	case err == nil:
+		c.mgmt = m
+		c.clusterName = ov.ClusterName
+	case o.AMQPURL == "":
+		return err
+	default:
+		c.mgmtErr = err
+	}
+	return nil
 }
 
 // Reduced reports whether the client runs without the management API, and why.

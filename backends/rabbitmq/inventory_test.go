@@ -190,3 +190,32 @@ func TestBadPasswordIsNotPrinted(t *testing.T) {
 		t.Fatalf("error %v: want an authentication failure without the password", err)
 	}
 }
+
+// A management API that accepts connections and never answers leaves the
+// client in reduced mode over AMQP within the operation's budget, its
+// reason naming the management address, and time left to list the
+// configured queues. Before, the management API's wait used the whole
+// budget and the command failed with "rabbitmq amqp ...: no time left to
+// connect", naming the server that was fine.
+func TestSilentManagementAPIFallsBackToReducedModeWithinTheBudget(t *testing.T) {
+	t.Parallel()
+	conn := needRabbit(t)
+	name := uniq(t, "q")
+	declareQueue(t, conn, name, nil)
+	addr := silentListener(t)
+	o := Options{AMQPURL: amqpURL(), ManagementURL: "http://guest:guest@" + addr, Timeout: time.Second, Queues: []string{name}}
+	// The command line's budget: one --timeout for the whole operation.
+	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
+	defer cancel()
+	c, err := Dial(ctx, o)
+	if err != nil {
+		t.Fatalf("dial with a silent management API: %v; want reduced mode over AMQP", err)
+	}
+	defer c.Close()
+	if reduced, why := c.Reduced(); !reduced || why == nil || !strings.Contains(why.Error(), addr) {
+		t.Errorf("reduced %v, reason %v; want reduced mode naming %s", reduced, why, addr)
+	}
+	if inv, err := c.Inventory(ctx); err != nil || len(inv.Queues) != 1 {
+		t.Errorf("inventory in the same budget: %v %+v; want %s by passive declare", err, inv, name)
+	}
+}
