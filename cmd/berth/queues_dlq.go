@@ -1089,7 +1089,7 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 		// Nothing is sent without --yes. On a terminal the dry run is shown
 		// and typing the plan hash's first 8 hex digits sends; without one
 		// (a script) the dry run is the answer, exit 0.
-		out := map[string]any{"dry_run": true, "plan": hash, "dlq": p.DLQ, "totals": totals, "would_send": totals.Included - len(skip), "approvers": dec.Approvers, "skipped": actions.RabbitSkips(p, skip)}
+		out := map[string]any{"dry_run": true, "plan": hash, "dlq": p.DLQ, "totals": totals, "would_send": actions.RabbitWouldSend(p, skip), "approvers": dec.Approvers, "skipped": actions.RabbitSkips(p, skip)}
 		ask := isTerminal(os.Stdin) && isTerminal(a.stderr) && f != output.JSON
 		switch {
 		case f == output.JSON:

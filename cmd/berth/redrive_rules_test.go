@@ -256,6 +256,19 @@ func TestRedriveRulesOnBothBackends(t *testing.T) {
 				if code != 0 || !strings.Contains(out, `"dry_run": true`) {
 					t.Errorf("execute without --yes (no terminal): exit %d, want 0 and a dry run:\n%s%s", code, out, errOut)
 				}
+				// What it would send, per target, in the same shape on both
+				// (RabbitMQ printed one number).
+				var dry struct {
+					WouldSend map[string]int `json:"would_send"`
+				}
+				if err := json.Unmarshal([]byte(out), &dry); err != nil || len(dry.WouldSend) != 1 {
+					t.Errorf("dry run would_send: %v, want one target with the %d records:\n%s", err, ruleN, out)
+				}
+				for target, n := range dry.WouldSend {
+					if n != ruleN || target == "" {
+						t.Errorf("dry run would send %d to %q, want %d to the records' target", n, target, ruleN)
+					}
+				}
 				if n := e.sent(t, hash); n != 0 {
 					t.Errorf("%d record(s) sent without --yes", n)
 				}

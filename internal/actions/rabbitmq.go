@@ -813,6 +813,18 @@ func RabbitSkips(p redrive.QueuePlan, skip map[string]redrive.Verdict) []RabbitS
 	return out
 }
 
+// RabbitWouldSend is what a dry run would send per target (Kafka's
+// would_send): the included messages not skipped now.
+func RabbitWouldSend(p redrive.QueuePlan, skip map[string]redrive.Verdict) map[string]int {
+	out := map[string]int{}
+	for _, rec := range p.Records {
+		if _, skipped := skip[rec.EventID]; rec.Included && !skipped {
+			out[RabbitTarget(rec.Exchange, rec.RoutingKey)]++
+		}
+	}
+	return out
+}
+
 // RabbitStatus is a plan's state as `berth redrive status` shows it.
 type RabbitStatus struct {
 	Plan  string
