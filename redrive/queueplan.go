@@ -606,11 +606,12 @@ func (d *QueueDeriver) Result() (changed, gone []string) {
 	return changed, gone
 }
 
-// Included returns the included records by event id.
-func (p QueuePlan) Included() map[string]QueueRecord {
-	out := map[string]QueueRecord{}
-	for _, r := range p.Records {
-		if r.Included {
+// Included returns the included records by event id: pointers into
+// p.Records, so that a run over a million records does not hold them twice.
+func (p QueuePlan) Included() map[string]*QueueRecord {
+	out := map[string]*QueueRecord{}
+	for i := range p.Records {
+		if r := &p.Records[i]; r.Included {
 			out[r.EventID] = r
 		}
 	}

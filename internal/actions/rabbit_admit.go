@@ -69,7 +69,10 @@ func (a *rabbitAdmission) targets(msgs []redrive.QueueMessage) (match []redrive.
 	}
 	mismatch = map[string]redrive.Verdict{}
 	for _, m := range msgs {
-		rec := a.included[m.EventID]
+		var rec redrive.QueueRecord
+		if r := a.included[m.EventID]; r != nil {
+			rec = *r
+		}
 		x, k, ok := m.Target(a.p.Target == redrive.QueueTargetQueue)
 		if !ok || x != rec.Exchange || k != rec.RoutingKey {
 			mismatch[m.EventID] = redrive.Verdict{Reason: ReasonDerivedChanged,

@@ -244,8 +244,8 @@ type rabbitRun struct {
 	l        RabbitLedger
 	pol      rabbitPolicy
 	o        RabbitExecOptions
-	included map[string]redrive.QueueRecord // by event id, less the skipped
-	states   map[string]string              // the ledger's state per event id
+	included map[string]*redrive.QueueRecord // by event id, less the skipped
+	states   map[string]string               // the ledger's state per event id
 
 	conn *rabbitmq.RedriveConn
 	// segs consumed the DLQ, one channel each; each acks what arrived on
@@ -765,7 +765,7 @@ func (r *rabbitRun) take(ctx context.Context, d rabbitmq.Delivery) (done bool, e
 	}
 	r.seen[m.EventID] = true
 	r.remaining--
-	it := rabbitItem{d: d, rec: rec, m: m.Facts()}
+	it := rabbitItem{d: d, rec: *rec, m: m.Facts()}
 	it.m.Position = seq
 	switch r.states[m.EventID] {
 	case rabbitmq.StateConfirmed:

@@ -741,7 +741,7 @@ func (r *RabbitRedrive) recheckMessages(ctx context.Context, p redrive.QueuePlan
 type rabbitAdmission struct {
 	r        *RabbitRedrive
 	p        redrive.QueuePlan
-	included map[string]redrive.QueueRecord // the plan's included rows, by event id
+	included map[string]*redrive.QueueRecord // the plan's included rows, by event id
 	order    *redrive.QueueOrdering
 	// settled are event ids whose message, left in the DLQ, was delivered
 	// or settled already: no older event of its key waits behind it.
