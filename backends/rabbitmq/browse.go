@@ -552,9 +552,13 @@ func (c *Client) browseQuorum(ctx context.Context, res BrowseResult, q backends.
 	return res, nil
 }
 
-// settle waits (briefly, bounded) until queue's ready count reaches n.
+// settle waits (bounded) until queue's ready count reaches n. The bound
+// grows with n: the queue process puts a closed channel's messages back
+// after the close returns, and 200,000 of them took more than 5 s at load
+// average 10, so that the next command (an execute's depth check) found
+// the DLQ short of them.
 func (c *Client) settle(ctx context.Context, queue string, n int) {
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(5*time.Second + time.Duration(n/10_000)*time.Second)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		q, err := c.passive(ctx, queue)
 		if err != nil || (q.Ready != nil && *q.Ready >= int64(n)) {
