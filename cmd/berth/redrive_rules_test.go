@@ -579,6 +579,30 @@ func TestRedriveRulesOnBothBackends(t *testing.T) {
 				}
 			})
 
+			t.Run("an unwritable audit log refuses approve, storing nothing", func(t *testing.T) {
+				signers, alice, _, bob := signersFile(t, t.TempDir())
+				e := b.env(t, func(e ruleEnv) string {
+					return e.policyFor("      review: required\n      approvals: 1\n", fmt.Sprintf("      allowed_signers: %s\n", signers))
+				})
+				_, hash := e.planAll(t, "--key", alice)
+				blocked := filepath.Join(t.TempDir(), "audit.log")
+				if err := os.Mkdir(blocked, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if _, errOut, code := e.run(t, "redrive", "approve", hash[:12], "--key", bob, "--audit-file", blocked); code == 0 || !strings.Contains(errOut, "audit") {
+					t.Errorf("approve with an unwritable audit log: exit %d %q; want a refusal", code, errOut)
+				}
+				// RabbitMQ stored the approval, then failed to audit it: an
+				// approval on record nowhere in the audit log.
+				out, errOut, code := e.run(t, "redrive", "status", hash[:12], "-o", "json")
+				var st struct {
+					Approvals int `json:"approvals"`
+				}
+				if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Approvals != 0 {
+					t.Errorf("status after a refused approval: exit %d, %d approval(s) counted, want 0:\n%s%s", code, st.Approvals, out, errOut)
+				}
+			})
+
 			t.Run("execute prints the same JSON core; exit 0 when every record was sent, again 0 on a rerun (already sent)", func(t *testing.T) {
 				e := b.env(t, noReview)
 				_, hash := e.planAll(t)

@@ -407,7 +407,7 @@ func (r *RabbitRedrive) Approve(ctx context.Context, cl *rabbitmq.Client, l *rab
 	if sig.PlanHash != hash {
 		return "", approval.Decision{}, 0, Refuse(ErrSignature, "the signature is over plan %s, not %s; nothing stored", redrive.ShortHash(sig.PlanHash), redrive.ShortHash(hash))
 	}
-	author, _, err := l.Signatures(ctx, hash)
+	author, approvals, err := l.Signatures(ctx, hash)
 	if err != nil {
 		return "", approval.Decision{}, 0, err
 	}
@@ -436,15 +436,18 @@ func (r *RabbitRedrive) Approve(ctx context.Context, cl *rabbitmq.Client, l *rab
 			}
 		}
 	}
-	if err := l.AddSignature(ctx, sig); err != nil {
-		return "", approval.Decision{}, 0, err
+	dec := approval.Decision{Approved: !required, Approvers: []string{}}
+	if required {
+		dec = approval.Evaluate(p.Subject(), author, append(approvals, sig), signers, n, r.now())
 	}
-	dec, _, err := r.Decision(ctx, l, p)
-	if err != nil {
-		return "", approval.Decision{}, 0, err
-	}
+	// Recorded first, as on Kafka: an approval the audit log cannot hold is
+	// not stored (it was stored, then the audit failed).
 	if err := r.Audit(ctx, auditFile, "redrive.approved", hash, map[string]any{"dlq": p.DLQ, "signer": principal, "fingerprint": sig.Fingerprint, "approved": dec.Approved}); err != nil {
-		return principal, dec, n, err
+		return "", approval.Decision{}, 0, Refuse(ErrAuditUnwritable, "%v; nothing stored", err)
+	}
+	if err := l.AddSignature(ctx, sig); err != nil {
+		_ = r.Audit(ctx, auditFile, "redrive.approve.failed", hash, map[string]any{"dlq": p.DLQ, "signer": principal, "error": err.Error()})
+		return "", approval.Decision{}, 0, err
 	}
 	return principal, dec, n, nil
 }
