@@ -1063,7 +1063,7 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 	l, p, _, err := a.rmqOpenPlan(setup, ref, yes, cl)
 	if errors.Is(err, rabbitmq.ErrPlanEdited) {
 		refusal := actions.Refuse(actions.ErrPlanEdited, "%v", err)
-		_ = a.rabbitRedrive().Audit(setup, auditFile, "redrive.refused", ref, map[string]any{"plan": ref, "reason": refusal.Error()})
+		a.rabbitRedrive().AuditOrWarn(setup, auditFile, "redrive.refused", ref, map[string]any{"plan": ref, "reason": refusal.Error()})
 		return refusal
 	}
 	if err != nil {

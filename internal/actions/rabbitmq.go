@@ -328,7 +328,7 @@ func (r *RabbitRedrive) RecordPlan(ctx context.Context, l *rabbitmq.Ledger, p re
 		out.Stored = true
 	}
 	blocked, _ := p.Blocked()
-	_ = r.Audit(ctx, auditFile, "redrive.plan", p.Hash(), map[string]any{"dlq": p.DLQ, "vhost": p.Vhost, "author": p.Author, "author_key": out.AuthorKey,
+	r.AuditOrWarn(ctx, auditFile, "redrive.plan", p.Hash(), map[string]any{"dlq": p.DLQ, "vhost": p.Vhost, "author": p.Author, "author_key": out.AuthorKey,
 		"totals": p.Totals(), "blocked": blocked, "stored": out.Stored, "file": file})
 	return out, nil
 }
@@ -446,7 +446,7 @@ func (r *RabbitRedrive) Approve(ctx context.Context, cl *rabbitmq.Client, l *rab
 		return "", approval.Decision{}, 0, Refuse(ErrAuditUnwritable, "%v; nothing stored", err)
 	}
 	if err := l.AddSignature(ctx, sig); err != nil {
-		_ = r.Audit(ctx, auditFile, "redrive.approve.failed", hash, map[string]any{"dlq": p.DLQ, "signer": principal, "error": err.Error()})
+		r.AuditOrWarn(ctx, auditFile, "redrive.approve.failed", hash, map[string]any{"dlq": p.DLQ, "signer": principal, "error": err.Error()})
 		return "", approval.Decision{}, 0, err
 	}
 	return principal, dec, n, nil
@@ -478,7 +478,7 @@ func (r *RabbitRedrive) SignAsAuthor(ctx context.Context, l *rabbitmq.Ledger, p 
 	if err := l.AddSignature(ctx, sig); err != nil {
 		return err
 	}
-	_ = r.Audit(ctx, "", "redrive.plan.signed", h, map[string]any{"dlq": p.DLQ, "author": p.Author, "author_key": sig.Fingerprint})
+	r.AuditOrWarn(ctx, "", "redrive.plan.signed", h, map[string]any{"dlq": p.DLQ, "author": p.Author, "author_key": sig.Fingerprint})
 	return nil
 }
 
@@ -497,7 +497,7 @@ func (r *RabbitRedrive) Preflight(ctx context.Context, l *rabbitmq.Ledger, p red
 	refuse := func(reason error, format string, a ...any) error {
 		err := Refuse(reason, format, a...)
 		if audited {
-			_ = r.Audit(ctx, auditFile, "redrive.refused", hash, map[string]any{"dlq": p.DLQ, "reason": err.Error(), "actor": actor})
+			r.AuditOrWarn(ctx, auditFile, "redrive.refused", hash, map[string]any{"dlq": p.DLQ, "reason": err.Error(), "actor": actor})
 		}
 		return err
 	}
@@ -575,7 +575,7 @@ func (r *RabbitRedrive) Run(ctx context.Context, cl RabbitTransport, l RabbitLed
 	hash := p.Hash()
 	if mismatch := clusterMismatch(cl, p); mismatch != "" {
 		err := Refuse(ErrClusterMismatch, "plan %s %s", redrive.ShortHash(hash), mismatch)
-		_ = r.Audit(ctx, auditFile, "redrive.refused", hash, map[string]any{"dlq": p.DLQ, "reason": err.Error(), "actor": actor})
+		r.AuditOrWarn(ctx, auditFile, "redrive.refused", hash, map[string]any{"dlq": p.DLQ, "reason": err.Error(), "actor": actor})
 		return RabbitResult{Plan: hash}, err
 	}
 	pol, _ := r.Config.RedrivePolicyFor(p.DLQ)
@@ -626,7 +626,9 @@ func (r *RabbitRedrive) Run(ctx context.Context, cl RabbitTransport, l RabbitLed
 	if res.Stopped != "" {
 		end["stopped"] = res.Stopped
 	}
-	_ = record(endCtx, "redrive.execute."+status, end)
+	if err := record(endCtx, "redrive.execute."+status, end); err != nil {
+		r.warn("warning: %v", err)
+	}
 	return res, err
 }
 
@@ -639,7 +641,7 @@ func (r *RabbitRedrive) AuditVerified(ctx context.Context, auditFile string, p r
 	}
 	vctx, vcancel := afterStop(ctx)
 	defer vcancel()
-	_ = r.Audit(vctx, auditFile, "redrive.verified", p.Hash(), map[string]any{"dlq": p.DLQ, "ok": v.OK, "depth_before": v.DepthBefore,
+	r.AuditOrWarn(vctx, auditFile, "redrive.verified", p.Hash(), map[string]any{"dlq": p.DLQ, "ok": v.OK, "depth_before": v.DepthBefore,
 		"depth_after": v.DepthAfter, "acked": v.Acked, "returned": v.Returned, "problem": v.Problem, "watched": v.Watched, "refailed": len(v.Refailed),
 		"watch_error": rabbitErrText(watchErr)})
 }
@@ -927,12 +929,21 @@ func (r *RabbitRedrive) Audit(ctx context.Context, file, action, target string, 
 	if err == nil {
 		return nil
 	}
-	r.warn("warning: audit log: %v", err)
 	var se *audit.SinkError
 	if errors.As(err, &se) {
+		r.warn("warning: audit log: %v", err)
 		return nil
 	}
+	// Returned, not also warned: a caller that refuses says it once.
 	return fmt.Errorf("audit log: %w", err)
+}
+
+// AuditOrWarn appends an entry whose failure must not stop what follows
+// (a refusal's, a plan's, the end of a run): it is said as a warning.
+func (r *RabbitRedrive) AuditOrWarn(ctx context.Context, file, action, target string, details map[string]any) {
+	if err := r.Audit(ctx, file, action, target, details); err != nil {
+		r.warn("warning: %v", err)
+	}
 }
 
 // auditGrace bounds an audit entry written after an interrupt.
