@@ -162,6 +162,11 @@ func TestDLQShowSavesARabbitMessageBody(t *testing.T) {
 	if _, errOut, code := run("dlq", "show", dlq, "--event-id", "job-9", "--save-value", filepath.Join(dir, "none")); code != 1 || !strings.Contains(errOut, "no message with event id job-9") || !strings.Contains(errOut, "nothing written") {
 		t.Errorf("save of an unknown event id: exit %d %q", code, errOut)
 	}
+	// A file in a directory that does not exist: refused before the DLQ is
+	// browsed (it was browsed, then the open failed, exit 1).
+	if _, errOut, code := run("dlq", "show", dlq, "--event-id", "job-0", "--save-value", filepath.Join(dir, "missing", "x")); code != 2 || !strings.Contains(errOut, "--save-value") || strings.Contains(errOut, "read ") {
+		t.Errorf("save into a missing directory: exit %d %q; want exit 2 before anything is read", code, errOut)
+	}
 	for _, args := range [][]string{{"--save-value", filepath.Join(dir, "x")}, {"--event-id", "job-0"}, {"--event-id", "job-0", "--save-key", filepath.Join(dir, "k")}} {
 		if _, errOut, code := run(append([]string{"dlq", "show", dlq}, args...)...); code != 2 {
 			t.Errorf("dlq show %v: exit %d %q; want a usage error", args, code, errOut)

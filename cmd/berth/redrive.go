@@ -88,10 +88,8 @@ func (o redrivePlanOptions) checkSigning() (sign func(subj approval.Subject) (ap
 			return approval.Sign(subj, s, approval.RoleAuthor, time.Now())
 		}
 	}
-	if dir := filepath.Dir(o.out); dir != "" {
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return nil, usageErr("--out: directory %s does not exist", dir)
-		}
+	if dir := filepath.Dir(o.out); dir != "" && !isDir(dir) {
+		return nil, usageErr("--out: directory %s does not exist", dir)
 	}
 	return sign, nil
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -34,7 +36,26 @@ func (s recordSave) check(limit int) error {
 	case s.value == s.key:
 		return usageErr("--save-value and --save-key: both name %s", s.value)
 	}
+	return s.dirsExist()
+}
+
+// dirsExist refuses a file whose directory does not exist before anything
+// is read (a DLQ browse marks every message redelivered), as --out does.
+func (s recordSave) dirsExist() error {
+	for _, p := range []struct{ flag, file string }{{"--save-value", s.value}, {"--save-key", s.key}} {
+		if p.file == "" {
+			continue
+		}
+		if dir := filepath.Dir(p.file); !isDir(dir) {
+			return usageErr("%s: directory %s does not exist", p.flag, sanitize.Text(dir))
+		}
+	}
 	return nil
+}
+
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
 }
 
 // savedPart is one file written, as -o json reports it.
@@ -106,7 +127,7 @@ func (s recordSave) checkShow(eventID string) error {
 	case s.value != "" && eventID == "":
 		return usageErr("--save-value: name the message with --event-id ID (see berth dlq show)")
 	}
-	return nil
+	return s.dirsExist()
 }
 
 // rmqSaveMessage browses a RabbitMQ DLQ (as dlq show does: nothing is
