@@ -272,6 +272,22 @@ func TestRedriveExecuteRefusesAPlanMadeInTheFuture(t *testing.T) {
 	}
 }
 
+// Finding 5, at approval: a plan dated ahead of the clock is not approved
+// (nothing stored). An approval given now would count once the clock
+// reaches the plan's date, and the plan would then run until a day past
+// it: approved today, executable the day after tomorrow.
+func TestRedriveApproveRefusesAPlanMadeInTheFuture(t *testing.T) {
+	ppl := newPeople(t)
+	f := newRedriveFixture(t, 2, reviewPolicy(ppl.signers, ""))
+	file, _ := f.planFile(t, "--key", ppl.alice)
+	forged, _ := forge(t, file, ppl.alice, func(p *redrive.Plan) {
+		p.CreatedAt = time.Now().Add(24 * time.Hour).UTC().Truncate(time.Millisecond)
+	})
+	if _, errOut, code := runBerth(t, "--config", f.config, "redrive", "approve", forged, "--key", ppl.bob); code == 0 || !strings.Contains(errOut, "future") || !strings.Contains(errOut, "nothing stored") {
+		t.Errorf("approve of a plan dated tomorrow: exit %d %q; want a refusal, nothing stored", code, errOut)
+	}
+}
+
 // Finding 5: the signature covers its role. Bob authored a plan; Alice
 // re-signs it as author and relabels Bob's author signature as an approval:
 // Bob never approved it, so it is not approved.

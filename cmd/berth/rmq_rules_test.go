@@ -292,6 +292,9 @@ func TestRabbitStatusShowsVerifiedSignersAndAFuturePlanIsRefused(t *testing.T) {
 	if n := rmqReadyCount(t, conn, work); n != 0 {
 		t.Errorf("%d message(s) sent", n)
 	}
+	if _, errOut, code := run("redrive", "approve", future, "--key", bob); code == 0 || !strings.Contains(errOut, "future") || !strings.Contains(errOut, "nothing stored") {
+		t.Errorf("approve of a plan dated a day ahead: exit %d %q; want a refusal, nothing stored", code, errOut)
+	}
 	if st := statusOf(future); st.State != "dated in the future" {
 		t.Errorf("status of a plan dated a day ahead: %q, want \"dated in the future\" (execute refuses it)", st.State)
 	}

@@ -138,6 +138,9 @@ func (k *KafkaRedrive) Approve(ctx context.Context, f redrive.File, sig approval
 	if id != f.Plan.Cluster {
 		return Approved{}, k.refused(ctx, f, approveClusterRefusal(f.Hash, f.Plan.Cluster, id))
 	}
+	if err := futureApproval(f.Hash, f.Plan.CreatedAt, k.now()); err != nil {
+		return Approved{}, k.refused(ctx, f, err)
+	}
 	r := k.ReviewOf(f)
 	if r.Err != nil {
 		return Approved{}, r.Err

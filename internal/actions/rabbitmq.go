@@ -404,6 +404,10 @@ func (r *RabbitRedrive) Approve(ctx context.Context, cl *rabbitmq.Client, l *rab
 		}
 		return "", approval.Decision{}, 0, err
 	}
+	if err := futureApproval(hash, p.CreatedAt, r.now()); err != nil {
+		r.AuditOrWarn(ctx, auditFile, "redrive.refused", hash, map[string]any{"dlq": p.DLQ, "reason": err.Error()})
+		return "", approval.Decision{}, 0, err
+	}
 	if sig.PlanHash != hash {
 		return "", approval.Decision{}, 0, Refuse(ErrSignature, "the signature is over plan %s, not %s; nothing stored", redrive.ShortHash(sig.PlanHash), redrive.ShortHash(hash))
 	}

@@ -3,6 +3,8 @@ package actions
 import (
 	"fmt"
 	"time"
+
+	"github.com/berth-dev/berth/redrive"
 )
 
 // planProgress is what `redrive status` judges a plan's state from, on
@@ -37,4 +39,16 @@ func (p planProgress) state(now time.Time, maxAge time.Duration) string {
 		return "pending approval"
 	}
 	return "ready"
+}
+
+// futureApproval refuses to approve a plan dated ahead of this clock, on
+// both backends: an approval given now would count once the clock reaches
+// the plan's date, and the plan would then run until plan_max_age past
+// it, long after the approver looked at it.
+func futureApproval(hash string, created, now time.Time) error {
+	if ahead := created.Sub(now); ahead > ClockMargin {
+		return Refuse(ErrPlanFromFuture, "plan %s claims to be made %s in the future (%s): nothing stored; make it again",
+			short(hash), ahead.Round(time.Second), redrive.FormatCreatedAt(created))
+	}
+	return nil
 }
