@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -173,4 +174,18 @@ func passwordField(s config.SASL) string {
 // opCtx is a context bounded by --timeout for one operation.
 func (a *app) opCtx(parent context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(parent, a.timeout)
+}
+
+// workCtx bounds a step whose work grows with a plan: reading its records or
+// messages again for a review, a dry run or the checks before a run.
+// --timeout is sized for one exchange with a cluster; such a step gets it
+// plus a second for every 2,000 of the plan's records (a slow broker's read
+// rate), so that a 100,000-record plan is not cut short at the default on a
+// busy machine, while a silent cluster still fails within a bound.
+func (a *app) workCtx(parent context.Context, records int) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(parent, workBudget(a.timeout, records))
+}
+
+func workBudget(timeout time.Duration, records int) time.Duration {
+	return timeout + time.Duration(records/2000)*time.Second
 }

@@ -866,7 +866,9 @@ func (a *app) rmqRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(cmd.Context(), 10*a.timeout)
+	// A plan reads up to --read messages: ten times --timeout, or more
+	// for a big --read (workBudget).
+	ctx, cancel := context.WithTimeout(cmd.Context(), max(10*a.timeout, workBudget(a.timeout, read)))
 	defer cancel()
 	cl, err := a.rabbitClient(ctx)
 	if err != nil {
@@ -936,14 +938,16 @@ func (a *app) rmqRedriveShow(cmd *cobra.Command, ref string) error {
 		return err
 	}
 	defer l.Close()
-	review, err := a.rmqDerive(ctx, &p)
+	wctx, wcancel := a.workCtx(cmd.Context(), len(p.Records))
+	defer wcancel()
+	review, err := a.rmqDerive(wctx, &p)
 	if err != nil {
 		return err
 	}
-	sum := a.rmqPlanSummary(ctx, l, p)
+	sum := a.rmqPlanSummary(wctx, l, p)
 	sum.File = where
 	sum.setReview(review)
-	if _, err := l.Plan(ctx, sum.Hash); err == nil {
+	if _, err := l.Plan(wctx, sum.Hash); err == nil {
 		sum.Stored = true
 	}
 	if f == output.JSON {
@@ -993,8 +997,11 @@ func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, audit
 	}
 	defer cl.Close()
 	// A plan of another cluster has no review here: Approve refuses it
-	// (nothing asked, nothing stored).
-	review, err := a.rmqDeriveWith(ctx, cl, &p)
+	// (nothing asked, nothing stored). Reading the messages again grows
+	// with the plan (workCtx).
+	wctx, wcancel := a.workCtx(cmd.Context(), len(p.Records))
+	defer wcancel()
+	review, err := a.rmqDeriveWith(wctx, cl, &p)
 	if err != nil && !errors.Is(err, actions.ErrClusterMismatch) {
 		return err
 	}
@@ -1003,12 +1010,16 @@ func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, audit
 		// On a terminal the approver sees what they sign (each message's
 		// target and verdict, the totals) and types the hash's first 8
 		// hex digits, as on Kafka; --yes signs without asking.
-		sum := a.rmqPlanSummary(ctx, l, p)
+		sum := a.rmqPlanSummary(wctx, l, p)
 		sum.setReview(review)
 		writeQPlan(a.stderr, sum)
 		if err := confirmPlanHash(os.Stdin, a.stderr, "approve", hash, "nothing signed"); err != nil {
 			return err
 		}
+		// The approver reads for as long as they need: the writes that
+		// follow get a --timeout of their own.
+		ctx, cancel = a.opCtx(cmd.Context())
+		defer cancel()
 		warnings = sum.Warnings
 	} else if review != nil {
 		// No review shown: the warnings derived from the messages are
@@ -1076,10 +1087,13 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 	// says of them now; a run checks each message as it consumes it.
 	var dec approval.Decision
 	var skip map[string]redrive.Verdict
+	// The checks before a run and a dry run's re-read grow with the plan.
+	wctx, wcancel := a.workCtx(sigCtx, len(p.Records))
+	defer wcancel()
 	if yes {
-		dec, skip, err = rr.Preflight(setup, l, p, actor, auditFile, true)
+		dec, skip, err = rr.Preflight(wctx, l, p, actor, auditFile, true)
 	} else {
-		dec, skip, err = rr.DryRun(setup, cl, l, &p, actor, auditFile, true)
+		dec, skip, err = rr.DryRun(wctx, cl, l, &p, actor, auditFile, true)
 	}
 	if err != nil {
 		return err
@@ -1104,7 +1118,11 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 		if err := confirmPlanHash(os.Stdin, a.stderr, "send", hash, "nothing sent"); err != nil {
 			return err
 		}
-		if _, _, err := a.rmqLoadPlan(setup, l, ref, true, cl); err != nil {
+		// However long the operator took, storing the plan gets a
+		// --timeout of its own.
+		store, cancel := a.opCtx(sigCtx)
+		defer cancel()
+		if _, _, err := a.rmqLoadPlan(store, l, ref, true, cl); err != nil {
 			return err
 		}
 	}
@@ -1220,7 +1238,9 @@ func (a *app) rmqRedriveStatus(cmd *cobra.Command, args []string) error {
 	var sum qPlanSummary
 	if len(args) == 1 {
 		p := plans[0]
-		review, err := a.rmqDerive(ctx, &p)
+		wctx, wcancel := a.workCtx(cmd.Context(), len(p.Records))
+		defer wcancel()
+		review, err := a.rmqDerive(wctx, &p)
 		if err != nil {
 			return err
 		}

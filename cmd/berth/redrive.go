@@ -672,8 +672,9 @@ JSON: as berth redrive plan, plus approvals (signers' key fingerprints).`,
 				return err
 			}
 			// What a reviewer sees is derived from the records now, with
-			// the plan's policy: the file says only which records.
-			ctx, cancel := a.opCtx(cmd.Context())
+			// the plan's policy: the file says only which records. The
+			// re-read grows with the plan (workCtx).
+			ctx, cancel := a.workCtx(cmd.Context(), len(file.Plan.Records))
 			defer cancel()
 			s, err := a.redriveSession(ctx)
 			if err != nil {

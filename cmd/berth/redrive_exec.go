@@ -260,21 +260,28 @@ and given with --signature. The author's own key never counts.`,
 				}
 			}
 			k := a.kafkaRedrive(s, auditFile, "")
+			// Re-reading the records grows with the plan (workCtx), and
+			// the approver reads the review for as long as they need: the
+			// writes that follow get a --timeout of their own.
+			wctx, wcancel := a.workCtx(cmd.Context(), len(pf.Plan.Records))
+			defer wcancel()
 			var warnings []string
 			if !yes {
 				// What is signed is what the records say now: re-read and
 				// derived, never the plan's word for it.
-				if warnings, err = a.confirmReview(ctx, k, &pf, "approve"); err != nil {
+				if warnings, err = a.confirmReview(wctx, k, &pf, "approve"); err != nil {
 					return err
 				}
 			}
 			if warnings == nil {
 				// No review shown: the warnings are still said.
-				if warnings, err = k.Warnings(ctx, pf); err != nil {
+				if warnings, err = k.Warnings(wctx, pf); err != nil {
 					return err
 				}
 			}
 			warnings = warningsOf(warnings)
+			ctx, cancel = a.opCtx(cmd.Context())
+			defer cancel()
 			res, err := k.Approve(ctx, pf, sig)
 			if err != nil {
 				return err
@@ -392,11 +399,17 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 			}
 			// A plan file is stored now (approvers at other terminals see
 			// it); a stored plan the dry run read is not read again.
+			// However long the operator took at the prompt, this gets a
+			// --timeout of its own.
 			if err == nil && (yes || isPlanFile(args[0])) {
-				pf, err = s.loadPlan(setup, args[0])
+				load, cancel := a.opCtx(sigCtx)
+				defer cancel()
+				pf, err = s.loadPlan(load, args[0])
 			}
 			if errors.Is(err, errPlanEdited) {
-				return a.auditRefused(setup, auditFile, args[0], fmt.Errorf("refused: %w", err), true)
+				actx, cancel := a.opCtx(sigCtx)
+				defer cancel()
+				return a.auditRefused(actx, auditFile, args[0], fmt.Errorf("refused: %w", err), true)
 			}
 			if err != nil {
 				return err
@@ -556,7 +569,9 @@ func newRedriveStatusCmd(a *app) *cobra.Command {
 				}
 				// What an approver signs (classes, event ids) is derived
 				// from the records now, as show does: a v2 plan holds none.
-				if _, err := a.kafkaRedrive(s, "", "").DeriveReview(ctx, &one); err != nil {
+				wctx, wcancel := a.workCtx(cmd.Context(), len(one.Plan.Records))
+				defer wcancel()
+				if _, err := a.kafkaRedrive(s, "", "").DeriveReview(wctx, &one); err != nil {
 					return err
 				}
 			}

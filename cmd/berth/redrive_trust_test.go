@@ -507,3 +507,34 @@ func TestRedrivePlanOutToAPipeKeepsThePipe(t *testing.T) {
 		t.Fatalf("the pipe's reader got %q", b)
 	}
 }
+
+// The time a person spends reading at a prompt is theirs: an approval or a
+// send typed after --timeout has passed still goes through, because the
+// writes that follow the prompt get a --timeout of their own (they used to
+// share the one that began before the review and fail "context deadline
+// exceeded" for anyone who read for longer than 10 s).
+func TestRedrivePromptsOutlastTheTimeout(t *testing.T) {
+	ppl := newPeople(t)
+	f := newRedriveFixture(t, 2, reviewPolicy(ppl.signers, ""))
+	_, hash := f.planFile(t, "--key", ppl.alice)
+	const timeout = 3 * time.Second
+	// The person reads for longer than --timeout: this wait is the input
+	// under test (a slow reader), not a synchronisation.
+	read := func() { time.Sleep(timeout + time.Second) }
+
+	approve := startTmux(t, 160, 40, "--config", f.config, "--timeout", timeout.String(), "redrive", "approve", hash[:12], "--key", ppl.bob)
+	approve.waitText("the review", "type the first 8 hex digits")
+	read()
+	approve.keys(hash[:8], "Enter")
+	if s := approve.waitText("the signature", "[berth exited]"); !strings.Contains(s, "approved by bob@hc") {
+		t.Fatalf("an approval typed after --timeout:\n%s", s)
+	}
+
+	run := startTmux(t, 160, 40, "--config", f.config, "--timeout", timeout.String(), "redrive", "execute", hash[:12], "--no-verify")
+	run.waitText("the dry run", "type the first 8 hex digits")
+	read()
+	run.keys(hash[:8], "Enter")
+	if s := run.waitText("the run", "[berth exited]"); f.state(t, hash) != 2 {
+		t.Fatalf("sent %d of 2 after a prefix typed after --timeout:\n%s", f.state(t, hash), s)
+	}
+}

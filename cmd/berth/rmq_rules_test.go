@@ -414,3 +414,43 @@ func TestRabbitApproveOnATerminalShowsThePlanAndAsks(t *testing.T) {
 		t.Errorf("after the prefix: %s", s)
 	}
 }
+
+// As on Kafka (TestRedrivePromptsOutlastTheTimeout): an approval or a send
+// typed after --timeout has passed still goes through.
+func TestRabbitPromptsOutlastTheTimeout(t *testing.T) {
+	isolateConfig(t)
+	conn, _, work, dlq := rmqDLQ(t, 1)
+	dir := t.TempDir()
+	signers, alice, _, bob := signersFile(t, dir)
+	cfg := rabbitRedriveConfig(dir, reviewedPolicy(dlq, signers)).write(t)
+	plan := filepath.Join(dir, "plan.json")
+	out, errOut, code := runBerth(t, "redrive", "plan", dlq, "--all", "--key", alice, "--out", plan, "--config", cfg, "-o", "json")
+	if code != 0 {
+		t.Fatalf("plan: %d %s", code, errOut)
+	}
+	var p struct {
+		Hash string `json:"hash"`
+	}
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatal(err)
+	}
+	const timeout = 3 * time.Second
+	// The person reads for longer than --timeout: this wait is the input
+	// under test (a slow reader), not a synchronisation.
+	read := func() { time.Sleep(timeout + time.Second) }
+	approve := startTmux(t, 160, 30, "--timeout", timeout.String(), "redrive", "approve", plan, "--key", bob, "--config", cfg)
+	approve.waitText("the question", "type the first 8 hex digits")
+	read()
+	approve.keys(p.Hash[:8], "Enter")
+	if s := approve.waitText("the signature", "[berth exited]"); !strings.Contains(s, "approved by bob@hc") {
+		t.Fatalf("an approval typed after --timeout: %s", s)
+	}
+	run := startTmux(t, 150, 20, "--timeout", timeout.String(), "redrive", "execute", plan, "--config", cfg)
+	run.waitText("the dry run", "type the first 8 hex digits")
+	read()
+	run.keys(p.Hash[:8], "Enter")
+	s := run.waitText("the run", "[berth exited]")
+	if n := rmqReadyCount(t, conn, work); n != 1 {
+		t.Fatalf("the work queue holds %d after a send typed after --timeout, want 1: %s", n, s)
+	}
+}
