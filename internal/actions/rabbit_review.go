@@ -32,6 +32,8 @@ func (r *RabbitRedrive) reviewLimit(ctx context.Context, cl *rabbitmq.Client, p 
 	}
 	// One more than the depth: the read that finds the DLQ empty says the
 	// review saw all of it.
-	r.warn("note: plan %s names a message at position %d but %s holds %d ready: reading those %d only", redrive.ShortHash(p.Hash()), last, sanitize.Text(p.DLQ), depth, depth)
+	// Most often the DLQ has simply been redriven or consumed since the
+	// plan was made; the note says so before it names the other cause.
+	r.warn("note: plan %s reaches position %d of %s as it was planned, which holds %d ready now (redriven or consumed since, or a forged position): reading those %d only", redrive.ShortHash(p.Hash()), last, sanitize.Text(p.DLQ), depth, depth)
 	return int(depth) + 1
 }
