@@ -371,25 +371,31 @@ func TestRabbitExecuteRechecksTheLoopLimitUnderTodaysPolicy(t *testing.T) {
 	}
 }
 
-// On a terminal, approve shows the plan (each message's target and
-// verdict) and signs only after the plan hash's first 8 hex digits.
-func TestRabbitApproveOnATerminalShowsThePlanAndAsks(t *testing.T) {
+// rabbitReviewedPlan is a one-message DLQ under a policy that requires a
+// review, planned by alice into a plan file; bob is the key that may
+// approve it.
+func rabbitReviewedPlan(t *testing.T) (conn *amqp.Connection, work, cfg, plan string, p struct{ Hash string }, bob string) {
+	t.Helper()
 	isolateConfig(t)
-	_, _, work, dlq := rmqDLQ(t, 1)
+	conn, _, work, dlq := rmqDLQ(t, 1)
 	dir := t.TempDir()
 	signers, alice, _, bob := signersFile(t, dir)
-	cfg := rabbitRedriveConfig(dir, reviewedPolicy(dlq, signers)).write(t)
-	plan := filepath.Join(dir, "plan.json")
+	cfg = rabbitRedriveConfig(dir, reviewedPolicy(dlq, signers)).write(t)
+	plan = filepath.Join(dir, "plan.json")
 	out, errOut, code := runBerth(t, "redrive", "plan", dlq, "--all", "--key", alice, "--out", plan, "--config", cfg, "-o", "json")
 	if code != 0 {
 		t.Fatalf("plan: %d %s", code, errOut)
 	}
-	var p struct {
-		Hash string `json:"hash"`
-	}
 	if err := json.Unmarshal([]byte(out), &p); err != nil {
 		t.Fatal(err)
 	}
+	return conn, work, cfg, plan, p, bob
+}
+
+// On a terminal, approve shows the plan (each message's target and
+// verdict) and signs only after the plan hash's first 8 hex digits.
+func TestRabbitApproveOnATerminalShowsThePlanAndAsks(t *testing.T) {
+	_, work, cfg, plan, p, bob := rabbitReviewedPlan(t)
 	approvals := func() string {
 		out, _, _ := runBerth(t, "redrive", "status", plan, "--config", cfg, "-o", "json")
 		return out
@@ -418,22 +424,7 @@ func TestRabbitApproveOnATerminalShowsThePlanAndAsks(t *testing.T) {
 // As on Kafka (TestRedrivePromptsOutlastTheTimeout): an approval or a send
 // typed after --timeout has passed still goes through.
 func TestRabbitPromptsOutlastTheTimeout(t *testing.T) {
-	isolateConfig(t)
-	conn, _, work, dlq := rmqDLQ(t, 1)
-	dir := t.TempDir()
-	signers, alice, _, bob := signersFile(t, dir)
-	cfg := rabbitRedriveConfig(dir, reviewedPolicy(dlq, signers)).write(t)
-	plan := filepath.Join(dir, "plan.json")
-	out, errOut, code := runBerth(t, "redrive", "plan", dlq, "--all", "--key", alice, "--out", plan, "--config", cfg, "-o", "json")
-	if code != 0 {
-		t.Fatalf("plan: %d %s", code, errOut)
-	}
-	var p struct {
-		Hash string `json:"hash"`
-	}
-	if err := json.Unmarshal([]byte(out), &p); err != nil {
-		t.Fatal(err)
-	}
+	conn, work, cfg, plan, p, bob := rabbitReviewedPlan(t)
 	const timeout = 3 * time.Second
 	// The person reads for longer than --timeout: this wait is the input
 	// under test (a slow reader), not a synchronisation.
