@@ -47,7 +47,7 @@ func OpenLedger(ctx context.Context, dsn string) (*Ledger, error) {
 	if dsn == "" {
 		return nil, errors.New("redrive.store_dsn: required for RabbitMQ redrive (a postgres:// URL or an SQLite file)")
 	}
-	driver, src := "sqlite", strings.TrimPrefix(dsn, "sqlite:")
+	driver, src := "sqlite", sqliteDSN(strings.TrimPrefix(dsn, "sqlite:"))
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 		driver, src = "pgx", dsn
 	}
@@ -57,14 +57,8 @@ func OpenLedger(ctx context.Context, dsn string) (*Ledger, error) {
 	}
 	l := &Ledger{db: db, driver: driver}
 	if driver == "sqlite" {
-		// One writer; WAL lets readers (status) run alongside.
+		// One writer per handle; WAL lets readers (status) run alongside.
 		db.SetMaxOpenConns(1)
-		for _, p := range []string{"PRAGMA journal_mode=WAL", "PRAGMA busy_timeout=5000", "PRAGMA synchronous=FULL"} {
-			if _, err := db.ExecContext(ctx, p); err != nil {
-				db.Close()
-				return nil, fmt.Errorf("redrive.store_dsn %s: %w", dsn, err)
-			}
-		}
 	}
 	_, err = db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS berth_rabbitmq_ledger (
 		plan        TEXT NOT NULL,
@@ -90,6 +84,32 @@ func OpenLedger(ctx context.Context, dsn string) (*Ledger, error) {
 	}
 	return l, nil
 }
+
+// sqliteDSN is path with the settings every connection to the store
+// needs, applied by the driver as it opens each one (in this order: the
+// busy timeout first), not by statements on whichever connection the pool
+// hands out first. Several handles share the file (the console opens the
+// store for each step while the run it started records chunks through its
+// own, and another terminal may run `berth redrive`): with the journal
+// mode set before the busy timeout, an open that met another handle's
+// lock failed at once with "database is locked". Write transactions begin
+// IMMEDIATE: a deferred one that had read would fail the same way, without
+// waiting, when another handle committed before it wrote.
+func sqliteDSN(path string) string {
+	if strings.HasPrefix(path, "file:") || strings.Contains(path, "?") {
+		// A URI or a path with its own parameters: the driver reads
+		// them; ours are added to them.
+		sep := "?"
+		if strings.Contains(path, "?") {
+			sep = "&"
+		}
+		return path + sep + sqliteSettings
+	}
+	return path + "?" + sqliteSettings
+}
+
+// sqliteSettings are the store's per-connection settings (sqliteDSN).
+const sqliteSettings = "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
 
 // Close closes the store.
 func (l *Ledger) Close() error { return l.db.Close() }
