@@ -1172,7 +1172,7 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 	rr.AuditVerified(sigCtx, auditFile, p, res.Verification, werr)
 	out := rabbitExecuteOutput(hash, p.DLQ, res, cancelled, dec.Approvers)
 	out.judge()
-	fmt.Fprintf(a.stderr, "redrive %s: sent %d, skipped %d, failed %d in %s\n", shortHash(hash), res.Sent, len(out.Skipped), len(res.Failed), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(a.stderr, "redrive %s: sent %d, skipped %d, failed %d in %s\n", shortHash(hash), res.Sent, len(out.Skipped), len(out.Failed), time.Since(start).Round(time.Millisecond))
 	if f == output.JSON {
 		if werr := output.WriteJSON(a.stdout, out); werr != nil {
 			return werr

@@ -449,7 +449,7 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 			if res.Cancelled {
 				stopped = " (cancelled: run the same command to resume)"
 			}
-			fmt.Fprintf(a.stderr, "redrive %s: sent %d, skipped %d, failed %d in %s%s\n", shortHash(pf.Hash), res.Sent, len(out.Skipped), len(res.Failed), time.Since(start).Round(time.Millisecond), stopped)
+			fmt.Fprintf(a.stderr, "redrive %s: sent %d, skipped %d, failed %d in %s%s\n", shortHash(pf.Hash), res.Sent, len(out.Skipped), len(out.Failed), time.Since(start).Round(time.Millisecond), stopped)
 			out.judge()
 			if f == output.JSON {
 				if werr := output.WriteJSON(a.stdout, out); werr != nil {

@@ -447,8 +447,8 @@ func TestRedriveCancelFinishesTheBatchThenStops(t *testing.T) {
 	if got := f.state(t, plan); got != res.Sent {
 		t.Fatalf("target has %d copies, the run reported %d", got, res.Sent)
 	}
-	if _, errOut, code := runBerth(t, "--config", f.config, "redrive", "execute", plan[:12], "--yes", "--no-verify"); code != 0 {
-		t.Fatalf("resume: %s", errOut)
+	if out, errOut, code := runBerth(t, "--config", f.config, "redrive", "execute", plan[:12], "--yes", "--no-verify"); code != 0 {
+		t.Fatalf("resume: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if got := f.state(t, plan); got != n {
 		t.Fatalf("after resuming: %d of %d", got, n)

@@ -7,6 +7,7 @@ package kafkatest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -30,7 +31,12 @@ type Cluster struct {
 func Start(t testing.TB, brokers int, opts ...kfake.Opt) *Cluster {
 	t.Helper()
 	ports := make([]int, brokers)
-	o := append([]kfake.Opt{kfake.NumBrokers(brokers), kfake.Ports(ports...)}, opts...)
+	// The broker's own warnings (failed requests, aborted transactions)
+	// are kept and shown when the test fails: a failure seen once under
+	// load in CI then says what the broker refused, not only what the
+	// client reported.
+	warnings := &warnLog{}
+	o := append([]kfake.Opt{kfake.NumBrokers(brokers), kfake.Ports(ports...), kfake.WithLogger(kfake.BasicLogger(warnings, kfake.LogLevelWarn))}, opts...)
 	kc, err := kfake.NewCluster(o...)
 	if err != nil {
 		t.Fatalf("kfake: %v", err)
@@ -42,8 +48,39 @@ func Start(t testing.TB, brokers int, opts ...kfake.Opt) *Cluster {
 		t.Fatalf("client: %v", err)
 	}
 	c := &Cluster{Cluster: kc, Addrs: addrs, Client: cl, Admin: kadm.NewClient(cl)}
-	t.Cleanup(func() { cl.Close(); kc.Close() })
+	t.Cleanup(func() {
+		cl.Close()
+		kc.Close()
+		if t.Failed() {
+			if w := warnings.String(); w != "" {
+				t.Logf("broker warnings (the last 200 at most):\n%s", w)
+			}
+		}
+	})
 	return c
+}
+
+// warnLog keeps the broker's last warnings (the broker writes from its own
+// goroutines).
+type warnLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (w *warnLog) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.lines = append(w.lines, string(p))
+	if len(w.lines) > 200 {
+		w.lines = w.lines[len(w.lines)-200:]
+	}
+	return len(p), nil
+}
+
+func (w *warnLog) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.lines, "")
 }
 
 // CreateTopic creates a topic with the given partitions, replication factor
