@@ -46,12 +46,13 @@ func BenchmarkRabbitRedriveScale(b *testing.B) {
 	if v, _ := strconv.Atoi(os.Getenv("BERTH_SCALE_RECORDS")); v > 0 {
 		n = v
 	}
-	var execS, baseS, moveS, planS float64
+	var execS, execCPU, baseS, moveS, planS float64
 	var peak, planPeak, planBytes float64
 	sent := 0
 	for i := 0; i < b.N; i++ {
 		r := rabbitRedriveAtScale(b, n)
 		execS += r.exec.wall.Seconds()
+		execCPU += r.exec.cpu.Seconds()
 		planS += r.plan.wall.Seconds()
 		baseS += r.baseline.Seconds()
 		moveS += r.move.Seconds()
@@ -64,6 +65,9 @@ func BenchmarkRabbitRedriveScale(b *testing.B) {
 	if execS > 0 {
 		b.ReportMetric(float64(sent)/execS, "msgs/s")
 		b.ReportMetric(peak, "execute-peak-RSS-MiB")
+		if sent > 0 {
+			b.ReportMetric(execCPU*1e6/float64(sent), "execute-CPU-µs/msg")
+		}
 	}
 	if baseS > 0 {
 		b.ReportMetric(float64(n*b.N)/baseS, "baseline-msgs/s")
@@ -270,8 +274,9 @@ func rabbitRedriveAtScale(t testing.TB, n int) rabbitScaleRun {
 		t.Fatalf("redrive status: redriven %d (%v), sent %d", state.Redriven, err, done.Sent)
 	}
 	t.Logf("messages %d (included %d, captured %d)", n, made.Totals.Included, captured)
-	t.Logf("redrive execute: %8.2fs  peak RSS %6.0f MiB  %.0f messages/s (sent / wall time of the command, depth check included)",
-		out.exec.wall.Seconds(), out.exec.mib(), float64(done.Sent)/out.exec.wall.Seconds())
+	t.Logf("redrive execute: %8.2fs  peak RSS %6.0f MiB  %.0f messages/s (sent / wall time of the command, depth check included); Berth's own CPU %.2fs (%.0f%% of one core, %.0f µs a message)",
+		out.exec.wall.Seconds(), out.exec.mib(), float64(done.Sent)/out.exec.wall.Seconds(),
+		out.exec.cpu.Seconds(), 100*out.exec.cpu.Seconds()/out.exec.wall.Seconds(), float64(out.exec.cpu.Microseconds())/float64(max(1, done.Sent)))
 	// The command's own account of the run (from its start, after loading
 	// and checking the plan): what the wall time spent outside it.
 	if i := strings.LastIndex(out.exec.stderr, "\nredrive "); i >= 0 {

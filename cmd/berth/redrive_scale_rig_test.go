@@ -196,6 +196,9 @@ type step struct {
 	code           int
 	wall           time.Duration
 	maxRSS         int64 // bytes
+	// cpu is the command's user plus system CPU time: on a machine the
+	// broker shares, what Berth itself costs, beside the wall time it waits.
+	cpu time.Duration
 }
 
 func (r *scaleRig) run(t testing.TB, args ...string) step {
@@ -207,7 +210,7 @@ func (r *scaleRig) run(t testing.TB, args ...string) step {
 	rssFile := filepath.Join(r.dir, "rss")
 	gnuTime, _ := exec.LookPath("time")
 	if gnuTime != "" {
-		args = append([]string{gnuTime, "-f", "%M", "-o", rssFile}, args...)
+		args = append([]string{gnuTime, "-f", "%M %U %S", "-o", rssFile}, args...)
 	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = os.Environ()
@@ -218,13 +221,20 @@ func (r *scaleRig) run(t testing.TB, args ...string) step {
 	s := step{stdout: out.String(), stderr: errOut.String(), wall: time.Since(start)}
 	if gnuTime != "" {
 		if raw, rerr := os.ReadFile(rssFile); rerr == nil {
-			if f := strings.Fields(string(raw)); len(f) > 0 {
-				kib, _ := strconv.ParseInt(f[len(f)-1], 10, 64)
+			// The last line is the format's (a killed command's status
+			// line comes before it).
+			lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+			if f := strings.Fields(lines[len(lines)-1]); len(f) == 3 {
+				kib, _ := strconv.ParseInt(f[0], 10, 64)
 				s.maxRSS = kib * 1024
+				user, _ := strconv.ParseFloat(f[1], 64)
+				sys, _ := strconv.ParseFloat(f[2], 64)
+				s.cpu = time.Duration((user + sys) * float64(time.Second))
 			}
 		}
 	} else if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		s.maxRSS = ru.Maxrss * 1024 // Linux reports KiB
+		s.cpu = time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime))
 	}
 	if err != nil {
 		s.code = cmd.ProcessState.ExitCode()
