@@ -183,9 +183,9 @@ func checkLedger(cs Candidates, active []bool, ix LedgerIndex, ex excluder) {
 		}
 		c := cs.At(i)
 		if e, ok := ix.ByCoord[c.Coord]; ok {
-			ex(i, exclude(ReasonAlreadyRedriven, "%s by plan %s at %s", e.Action, short(e.Plan), e.At.UTC().Format(time.RFC3339)))
+			ex(i, exclude(ReasonAlreadyRedriven, "%s by plan %s at %s", e.Action, ShortHash(e.Plan), e.At.UTC().Format(time.RFC3339)))
 		} else if e, ok := ix.ByEventID[c.EventID]; ok && c.EventID != "" {
-			ex(i, exclude(ReasonAlreadyRedriven, "event %s redriven from %s %d:%d by plan %s", c.EventID, e.DLQ, e.Partition, e.Offset, short(e.Plan)))
+			ex(i, exclude(ReasonAlreadyRedriven, "event %s redriven from %s %d:%d by plan %s", c.EventID, e.DLQ, e.Partition, e.Offset, ShortHash(e.Plan)))
 		}
 	}
 }
@@ -667,11 +667,4 @@ func (s *OrderingScan) verdicts(allow bool, ex excluder) {
 			ex(int(e.idx), v)
 		}
 	}
-}
-
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
 }

@@ -338,7 +338,7 @@ func (l *Ledger) RedrivenAmongIDs(ctx context.Context, ids []string) (map[string
 	}
 	out := make(map[string]string, len(done))
 	for id, e := range done {
-		out[id] = fmt.Sprintf("redriven from %s (vhost %s) by plan %s", e.DLQ, e.Vhost, short(e.Plan))
+		out[id] = fmt.Sprintf("redriven from %s (vhost %s) by plan %s", e.DLQ, e.Vhost, redrive.ShortHash(e.Plan))
 	}
 	return out, nil
 }
@@ -451,9 +451,9 @@ func (l *Ledger) plans(ctx context.Context, prefix string) ([]redrive.QueuePlan,
 		p, err := redrive.DecodeQueuePlan([]byte(body))
 		switch {
 		case err != nil:
-			bad = append(bad, fmt.Errorf("plan store: plan %s: %w", short(hash), err))
+			bad = append(bad, fmt.Errorf("plan store: plan %s: %w", redrive.ShortHash(hash), err))
 		case p.Hash() != hash:
-			bad = append(bad, fmt.Errorf("plan store: plan %s: %w", short(hash), ErrPlanEdited))
+			bad = append(bad, fmt.Errorf("plan store: plan %s: %w", redrive.ShortHash(hash), ErrPlanEdited))
 		default:
 			out = append(out, p)
 		}

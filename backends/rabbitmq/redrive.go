@@ -332,10 +332,3 @@ func (c *Client) Refailures(ctx context.Context, p redrive.QueuePlan, limit int,
 	}
 	return out, res.Complete, nil
 }
-
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
-}

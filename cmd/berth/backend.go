@@ -177,15 +177,45 @@ func (a *app) opCtx(parent context.Context) (context.Context, context.CancelFunc
 }
 
 // workCtx bounds a step whose work grows with a plan: reading its records or
-// messages again for a review, a dry run or the checks before a run.
-// --timeout is sized for one exchange with a cluster; such a step gets it
-// plus a second for every 2,000 of the plan's records (a slow broker's read
-// rate), so that a 100,000-record plan is not cut short at the default on a
-// busy machine, while a silent cluster still fails within a bound.
+// messages again for a review, a dry run or the checks before a run
+// (workBudget, at fetchPerSecond).
 func (a *app) workCtx(parent context.Context, records int) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(parent, workBudget(a.timeout, records))
+	return context.WithTimeout(parent, workBudget(a.timeout, work{int64(records), fetchPerSecond}))
 }
 
-func workBudget(timeout time.Duration, records int) time.Duration {
-	return timeout + time.Duration(records/2000)*time.Second
+// How many units of each kind of work a command is granted a second for:
+// a slow broker's or busy machine's rate, not a fast one's.
+const (
+	// records the ordering scan reads: read and compared, nothing more.
+	scanPerSecond = 10000
+	// DLQ records a plan reads: each parsed, classed and digested.
+	planReadPerSecond = 5000
+	// records or messages fetched and re-derived one by one: a plan's read
+	// again for a review, a dry run or the checks before a run, and a
+	// RabbitMQ plan's browse of its DLQ.
+	fetchPerSecond = 2000
+)
+
+// work is n units of one kind of work, done at per units a second.
+type work struct{ n, per int64 }
+
+// workBudget is the one rule for how long a command whose work grows with
+// its input may take. --timeout is sized for one exchange with a cluster;
+// such a command gets it plus a second for every per units of each kind of
+// work it may do, so that a 100,000-record plan is not cut short at the
+// default on a busy machine while a silent cluster still fails within a
+// bound. Each kind's share is held at a day: a huge limit (--scan-limit)
+// must not overflow into a negative, already expired, deadline.
+func workBudget(timeout time.Duration, kinds ...work) time.Duration {
+	const most = 24 * time.Hour
+	budget := timeout
+	for _, k := range kinds {
+		extra := k.n / k.per
+		if extra > int64(most/time.Second) {
+			budget += most
+			continue
+		}
+		budget += time.Duration(extra) * time.Second
+	}
+	return budget
 }

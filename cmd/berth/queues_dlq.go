@@ -868,7 +868,7 @@ func (a *app) rmqRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 	}
 	// A plan reads up to --read messages: ten times --timeout, or more
 	// for a big --read (workBudget).
-	ctx, cancel := context.WithTimeout(cmd.Context(), max(10*a.timeout, workBudget(a.timeout, read)))
+	ctx, cancel := context.WithTimeout(cmd.Context(), max(10*a.timeout, workBudget(a.timeout, work{int64(read), fetchPerSecond})))
 	defer cancel()
 	cl, err := a.rabbitClient(ctx)
 	if err != nil {
@@ -921,7 +921,7 @@ func (a *app) rmqRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 		a.writeQPlanText(sum)
 	}
 	if sum.Blocked {
-		return &exitError{code: 1, err: fmt.Errorf("plan %s is blocked: %s", shortHash(sum.Hash), sum.BlockedReason)}
+		return &exitError{code: 1, err: fmt.Errorf("plan %s is blocked: %s", redrive.ShortHash(sum.Hash), sum.BlockedReason)}
 	}
 	return nil
 }
@@ -1039,7 +1039,7 @@ func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, audit
 	if dec.Approved {
 		state = "approved by " + strings.Join(dec.Approvers, ", ")
 	}
-	fmt.Fprintf(a.stdout, "signed plan %s as %s (%s); the plan is %s\n", shortHash(hash), orUnknown(principal), sig.Fingerprint, state)
+	fmt.Fprintf(a.stdout, "signed plan %s as %s (%s); the plan is %s\n", redrive.ShortHash(hash), orUnknown(principal), sig.Fingerprint, state)
 	return nil
 }
 
@@ -1110,11 +1110,11 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 			return output.WriteJSON(a.stdout, out)
 		case !ask:
 			fmt.Fprintf(a.stdout, "dry run: plan %s would redrive %d message(s) from %s (selected %d, excluded %d, skipped now %d); run again with --yes to send\n",
-				shortHash(hash), totals.Included-len(skip), sanitize.Text(p.DLQ), totals.Selected, totals.Excluded, len(skip))
+				redrive.ShortHash(hash), totals.Included-len(skip), sanitize.Text(p.DLQ), totals.Selected, totals.Excluded, len(skip))
 			return nil
 		}
 		fmt.Fprintf(a.stderr, "dry run: plan %s would redrive %d message(s) from %s (selected %d, excluded %d, skipped now %d)\n",
-			shortHash(hash), totals.Included-len(skip), sanitize.Text(p.DLQ), totals.Selected, totals.Excluded, len(skip))
+			redrive.ShortHash(hash), totals.Included-len(skip), sanitize.Text(p.DLQ), totals.Selected, totals.Excluded, len(skip))
 		if err := confirmPlanHash(os.Stdin, a.stderr, "send", hash, "nothing sent"); err != nil {
 			return err
 		}
@@ -1134,7 +1134,7 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 		Notice: func(note string) { fmt.Fprintln(a.stderr, sanitize.Text(note)) },
 		Progress: func(r actions.RabbitResult) {
 			done := r.Sent + r.AlreadySent + len(r.Failed)
-			fmt.Fprintf(a.stderr, "progress %s: %d/%d sent %d already sent %d failed %d (%.0f msg/s)\n", shortHash(hash), done, totals.Included, r.Sent, r.AlreadySent, len(r.Failed), float64(r.Sent)/time.Since(start).Seconds())
+			fmt.Fprintf(a.stderr, "progress %s: %d/%d sent %d already sent %d failed %d (%.0f msg/s)\n", redrive.ShortHash(hash), done, totals.Included, r.Sent, r.AlreadySent, len(r.Failed), float64(r.Sent)/time.Since(start).Seconds())
 		},
 	}, func() bool { return sigCtx.Err() != nil })
 	if actions.IsRefusal(err) {
@@ -1148,7 +1148,7 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 		// As on Kafka: say what it watches, for how long at most, how to
 		// leave it, and report how long it really watched.
 		stopWatch, how := a.stopOnEnter()
-		fmt.Fprintf(a.stderr, "watching %s for re-failures of plan %s, at most %s (%s; what was sent stays sent)\n", sanitize.Text(p.DLQ), shortHash(hash), watch, how)
+		fmt.Fprintf(a.stderr, "watching %s for re-failures of plan %s, at most %s (%s; what was sent stays sent)\n", sanitize.Text(p.DLQ), redrive.ShortHash(hash), watch, how)
 		began := time.Now()
 		select {
 		case <-sigCtx.Done():
@@ -1172,7 +1172,7 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 	rr.AuditVerified(sigCtx, auditFile, p, res.Verification, werr)
 	out := rabbitExecuteOutput(hash, p.DLQ, res, cancelled, dec.Approvers)
 	out.judge()
-	fmt.Fprintf(a.stderr, "redrive %s: sent %d, skipped %d, failed %d in %s\n", shortHash(hash), res.Sent, len(out.Skipped), len(out.Failed), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(a.stderr, "redrive %s: sent %d, skipped %d, failed %d in %s\n", redrive.ShortHash(hash), res.Sent, len(out.Skipped), len(out.Failed), time.Since(start).Round(time.Millisecond))
 	if f == output.JSON {
 		if werr := output.WriteJSON(a.stdout, out); werr != nil {
 			return werr
@@ -1187,7 +1187,7 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 		// Interrupted (SIGINT/SIGTERM): unsent messages are back in the DLQ
 		// and the stop is audited; the exit says it did not finish.
 		return &exitError{code: 1, err: fmt.Errorf("interrupted: plan %s sent %d of %d; the rest stay in %s (run the same command to send them)",
-			shortHash(hash), res.Sent+res.AlreadySent, totals.Included, sanitize.Text(p.DLQ))}
+			redrive.ShortHash(hash), res.Sent+res.AlreadySent, totals.Included, sanitize.Text(p.DLQ))}
 	}
 	return out.exit()
 }
@@ -1262,7 +1262,7 @@ func (a *app) rmqRedriveStatus(cmd *cobra.Command, args []string) error {
 	}
 	g := output.Grid{Header: []string{"PLAN", "VHOST", "DLQ", "AUTHOR", "AGE", "RECORDS", "REDRIVEN", "INTENT", "FAILED", "APPROVALS", "STATE"}, Right: map[int]bool{5: true, 6: true, 7: true, 8: true}}
 	for _, r := range rows {
-		g.Add(shortHash(r.Plan), r.Vhost, sanitize.Text(r.DLQ), r.Author, durations.Format(time.Since(r.Created)), fmt.Sprint(r.Included), fmt.Sprint(r.Redriven),
+		g.Add(redrive.ShortHash(r.Plan), r.Vhost, sanitize.Text(r.DLQ), r.Author, durations.Format(time.Since(r.Created)), fmt.Sprint(r.Included), fmt.Sprint(r.Redriven),
 			fmt.Sprint(r.Intent), fmt.Sprint(r.Failed), fmt.Sprintf("%d/%d", r.Approvals, r.Required), r.State)
 	}
 	if err := g.WriteTable(a.stdout); err != nil {
@@ -1316,7 +1316,7 @@ func statusRowOf(s actions.RabbitStatus) qStatusRow {
 // confirmPlanHash asks, on a terminal, for the first 8 hex digits of the
 // plan hash before verb; anything else refuses (actions.ErrNotConfirmed).
 func confirmPlanHash(in io.Reader, prompt io.Writer, verb, hash, nothing string) error {
-	fmt.Fprintf(prompt, "to %s, type the first 8 hex digits of plan %s's hash: ", verb, shortHash(hash))
+	fmt.Fprintf(prompt, "to %s, type the first 8 hex digits of plan %s's hash: ", verb, redrive.ShortHash(hash))
 	line, _ := bufio.NewReader(in).ReadString('\n')
 	if strings.TrimSpace(line) != hash[:8] {
 		return actions.Refuse(actions.ErrNotConfirmed, "not confirmed: %s", nothing)

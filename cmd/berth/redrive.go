@@ -442,9 +442,9 @@ func (a *app) runRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 		return err
 	}
 
-	// The ordering scan can take a while: bound it by the timeout scaled to
-	// the scan limit, not just --timeout.
-	ctx, cancel := context.WithTimeout(cmd.Context(), planTimeout(a.timeout, o.readLimit, o.scanLimit))
+	// A plan reads up to --read records from the DLQ and the ordering scan
+	// up to --scan-limit: both grow the time it may take (workBudget).
+	ctx, cancel := context.WithTimeout(cmd.Context(), workBudget(a.timeout, work{int64(o.readLimit), planReadPerSecond}, work{o.scanLimit, scanPerSecond}))
 	defer cancel()
 	p, closeFn, err := a.planner(ctx, o.readLimit)
 	if err != nil {
@@ -787,24 +787,4 @@ func isHexPrefix(s string) bool {
 		}
 	}
 	return true
-}
-
-// planTimeout is scanTimeout plus a second per 5,000 records --read lets
-// the plan read from the DLQ (each is parsed, classed and digested): a
-// 1,000,000-record DLQ must not run out of time reading what it was asked
-// to read.
-func planTimeout(base time.Duration, read int, scanLimit int64) time.Duration {
-	return scanTimeout(base, scanLimit) + time.Duration(read/5000)*time.Second
-}
-
-// scanTimeout is --timeout plus a second per 10,000 records the ordering
-// scan may read, held at a day: a huge --scan-limit must not overflow into
-// a negative (already expired) deadline.
-func scanTimeout(base time.Duration, scanLimit int64) time.Duration {
-	const perSecond, most = 10000, 24 * time.Hour
-	extra := scanLimit / perSecond
-	if extra > int64(most/time.Second) {
-		return base + most
-	}
-	return base + time.Duration(extra)*time.Second
 }

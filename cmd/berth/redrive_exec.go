@@ -297,7 +297,7 @@ and given with --signature. The author's own key never counts.`,
 			if dec.Approved {
 				state = "approved by " + strings.Join(dec.Approvers, ", ")
 			}
-			fmt.Fprintf(a.stdout, "\nsigned plan %s as %s (%s); the plan is %s\n", shortHash(pf.Hash), orUnknown(principal), sig.Fingerprint, state)
+			fmt.Fprintf(a.stdout, "\nsigned plan %s as %s (%s); the plan is %s\n", redrive.ShortHash(pf.Hash), orUnknown(principal), sig.Fingerprint, state)
 			return nil
 		},
 	}
@@ -391,7 +391,7 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 				if a.readOnly || !isTerminal(os.Stdin) || !isTerminal(a.stderr) {
 					return nil // the dry run is the answer: --yes sends
 				}
-				fmt.Fprintf(a.stderr, "to send, type the first 8 hex digits of plan %s: ", shortHash(pf.Hash))
+				fmt.Fprintf(a.stderr, "to send, type the first 8 hex digits of plan %s: ", redrive.ShortHash(pf.Hash))
 				line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
 				if strings.TrimSpace(line) != pf.Hash[:8] {
 					return actions.Refuse(actions.ErrNotConfirmed, "not confirmed: nothing sent")
@@ -449,7 +449,7 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 			if res.Cancelled {
 				stopped = " (cancelled: run the same command to resume)"
 			}
-			fmt.Fprintf(a.stderr, "redrive %s: sent %d, skipped %d, failed %d in %s%s\n", shortHash(pf.Hash), res.Sent, len(out.Skipped), len(out.Failed), time.Since(start).Round(time.Millisecond), stopped)
+			fmt.Fprintf(a.stderr, "redrive %s: sent %d, skipped %d, failed %d in %s%s\n", redrive.ShortHash(pf.Hash), res.Sent, len(out.Skipped), len(out.Failed), time.Since(start).Round(time.Millisecond), stopped)
 			out.judge()
 			if f == output.JSON {
 				if werr := output.WriteJSON(a.stdout, out); werr != nil {
@@ -498,7 +498,7 @@ func (a *app) watchRefailures(ctx context.Context, s *redriveSession, w kafka.Wa
 	stop, how := a.stopOnEnter()
 	w.Stop = stop
 	fmt.Fprintf(a.stderr, "watching %s for re-failures of plan %s until the consumers of %s pass its %d copies, at most %s (%s; what was sent stays sent)\n",
-		sanitize.Text(w.DLQ), shortHash(w.Plan), sanitize.Text(strings.Join(names, ", ")), max(w.Total, len(w.Copies)), w.Max, how)
+		sanitize.Text(w.DLQ), redrive.ShortHash(w.Plan), sanitize.Text(strings.Join(names, ", ")), max(w.Total, len(w.Copies)), w.Max, how)
 	wr, err := s.cluster.WatchRefailuresUntil(ctx, w)
 	why := map[string]string{
 		kafka.WatchCaughtUp: "the consumers (" + strings.Join(wr.Groups, ", ") + ") passed every copy",
@@ -612,7 +612,7 @@ func newRedriveStatusCmd(a *app) *cobra.Command {
 			}
 			g := output.Grid{Header: []string{"PLAN", "DLQ", "AUTHOR", "AGE", "RECORDS", "REDRIVEN", "APPROVALS", "STATE"}, Right: map[int]bool{4: true, 5: true}}
 			for _, r := range rows {
-				g.Add(shortHash(r.Plan), r.DLQ, r.Author, durations.Format(time.Since(r.Created)), fmt.Sprint(r.Included), fmt.Sprint(r.Redriven), fmt.Sprintf("%d/%d", r.Approvals, r.Required), r.State)
+				g.Add(redrive.ShortHash(r.Plan), r.DLQ, r.Author, durations.Format(time.Since(r.Created)), fmt.Sprint(r.Included), fmt.Sprint(r.Redriven), fmt.Sprintf("%d/%d", r.Approvals, r.Required), r.State)
 			}
 			if err := g.WriteTable(a.stdout); err != nil {
 				return err
@@ -655,7 +655,7 @@ func (a *app) auditRedrive(ctx context.Context, file, action string, pf redrive.
 }
 
 func writeSummary(w io.Writer, s planSummary, f redrive.File) {
-	fmt.Fprintf(w, "plan %s  dlq %s  author %s  made %s\n", shortHash(f.Hash), f.Plan.DLQ, s.Author, f.Plan.CreatedAt.Format(time.RFC3339))
+	fmt.Fprintf(w, "plan %s  dlq %s  author %s  made %s\n", redrive.ShortHash(f.Hash), f.Plan.DLQ, s.Author, f.Plan.CreatedAt.Format(time.RFC3339))
 	fmt.Fprintf(w, "records: %d selected, %d included, %d excluded\n", s.Totals.Selected, s.Totals.Included, s.Totals.Excluded)
 	var reasons []string
 	for r, n := range s.Totals.ByReason {
@@ -698,14 +698,7 @@ func progressLine(w io.Writer, p actions.Progress) {
 	if p.Paused {
 		state = " [paused]"
 	}
-	fmt.Fprintf(w, "progress %s: %d/%d (%.0f%%) sent %d skipped %d failed %d eta %s%s\n", shortHash(p.Plan), done, p.Total, pct, p.Sent, p.Skipped, p.Failed, p.ETA.Round(time.Second), state)
-}
-
-func shortHash(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
+	fmt.Fprintf(w, "progress %s: %d/%d (%.0f%%) sent %d skipped %d failed %d eta %s%s\n", redrive.ShortHash(p.Plan), done, p.Total, pct, p.Sent, p.Skipped, p.Failed, p.ETA.Round(time.Second), state)
 }
 
 func orUnknown(s string) string {
@@ -736,7 +729,7 @@ func (a *app) confirmReview(ctx context.Context, k *actions.KafkaRedrive, pf *re
 	sum.Review = reviewOf(review)
 	sum.Warnings = warningsOf(review.Warnings)
 	writePlanText(a.stderr, sum, pf.Plan.Records)
-	fmt.Fprintf(a.stderr, "\nto %s plan %s, type the first 8 hex digits of its hash: ", verb, shortHash(pf.Hash))
+	fmt.Fprintf(a.stderr, "\nto %s plan %s, type the first 8 hex digits of its hash: ", verb, redrive.ShortHash(pf.Hash))
 	line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
 	if strings.TrimSpace(line) != pf.Hash[:8] {
 		return nil, actions.Refuse(actions.ErrNotConfirmed, "not confirmed: nothing signed")
@@ -776,7 +769,7 @@ func (a *app) writeDryRun(f output.Format, pf redrive.File, res actions.Result) 
 	}
 	sort.Strings(targets)
 	fmt.Fprintf(a.stdout, "dry run of plan %s (dlq %s): would send %d (%s), already sent %d, skip %d; nothing sent (--yes sends)\n",
-		shortHash(pf.Hash), sanitize.Text(pf.Plan.DLQ), n, strings.Join(targets, ", "), out.AlreadySent, len(out.Skipped))
+		redrive.ShortHash(pf.Hash), sanitize.Text(pf.Plan.DLQ), n, strings.Join(targets, ", "), out.AlreadySent, len(out.Skipped))
 	if len(out.Skipped) > 0 {
 		g := output.Grid{Header: []string{"SKIPPED", "EVENT", "REASON", "DETAIL"}}
 		for _, s := range out.Skipped {

@@ -119,7 +119,7 @@ func (o *executeOutput) exit() error {
 	if len(o.Problems) == 0 {
 		return nil
 	}
-	return &exitError{code: 1, err: fmt.Errorf("redrive %s: %s", shortHash(o.Plan), sanitize.Text(strings.Join(o.Problems, "; ")))}
+	return &exitError{code: 1, err: fmt.Errorf("redrive %s: %s", redrive.ShortHash(o.Plan), sanitize.Text(strings.Join(o.Problems, "; ")))}
 }
 
 // kafkaExecuteOutput maps a Kafka run onto the common shape.
@@ -168,7 +168,7 @@ func rabbitExecuteOutput(hash, dlq string, res actions.RabbitResult, cancelled b
 // writeExecuteText is the text form of executeOutput, the same on both
 // backends but for the extras' lines.
 func writeExecuteText(w io.Writer, o executeOutput) {
-	fmt.Fprintf(w, "plan %s  dlq %s\nsent %d  already sent %d  excluded %d  skipped %d  failed %d", shortHash(o.Plan), sanitize.Text(o.DLQ), o.Sent, o.AlreadySent, o.Excluded, len(o.Skipped), len(o.Failed))
+	fmt.Fprintf(w, "plan %s  dlq %s\nsent %d  already sent %d  excluded %d  skipped %d  failed %d", redrive.ShortHash(o.Plan), sanitize.Text(o.DLQ), o.Sent, o.AlreadySent, o.Excluded, len(o.Skipped), len(o.Failed))
 	if r := o.RabbitMQ; r != nil {
 		fmt.Fprintf(w, "  (resent %d, passed over %d)", r.Resent, r.PassedOver)
 	}

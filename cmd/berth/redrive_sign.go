@@ -8,6 +8,7 @@ import (
 
 	"github.com/berth-dev/berth/internal/output"
 	"github.com/berth-dev/berth/internal/sanitize"
+	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
 )
 
@@ -91,7 +92,7 @@ approved it (two-person rule). Audited as redrive.plan.signed.`,
 			if f == output.JSON {
 				return output.WriteJSON(a.stdout, out)
 			}
-			fmt.Fprintf(a.stdout, "signed plan %s (%s) as its author with %s\n", shortHash(out.Plan), sanitize.Text(out.DLQ), out.AuthorKey)
+			fmt.Fprintf(a.stdout, "signed plan %s (%s) as its author with %s\n", redrive.ShortHash(out.Plan), sanitize.Text(out.DLQ), out.AuthorKey)
 			return nil
 		},
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/berth-dev/berth/internal/actions"
 	"github.com/berth-dev/berth/internal/output"
 	"github.com/berth-dev/berth/internal/sanitize"
+	"github.com/berth-dev/berth/redrive"
 )
 
 func init() { registerUnder("redrive", newRedriveVerifyCmd) }
@@ -93,7 +94,7 @@ RabbitMQ: not available; execute verifies by the DLQ's depth while it runs
 				}
 			} else {
 				fmt.Fprintf(a.stdout, "plan %s  dlq %s\nverified: %d copies read back, %d mismatch(es); re-failed %d (watched %s)\n",
-					shortHash(pf.Hash), sanitize.Text(pf.Plan.DLQ), v.Checked, len(v.Mismatches), len(v.Refailed), v.Watched)
+					redrive.ShortHash(pf.Hash), sanitize.Text(pf.Plan.DLQ), v.Checked, len(v.Mismatches), len(v.Refailed), v.Watched)
 				for _, m := range v.Mismatches {
 					fmt.Fprintf(a.stdout, "  mismatch %d:%d -> %s %s: %s\n", m.DLQ.Partition, m.DLQ.Offset, sanitize.Text(m.Target), m.Where, sanitize.Text(m.Reason))
 				}
@@ -102,7 +103,7 @@ RabbitMQ: not available; execute verifies by the DLQ's depth while it runs
 				}
 			}
 			if len(out.Problems) > 0 {
-				return &exitError{code: 1, err: fmt.Errorf("redrive %s: %s", shortHash(pf.Hash), sanitize.Text(strings.Join(out.Problems, "; ")))}
+				return &exitError{code: 1, err: fmt.Errorf("redrive %s: %s", redrive.ShortHash(pf.Hash), sanitize.Text(strings.Join(out.Problems, "; ")))}
 			}
 			return nil
 		},

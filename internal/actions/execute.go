@@ -177,23 +177,23 @@ func Preflight(f redrive.File, o Options) (approval.Decision, error) {
 		return d, Refuse(ErrReadOnly, "the context is read-only: nothing sent")
 	}
 	if got := f.Plan.Hash(); got != f.Hash {
-		return d, Refuse(ErrPlanEdited, "plan content does not match its hash %s (edited after it was made: make and approve a new plan)", short(f.Hash))
+		return d, Refuse(ErrPlanEdited, "plan content does not match its hash %s (edited after it was made: make and approve a new plan)", redrive.ShortHash(f.Hash))
 	}
 	if f.Plan.Cluster != o.Cluster {
-		return d, Refuse(ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q: a plan runs only where it was made", short(f.Hash), f.Plan.Cluster, o.Cluster)
+		return d, Refuse(ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q: a plan runs only where it was made", redrive.ShortHash(f.Hash), f.Plan.Cluster, o.Cluster)
 	}
 	if ahead := f.Plan.CreatedAt.Sub(now); ahead > ClockMargin {
-		return d, Refuse(ErrPlanFromFuture, "plan %s claims to be made %s in the future (%s): make it again", short(f.Hash), ahead.Round(time.Second), redrive.FormatCreatedAt(f.Plan.CreatedAt))
+		return d, Refuse(ErrPlanFromFuture, "plan %s claims to be made %s in the future (%s): make it again", redrive.ShortHash(f.Hash), ahead.Round(time.Second), redrive.FormatCreatedAt(f.Plan.CreatedAt))
 	}
 	if o.MaxAge > 0 && now.Sub(f.Plan.CreatedAt) > o.MaxAge {
-		return d, Refuse(ErrPlanExpired, "plan %s expired: made %s ago, plans run within %s", short(f.Hash), now.Sub(f.Plan.CreatedAt).Round(time.Second), o.MaxAge)
+		return d, Refuse(ErrPlanExpired, "plan %s expired: made %s ago, plans run within %s", redrive.ShortHash(f.Hash), now.Sub(f.Plan.CreatedAt).Round(time.Second), o.MaxAge)
 	}
 	if blocked, why := f.Plan.Blocked(); blocked {
-		return d, Refuse(ErrPlanBlocked, "plan %s is blocked (a check could not run): %s", short(f.Hash), why)
+		return d, Refuse(ErrPlanBlocked, "plan %s is blocked (a check could not run): %s", redrive.ShortHash(f.Hash), why)
 	}
 	pol, err := o.policy(f)
 	if err != nil {
-		return d, Refuse(ErrPolicyChanged, "plan %s: %v: make the plan again", short(f.Hash), err)
+		return d, Refuse(ErrPolicyChanged, "plan %s: %v: make the plan again", redrive.ShortHash(f.Hash), err)
 	}
 	if pol.Review != "required" {
 		return approval.Decision{Approved: true, Approvers: []string{}}, nil
@@ -207,7 +207,7 @@ func Preflight(f redrive.File, o Options) (approval.Decision, error) {
 		if len(d.Refused) > 0 {
 			why += " (" + joinLimit(d.Refused, 3) + ")"
 		}
-		return d, Refuse(ErrNotApproved, "plan %s is not approved: %s", short(f.Hash), why)
+		return d, Refuse(ErrNotApproved, "plan %s is not approved: %s", redrive.ShortHash(f.Hash), why)
 	}
 	return d, nil
 }
@@ -245,7 +245,7 @@ func Execute(ctx context.Context, f redrive.File, o Options) (Result, error) {
 	pol, _ := o.policy(f) // Preflight refused a policy that does not combine
 	x, err := redrive.ExtractorsOf(pol)
 	if err != nil {
-		return res, o.refused(ctx, f, Refuse(ErrPolicyChanged, "plan %s: %v", short(f.Hash), err))
+		return res, o.refused(ctx, f, Refuse(ErrPolicyChanged, "plan %s: %v", redrive.ShortHash(f.Hash), err))
 	}
 	for _, r := range f.Plan.Records {
 		if !r.Included {
@@ -424,7 +424,7 @@ func (o Options) sameTarget(ctx context.Context, f redrive.File, r redrive.PlanR
 // sent.
 func targetRefusal(f redrive.File, r redrive.PlanRecord, p redrive.Parsed) error {
 	if t := redrive.DeriveTarget(p, f.Plan.Target); t != r.Target {
-		return Refuse(ErrTargetChanged, "plan %s gives record %s the target %q, but the record names %q: nothing sent; make the plan again", short(f.Hash), r.Coord(), r.Target, orNone(t))
+		return Refuse(ErrTargetChanged, "plan %s gives record %s the target %q, but the record names %q: nothing sent; make the plan again", redrive.ShortHash(f.Hash), r.Coord(), r.Target, orNone(t))
 	}
 	return nil
 }
@@ -971,13 +971,6 @@ func failedCount(r *Result) int {
 
 func coordOf(e redrive.LedgerEntry) string {
 	return fmt.Sprintf("%s/%d/%d", e.Target, e.TargetPartition, e.TargetOffset)
-}
-
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
 }
 
 func errString(err error) string {

@@ -23,7 +23,7 @@ import (
 // clusterRefusal is the one refusal of another cluster's plan file, on both
 // backends.
 func clusterRefusal(hash, made, here string) error {
-	return Refuse(ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q: a plan runs only where it was made; nothing stored or sent", short(hash), made, here)
+	return Refuse(ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q: a plan runs only where it was made; nothing stored or sent", redrive.ShortHash(hash), made, here)
 }
 
 // approveClusterRefusal is the one refusal of an approval of another
@@ -31,7 +31,7 @@ func clusterRefusal(hash, made, here string) error {
 // PostgreSQL, a Kafka plan found by hash) can hold plans of several
 // clusters, and an approval must be given where the plan runs.
 func approveClusterRefusal(hash, made, here string) error {
-	return Refuse(ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q; nothing stored", short(hash), made, here)
+	return Refuse(ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q; nothing stored", redrive.ShortHash(hash), made, here)
 }
 
 // ImportFile reads a Kafka plan file (from r, named name in messages), checks
@@ -59,7 +59,7 @@ func (k *KafkaRedrive) ImportFile(ctx context.Context, name string, r io.Reader,
 // ImportFile checks a file, and stores it.
 func (k *KafkaRedrive) Import(ctx context.Context, f redrive.File) (redrive.File, error) {
 	if f.Plan.Hash() != f.Hash {
-		return redrive.File{}, Refuse(ErrPlanEdited, "plan %s: %v", short(f.Hash), ErrPlanEdited)
+		return redrive.File{}, Refuse(ErrPlanEdited, "plan %s: %v", redrive.ShortHash(f.Hash), ErrPlanEdited)
 	}
 	return k.importChecked(ctx, f, true)
 }

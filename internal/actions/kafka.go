@@ -77,7 +77,7 @@ func (k *KafkaRedrive) ReviewOf(f redrive.File) Review {
 	r.Strict = f.Plan.Policy
 	if today.Matched {
 		if r.Strict, err = redrive.Stricter(f.Plan.Policy, today.Snapshot()); err != nil {
-			r.Err = Refuse(ErrPolicyChanged, "plan %s: %v: make the plan again", short(f.Hash), err)
+			r.Err = Refuse(ErrPolicyChanged, "plan %s: %v: make the plan again", redrive.ShortHash(f.Hash), err)
 			return r
 		}
 	}
@@ -149,7 +149,7 @@ func (k *KafkaRedrive) Approve(ctx context.Context, f redrive.File, sig approval
 		return Approved{}, k.refused(ctx, f, noSigners(k.signersToEdit(f, r), "nothing stored"))
 	}
 	if sig.PlanHash != f.Hash || sig.Role != approval.RoleApproval {
-		return Approved{}, Refuse(ErrSignature, "not an approval of plan %s; nothing stored", short(f.Hash))
+		return Approved{}, Refuse(ErrSignature, "not an approval of plan %s; nothing stored", redrive.ShortHash(f.Hash))
 	}
 	now := k.now()
 	v, err := approval.Verify(subject(f), sig, r.Signers, now)

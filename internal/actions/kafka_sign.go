@@ -19,14 +19,14 @@ func (k *KafkaRedrive) SignAsAuthor(ctx context.Context, f redrive.File, sig app
 		return k.refused(ctx, f, Refuse(ErrReadOnly, "the context is read-only: a signature is written to the plan store; nothing stored"))
 	}
 	if sig.PlanHash != f.Hash || sig.Role != approval.RoleAuthor {
-		return Refuse(ErrSignature, "not an author's signature over plan %s; nothing stored", short(f.Hash))
+		return Refuse(ErrSignature, "not an author's signature over plan %s; nothing stored", redrive.ShortHash(f.Hash))
 	}
 	if a := f.Author(); a != nil {
-		return Refuse(ErrSignature, "plan %s is already signed by its author (%s); nothing stored", short(f.Hash), a.Fingerprint)
+		return Refuse(ErrSignature, "plan %s is already signed by its author (%s); nothing stored", redrive.ShortHash(f.Hash), a.Fingerprint)
 	}
 	for _, a := range f.Approvals() {
 		if a.Fingerprint == sig.Fingerprint {
-			return Refuse(ErrTwoPersonRule, "this key already approved plan %s; it cannot also be its author; nothing stored", short(f.Hash))
+			return Refuse(ErrTwoPersonRule, "this key already approved plan %s; it cannot also be its author; nothing stored", redrive.ShortHash(f.Hash))
 		}
 	}
 	if err := k.audit(ctx, "redrive.plan.signed", f, map[string]any{"author": f.Plan.Author, "author_key": sig.Fingerprint}); err != nil {

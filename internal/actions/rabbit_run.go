@@ -283,7 +283,7 @@ func newRabbitRun(ctx context.Context, t RabbitTransport, p redrive.QueuePlan, l
 	hash := p.Hash()
 	r := &rabbitRun{t: t, p: p, hash: hash, l: l, pol: pol, o: o, res: RabbitResult{Plan: hash, Failed: []RabbitFailure{}, NotFound: []string{}, Skipped: []RabbitSkip{}}}
 	if p.Vhost != t.Vhost() {
-		return r, fmt.Errorf("plan %s is for vhost %q; this connection is to %q", short(hash), p.Vhost, t.Vhost())
+		return r, fmt.Errorf("plan %s is for vhost %q; this connection is to %q", redrive.ShortHash(hash), p.Vhost, t.Vhost())
 	}
 	r.o.Window = firstPositive(o.Window, p.Window, 500)
 	r.o.Rate = firstPositive(o.Rate, p.Rate, 0)

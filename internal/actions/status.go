@@ -48,7 +48,7 @@ func (p planProgress) state(now time.Time, maxAge time.Duration) string {
 func futureApproval(hash string, created, now time.Time) error {
 	if ahead := created.Sub(now); ahead > ClockMargin {
 		return Refuse(ErrPlanFromFuture, "plan %s claims to be made %s in the future (%s): nothing stored; make it again",
-			short(hash), ahead.Round(time.Second), redrive.FormatCreatedAt(created))
+			redrive.ShortHash(hash), ahead.Round(time.Second), redrive.FormatCreatedAt(created))
 	}
 	return nil
 }

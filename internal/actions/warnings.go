@@ -136,7 +136,7 @@ func (j *classJudge) rabbitWarnings(p redrive.QueuePlan) []string {
 // plan, on both backends: what this cluster holds at the plan's
 // coordinates (or under its event ids) says nothing about its records.
 func reviewClusterRefusal(hash, made, here string) error {
-	return Refuse(ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q: show it attached to its own cluster", short(hash), made, here)
+	return Refuse(ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q: show it attached to its own cluster", redrive.ShortHash(hash), made, here)
 }
 
 // DeriveReview re-reads a stored Kafka plan's records as Derive does (filling
