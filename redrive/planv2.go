@@ -144,8 +144,32 @@ func (r *Row) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// MaxBatch is the most records a plan sends as one unit (--batch-size):
+// one Kafka transaction, one RabbitMQ confirm window. Kafka: a batch must
+// be produced and committed within the redrive producer's 60 s
+// transaction timeout; 10,000 is 2 s at the 5,000 records/s a redrive
+// aims for, and still 20 s on a cluster ten times slower. RabbitMQ: four
+// windows are in flight at once, held unacked on the DLQ and, after a
+// crash, sent again (the at-least-once window, 40,000 at this bound), and
+// the publisher's return buffer is sized by them. A larger batch gains
+// nothing in speed (pipelined confirms reach the broker's pace at 500)
+// and a plan asking for a thousand million crashed execute out of memory.
+const MaxBatch = 10_000
+
+// CheckBatch says why n cannot be a plan's batch size (nil when it can; 0
+// means the backend's default).
+func CheckBatch(n int) error {
+	switch {
+	case n < 0:
+		return fmt.Errorf("%d is negative", n)
+	case n > MaxBatch:
+		return fmt.Errorf("%d is more than %d, the most records sent as one unit (one Kafka transaction, one RabbitMQ confirm window)", n, MaxBatch)
+	}
+	return nil
+}
+
 // Validate checks what decoding cannot: the format, the created_at layout,
-// target indexes, digests' shape, unique locations.
+// the pacing, target indexes, digests' shape, unique locations.
 func (c Core) Validate() error {
 	if c.Format != PlanFormat {
 		return fmt.Errorf("format %q is not supported (want %s: make the plan again)", c.Format, PlanFormat)
@@ -158,6 +182,12 @@ func (c Core) Validate() error {
 	}
 	if _, err := ParseCreatedAt(c.CreatedAt); err != nil {
 		return err
+	}
+	if c.Rate < 0 {
+		return fmt.Errorf("rate: %d is negative", c.Rate)
+	}
+	if err := CheckBatch(c.Batch); err != nil {
+		return fmt.Errorf("batch: %v", err)
 	}
 	seen := make(map[string]bool, len(c.Rows))
 	for _, r := range c.Rows {

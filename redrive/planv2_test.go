@@ -118,6 +118,32 @@ func TestDecodeRefusesEditedAndMalformedPlans(t *testing.T) {
 	if _, err := DecodeSignedPlan(b); err == nil || !strings.Contains(err.Error(), "cluster") {
 		t.Errorf("a plan bound to no cluster: %v", err)
 	}
+	// Correctly hashed (an author re-hashes their own edit), with a batch
+	// no execute can hold (a thousand million crashed it out of memory)
+	// or a negative pace: refused as it is read, from a file or a store.
+	for _, edit := range []func(*Core){
+		func(c *Core) { c.Batch = MaxBatch + 1 },
+		func(c *Core) { c.Batch = -1 },
+		func(c *Core) { c.Rate = -1 },
+	} {
+		c := sampleCore()
+		edit(&c)
+		sp := SignedPlan{Plan: c}
+		sp.Hash, _ = c.Hash()
+		b, _ := sp.Encode()
+		if _, err := DecodeSignedPlan(b); err == nil || !strings.Contains(err.Error(), "batch") && !strings.Contains(err.Error(), "rate") {
+			t.Errorf("a plan with batch %d and rate %d: %v, want a refusal naming it", c.Batch, c.Rate, err)
+		}
+	}
+	c = sampleCore()
+	c.Batch = MaxBatch
+	atMost := SignedPlan{Plan: c}
+	atMost.Hash, _ = c.Hash()
+	if b, _ := atMost.Encode(); b != nil {
+		if _, err := DecodeSignedPlan(b); err != nil {
+			t.Errorf("a plan at the maximum batch: %v", err)
+		}
+	}
 }
 
 // A plan row stays small: redrive-scale's target is 100 bytes a record.

@@ -856,6 +856,9 @@ func (a *app) rmqRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 		if o.batch < 1 {
 			return usageErr("--batch-size: must be at least 1")
 		}
+		if err := redrive.CheckBatch(o.batch); err != nil {
+			return usageErr("--batch-size: %v", err)
+		}
 		window = o.batch
 	}
 	read, err := rabbitReadLimit(cmd, "read", o.readLimit)

@@ -133,7 +133,7 @@ by_reason, by_class}.
 RabbitMQ: select with --all, --class, --event-id, --reason or
 --original-queue (offsets, keys and times are Kafka's); --read messages are browsed
 (default 1,000); --batch-size is the publish window awaiting confirms
-(default 500); ordering hazards are checked inside the DLQ by the policy's
+(default 500; at most 10,000 on both backends); ordering hazards are checked inside the DLQ by the policy's
 ordering_key; --to-queue sends each message to the queue it died in. Records
 carry position, original_queue, death_reason, exchange, routing_key,
 ordering_key and hazard_position instead of partition/offset/target.`,
@@ -158,7 +158,7 @@ ordering_key and hazard_position instead of partition/offset/target.`,
 	f.StringVar(&o.until, "until", "", "select (or narrow to) records dead-lettered before this time (RFC 3339)")
 	f.StringVar(&o.target, "target", "", "topic to redrive to (default: each record's original topic)")
 	f.IntVar(&o.rate, "rate", actions.DefaultRate, "records per second when executed")
-	f.IntVar(&o.batch, "batch-size", actions.DefaultBatchSize, "records per transaction when executed")
+	f.IntVar(&o.batch, "batch-size", actions.DefaultBatchSize, "records per transaction when executed (at most 10,000)")
 	f.BoolVar(&o.allowHazards, "allow-ordering-hazards", false, "include records a newer same-key record follows (still reported)")
 	f.StringVar(&o.sshKey, "key", "", "SSH private key to sign the plan as its author")
 	f.StringVar(&o.out, "out", "", "plan file to write (required)")
@@ -422,6 +422,9 @@ func (a *app) runRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 	}
 	if o.batch < 1 {
 		return usageErr("--batch-size: must be at least 1")
+	}
+	if err := redrive.CheckBatch(o.batch); err != nil {
+		return usageErr("--batch-size: %v", err)
 	}
 	if o.scanLimit < 1 {
 		return usageErr("--scan-limit: must be at least 1")

@@ -339,6 +339,23 @@ func TestRedriveRulesOnBothBackends(t *testing.T) {
 				}
 			})
 
+			t.Run("--batch-size above the maximum is refused in one line naming the flag and the limit, exit 2", func(t *testing.T) {
+				e := b.env(t, noReview)
+				file := filepath.Join(t.TempDir(), "huge.json")
+				// A thousand million crashed execute out of memory (RabbitMQ)
+				// or made one transaction of the whole plan (Kafka).
+				for _, n := range []string{"10001", "1000000000"} {
+					_, errOut, code := e.run(t, "redrive", "plan", e.dlq, "--all", "--batch-size", n, "--out", file)
+					if code != 2 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "--batch-size: "+n+" is more than 10000") {
+						t.Errorf("--batch-size %s: exit %d %q; want exit 2 and one line naming the flag and 10000", n, code, errOut)
+					}
+				}
+				if _, err := os.Stat(file); err == nil {
+					t.Errorf("a plan was written")
+				}
+				e.planAll(t, "--batch-size", "10000") // the maximum itself is a plan
+			})
+
 			t.Run("a selection of no record is refused in one line naming it, nothing written or stored", func(t *testing.T) {
 				e := b.env(t, noReview)
 				file := filepath.Join(t.TempDir(), "empty.json")

@@ -515,8 +515,11 @@ func (p *Planner) plan(ctx context.Context, req PlanRequest, seen func(redrive.P
 	if req.Header != "" && (!hasHeader || hName == "") {
 		return redrive.File{}, BadRequest("--header: %q is not NAME=VALUE", req.Header)
 	}
-	if req.Rate < 0 || req.BatchSize < 0 {
-		return redrive.File{}, BadRequest("--rate and --batch-size must not be negative")
+	if req.Rate < 0 {
+		return redrive.File{}, BadRequest("--rate must not be negative")
+	}
+	if err := redrive.CheckBatch(req.BatchSize); err != nil {
+		return redrive.File{}, BadRequest("--batch-size: %v", err)
 	}
 	pol, err := p.PolicyFor(req.DLQ)
 	if err != nil {

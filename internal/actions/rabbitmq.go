@@ -117,6 +117,10 @@ func (r *RabbitRedrive) browseOptions(dlq string, limit int, queueType string, a
 // result is returned once the browse has succeeded, even when planning then
 // fails (its Method is empty when the browse itself failed).
 func (r *RabbitRedrive) MakePlan(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledger, in RabbitPlanInput) (redrive.QueuePlan, rabbitmq.BrowseResult, error) {
+	// Refused before the browse marks every message redelivered.
+	if err := redrive.CheckBatch(in.Window); err != nil {
+		return redrive.QueuePlan{}, rabbitmq.BrowseResult{}, BadRequest("--batch-size: %v", err)
+	}
 	// The browse hands over one message at a time and only its facts are
 	// kept (their repeated strings shared): a DLQ of 100,000 messages is
 	// planned without holding 100,000 bodies and header tables.
