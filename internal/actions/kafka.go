@@ -156,13 +156,8 @@ func (k *KafkaRedrive) Approve(ctx context.Context, f redrive.File, sig approval
 	if err != nil {
 		return Approved{}, Refuse(ErrSignature, "%v; nothing stored", err)
 	}
-	if a := f.Author(); a != nil {
-		if a.Fingerprint == v.Fingerprint {
-			return Approved{}, Refuse(ErrTwoPersonRule, "the plan's author cannot approve it (two-person rule); nothing stored")
-		}
-		if av, err := approval.Verify(subject(f), *a, r.Signers, now); err == nil && av.Principal == v.Principal {
-			return Approved{}, Refuse(ErrTwoPersonRule, "the plan's author cannot approve it (two-person rule: same principal %s); nothing stored", v.Principal)
-		}
+	if err := twoPersonRule(subject(f), f.Author(), v.Fingerprint, v.Principal, r.Signers, now); err != nil {
+		return Approved{}, err
 	}
 	// Recorded first: an approval the audit log cannot hold is not stored.
 	with := f

@@ -24,10 +24,8 @@ func (k *KafkaRedrive) SignAsAuthor(ctx context.Context, f redrive.File, sig app
 	if a := f.Author(); a != nil {
 		return Refuse(ErrSignature, "plan %s is already signed by its author (%s); nothing stored", redrive.ShortHash(f.Hash), a.Fingerprint)
 	}
-	for _, a := range f.Approvals() {
-		if a.Fingerprint == sig.Fingerprint {
-			return Refuse(ErrTwoPersonRule, "this key already approved plan %s; it cannot also be its author; nothing stored", redrive.ShortHash(f.Hash))
-		}
+	if err := approverAsAuthor(f.Hash, f.Approvals(), sig); err != nil {
+		return err
 	}
 	if err := k.audit(ctx, "redrive.plan.signed", f, map[string]any{"author": f.Plan.Author, "author_key": sig.Fingerprint}); err != nil {
 		return err

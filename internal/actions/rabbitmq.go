@@ -419,8 +419,10 @@ func (r *RabbitRedrive) Approve(ctx context.Context, cl *rabbitmq.Client, l *rab
 	if err != nil {
 		return "", approval.Decision{}, 0, err
 	}
-	if author != nil && author.Fingerprint == sig.Fingerprint {
-		return "", approval.Decision{}, 0, Refuse(ErrTwoPersonRule, "the plan's author cannot approve it (two-person rule); nothing stored")
+	// The author's own key is refused before anything else is asked (on
+	// Kafka it is known once the signature verifies): the same refusal.
+	if err := twoPersonRule(p.Subject(), author, sig.Fingerprint, "", nil, r.now()); err != nil {
+		return "", approval.Decision{}, 0, err
 	}
 	n, signers, required, err := r.Review(p)
 	if err != nil {
@@ -438,10 +440,8 @@ func (r *RabbitRedrive) Approve(ctx context.Context, cl *rabbitmq.Client, l *rab
 			return "", approval.Decision{}, 0, Refuse(ErrSignature, "%v; nothing stored", err)
 		}
 		principal = v.Principal
-		if author != nil {
-			if av, err := approval.Verify(p.Subject(), *author, signers, r.now()); err == nil && av.Principal == principal {
-				return "", approval.Decision{}, 0, Refuse(ErrTwoPersonRule, "the plan's author cannot approve it (two-person rule: same principal); nothing stored")
-			}
+		if err := twoPersonRule(p.Subject(), author, v.Fingerprint, principal, signers, r.now()); err != nil {
+			return "", approval.Decision{}, 0, err
 		}
 	}
 	dec := approval.Decision{Approved: !required, Approvers: []string{}}
@@ -478,10 +478,8 @@ func (r *RabbitRedrive) SignAsAuthor(ctx context.Context, l *rabbitmq.Ledger, p 
 	if author != nil {
 		return Refuse(ErrSignature, "plan %s is already signed by its author (%s); nothing stored", redrive.ShortHash(h), author.Fingerprint)
 	}
-	for _, ap := range approvals {
-		if ap.Fingerprint == sig.Fingerprint {
-			return Refuse(ErrTwoPersonRule, "this key already approved the plan; it cannot also be its author")
-		}
+	if err := approverAsAuthor(h, approvals, sig); err != nil {
+		return err
 	}
 	if err := l.AddSignature(ctx, sig); err != nil {
 		return err

@@ -1,6 +1,45 @@
 package actions
 
-import "sort"
+import (
+	"sort"
+	"time"
+
+	"github.com/berth-dev/berth/redrive"
+	"github.com/berth-dev/berth/redrive/approval"
+)
+
+// twoPersonRule refuses an approval by the plan's author (nil: none yet):
+// the approving key fp is the key that signed the plan as its author, or,
+// once the approval verified as principal ("" before it is verified), the
+// author's signature verifies as the same principal under another key.
+// The one wording of this refusal on both backends.
+func twoPersonRule(subj approval.Subject, author *approval.Signature, fp, principal string, signers approval.AllowedSigners, now time.Time) error {
+	if author == nil {
+		return nil
+	}
+	if author.Fingerprint == fp {
+		return Refuse(ErrTwoPersonRule, "the plan's author cannot approve it (two-person rule: %s is the key that signed it as its author); nothing stored", fp)
+	}
+	if principal == "" {
+		return nil
+	}
+	if av, err := approval.Verify(subj, *author, signers, now); err == nil && av.Principal == principal {
+		return Refuse(ErrTwoPersonRule, "the plan's author cannot approve it (two-person rule: %s signed it as its author with another key); nothing stored", principal)
+	}
+	return nil
+}
+
+// approverAsAuthor refuses an author's signature by a key that already
+// approved the plan (the two-person rule the other way round), in one
+// wording on both backends.
+func approverAsAuthor(hash string, approvals []approval.Signature, sig approval.Signature) error {
+	for _, a := range approvals {
+		if a.Fingerprint == sig.Fingerprint {
+			return Refuse(ErrTwoPersonRule, "this key already approved plan %s; it cannot also be its author; nothing stored", redrive.ShortHash(hash))
+		}
+	}
+	return nil
+}
 
 // summarise counts n records per target and lists the idempotency keys of
 // those included, in order; rec says each one's target, verdict and key.
