@@ -130,14 +130,16 @@ func TestRabbitRedrivePlanIsV2AndTheReviewIsDerived(t *testing.T) {
 	if len(r.Targets) != 1 || r.Targets[0].Included != n || !strings.Contains(r.Targets[0].Target, work) {
 		t.Errorf("targets %+v, want %d to %s", r.Targets, n, work)
 	}
-	if fmt.Sprint(r.Keys) != "[idem-0  idem-2 idem-3 idem-4]" {
+	// The changed message's key cannot be derived: it is named under
+	// changed and not listed (it was "", read as a message without a key).
+	if fmt.Sprint(r.Keys) != "[idem-0 idem-2 idem-3 idem-4]" {
 		t.Errorf("idempotency keys %q: want those of the messages as they are, none for the changed one", r.Keys)
 	}
 	if fmt.Sprint(r.Changed) != "[pay-1]" {
 		t.Errorf("changed %v, want [pay-1]", r.Changed)
 	}
 	// status PLAN shows the same review, derived, below its row.
-	if out, errOut, code := run("redrive", "status", made.Hash[:12]); code != 0 || !strings.Contains(out, "idempotency keys of the included messages: idem-0, -, idem-2") ||
+	if out, errOut, code := run("redrive", "status", made.Hash[:12]); code != 0 || !strings.Contains(out, "idempotency keys of the included messages: idem-0, idem-2") ||
 		!strings.Contains(out, "CHANGED since the plan was made (execute skips them): pay-1") {
 		t.Errorf("status PLAN: exit %d, want the derived review:\n%s%s", code, out, errOut)
 	}

@@ -646,6 +646,27 @@ func TestRedriveRulesOnBothBackends(t *testing.T) {
 				e := b.env(t, noReview)
 				_, hash := e.planAll(t)
 				e.drop(t)
+				// The review names it gone and lists only the keys it can
+				// derive, the same on both: a gone record's key read "" in
+				// the JSON (and "-", no key, as text).
+				out, errOut, code := e.run(t, "redrive", "show", hash[:12], "-o", "json")
+				var shown struct {
+					Review struct {
+						Keys []*string        `json:"idempotency_keys"`
+						Gone []json.RawMessage `json:"gone"`
+					} `json:"review"`
+				}
+				if code != 0 || json.Unmarshal([]byte(out), &shown) != nil || len(shown.Review.Gone) != 1 || len(shown.Review.Keys) != ruleN-1 {
+					t.Errorf("show with one record gone: exit %d, want one gone and the other %d keys:\n%s%s", code, ruleN-1, out, errOut)
+				}
+				for _, k := range shown.Review.Keys {
+					if k == nil || *k == "" {
+						t.Errorf("show lists a key it could not derive: %s", out)
+					}
+				}
+				if out, _, _ := e.run(t, "redrive", "show", hash[:12]); !strings.Contains(out, "GONE from the DLQ") || regexp.MustCompile(`idempotency keys of the included \w+: -`).MatchString(out) {
+					t.Errorf("show as text: want the gone record named, not listed as a record without a key:\n%s", out)
+				}
 				c, out, errOut, code := e.execute(t, hash)
 				if code != 1 || *c.Sent != ruleN-1 || len(c.Skipped) != 1 || c.Skipped[0].Reason != "record_gone" || c.Skipped[0].Record == "" ||
 					len(c.Problems) != 1 || !strings.Contains(c.Problems[0], "record_gone") {

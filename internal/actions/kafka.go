@@ -317,7 +317,8 @@ func (k *KafkaRedrive) derive(ctx context.Context, f *redrive.File, j *classJudg
 type Summary struct {
 	Targets []TargetCount `json:"targets"`
 	// Keys are the idempotency keys of the included records, in plan
-	// order (empty for a record with none).
+	// order ("" for a record with none); a record changed or gone since
+	// the plan is under Changed or Gone, its key not listed.
 	Keys    []string        `json:"idempotency_keys"`
 	Changed []redrive.Coord `json:"changed"`
 	Gone    []redrive.Coord `json:"gone"`
@@ -342,13 +343,17 @@ func Summarise(p redrive.Plan, changed, gone []redrive.Coord) Summary {
 	if s.Gone == nil {
 		s.Gone = []redrive.Coord{}
 	}
-	s.Targets, s.Keys = summarise(len(p.Records), func(i int) (string, bool, string) {
+	unread := make(map[redrive.Coord]bool, len(changed)+len(gone))
+	for _, c := range append(append([]redrive.Coord(nil), changed...), gone...) {
+		unread[c] = true
+	}
+	s.Targets, s.Keys = summarise(len(p.Records), func(i int) (string, bool, string, bool) {
 		r := p.Records[i]
 		t := r.Target
 		if t == "" {
 			t = "(none)"
 		}
-		return t, r.Included, r.IdempotencyKey
+		return t, r.Included, r.IdempotencyKey, !unread[r.Coord()]
 	})
 	return s
 }

@@ -265,9 +265,13 @@ func RabbitTarget(exchange, key string) string {
 // SummariseRabbit counts a (derived) plan per target and lists its keys.
 func SummariseRabbit(p redrive.QueuePlan, changed, gone []string) RabbitSummary {
 	s := RabbitSummary{Changed: append([]string{}, changed...), Gone: append([]string{}, gone...)}
-	s.Targets, s.Keys = summarise(len(p.Records), func(i int) (string, bool, string) {
+	unread := make(map[string]bool, len(changed)+len(gone))
+	for _, id := range append(append([]string(nil), changed...), gone...) {
+		unread[id] = true
+	}
+	s.Targets, s.Keys = summarise(len(p.Records), func(i int) (string, bool, string, bool) {
 		r := p.Records[i]
-		return RabbitTarget(r.Exchange, r.RoutingKey), r.Included, r.IdempotencyKey
+		return RabbitTarget(r.Exchange, r.RoutingKey), r.Included, r.IdempotencyKey, !unread[r.EventID]
 	})
 	return s
 }

@@ -42,12 +42,16 @@ func approverAsAuthor(hash string, approvals []approval.Signature, sig approval.
 }
 
 // summarise counts n records per target and lists the idempotency keys of
-// those included, in order; rec says each one's target, verdict and key.
-func summarise(n int, rec func(i int) (target string, included bool, key string)) ([]TargetCount, []string) {
+// those included, in order; rec says each one's target, verdict and key,
+// and whether the key was derived from the record as it is now. A record
+// gone from the DLQ or changed since the plan has no key to show: it is
+// left out of the list (it is named under gone or changed instead), on
+// both backends; listed as "" it read as a record without a key.
+func summarise(n int, rec func(i int) (target string, included bool, key string, derived bool)) ([]TargetCount, []string) {
 	targets, keys := []TargetCount{}, []string{}
 	by := map[string]*TargetCount{}
 	for i := 0; i < n; i++ {
-		t, included, key := rec(i)
+		t, included, key, derived := rec(i)
 		tc, ok := by[t]
 		if !ok {
 			tc = &TargetCount{Target: t}
@@ -55,7 +59,9 @@ func summarise(n int, rec func(i int) (target string, included bool, key string)
 		}
 		if included {
 			tc.Included++
-			keys = append(keys, key)
+			if derived {
+				keys = append(keys, key)
+			}
 		} else {
 			tc.Excluded++
 		}
