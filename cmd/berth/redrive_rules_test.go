@@ -652,7 +652,7 @@ func TestRedriveRulesOnBothBackends(t *testing.T) {
 				out, errOut, code := e.run(t, "redrive", "show", hash[:12], "-o", "json")
 				var shown struct {
 					Review struct {
-						Keys []*string        `json:"idempotency_keys"`
+						Keys []*string         `json:"idempotency_keys"`
 						Gone []json.RawMessage `json:"gone"`
 					} `json:"review"`
 				}
