@@ -62,7 +62,7 @@ func (s *redriveSession) Close() { s.cl.Close() }
 // invocation runs them (read-only, audit log, actor).
 func (a *app) kafkaRedrive(s *redriveSession, auditFile, actor string) *actions.KafkaRedrive {
 	return &actions.KafkaRedrive{
-		Planner: s.planner, Store: s.store, ReadOnly: a.readOnly, Context: a.ctxName, Actor: actor,
+		Planner: s.planner, Store: actions.KafkaStore(s.store), ReadOnly: a.readOnly, Context: a.ctxName, Actor: actor,
 		MaxAge: a.cfg.Redrive.PlanMaxAge,
 		OpenAudit: func() (*audit.Log, func(), error) {
 			l, err := a.openAudit(auditFile)
@@ -125,7 +125,7 @@ func (s *redriveSession) readPlan(ctx context.Context, ref string, store bool) (
 		defer fh.Close()
 		// A read error is said as it is, not as a malformed plan.
 		r := &firstReadError{r: fh}
-		k := &actions.KafkaRedrive{Planner: s.planner, Store: s.store, ReadOnly: s.readOnly}
+		k := &actions.KafkaRedrive{Planner: s.planner, Store: actions.KafkaStore(s.store), ReadOnly: s.readOnly}
 		f, err := k.ImportFile(ctx, ref, r, store)
 		if r.err != nil {
 			return redrive.File{}, r.err

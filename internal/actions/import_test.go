@@ -38,7 +38,7 @@ func TestImportPlanFileIntoTheKafkaPlanStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := kafka.NewPlanStore(c)
-	kr := &actions.KafkaRedrive{Planner: actions.NewPlanner(k, &config.Config{}), Store: store}
+	kr := &actions.KafkaRedrive{Planner: actions.NewPlanner(k, &config.Config{}), Store: actions.KafkaStore(store)}
 	made := func(cluster string) (redrive.File, []byte) {
 		f := planFor(t, k, "orig.DLT", 3)
 		f.Plan.Cluster = cluster

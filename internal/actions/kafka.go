@@ -21,7 +21,7 @@ import (
 // so the two cannot disagree about a plan.
 type KafkaRedrive struct {
 	Planner *Planner // reads, policies, checks
-	Store   *kafka.PlanStore
+	Store   KafkaPlanStore
 	// ReadOnly refuses every write (approve, execute).
 	ReadOnly bool
 	// Context names the Berth context in the audit log.
@@ -213,12 +213,12 @@ func (k *KafkaRedrive) Execute(ctx context.Context, f redrive.File, x ExecContro
 	o.StopOnFailure = r.Today.StopOnFailure || r.Strict.RequireIdempotencyKey
 	// The checks run a chunk at a time as the records are sent; each
 	// chunk's ledger look-up reads the ledger as it was when the run
-	// began (kafka.PlanStore.Pinned).
+	// began (KafkaPlanStore.Pinned).
 	pinned := *k.Planner
 	pinned.Store = k.Planner.Store.Pinned()
 	o.Recheck = pinned.Check
-	tr := &lazyTransport{open: func(ctx context.Context) (*kafka.RedriveTransport, error) {
-		return k.Planner.Cluster.NewRedriveTransport(ctx, f.Hash)
+	tr := &lazyTransport{open: func(ctx context.Context) (Publisher, error) {
+		return k.Planner.Cluster.OpenPublisher(ctx, f.Hash)
 	}, read: k.Planner.Cluster}
 	defer tr.Close()
 	o.Reader, o.Publisher = tr, tr
@@ -234,9 +234,9 @@ var (
 // lazyTransport reads through the cluster and opens the transactional
 // producer at the first batch, after every check passed.
 type lazyTransport struct {
-	open func(context.Context) (*kafka.RedriveTransport, error)
-	read *kafka.Cluster
-	tr   *kafka.RedriveTransport
+	open func(context.Context) (Publisher, error)
+	read KafkaCluster
+	tr   Publisher
 }
 
 func (l *lazyTransport) Read(ctx context.Context, dlq string, coords []redrive.Coord) (map[redrive.Coord]redrive.Record, error) {
@@ -530,7 +530,7 @@ type copyAt struct {
 }
 
 // planCopies reads the ledger entries of f's included records once
-// (kafka.PlanStore.LookupEach) and keeps where this plan's copies are.
+// (KafkaLedger.LookupEach) and keeps where this plan's copies are.
 func (k *KafkaRedrive) planCopies(ctx context.Context, f redrive.File) (*planCopies, error) {
 	recs := f.Plan.Records
 	cs := &planCopies{}

@@ -107,7 +107,7 @@ func TestRedriveTransactionalExactlyOnce(t *testing.T) {
 	// The read-back compares every copy with what the run sent (its value
 	// hashes) or, without them, with the DLQ records read again; a copy
 	// that differs is a mismatch either way.
-	kr := &actions.KafkaRedrive{Planner: actions.NewPlanner(k, &config.Config{}), Store: store}
+	kr := &actions.KafkaRedrive{Planner: actions.NewPlanner(k, &config.Config{}), Store: actions.KafkaStore(store)}
 	altered := first.SentValues.Clone()
 	bad := f.Plan.Records[4].Coord()
 	altered.Set(bad, sha256.Sum256([]byte("not what was sent")))

@@ -33,7 +33,7 @@ func TestLedgerForAnswersAsTheKeyedLookups(t *testing.T) {
 	}
 	// A later entry for the same record is the one that counts.
 	entries = append(entries, redrive.LedgerEntry{DLQ: "orders.DLT", Partition: 0, Offset: 0, EventID: "ev-0", Action: redrive.LedgerRedriven, Plan: "p2", At: at.Add(time.Hour)})
-	if err := p.Store.AppendLedger(tctx(t), entries...); err != nil {
+	if err := storeOf(p).AppendLedger(tctx(t), entries...); err != nil {
 		t.Fatal(err)
 	}
 	// Candidates: every other record of the first 40, and some never redriven.
@@ -47,7 +47,7 @@ func TestLedgerForAnswersAsTheKeyedLookups(t *testing.T) {
 		locs = append(locs, c.Coord.String())
 		ids = append(ids, c.EventID)
 	}
-	byCoord, err := p.Store.Lookup(tctx(t), "orders.DLT", locs)
+	byCoord, err := storeOf(p).Lookup(tctx(t), "orders.DLT", locs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,8 +27,8 @@ import (
 
 // Planner ties the pieces together for one cluster.
 type Planner struct {
-	Cluster *kafka.Cluster
-	Store   *kafka.PlanStore
+	Cluster KafkaCluster
+	Store   KafkaPlanStore
 	Config  *config.Config
 	// ReadLimit bounds records read per DLQ (0: kafka.DefaultReadLimit).
 	ReadLimit int
@@ -38,11 +38,6 @@ type Planner struct {
 	Progress func(kafka.ScanProgress)
 	// Now is the clock (tests set it).
 	Now func() time.Time
-}
-
-// NewPlanner returns a planner on a connected cluster.
-func NewPlanner(cl *kafka.Cluster, cfg *config.Config) *Planner {
-	return &Planner{Cluster: cl, Store: kafka.NewPlanStore(cl.Client()), Config: cfg, Now: time.Now}
 }
 
 // Policy is the redrive policy resolved for one DLQ.
@@ -156,7 +151,7 @@ func (p *Planner) Load(ctx context.Context, dlq string, limit int) (Loaded, erro
 
 // ledgerFor returns the ledger entries the checks need for cs: those of
 // their coordinates in dlq and those of their event ids in any DLQ, by
-// keyed look-ups (kafka.PlanStore.LookupEach, LookupEvents) that cost what
+// keyed look-ups (KafkaLedger.LookupEach, LookupEvents) that cost what
 // the candidates need, not what the ledger ever held. A LedgerIndex built
 // from them answers exactly as one built from the whole ledger, for cs.
 // The coordinates are matched against the candidates' own (no key string

@@ -58,6 +58,10 @@ func dltHeaders(origOffset int64, extra ...kgo.RecordHeader) []kgo.RecordHeader 
 	}, extra...)
 }
 
+// storeOf is the *kafka.PlanStore behind a planner NewPlanner made: the
+// tests write and read its ledger directly.
+func storeOf(p *Planner) *kafka.PlanStore { return p.Store.(kafkaStore).PlanStore }
+
 func newFixture(t *testing.T, sor *config.SystemOfRecord) *fixture {
 	kc := kafkatest.Start(t, 1)
 	kc.CreateTopic(t, "payments", 1, 1, nil)
@@ -493,7 +497,7 @@ func TestClassesStreamedAreTheClassesLoaded(t *testing.T) {
 	}
 	f.kc.Produce(t, recs...)
 	p := f.planner()
-	if err := p.Store.AppendLedger(tctx(t), redrive.LedgerEntry{DLQ: "payments.DLT", Partition: 0, Offset: 7, Action: redrive.LedgerSettled, Plan: "by-hand", At: time.Now()}); err != nil {
+	if err := storeOf(p).AppendLedger(tctx(t), redrive.LedgerEntry{DLQ: "payments.DLT", Partition: 0, Offset: 7, Action: redrive.LedgerSettled, Plan: "by-hand", At: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	for _, limit := range []int{0, 8, 9} {
@@ -544,7 +548,7 @@ func TestShowKeepsTheFirstRecordsItShows(t *testing.T) {
 	}
 	f.kc.Produce(t, recs...)
 	p := f.planner()
-	if err := p.Store.AppendLedger(tctx(t), redrive.LedgerEntry{DLQ: "orders.DLT", Partition: 1, Offset: 2, Action: redrive.LedgerSettled, Plan: "by-hand", At: time.Now()}); err != nil {
+	if err := storeOf(p).AppendLedger(tctx(t), redrive.LedgerEntry{DLQ: "orders.DLT", Partition: 1, Offset: 2, Action: redrive.LedgerSettled, Plan: "by-hand", At: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	l, err := p.Load(tctx(t), "orders.DLT", 0)

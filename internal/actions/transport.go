@@ -2,11 +2,14 @@ package actions
 
 import (
 	"context"
+	"iter"
 
 	"github.com/berth-dev/berth/backends"
+	"github.com/berth-dev/berth/backends/kafka"
 	"github.com/berth-dev/berth/backends/rabbitmq"
 	"github.com/berth-dev/berth/internal/audit"
 	"github.com/berth-dev/berth/redrive"
+	"github.com/berth-dev/berth/redrive/approval"
 )
 
 // What the redrive executors need from a backend, with I/O only: no policy,
@@ -16,9 +19,11 @@ import (
 // are this package's: Kafka's in execute.go, RabbitMQ's in rabbit_run.go.
 //
 // backends/kafka.RedriveTransport implements RecordReader and Publisher
-// (one transaction per batch with its ledger entries). The Kafka plan store
-// and ledger are kafka.PlanStore (PutSigned/GetSigned/ListSigned, keyed
-// Lookup and LookupEvents).
+// (one transaction per batch with its ledger entries). The Kafka planner
+// and runs see the cluster as KafkaCluster and the plan store and ledger
+// as KafkaPlanStore; NewPlanner and KafkaStore fit a *kafka.Cluster and a
+// *kafka.PlanStore to them (kafka_backend.go, the one place here that
+// names those types).
 //
 // backends/rabbitmq.Client implements RabbitTransport: the DLQ's facts and
 // depth, and a run's own connection (rabbitmq.RedriveConn) that consumes
@@ -57,6 +62,55 @@ type Publisher interface {
 // RabbitMQ: the berth.audit stream). A mirror failure is reported, not
 // fatal: the local log has the entry.
 type AuditMirror = audit.Sink
+
+// KafkaCluster is what the Kafka planner and a Kafka run need of the
+// cluster: its identity, its DLQs and their records (by a read limit, by
+// offsets or by coordinates), the ordering scan, and, for a run, the DLQ's
+// ends, the read-back of what was sent and a transactional publisher.
+type KafkaCluster interface {
+	Describe(ctx context.Context) (backends.ClusterInfo, error)
+	DLQs(ctx context.Context, pairs []redrive.Pair) ([]redrive.DLQ, map[string]backends.Topic, error)
+	ReadDLQ(ctx context.Context, dlq string, opt kafka.ReadOptions) (kafka.ReadResult, error)
+	// ReadDLQEach hands each record read to fn rather than holding them.
+	ReadDLQEach(ctx context.Context, dlq string, opt kafka.ReadOptions, fn func(redrive.Record)) (kafka.ReadResult, error)
+	// ReadDLQAt reads the records at coords; missing are those gone.
+	ReadDLQAt(ctx context.Context, dlq string, coords []redrive.Coord) (recs []redrive.Record, missing []redrive.Coord, err error)
+	// ReadDLQByCoord reads the records at coords; a gone record is absent.
+	ReadDLQByCoord(ctx context.Context, dlq string, coords []redrive.Coord) (map[redrive.Coord]redrive.Record, error)
+	ScanOrdering(ctx context.Context, s *redrive.OrderingScan, limit int64, progress func(kafka.ScanProgress)) error
+	DLQEnds(ctx context.Context, dlq string) (map[int32]int64, error)
+	// VerifyRedriven reads back the copies the ledger entries name and
+	// compares each with want (the SHA-256 of its DLQ record's value).
+	VerifyRedriven(ctx context.Context, entries []redrive.LedgerEntry, want map[redrive.Coord]string) ([]kafka.Mismatch, error)
+	// OpenPublisher opens a run's transactional producer, its
+	// transactional id derived from the plan hash.
+	OpenPublisher(ctx context.Context, planHash string) (Publisher, error)
+}
+
+// KafkaLedger is the redrive ledger's keyed look-ups the checks make: the
+// entries for some DLQ records (each handed to fn; has says which of the
+// entry's coordinates are wanted) and the entries for some event ids.
+type KafkaLedger interface {
+	LookupEach(ctx context.Context, dlq string, coords iter.Seq[redrive.Coord], has func(redrive.Coord) bool, fn func(redrive.Coord, *redrive.LedgerEntry)) error
+	LookupEvents(ctx context.Context, ids []string) ([]redrive.LedgerEntry, error)
+}
+
+// KafkaPlanStore is the Kafka plan store and its ledger as the actions use
+// them.
+type KafkaPlanStore interface {
+	KafkaLedger
+	Plans(ctx context.Context) ([]redrive.File, error)
+	// Plan is the stored plan whose hash starts with prefix.
+	Plan(ctx context.Context, prefix string) (redrive.File, error)
+	PutPlan(ctx context.Context, f redrive.File) error
+	AddSignature(ctx context.Context, hash string, sig approval.Signature) error
+	// RedrivenByPlan counts the ledger's redriven records by plan hash.
+	RedrivenByPlan(ctx context.Context) (map[string]int, error)
+	// Pinned is the same store whose ledger look-ups read the ledger as
+	// it is at the first of them, never what is added after (a run's
+	// re-checks must not grow with what the run itself sends).
+	Pinned() KafkaPlanStore
+}
 
 // RabbitTransport is what a RabbitMQ run (rabbit_run.go) needs of the
 // broker; *rabbitmq.Client implements it.
