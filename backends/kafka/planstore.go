@@ -208,33 +208,40 @@ func (s *PlanStore) PutPlan(ctx context.Context, f redrive.File) error {
 	if f.Hash != f.Plan.Hash() {
 		return redrive.ErrHashMismatch
 	}
-	var recs []*kgo.Record
+	// The plan's JSON (json.Encoder's, newline and all), written a row at
+	// a time as it is compressed: a million-record plan's core is ~65 MB
+	// of JSON, ~130 MB as rows.
+	return s.put(ctx, f.Hash, contentPlanV1, func(w io.Writer) error {
+		if err := f.Plan.WriteJSON(w); err != nil {
+			return err
+		}
+		_, err := io.WriteString(w, "\n")
+		return err
+	}, f.Signatures)
+}
+
+// put stores a plan's content (doc, of the given content kind) as chunks
+// and then its manifest, unless a readable copy is stored already, and
+// then its signatures: what PutPlan and PutSigned share.
+func (s *PlanStore) put(ctx context.Context, hash, content string, doc func(io.Writer) error, sigs []approval.Signature) error {
 	ix, err := s.index(ctx)
 	if err != nil {
 		return err
 	}
-	if e, ok := ix.plans[f.Hash]; !ok || e.err != nil {
-		// The plan's JSON (json.Encoder's, newline and all), written a row
-		// at a time as it is compressed: a million-record plan's core is
-		// ~65 MB of JSON, ~130 MB as rows.
-		m, err := s.writeChunks(ctx, f.Hash, contentPlanV1, func(w io.Writer) error {
-			if err := f.Plan.WriteJSON(w); err != nil {
-				return err
-			}
-			_, err := io.WriteString(w, "\n")
-			return err
-		})
+	var recs []*kgo.Record
+	if e, ok := ix.plans[hash]; !ok || e.err != nil {
+		m, err := s.writeChunks(ctx, hash, content, doc)
 		if err != nil {
 			return err
 		}
-		v, err := json.Marshal(storedPlan{Hash: f.Hash, Manifest: &m})
+		v, err := json.Marshal(storedPlan{Hash: hash, Manifest: &m})
 		if err != nil {
 			return err
 		}
-		recs = append(recs, &kgo.Record{Key: []byte(planKeyPrefix + f.Hash), Value: v})
+		recs = append(recs, &kgo.Record{Key: []byte(planKeyPrefix + hash), Value: v})
 	}
-	for _, sig := range f.Signatures {
-		r, err := sigRecord(f.Hash, sig)
+	for _, sig := range sigs {
+		r, err := sigRecord(hash, sig)
 		if err != nil {
 			return err
 		}

@@ -2,11 +2,8 @@ package kafka
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
@@ -36,33 +33,7 @@ func (s *PlanStore) PutSigned(ctx context.Context, p redrive.SignedPlan) error {
 	if h, err := p.Plan.Hash(); err != nil || h != p.Hash {
 		return redrive.ErrHashMismatch
 	}
-	ix, err := s.index(ctx)
-	if err != nil {
-		return err
-	}
-	var recs []*kgo.Record
-	if e, ok := ix.plans[p.Hash]; !ok || e.err != nil {
-		m, err := s.writeChunks(ctx, p.Hash, redrive.PlanFormat, jsonDoc(p.Plan))
-		if err != nil {
-			return err
-		}
-		v, err := json.Marshal(storedPlan{Hash: p.Hash, Manifest: &m})
-		if err != nil {
-			return err
-		}
-		recs = append(recs, &kgo.Record{Key: []byte(planKeyPrefix + p.Hash), Value: v})
-	}
-	for _, sig := range p.Signatures {
-		r, err := sigRecord(p.Hash, sig)
-		if err != nil {
-			return err
-		}
-		recs = append(recs, r)
-	}
-	if len(recs) == 0 {
-		return nil
-	}
-	return s.produce(ctx, PlanTopic, recs...)
+	return s.put(ctx, p.Hash, redrive.PlanFormat, jsonDoc(p.Plan), p.Signatures)
 }
 
 // isV2 reports whether an indexed entry holds a v2 core.

@@ -1053,13 +1053,9 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 	if err != nil {
 		return err
 	}
-	actor := audit.CurrentUser()
-	if keyFile != "" {
-		signer, err := loadKey(keyFile)
-		if err != nil {
-			return err
-		}
-		actor += " (" + fingerprint(signer) + ")"
+	actor, err := executor(keyFile)
+	if err != nil {
+		return err
 	}
 	sigCtx, stop := signalContext(cmd)
 	defer stop()

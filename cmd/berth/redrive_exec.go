@@ -353,13 +353,9 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 			if !cmd.Flags().Changed("watch") {
 				watch = a.cfg.Redrive.VerifyWatch
 			}
-			actor := audit.CurrentUser()
-			if keyFile != "" {
-				signer, err := loadKey(keyFile)
-				if err != nil {
-					return err
-				}
-				actor += " (" + fingerprint(signer) + ")"
+			actor, err := executor(keyFile)
+			if err != nil {
+				return err
 			}
 			sigCtx, stop := signalContext(cmd)
 			defer stop()
@@ -706,6 +702,20 @@ func orUnknown(s string) string {
 		return "(no allowed_signers configured)"
 	}
 	return s
+}
+
+// executor is who runs a redrive, as the audit log names them: the OS
+// user, and the key's fingerprint when --key is given.
+func executor(keyFile string) (string, error) {
+	actor := audit.CurrentUser()
+	if keyFile != "" {
+		signer, err := loadKey(keyFile)
+		if err != nil {
+			return "", err
+		}
+		actor += " (" + fingerprint(signer) + ")"
+	}
+	return actor, nil
 }
 
 func fingerprint(s interface{ PublicKey() ssh.PublicKey }) string {
