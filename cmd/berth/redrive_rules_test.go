@@ -442,8 +442,8 @@ func TestRedriveRulesOnBothBackends(t *testing.T) {
 				// One refusal, worded the same on both backends (it named
 				// the principal on Kafka only).
 				for key, want := range map[string]*regexp.Regexp{
-					alice:  regexp.MustCompile(`^berth: refused: the plan's author cannot approve it \(two-person rule: SHA256:\S+ is the key that signed it as its author\); nothing stored\n$`),
-					alice2: regexp.MustCompile(`^berth: refused: the plan's author cannot approve it \(two-person rule: alice@hc signed it as its author with another key\); nothing stored\n$`),
+					alice:  regexp.MustCompile(`^berth: refused: the plan's author cannot approve it \(two-person rule: the author's key\); nothing stored\n$`),
+					alice2: regexp.MustCompile(`^berth: refused: the plan's author cannot approve it \(two-person rule: alice@hc is its author\); nothing stored\n$`),
 				} {
 					if _, errOut, code := e.run(t, "redrive", "approve", hash[:12], "--key", key); code != 1 || !want.MatchString(errOut) {
 						t.Errorf("approve with %s: exit %d %q; want exit 1 and %s", key, code, errOut, want)

@@ -18,13 +18,13 @@ func twoPersonRule(subj approval.Subject, author *approval.Signature, fp, princi
 		return nil
 	}
 	if author.Fingerprint == fp {
-		return Refuse(ErrTwoPersonRule, "the plan's author cannot approve it (two-person rule: %s is the key that signed it as its author); nothing stored", fp)
+		return Refuse(ErrTwoPersonRule, "the plan's author cannot approve it (two-person rule: the author's key); nothing stored")
 	}
 	if principal == "" {
 		return nil
 	}
 	if av, err := approval.Verify(subj, *author, signers, now); err == nil && av.Principal == principal {
-		return Refuse(ErrTwoPersonRule, "the plan's author cannot approve it (two-person rule: %s signed it as its author with another key); nothing stored", principal)
+		return Refuse(ErrTwoPersonRule, "the plan's author cannot approve it (two-person rule: %s is its author); nothing stored", principal)
 	}
 	return nil
 }
