@@ -165,16 +165,16 @@ func (s consoleRedrive) actions(contextName string, readOnly bool, actor string)
 		MaxAge: s.cfg.Redrive.PlanMaxAge, OpenAudit: s.openAudit}
 }
 
-// RecordPlan audits a plan made in the console as `berth redrive plan`
-// audits its plans.
-func (s consoleRedrive) RecordPlan(ctx context.Context, f redrive.File, contextName string, stored bool) error {
+// RecordPlan audits a plan made in the console, before it is stored, as
+// `berth redrive plan` audits its plans.
+func (s consoleRedrive) RecordPlan(ctx context.Context, f redrive.File, contextName string, store bool) error {
 	key := ""
 	if a := f.Author(); a != nil {
 		key = a.Fingerprint
 	}
 	b, _ := f.Plan.Blocked()
 	return s.audit(ctx, contextName, "redrive.plan", f, map[string]any{
-		"author": f.Plan.Author, "author_key": key, "totals": f.Plan.Totals(), "blocked": b, "stored": stored, "file": "(console)",
+		"author": f.Plan.Author, "author_key": key, "totals": f.Plan.Totals(), "blocked": b, "store": store, "file": "(console)",
 	})
 }
 

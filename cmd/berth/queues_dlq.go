@@ -895,13 +895,6 @@ func (a *app) rmqRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 	if err != nil {
 		return err
 	}
-	body, err := p.Encode()
-	if err == nil {
-		err = writeFileAtomic(o.out, body)
-	}
-	if err != nil {
-		return fmt.Errorf("--out %s: %v", o.out, err)
-	}
 	var sig *approval.Signature
 	if signer != nil {
 		s, err := signer(p.Subject())
@@ -910,9 +903,18 @@ func (a *app) rmqRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 		}
 		sig = &s
 	}
+	// Recorded (audited, then stored) before the file is written: a plan
+	// the audit log cannot record is refused, nothing stored or written.
 	sum, err := a.rmqRecordPlan(ctx, rr, l, p, sig, o.out, o.auditFile)
 	if err != nil {
 		return err
+	}
+	body, err := p.Encode()
+	if err == nil {
+		err = writeFileAtomic(o.out, body)
+	}
+	if err != nil {
+		return fmt.Errorf("--out %s: %v", o.out, err)
 	}
 	sum.Review = rabbitReviewOf(actions.SummariseRabbit(p, nil, nil), p.Cluster)
 	sum.Warnings = warningsOf(warnings)

@@ -470,6 +470,18 @@ func (a *app) runRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 		}
 		file.Signatures = append(file.Signatures, sig)
 	}
+	// Recorded (audited, then stored) before the file is written: a plan
+	// the audit log cannot record is refused, nothing stored or written,
+	// as approve and execute refuse.
+	k := &actions.KafkaRedrive{Planner: p, Store: p.Store, ReadOnly: a.readOnly, Context: a.ctxName,
+		OpenAudit: func() (*audit.Log, func(), error) {
+			l, err := a.openAudit(o.auditFile)
+			return l, func() {}, err
+		}}
+	rec, err := k.RecordPlan(ctx, file, o.out)
+	if err != nil {
+		return err
+	}
 	// Written as it is encoded: a million-record plan file is ~65 MB.
 	if _, err := savefile.WriteFunc(o.out, file.Write, true); err != nil {
 		return fmt.Errorf("--out: %v", err)
@@ -479,24 +491,7 @@ func (a *app) runRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 	sum.Review = reviewOf(review)
 	sum.Review.Cluster = sanitize.Text(file.Plan.Cluster)
 	sum.Warnings = warningsOf(review.Warnings)
-	if a.readOnly {
-		sum.StoreNote = "read-only context: the plan was written to the file only"
-	} else if err := p.Store.PutPlan(ctx, file); err != nil {
-		sum.StoreNote = "not stored in the cluster: " + err.Error()
-	} else {
-		sum.Stored = true
-	}
-	if lg, err := a.openAudit(o.auditFile); err == nil {
-		_, err = lg.Append(ctx, audit.Entry{Action: "redrive.plan", Context: a.ctxName, Target: file.Hash, Details: map[string]any{
-			"dlq": file.Plan.DLQ, "author": file.Plan.Author, "author_key": sum.AuthorKey, "totals": sum.Totals,
-			"blocked": sum.Blocked, "stored": sum.Stored, "file": o.out,
-		}})
-		if err != nil {
-			fmt.Fprintf(a.stderr, "berth: audit log: %v\n", err)
-		}
-	} else {
-		fmt.Fprintf(a.stderr, "berth: audit log: %v\n", err)
-	}
+	sum.Stored, sum.StoreNote = rec.Stored, rec.StoreNote
 	if f == output.JSON {
 		if err := writePlanJSON(a.stdout, sum, file.Plan.Records); err != nil {
 			return err

@@ -602,6 +602,53 @@ func TestRedriveRulesOnBothBackends(t *testing.T) {
 				}
 			})
 
+			t.Run("an unwritable audit log refuses plan and sign, storing or writing nothing", func(t *testing.T) {
+				signers, alice, _, _ := signersFile(t, t.TempDir())
+				e := b.env(t, func(e ruleEnv) string {
+					return e.policyFor("      review: required\n      approvals: 1\n", fmt.Sprintf("      allowed_signers: %s\n", signers))
+				})
+				_, made := e.planAll(t) // unsigned, stored while the log could be written
+				blocked := filepath.Join(t.TempDir(), "audit.log")
+				if err := os.Mkdir(blocked, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				// redrive plan exited 0 with the plan stored, the failure a
+				// warning.
+				file := filepath.Join(t.TempDir(), "p.json")
+				_, errOut, code := e.run(t, "redrive", "plan", e.dlq, "--all", "--key", alice, "--out", file, "--audit-file", blocked)
+				if code != 1 || !strings.Contains(errOut, "berth: refused: audit log: ") || !strings.Contains(errOut, blocked) || !strings.Contains(errOut, "nothing stored") ||
+					strings.Count(errOut, "berth: ") != 1 {
+					t.Errorf("plan with an unwritable audit log: exit %d %q; want exit 1 and one line naming %s", code, errOut, blocked)
+				}
+				if _, err := os.Stat(file); err == nil {
+					t.Errorf("the refused plan was written to --out")
+				}
+				out, errOut, code := e.run(t, "redrive", "status", "-o", "json")
+				var plans []struct {
+					Plan string `json:"plan"`
+				}
+				if code != 0 || json.Unmarshal([]byte(out), &plans) != nil || len(plans) != 1 || plans[0].Plan != made {
+					t.Errorf("status after a refused plan: exit %d, want only the plan made before:\n%s%s", code, out, errOut)
+				}
+				// sign has no --audit-file: the config's log is made unwritable.
+				if err := os.Remove(e.audit); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Mkdir(e.audit, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if _, errOut, code := e.run(t, "redrive", "sign", made[:12], "--key", alice); code != 1 || !strings.Contains(errOut, "audit log") || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+					t.Errorf("sign with an unwritable audit log: exit %d %q; want a refusal in one line", code, errOut)
+				}
+				out, errOut, code = e.run(t, "redrive", "status", made[:12], "-o", "json")
+				var st struct {
+					Author string `json:"author"`
+				}
+				if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Author != "(unsigned)" {
+					t.Errorf("status after a refused sign: exit %d, author %q, want (unsigned):\n%s%s", code, st.Author, out, errOut)
+				}
+			})
+
 			t.Run("an unwritable audit log refuses approve, storing nothing", func(t *testing.T) {
 				signers, alice, _, bob := signersFile(t, t.TempDir())
 				e := b.env(t, func(e ruleEnv) string {

@@ -314,30 +314,41 @@ type RecordedPlan struct {
 	StoreNote string
 }
 
-// RecordPlan stores a plan just made (with its author's signature when
-// given), unless the context is read-only, and audits it (redrive.plan).
-// file is where the plan was written (ConsolePlanFile for the console).
+// RecordPlan records a plan just made: its audit entry (redrive.plan)
+// first, then, unless the context is read-only, the plan and its author's
+// signature (when given) in the redrive store. A plan the audit log cannot
+// record is refused with nothing stored, as approve and execute refuse (it
+// was stored and the failure only warned, exit 0). file is where the plan
+// is written (ConsolePlanFile for the console).
 func (r *RabbitRedrive) RecordPlan(ctx context.Context, l *rabbitmq.Ledger, p redrive.QueuePlan, sig *approval.Signature, file, auditFile string) (RecordedPlan, error) {
 	var out RecordedPlan
 	if sig != nil {
-		if err := l.AddSignature(ctx, *sig); err != nil {
-			return out, fmt.Errorf("signing the plan: %v", err)
-		}
 		out.AuthorKey = sig.Fingerprint
 	}
+	blocked, _ := p.Blocked()
+	if err := r.Audit(ctx, auditFile, "redrive.plan", p.Hash(), map[string]any{"dlq": p.DLQ, "vhost": p.Vhost, "author": p.Author, "author_key": out.AuthorKey,
+		"totals": p.Totals(), "blocked": blocked, "store": !r.ReadOnly, "file": file}); err != nil {
+		return out, Refuse(ErrAuditUnwritable, "%v; nothing stored", err)
+	}
 	if r.ReadOnly {
+		// Nothing is written to the store, the author's signature
+		// included: it is in the plan file.
 		out.StoreNote = "read-only context: the plan was written to the file only"
 		if file == ConsolePlanFile {
 			out.StoreNote = "read-only context: the plan was not stored"
 		}
-	} else if err := l.PutPlan(ctx, p); err != nil {
-		out.StoreNote = "not stored: " + err.Error()
-	} else {
-		out.Stored = true
+		return out, nil
 	}
-	blocked, _ := p.Blocked()
-	r.AuditOrWarn(ctx, auditFile, "redrive.plan", p.Hash(), map[string]any{"dlq": p.DLQ, "vhost": p.Vhost, "author": p.Author, "author_key": out.AuthorKey,
-		"totals": p.Totals(), "blocked": blocked, "stored": out.Stored, "file": file})
+	err := l.PutPlan(ctx, p)
+	if err == nil && sig != nil {
+		err = l.AddSignature(ctx, *sig)
+	}
+	if err != nil {
+		out.StoreNote = "not stored: " + err.Error()
+		r.AuditOrWarn(ctx, auditFile, "redrive.plan.not_stored", p.Hash(), map[string]any{"dlq": p.DLQ, "error": err.Error()})
+		return out, nil
+	}
+	out.Stored = true
 	return out, nil
 }
 
@@ -485,11 +496,12 @@ func (r *RabbitRedrive) SignAsAuthor(ctx context.Context, l *rabbitmq.Ledger, p 
 	if err := approverAsAuthor(h, approvals, sig); err != nil {
 		return err
 	}
-	if err := l.AddSignature(ctx, sig); err != nil {
-		return err
+	// Recorded first, as on Kafka: a signature the audit log cannot hold
+	// is not stored (it was stored, and the failure only warned).
+	if err := r.Audit(ctx, "", "redrive.plan.signed", h, map[string]any{"dlq": p.DLQ, "author": p.Author, "author_key": sig.Fingerprint}); err != nil {
+		return Refuse(ErrAuditUnwritable, "%v; nothing stored", err)
 	}
-	r.AuditOrWarn(ctx, "", "redrive.plan.signed", h, map[string]any{"dlq": p.DLQ, "author": p.Author, "author_key": sig.Fingerprint})
-	return nil
+	return l.AddSignature(ctx, sig)
 }
 
 // Preflight decides whether a plan may run now, for `berth redrive

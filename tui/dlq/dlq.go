@@ -66,8 +66,10 @@ type PlanActions interface {
 	// context, when the key is the author's or is not in allowed_signers.
 	Approve(ctx context.Context, hash string, sig approval.Signature, contextName string, readOnly bool) (Approved, error)
 	// RecordPlan appends the audit entry for a plan made in the console
-	// (redrive.plan, as `berth redrive plan` does), stored or not.
-	RecordPlan(ctx context.Context, f redrive.File, contextName string, stored bool) error
+	// (redrive.plan, as `berth redrive plan` does) before it is stored
+	// (store: it is to be stored); an error refuses the plan: it is not
+	// stored.
+	RecordPlan(ctx context.Context, f redrive.File, contextName string, store bool) error
 	// SignAsAuthor stores the author's signature over a plan that has none
 	// (a plan just made in the console, as `redrive plan --key` signs it).
 	SignAsAuthor(ctx context.Context, hash string, sig approval.Signature, contextName string, readOnly bool) error

@@ -147,18 +147,18 @@ func (p *PlanPage) Init() tea.Cmd {
 		if err != nil {
 			return errMsg{err}
 		}
-		stored, ok := "stored in the cluster's plan store", false
+		// Audited before it is stored, as `berth redrive plan` does: a
+		// plan the audit log cannot record is not stored.
+		if a, can := s.(PlanActions); can {
+			if err := a.RecordPlan(ctx, f, ctxName, !readOnly); err != nil {
+				return planMsg{file: f, stored: "not stored: " + err.Error()}
+			}
+		}
+		stored := "stored in the cluster's plan store"
 		if readOnly {
 			stored = "not stored: read-only (" + reason + ")"
 		} else if err := s.Store(ctx, f); err != nil {
 			stored = "not stored: " + err.Error()
-		} else {
-			ok = true
-		}
-		if a, can := s.(PlanActions); can {
-			if err := a.RecordPlan(ctx, f, ctxName, ok); err != nil {
-				stored += " (audit log: " + err.Error() + ")"
-			}
 		}
 		return planMsg{file: f, stored: stored}
 	}))
