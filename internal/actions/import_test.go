@@ -15,7 +15,6 @@ import (
 	"github.com/berth-dev/berth/backends/rabbitmq"
 	"github.com/berth-dev/berth/internal/actions"
 	"github.com/berth-dev/berth/internal/config"
-	"github.com/berth-dev/berth/internal/kafkatest"
 	"github.com/berth-dev/berth/redrive"
 )
 
@@ -24,15 +23,8 @@ import (
 // and another cluster's plan are refused with nothing stored; a read-only
 // context checks it and stores nothing; a good one is stored once.
 func TestImportPlanFileIntoTheKafkaPlanStore(t *testing.T) {
-	kc := kafkatest.Start(t, 1)
-	seedDLQ(t, kc, 3)
+	_, c, k := seededDLQ(t, 3)
 	ctx := context.Background()
-	c, err := kafka.Dial(ctx, kafka.Options{Bootstrap: kc.Addrs, Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	k := kafka.NewCluster(c)
 	info, err := k.Describe(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -51,6 +51,21 @@ func seedDLQ(t *testing.T, kc *kafkatest.Cluster, n int) {
 	kc.Produce(t, recs...)
 }
 
+// seededDLQ is a broker of the test's own with n dead letters in
+// "orig.DLT" (seedDLQ), a client to it (closed when the test ends) and the
+// cluster over that client.
+func seededDLQ(t *testing.T, n int) (*kafkatest.Cluster, *kafka.Client, *kafka.Cluster) {
+	t.Helper()
+	kc := kafkatest.Start(t, 1)
+	seedDLQ(t, kc, n)
+	c, err := kafka.Dial(context.Background(), kafka.Options{Bootstrap: kc.Addrs, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return kc, c, kafka.NewCluster(c)
+}
+
 func planFor(t *testing.T, k *kafka.Cluster, dlq string, n int) redrive.File {
 	t.Helper()
 	res, err := k.ReadDLQ(context.Background(), dlq, kafka.ReadOptions{})
@@ -68,15 +83,8 @@ func planFor(t *testing.T, k *kafka.Cluster, dlq string, n int) redrive.File {
 }
 
 func TestRedriveTransactionalExactlyOnce(t *testing.T) {
-	kc := kafkatest.Start(t, 1)
-	seedDLQ(t, kc, 30)
+	kc, c, k := seededDLQ(t, 30)
 	ctx := context.Background()
-	c, err := kafka.Dial(ctx, kafka.Options{Bootstrap: kc.Addrs, Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	k := kafka.NewCluster(c)
 	f := planFor(t, k, "orig.DLT", 30)
 	store := kafka.NewPlanStore(c)
 
@@ -253,15 +261,8 @@ func caughtUp(next, want map[int32]int64) bool {
 // how long the limiter slept and how far the clock moved.
 func pacedRun(t *testing.T, stall time.Duration) (progress []actions.Progress, slept, elapsed time.Duration) {
 	t.Helper()
-	kc := kafkatest.Start(t, 1)
-	seedDLQ(t, kc, 20)
+	_, c, k := seededDLQ(t, 20)
 	ctx := context.Background()
-	c, err := kafka.Dial(ctx, kafka.Options{Bootstrap: kc.Addrs, Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	k := kafka.NewCluster(c)
 	f := planFor(t, k, "orig.DLT", 20)
 	f.Plan.Rate, f.Plan.BatchSize = 10, 5
 	f = redrive.NewFile(f.Plan)

@@ -45,6 +45,20 @@ func messageIDs(ms []rabbitmq.Message) []string {
 	return out
 }
 
+// deadLettered is the set-up most runs here start from: a topology of its
+// own whose DLQ holds rabbittest.WorkMessages(n), dead-lettered from the
+// work queue, a client with the management API and a SQLite ledger.
+func deadLettered(t *testing.T, n int) (*amqp.Connection, rabbittest.Topology, *rabbitmq.Client, *rabbitmq.Ledger) {
+	t.Helper()
+	conn := rabbittest.Need(t)
+	rabbittest.NeedManagement(t)
+	tp := rabbittest.NewTopology(t, conn, nil, nil)
+	rabbittest.PublishConfirmed(t, conn, tp.WorkX, tp.Key, rabbittest.WorkMessages(n)...)
+	rabbittest.Kill(t, conn, tp.Work, n)
+	rabbittest.Eventually(t, 10*time.Second, fmt.Sprintf("%d dead letters", n), func() bool { return rabbittest.ReadyCount(t, conn, tp.DLQ) == n })
+	return conn, tp, rabbitClient(t, rabbitmq.Options{AMQPURL: rabbittest.AMQPURL(), ManagementURL: rabbittest.ManagementURL()}), sqliteLedger(t)
+}
+
 func sqliteLedger(t testing.TB) *rabbitmq.Ledger {
 	t.Helper()
 	l, err := rabbitmq.OpenLedger(context.Background(), filepath.Join(t.TempDir(), "ledger.db"))
@@ -76,15 +90,7 @@ func queuePlanFor(t testing.TB, c *rabbitmq.Client, dlq string, sel redrive.Queu
 
 func TestRedriveClassicRoundTrip(t *testing.T) {
 	t.Parallel()
-	conn := rabbittest.Need(t)
-	rabbittest.NeedManagement(t)
-	tp := rabbittest.NewTopology(t, conn, nil, nil)
-	rabbittest.PublishConfirmed(t, conn, tp.WorkX, tp.Key, rabbittest.WorkMessages(6)...)
-	rabbittest.Kill(t, conn, tp.Work, 6)
-	rabbittest.Eventually(t, 10*time.Second, "6 dead letters", func() bool { return rabbittest.ReadyCount(t, conn, tp.DLQ) == 6 })
-
-	c := rabbitClient(t, rabbitmq.Options{AMQPURL: rabbittest.AMQPURL(), ManagementURL: rabbittest.ManagementURL()})
-	l := sqliteLedger(t)
+	conn, tp, c, l := deadLettered(t, 6)
 	p := queuePlanFor(t, c, tp.DLQ, redrive.QueueSelection{EventIDs: []string{"m1", "m3", "m4"}}, l)
 	if n := len(p.Included()); n != 3 {
 		t.Fatalf("plan includes %d, want 3", n)
@@ -144,15 +150,8 @@ func TestRedriveClassicRoundTrip(t *testing.T) {
 // kept for it, never read as arrivals (its DLQ copy would be acked: lost).
 func TestRedriveUnroutableAcrossChunksStaysInTheDLQ(t *testing.T) {
 	t.Parallel()
-	conn := rabbittest.Need(t)
-	rabbittest.NeedManagement(t)
-	tp := rabbittest.NewTopology(t, conn, nil, nil)
 	const n = 40
-	rabbittest.PublishConfirmed(t, conn, tp.WorkX, tp.Key, rabbittest.WorkMessages(n)...)
-	rabbittest.Kill(t, conn, tp.Work, n)
-	rabbittest.Eventually(t, 10*time.Second, "the dead letters", func() bool { return rabbittest.ReadyCount(t, conn, tp.DLQ) == n })
-	c := rabbitClient(t, rabbitmq.Options{AMQPURL: rabbittest.AMQPURL(), ManagementURL: rabbittest.ManagementURL()})
-	l := sqliteLedger(t)
+	conn, tp, c, l := deadLettered(t, n)
 	p := queuePlanFor(t, c, tp.DLQ, redrive.QueueSelection{All: true}, l)
 	ch, _ := conn.Channel()
 	if err := ch.QueueUnbind(tp.Work, tp.Key, tp.WorkX, nil); err != nil {
@@ -175,14 +174,7 @@ func TestRedriveUnroutableAcrossChunksStaysInTheDLQ(t *testing.T) {
 
 func TestRedriveUnroutableIsAFailure(t *testing.T) {
 	t.Parallel()
-	conn := rabbittest.Need(t)
-	rabbittest.NeedManagement(t)
-	tp := rabbittest.NewTopology(t, conn, nil, nil)
-	rabbittest.PublishConfirmed(t, conn, tp.WorkX, tp.Key, rabbittest.WorkMessages(3)...)
-	rabbittest.Kill(t, conn, tp.Work, 3)
-	rabbittest.Eventually(t, 10*time.Second, "3 dead letters", func() bool { return rabbittest.ReadyCount(t, conn, tp.DLQ) == 3 })
-	c := rabbitClient(t, rabbitmq.Options{AMQPURL: rabbittest.AMQPURL(), ManagementURL: rabbittest.ManagementURL()})
-	l := sqliteLedger(t)
+	conn, tp, c, l := deadLettered(t, 3)
 	p := queuePlanFor(t, c, tp.DLQ, redrive.QueueSelection{All: true}, l)
 
 	// The binding is gone: publishes are confirmed but returned.
@@ -367,15 +359,7 @@ func TestRedrivePassesOverManyAcrossSegmentsInOrder(t *testing.T) {
 // sends exactly the rest.
 func TestRedrivePauseThenCancelBetweenChunksResumes(t *testing.T) {
 	t.Parallel()
-	conn := rabbittest.Need(t)
-	rabbittest.NeedManagement(t)
-	tp := rabbittest.NewTopology(t, conn, nil, nil)
-	rabbittest.PublishConfirmed(t, conn, tp.WorkX, tp.Key, rabbittest.WorkMessages(6)...)
-	rabbittest.Kill(t, conn, tp.Work, 6)
-	rabbittest.Eventually(t, 10*time.Second, "6 dead letters", func() bool { return rabbittest.ReadyCount(t, conn, tp.DLQ) == 6 })
-
-	c := rabbitClient(t, rabbitmq.Options{AMQPURL: rabbittest.AMQPURL(), ManagementURL: rabbittest.ManagementURL()})
-	l := sqliteLedger(t)
+	conn, tp, c, l := deadLettered(t, 6)
 	p := queuePlanFor(t, c, tp.DLQ, redrive.QueueSelection{All: true}, l)
 	calls := 0
 	paused := make(chan struct{})
@@ -625,15 +609,7 @@ func (a *excludeAdmission) Admit(_ context.Context, msgs []redrive.QueueMessage)
 // report it.
 func TestExecuteRefusesAMessageWhoseContentChanged(t *testing.T) {
 	t.Parallel()
-	conn := rabbittest.Need(t)
-	rabbittest.NeedManagement(t)
-	tp := rabbittest.NewTopology(t, conn, nil, nil)
-	rabbittest.PublishConfirmed(t, conn, tp.WorkX, tp.Key, rabbittest.WorkMessages(2)...)
-	rabbittest.Kill(t, conn, tp.Work, 2)
-	rabbittest.Eventually(t, 10*time.Second, "2 dead letters", func() bool { return rabbittest.ReadyCount(t, conn, tp.DLQ) == 2 })
-
-	c := rabbitClient(t, rabbitmq.Options{AMQPURL: rabbittest.AMQPURL(), ManagementURL: rabbittest.ManagementURL()})
-	l := sqliteLedger(t)
+	conn, tp, c, l := deadLettered(t, 2)
 	p := queuePlanFor(t, c, tp.DLQ, redrive.QueueSelection{EventIDs: []string{"m1"}}, l)
 	if n := len(p.Included()); n != 1 {
 		t.Fatalf("plan includes %d, want 1", n)
