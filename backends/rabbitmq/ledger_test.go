@@ -21,16 +21,18 @@ func postgresDSN() string {
 	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 }
 
-// The ledger behaves the same in PostgreSQL and SQLite: intent, then
-// confirmed; a confirmed event is never downgraded by a late write.
-func TestLedgerStores(t *testing.T) {
+// eachLedgerStore runs test against a ledger in SQLite (a file of the
+// test's own) and one in PostgreSQL (skipped when it is unreachable,
+// unless BERTH_TEST_REQUIRE_SERVICES is set), each with a context bounded
+// by timeout.
+func eachLedgerStore(t *testing.T, timeout time.Duration, test func(t *testing.T, ctx context.Context, l *Ledger)) {
 	stores := map[string]string{
 		"sqlite":   filepath.Join(t.TempDir(), "l.db"),
 		"postgres": postgresDSN(),
 	}
 	for name, dsn := range stores {
 		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
 			l, err := OpenLedger(ctx, dsn)
 			if err != nil {
@@ -40,33 +42,41 @@ func TestLedgerStores(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer l.Close()
-			plan := uniq(t, "plan")
-			e := func(id, st string) LedgerEntry {
-				return LedgerEntry{Plan: plan, EventID: id, Vhost: "/", DLQ: "d-" + plan, Exchange: "x", RoutingKey: "k", State: st}
-			}
-			var intents []LedgerEntry
-			for i := 0; i < 450; i++ { // a chunk larger than a window
-				intents = append(intents, e(fmt.Sprintf("ev-%04d", i), StateIntent))
-			}
-			if err := l.Record(ctx, intents); err != nil {
-				t.Fatal(err)
-			}
-			if err := l.Record(ctx, []LedgerEntry{e(intents[0].EventID, StateConfirmed), e(intents[1].EventID, StateFailed)}); err != nil {
-				t.Fatal(err)
-			}
-			// A late intent must not undo a confirmation.
-			if err := l.Record(ctx, []LedgerEntry{e(intents[0].EventID, StateIntent)}); err != nil {
-				t.Fatal(err)
-			}
-			st, err := l.PlanStates(ctx, plan)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(st) != 450 || st[intents[0].EventID] != StateConfirmed || st[intents[1].EventID] != StateFailed || st[intents[2].EventID] != StateIntent {
-				t.Fatalf("%d states; %q %q %q", len(st), st[intents[0].EventID], st[intents[1].EventID], st[intents[2].EventID])
-			}
+			test(t, ctx, l)
 		})
 	}
+}
+
+// The ledger behaves the same in PostgreSQL and SQLite: intent, then
+// confirmed; a confirmed event is never downgraded by a late write.
+func TestLedgerStores(t *testing.T) {
+	eachLedgerStore(t, 2*time.Minute, func(t *testing.T, ctx context.Context, l *Ledger) {
+		plan := uniq(t, "plan")
+		e := func(id, st string) LedgerEntry {
+			return LedgerEntry{Plan: plan, EventID: id, Vhost: "/", DLQ: "d-" + plan, Exchange: "x", RoutingKey: "k", State: st}
+		}
+		var intents []LedgerEntry
+		for i := 0; i < 450; i++ { // a chunk larger than a window
+			intents = append(intents, e(fmt.Sprintf("ev-%04d", i), StateIntent))
+		}
+		if err := l.Record(ctx, intents); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Record(ctx, []LedgerEntry{e(intents[0].EventID, StateConfirmed), e(intents[1].EventID, StateFailed)}); err != nil {
+			t.Fatal(err)
+		}
+		// A late intent must not undo a confirmation.
+		if err := l.Record(ctx, []LedgerEntry{e(intents[0].EventID, StateIntent)}); err != nil {
+			t.Fatal(err)
+		}
+		st, err := l.PlanStates(ctx, plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st) != 450 || st[intents[0].EventID] != StateConfirmed || st[intents[1].EventID] != StateFailed || st[intents[2].EventID] != StateIntent {
+			t.Fatalf("%d states; %q %q %q", len(st), st[intents[0].EventID], st[intents[1].EventID], st[intents[2].EventID])
+		}
+	})
 }
 
 func TestLedgerErrorsHideThePassword(t *testing.T) {
@@ -85,50 +95,34 @@ func TestLedgerErrorsHideThePassword(t *testing.T) {
 // returns the confirmed entries of the ids asked (across chunks of ids),
 // never an intent, and not the asking plan's own.
 func TestLedgerConfirmedAmongReadsOnlyTheAskedEvents(t *testing.T) {
-	stores := map[string]string{
-		"sqlite":   filepath.Join(t.TempDir(), "l.db"),
-		"postgres": postgresDSN(),
-	}
-	for name, dsn := range stores {
-		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			l, err := OpenLedger(ctx, dsn)
-			if err != nil {
-				if name == "postgres" && os.Getenv("BERTH_TEST_REQUIRE_SERVICES") == "" {
-					t.Skipf("PostgreSQL unreachable: %v", err)
-				}
-				t.Fatal(err)
-			}
-			defer l.Close()
-			other, mine, pfx := uniq(t, "other"), uniq(t, "mine"), uniq(t, "ev")
-			var entries []LedgerEntry
-			for i := 0; i < 1200; i++ {
-				entries = append(entries, LedgerEntry{Plan: other, EventID: fmt.Sprintf("%s-%d", pfx, i), Vhost: "/", DLQ: "d", State: StateConfirmed})
-			}
-			entries = append(entries,
-				LedgerEntry{Plan: other, EventID: pfx + "-intent", Vhost: "/", DLQ: "d", State: StateIntent},
-				LedgerEntry{Plan: mine, EventID: pfx + "-mine", Vhost: "/", DLQ: "d", State: StateConfirmed})
-			if err := l.Record(ctx, entries); err != nil {
-				t.Fatal(err)
-			}
-			ask := []string{pfx + "-3", pfx + "-intent", pfx + "-mine", pfx + "-absent"}
-			for i := 0; i < 600; i++ { // past one chunk of ids
-				ask = append(ask, fmt.Sprintf("%s-none-%d", pfx, i))
-			}
-			ask = append(ask, pfx+"-1199")
-			got, err := l.ConfirmedAmong(ctx, ask, mine)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got) != 2 || got[pfx+"-3"].Plan != other || got[pfx+"-1199"].State != StateConfirmed {
-				t.Fatalf("got %d entries %v; want exactly %s-3 and %s-1199", len(got), got, pfx, pfx)
-			}
-			if all, err := l.ConfirmedAmong(ctx, []string{pfx + "-mine"}, ""); err != nil || len(all) != 1 {
-				t.Fatalf("without an excepted plan: %v %v", all, err)
-			}
-		})
-	}
+	eachLedgerStore(t, 30*time.Second, func(t *testing.T, ctx context.Context, l *Ledger) {
+		other, mine, pfx := uniq(t, "other"), uniq(t, "mine"), uniq(t, "ev")
+		var entries []LedgerEntry
+		for i := 0; i < 1200; i++ {
+			entries = append(entries, LedgerEntry{Plan: other, EventID: fmt.Sprintf("%s-%d", pfx, i), Vhost: "/", DLQ: "d", State: StateConfirmed})
+		}
+		entries = append(entries,
+			LedgerEntry{Plan: other, EventID: pfx + "-intent", Vhost: "/", DLQ: "d", State: StateIntent},
+			LedgerEntry{Plan: mine, EventID: pfx + "-mine", Vhost: "/", DLQ: "d", State: StateConfirmed})
+		if err := l.Record(ctx, entries); err != nil {
+			t.Fatal(err)
+		}
+		ask := []string{pfx + "-3", pfx + "-intent", pfx + "-mine", pfx + "-absent"}
+		for i := 0; i < 600; i++ { // past one chunk of ids
+			ask = append(ask, fmt.Sprintf("%s-none-%d", pfx, i))
+		}
+		ask = append(ask, pfx+"-1199")
+		got, err := l.ConfirmedAmong(ctx, ask, mine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || got[pfx+"-3"].Plan != other || got[pfx+"-1199"].State != StateConfirmed {
+			t.Fatalf("got %d entries %v; want exactly %s-3 and %s-1199", len(got), got, pfx, pfx)
+		}
+		if all, err := l.ConfirmedAmong(ctx, []string{pfx + "-mine"}, ""); err != nil || len(all) != 1 {
+			t.Fatalf("without an excepted plan: %v %v", all, err)
+		}
+	})
 }
 
 // A hash prefix two stored plans share is refused in the words Kafka's

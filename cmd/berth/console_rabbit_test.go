@@ -62,25 +62,7 @@ func TestConsoleRabbitMQQueuesPageShowsRealQueue(t *testing.T) {
 		dc.Wait()
 	}
 
-	cfg := config.Default()
-	cfg.Contexts = map[string]config.Context{"rabbit": {Kind: "rabbitmq", AMQPURL: testAMQPURL(), ManagementURL: testManagementURL()}}
-	cfg.CurrentContext = "rabbit"
-	cfg.ApplyDefaults()
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	a := newApp(io.Discard, io.Discard)
-	a.cfg, a.ctxName, a.ctx, a.timeout = cfg, "rabbit", cfg.Contexts["rabbit"], consoleTimeout
-
-	m := tui.New(tui.Options{Config: cfg, Context: "rabbit", Dial: a.dialConsole, Timeout: consoleTimeout, Refresh: 300 * time.Millisecond, Services: consoleServices()})
-	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(200, 50))
-	waitScreen := func(what string, re *regexp.Regexp) {
-		t.Helper()
-		t.Logf("waiting for %s", what)
-		// RabbitMQ emits queue statistics every 5s: allow many rounds.
-		teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return re.MatchString(ansi.Strip(string(b))) },
-			teatest.WithDuration(screenWait), teatest.WithCheckInterval(50*time.Millisecond))
-	}
+	tm, waitScreen := rabbitProgram(t)
 	waitScreen("the queue overview", regexp.MustCompile(`nodes running`))
 	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("c")})
 	// Filtered before looking for the row: the broker is shared, and other
@@ -114,22 +96,7 @@ func TestConsoleRabbitMQQueuesPageShowsRealQueue(t *testing.T) {
 func TestConsoleRabbitMQDeadLetterPagesThroughTheApp(t *testing.T) {
 	isolateConfig(t)
 	_, _, work, dlq := rmqDLQ(t, 2)
-	cfg := config.Default()
-	cfg.Contexts = map[string]config.Context{"rabbit": {Kind: "rabbitmq", AMQPURL: testAMQPURL(), ManagementURL: testManagementURL()}}
-	cfg.CurrentContext = "rabbit"
-	cfg.ApplyDefaults()
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	a := newApp(io.Discard, io.Discard)
-	a.cfg, a.ctxName, a.ctx, a.timeout = cfg, "rabbit", cfg.Contexts["rabbit"], consoleTimeout
-	m := tui.New(tui.Options{Config: cfg, Context: "rabbit", Dial: a.dialConsole, Timeout: consoleTimeout, Refresh: 300 * time.Millisecond, Services: consoleServices()})
-	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(200, 50))
-	waitScreen := func(what string, re *regexp.Regexp) {
-		t.Helper()
-		teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return re.MatchString(ansi.Strip(string(b))) },
-			teatest.WithDuration(screenWait), teatest.WithCheckInterval(50*time.Millisecond))
-	}
+	tm, waitScreen := rabbitProgram(t)
 	waitScreen("the queue overview", regexp.MustCompile(`nodes running`))
 	tm.Type(":dlq")
 	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
@@ -148,4 +115,31 @@ func TestConsoleRabbitMQDeadLetterPagesThroughTheApp(t *testing.T) {
 	if v := ansi.Strip(fm.View()); strings.Contains(v, "Kafka only") {
 		t.Errorf("a RabbitMQ dead-letter page said Kafka only:\n%s", v)
 	}
+}
+
+// rabbitProgram is the real program on a "rabbit" context (the test
+// broker, with its management API) in a 200x50 terminal, and a wait for
+// its screen to match re (what names it in the log).
+func rabbitProgram(t *testing.T) (*teatest.TestModel, func(what string, re *regexp.Regexp)) {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Contexts = map[string]config.Context{"rabbit": {Kind: "rabbitmq", AMQPURL: testAMQPURL(), ManagementURL: testManagementURL()}}
+	cfg.CurrentContext = "rabbit"
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	a := newApp(io.Discard, io.Discard)
+	a.cfg, a.ctxName, a.ctx, a.timeout = cfg, "rabbit", cfg.Contexts["rabbit"], consoleTimeout
+
+	m := tui.New(tui.Options{Config: cfg, Context: "rabbit", Dial: a.dialConsole, Timeout: consoleTimeout, Refresh: 300 * time.Millisecond, Services: consoleServices()})
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(200, 50))
+	waitScreen := func(what string, re *regexp.Regexp) {
+		t.Helper()
+		t.Logf("waiting for %s", what)
+		// RabbitMQ emits queue statistics every 5s: allow many rounds.
+		teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return re.MatchString(ansi.Strip(string(b))) },
+			teatest.WithDuration(screenWait), teatest.WithCheckInterval(50*time.Millisecond))
+	}
+	return tm, waitScreen
 }
