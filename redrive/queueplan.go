@@ -506,9 +506,18 @@ var ErrQueuePlanV1 = errors.New("a RabbitMQ plan in the old format (v1), whose s
 
 // DecodeQueuePlan reads a RabbitMQ plan file or stored plan (SignedPlan):
 // it must be a v2 RabbitMQ core hashing to its hash (an edit matches
-// ErrHashMismatch); a v1 plan is ErrQueuePlanV1. Signatures are kept in
-// the redrive store, not here.
+// ErrHashMismatch); a v1 plan is ErrQueuePlanV1. The file's signatures are
+// dropped: DecodeQueuePlanSigned returns them.
 func DecodeQueuePlan(raw []byte) (QueuePlan, error) {
+	p, _, err := DecodeQueuePlanSigned(raw)
+	return p, err
+}
+
+// DecodeQueuePlanSigned is DecodeQueuePlan with the file's signatures (each
+// over the plan's hash, none verified: a file's author signature is checked
+// when it is imported into the redrive store, and counted only as
+// allowed_signers says).
+func DecodeQueuePlanSigned(raw []byte) (QueuePlan, []approval.Signature, error) {
 	var probe struct {
 		Plan struct {
 			Format  string `json:"format"`
@@ -517,21 +526,29 @@ func DecodeQueuePlan(raw []byte) (QueuePlan, error) {
 		} `json:"plan"`
 	}
 	if json.NewDecoder(bytes.NewReader(raw)).Decode(&probe) == nil && probe.Plan.Format == "" && probe.Plan.Kind == BackendRabbitMQ {
-		return QueuePlan{}, ErrQueuePlanV1
+		return QueuePlan{}, nil, ErrQueuePlanV1
 	}
 	sp, err := DecodeSignedPlan(raw)
 	if err != nil {
-		return QueuePlan{}, err
+		return QueuePlan{}, nil, err
 	}
-	return QueuePlanFromCore(sp.Plan)
+	p, err := QueuePlanFromCore(sp.Plan)
+	return p, sp.Signatures, err
 }
 
-// Encode writes the plan as a v2 plan file (SignedPlan, one line).
-func (p QueuePlan) Encode() ([]byte, error) {
+// Encode writes the plan as a v2 plan file (SignedPlan, one line) with no
+// signature.
+func (p QueuePlan) Encode() ([]byte, error) { return p.EncodeSigned(nil) }
+
+// EncodeSigned writes the plan as a v2 plan file carrying sigs (the
+// author's, as `redrive plan --key` writes it, the same as a Kafka plan
+// file does).
+func (p QueuePlan) EncodeSigned(sigs []approval.Signature) ([]byte, error) {
 	sp, err := NewSignedPlan(p.Core())
 	if err != nil {
 		return nil, err
 	}
+	sp.Signatures = append(sp.Signatures, sigs...)
 	return sp.Encode()
 }
 

@@ -909,7 +909,13 @@ func (a *app) rmqRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 	if err != nil {
 		return err
 	}
-	body, err := p.Encode()
+	// The file carries the author's signature, as a Kafka plan file does:
+	// an approver using another redrive store imports it with the plan.
+	var sigs []approval.Signature
+	if sig != nil {
+		sigs = append(sigs, *sig)
+	}
+	body, err := p.EncodeSigned(sigs)
 	if err == nil {
 		err = writeFileAtomic(o.out, body)
 	}

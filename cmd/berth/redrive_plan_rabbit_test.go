@@ -405,3 +405,81 @@ func TestRabbitPlanRecordsTheSystemOfRecordWithoutItsDSN(t *testing.T) {
 		t.Errorf("the plan's system_of_record is %q, want %q and no DSN in the file", got, "sqlite: "+query)
 	}
 }
+
+// A RabbitMQ plan file carries its author's signature, as a Kafka plan
+// file does: an approver whose redrive store is another one imports it
+// with the plan, so the plan keeps its author there and the two-person
+// rule holds (the file's signature was dropped: the plan read as unsigned
+// and could not be approved). A signature that is not genuine for this
+// plan refuses the import, storing nothing.
+func TestRabbitPlanFileKeepsItsAuthorAcrossStores(t *testing.T) {
+	isolateConfig(t)
+	_, _, _, dlq := rmqDLQ(t, 2)
+	dir := t.TempDir()
+	signers, alice, _, bob := signersFile(t, dir)
+	policy := reviewedPolicy(dlq, signers)
+	mine := rabbitRedriveConfig(dir, policy).write(t)
+	theirs := rabbitConfig{Audit: filepath.Join(dir, "their-audit.log"), Store: filepath.Join(dir, "their-store.db"), Policies: policy}.write(t)
+	file := filepath.Join(dir, "plan.json")
+	out, errOut, code := runBerth(t, "redrive", "plan", dlq, "--all", "--key", alice, "--out", file, "-o", "json", "--config", mine)
+	var made struct {
+		Hash      string `json:"hash"`
+		AuthorKey string `json:"author_key"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &made) != nil {
+		t.Fatalf("plan: exit %d %s%s", code, out, errOut)
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Signatures []struct {
+			Role        string `json:"role"`
+			Fingerprint string `json:"fingerprint"`
+		} `json:"signatures"`
+	}
+	if json.Unmarshal(raw, &doc) != nil || len(doc.Signatures) != 1 || doc.Signatures[0].Role != "author" || doc.Signatures[0].Fingerprint != made.AuthorKey {
+		t.Fatalf("plan --key wrote no author's signature in the file: %s", raw)
+	}
+	// The author cannot approve it in the other store either.
+	if _, errOut, code := runBerth(t, "redrive", "approve", file, "--key", alice, "--config", theirs); code != 1 || !strings.Contains(errOut, "author cannot approve") {
+		t.Errorf("the author approving the file in another store: exit %d %q; want the two-person rule", code, errOut)
+	}
+	out, errOut, code = runBerth(t, "redrive", "approve", file, "--key", bob, "-o", "json", "--config", theirs)
+	if code != 0 || !strings.Contains(out, `"approved": true`) {
+		t.Errorf("bob approving the file in another store: exit %d, want it approved (its author imported):\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = runBerth(t, "redrive", "status", made.Hash[:12], "-o", "json", "--config", theirs)
+	var st struct {
+		Author string `json:"author"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Author != "alice@hc" {
+		t.Errorf("status in the other store: exit %d, author %q, want alice@hc:\n%s%s", code, st.Author, out, errOut)
+	}
+	// A signature moved from another plan (same key, other hash in its
+	// statement) is refused, and the plan is not stored.
+	other := filepath.Join(dir, "other.json")
+	if _, errOut, code := runBerth(t, "redrive", "plan", dlq, "--all", "--rate", "7", "--key", alice, "--out", other, "--config", mine); code != 0 {
+		t.Fatalf("second plan: %s", errOut)
+	}
+	var a, b map[string]any
+	rawOther, _ := os.ReadFile(other)
+	if json.Unmarshal(raw, &a) != nil || json.Unmarshal(rawOther, &b) != nil {
+		t.Fatal("plan files are not JSON")
+	}
+	sig := b["signatures"].([]any)[0].(map[string]any)
+	sig["plan_hash"] = a["hash"]
+	b["hash"], b["plan"], b["signatures"] = a["hash"], a["plan"], []any{sig}
+	forged, _ := json.Marshal(b)
+	third := rabbitConfig{Audit: filepath.Join(dir, "third-audit.log"), Store: filepath.Join(dir, "third-store.db"), Policies: policy}.write(t)
+	if err := os.WriteFile(other, forged, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runBerth(t, "redrive", "approve", other, "--key", bob, "--config", third); code != 1 || !strings.Contains(errOut, "not genuine") || !strings.Contains(errOut, "nothing stored") {
+		t.Errorf("a file with another plan's author signature: exit %d %q; want a refusal, nothing stored", code, errOut)
+	}
+	if out, _, _ := runBerth(t, "redrive", "status", "-o", "json", "--config", third); strings.Contains(out, made.Hash) {
+		t.Errorf("the refused file's plan was stored:\n%s", out)
+	}
+}

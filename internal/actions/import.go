@@ -8,6 +8,7 @@ import (
 
 	"github.com/berth-dev/berth/backends/rabbitmq"
 	"github.com/berth-dev/berth/redrive"
+	"github.com/berth-dev/berth/redrive/approval"
 )
 
 // Importing a plan file: `berth redrive approve|sign|execute FILE` store the
@@ -85,31 +86,85 @@ func (k *KafkaRedrive) importChecked(ctx context.Context, f redrive.File, store 
 // KafkaRedrive.ImportFile does: the hash (rabbitmq.ErrPlanEdited, in the
 // words RabbitMQ users see: "plan FILE: content does not match its hash"),
 // the backend, then the cluster cl is attached to; with store (and not
-// read-only) it is put in the redrive store l. A RabbitMQ plan's
-// signatures live in the store, never in the file.
+// read-only) it is put in the redrive store l with the author's signature
+// the file carries (`redrive plan --key` writes it there, as on Kafka), so
+// a plan file handed to an approver using another redrive store keeps its
+// author. That signature must be genuine (by its key, over this plan's
+// author statement on this cluster), else nothing is stored; it is counted
+// only as allowed_signers says, like one given by `redrive sign`. A store
+// that already holds an author's signature keeps it (authorship is given
+// once), and a key that approved the plan cannot become its author. The
+// file's approvals are not imported: approvals are given with `approve`.
 func (r *RabbitRedrive) ImportFile(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledger, name string, raw []byte, store bool) (redrive.QueuePlan, error) {
-	p, err := DecodeQueuePlanFile(name, raw)
+	p, sigs, err := decodeQueuePlanFile(name, raw)
 	if err != nil {
 		return p, err
 	}
 	if here := cl.ClusterName(); here != p.Cluster {
 		return redrive.QueuePlan{}, clusterRefusal(p.Hash(), p.Cluster, here)
 	}
-	if store && !r.ReadOnly {
-		if err := l.PutPlan(ctx, p); err != nil {
+	if !store || r.ReadOnly {
+		return p, nil
+	}
+	author, err := r.fileAuthor(ctx, l, p, sigs)
+	if err != nil {
+		return redrive.QueuePlan{}, err
+	}
+	if err := l.PutPlan(ctx, p); err != nil {
+		return redrive.QueuePlan{}, err
+	}
+	if author != nil {
+		if err := l.AddSignature(ctx, *author); err != nil {
 			return redrive.QueuePlan{}, err
 		}
 	}
 	return p, nil
 }
 
+// fileAuthor is the author's signature of a plan file to store beside the
+// plan (nil: none, or the store already has one), checked as ImportFile
+// says.
+func (r *RabbitRedrive) fileAuthor(ctx context.Context, l *rabbitmq.Ledger, p redrive.QueuePlan, sigs []approval.Signature) (*approval.Signature, error) {
+	var author *approval.Signature
+	for i := range sigs {
+		if sigs[i].Role == approval.RoleAuthor {
+			author = &sigs[i]
+			break
+		}
+	}
+	if author == nil {
+		return nil, nil
+	}
+	h := p.Hash()
+	if err := approval.Genuine(p.Subject(), *author); err != nil {
+		return nil, Refuse(ErrSignature, "plan %s: the author's signature in the file is not genuine (%v); nothing stored", redrive.ShortHash(h), err)
+	}
+	stored, approvals, err := l.Signatures(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	if stored != nil {
+		return nil, nil
+	}
+	if err := approverAsAuthor(h, approvals, *author); err != nil {
+		return nil, err
+	}
+	return author, nil
+}
+
 // DecodeQueuePlanFile checks a RabbitMQ plan file's hash and backend without
 // asking any server: what `redrive show` and `status` read of a file, which
 // they never store.
 func DecodeQueuePlanFile(name string, raw []byte) (redrive.QueuePlan, error) {
-	p, err := redrive.DecodeQueuePlan(raw)
+	p, _, err := decodeQueuePlanFile(name, raw)
+	return p, err
+}
+
+// decodeQueuePlanFile is DecodeQueuePlanFile with the file's signatures.
+func decodeQueuePlanFile(name string, raw []byte) (redrive.QueuePlan, []approval.Signature, error) {
+	p, sigs, err := redrive.DecodeQueuePlanSigned(raw)
 	if err != nil {
-		return redrive.QueuePlan{}, fmt.Errorf("plan %s: %w", name, err)
+		return redrive.QueuePlan{}, nil, fmt.Errorf("plan %s: %w", name, err)
 	}
-	return p, nil
+	return p, sigs, nil
 }

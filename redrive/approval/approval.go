@@ -237,6 +237,28 @@ func Verify(subj Subject, s Signature, signers AllowedSigners, now time.Time) (V
 	return v, nil
 }
 
+// Genuine checks that s is what it claims: an SSH signature by the key its
+// fingerprint names, over the statement of its role for subj (this plan,
+// this cluster). Whether that key may sign at all is not asked here:
+// allowed_signers decides that when the signature is counted (Verify,
+// Evaluate).
+func Genuine(subj Subject, s Signature) error {
+	if s.PlanHash != subj.PlanHash {
+		return fmt.Errorf("signature %s: for plan %s, not %s", s.Fingerprint, short(s.PlanHash), short(subj.PlanHash))
+	}
+	sig, err := sshsig.Unarmor([]byte(s.Armored))
+	if err != nil {
+		return fmt.Errorf("signature %s: unreadable: %v", s.Fingerprint, err)
+	}
+	if fp := ssh.FingerprintSHA256(sig.PublicKey); fp != s.Fingerprint {
+		return fmt.Errorf("signature %s: made by another key (%s)", s.Fingerprint, fp)
+	}
+	if err := sshsig.Verify(bytes.NewReader(Statement(s.Role, subj)), sig, sig.PublicKey, sig.HashAlgorithm, Namespace); err != nil {
+		return fmt.Errorf("signature %s: does not verify as %s of plan %s on cluster %q: %v", s.Fingerprint, s.Role, short(subj.PlanHash), subj.Cluster, err)
+	}
+	return nil
+}
+
 // Decision is the verdict on a plan's approvals.
 type Decision struct {
 	Approved  bool     `json:"approved"`
