@@ -122,6 +122,10 @@ type BrowseOptions struct {
 	// AcceptQuorumSideEffects allows browsing a quorum queue with no
 	// delivery limit, knowing each message's delivery count grows by one.
 	AcceptQuorumSideEffects bool
+	// Waiting, when not nil, is told in one line when the browse waits
+	// for the broker: to put back the messages it read, or for the
+	// statistics that count the messages it could not see.
+	Waiting func(string)
 }
 
 // BrowseResult is what a browse read, and how.
@@ -141,6 +145,31 @@ type BrowseResult struct {
 	// SideEffects lists what the browse changed (redelivered flags,
 	// delivery counts), empty when nothing.
 	SideEffects []string `json:"side_effects,omitempty"`
+	// Unseen is what the browse could not see (nil: nothing, as far as
+	// the broker can tell).
+	Unseen *Unseen `json:"unseen,omitempty"`
+}
+
+// Unseen counts the messages of a queue that a browse could not see: a
+// browse is a consumer, and a consumer only receives ready messages, not
+// those other consumers hold unacknowledged. They are in the queue (they
+// come back if their consumer goes away without acking them), so a
+// message a browse did not find among what it saw is not known to be gone.
+type Unseen struct {
+	// Consumers are the queue's consumers other than the browse's.
+	Consumers int `json:"consumers"`
+	// Messages are what the queue counts unacknowledged once the browse's
+	// own messages are back (management API statistics); -1 when unknown
+	// (no management API, or its statistics never caught up).
+	Messages int64 `json:"messages"`
+}
+
+// String says in one line how many messages could not be seen and why.
+func (u *Unseen) String() string {
+	if u.Messages < 0 {
+		return fmt.Sprintf("messages held unacknowledged by %d other consumer(s) could not be seen (how many is unknown: it needs the management API's statistics)", u.Consumers)
+	}
+	return fmt.Sprintf("%d message(s) could not be seen: held unacknowledged by %d other consumer(s)", u.Messages, u.Consumers)
 }
 
 // RefusedError explains why a browse would not be safe. Acceptable is set
@@ -259,21 +288,26 @@ func (c *Client) browseClassic(ctx context.Context, res BrowseResult, o BrowseOp
 		return res, err
 	}
 	res.Complete = complete
-	if b.got > 0 {
-		// Returned by closing the channels, not by nack(multiple, requeue):
-		// RabbitMQ 3.10 hands a nack's tags to a classic queue in reverse
-		// and matches each against the channel's pending acks from the
-		// front, which is quadratic: 10,000 messages took a minute and
-		// 100,000 about 17 minutes to requeue, the queue process deaf to
-		// basic.consume (redrive execute) all that time. A closing channel
-		// returns them in delivery order: 100,000 in about a second.
-		closed = true
-		if err := b.closeAll(ctx); err != nil {
-			return res, err
-		}
-		res.SideEffects = append(res.SideEffects, "messages read are marked redelivered")
-		c.settle(ctx, res.Queue, b.got)
+	// Returned by closing the channels, not by nack(multiple, requeue):
+	// RabbitMQ 3.10 hands a nack's tags to a classic queue in reverse and
+	// matches each against the channel's pending acks from the front,
+	// which is quadratic: 10,000 messages took a minute and 100,000 about
+	// 17 minutes to requeue, the queue process deaf to basic.consume
+	// (redrive execute) all that time. A closing channel returns them in
+	// delivery order: 100,000 in about a second.
+	closed = true
+	others, back, err := b.returnAll(ctx, o.Waiting)
+	if err != nil {
+		return res, err
 	}
+	if b.got > 0 {
+		res.SideEffects = append(res.SideEffects, "messages read are marked redelivered")
+	}
+	if !back {
+		res.SideEffects = append(res.SideEffects, fmt.Sprintf("RabbitMQ had not put back every message read when the time ran out: a browse of %s started now may not see them all yet", res.Queue))
+		return res, nil
+	}
+	res.Unseen = c.unseen(ctx, res.Queue, others, o.Waiting)
 	return res, nil
 }
 
@@ -283,15 +317,31 @@ func (c *Client) browseClassic(ctx context.Context, res BrowseResult, o BrowseOp
 // unacked on its channel, so the next channel's consumer receives the
 // messages that follow, in queue order; the queue forgets nothing until
 // the channels close and it puts every message back at its position.
+//
+// A full segment's consumer stays registered until its channel closes.
+// RabbitMQ 3.10 closes a channel by telling, and waiting for (up to its
+// channel_operation_timeout, 15 s by default), only the queues it has a
+// consumer on; a queue it merely holds messages of learns of the close
+// from a process monitor, after the close returns. Browses that cancelled
+// each full segment's consumer returned, so, while the queue was still
+// putting the messages back: right after the close, a lazy queue of 5,000
+// counted 2,000 ready, one of 100,000 counted 12,000 (all back 13 s later,
+// load average 12). And the queue drops a closed channel's consumers in
+// the same step as it puts the channel's messages back, so its consumer
+// count (a passive declare, answered at once) says when the messages are
+// back (returnAll).
 type classicBrowse struct {
 	c     *Client
 	queue string
 	each  func(amqp.Delivery) error
-	// chans hold the messages read (unacked); get is the one basic.get
-	// uses to ask whether the queue is empty.
-	chans []*amqp.Channel
-	get   *amqp.Channel
-	got   int
+	// consuming are the channels whose consumer is still registered;
+	// loose those without one (a drained segment's, basic.get's). Both
+	// hold messages read (unacked). get is the one basic.get uses to ask
+	// whether the queue is empty.
+	consuming []*amqp.Channel
+	loose     []*amqp.Channel
+	get       *amqp.Channel
+	got       int
 }
 
 // read reads up to limit messages; complete is set when the queue ran out
@@ -342,9 +392,11 @@ func (b *classicBrowse) segment(ctx context.Context, size int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	b.chans = append(b.chans, ch)
+	// Loose until its consumer is registered: a channel closes the same
+	// way either way.
+	b.loose = append(b.loose, ch)
 	var ds <-chan amqp.Delivery
-	tag := fmt.Sprintf("berth-browse-%d", len(b.chans))
+	tag := fmt.Sprintf("berth-browse-%d", len(b.consuming)+len(b.loose))
 	err = b.c.bounded(ctx, "consume from "+b.queue, func() (err error) {
 		if err = ch.Qos(size, 0, false); err == nil {
 			ds, err = ch.Consume(b.queue, tag, false, false, false, false, nil)
@@ -354,6 +406,8 @@ func (b *classicBrowse) segment(ctx context.Context, size int) (int, error) {
 	if err != nil {
 		return 0, b.notFound(err)
 	}
+	b.loose = b.loose[:len(b.loose)-1]
+	b.consuming = append(b.consuming, ch)
 	k := 0
 	stall := time.NewTimer(browseStall)
 	defer stall.Stop()
@@ -380,14 +434,15 @@ func (b *classicBrowse) segment(ctx context.Context, size int) (int, error) {
 			}
 			// Nothing left to come: stop the consumer and take what it
 			// was sent before it stopped.
+			b.consuming = b.consuming[:len(b.consuming)-1]
+			b.loose = append(b.loose, ch)
 			return b.drain(ctx, ch, tag, ds, k)
 		case <-ctx.Done():
 			return k, fmt.Errorf("rabbitmq amqp %s: browse %s: %w", b.c.AMQPAddr(), b.queue, ctx.Err())
 		}
 	}
-	// Full: the broker sends this consumer nothing more, so cancelling it
-	// (without waiting) only spares the queue a consumer to skip.
-	_ = ch.Cancel(tag, true)
+	// Full: the broker sends this consumer nothing more. It stays
+	// registered (see classicBrowse).
 	return k, nil
 }
 
@@ -416,7 +471,7 @@ func (b *classicBrowse) getOne(ctx context.Context) (bool, error) {
 			return false, err
 		}
 		b.get = ch
-		b.chans = append(b.chans, ch)
+		b.loose = append(b.loose, ch)
 	}
 	var d amqp.Delivery
 	var ok bool
@@ -447,16 +502,171 @@ func (b *classicBrowse) notFound(err error) error {
 }
 
 // closeAll closes every channel of the browse, which returns the messages
-// each holds to their positions in the queue.
+// each holds to their positions in the queue: those without a consumer
+// first, so that the queue, which handles closed channels in the order
+// they closed, has put their messages back by the time it drops the last
+// consumer (returnAll).
 func (b *classicBrowse) closeAll(ctx context.Context) error {
 	var first error
-	for _, ch := range b.chans {
+	for _, ch := range append(b.loose, b.consuming...) {
 		if err := b.c.bounded(ctx, "return the messages read to "+b.queue, ch.Close); err != nil && first == nil {
 			first = b.c.amqpErr(err)
 		}
 	}
-	b.chans = nil
+	b.loose, b.consuming, b.get = nil, nil, nil
 	return first
+}
+
+// returnAll closes the browse's channels and waits until the queue has put
+// back every message they held, so that what runs next (the next
+// command's browse, a review's depth check) finds them. Closing a channel
+// with a consumer waits for the queue only up to the broker's channel
+// operation timeout, and one without (a drained segment's) not at all
+// (see classicBrowse). A passive declare answers at once, ahead of the
+// closed channels the queue has yet to handle, so its ready count is short
+// of them then, and cannot say when they are all back (another consumer
+// may take some meanwhile). The queue's consumer count can: the queue
+// drops a closed channel's consumers in the same step as it puts back the
+// channel's messages, so once the count no longer holds the browse's own
+// consumers, their messages are back (and, handled in the order they
+// closed, those of the channels closed before them). A browse
+// left with no consumer registered (its one segment drained) registers one
+// to close last. The wait is bounded by ctx and said through waiting;
+// others is the queue's consumer count after it (the other consumers),
+// back is false when ctx ended first.
+func (b *classicBrowse) returnAll(ctx context.Context, waiting func(string)) (others int, back bool, err error) {
+	held := b.got
+	if held > 0 && len(b.consuming) == 0 {
+		if err := b.marker(ctx); err != nil {
+			_ = b.closeAll(ctx)
+			return 0, false, err
+		}
+	}
+	mine := len(b.consuming)
+	q, err := b.c.passive(ctx, b.queue)
+	if err != nil {
+		_ = b.closeAll(ctx)
+		return 0, false, b.notFound(err)
+	}
+	if err := b.closeAll(ctx); err != nil {
+		return 0, false, err
+	}
+	others = max(*q.Consumers-mine, 0)
+	if mine == 0 {
+		return others, true, nil
+	}
+	start, said := time.Now(), false
+	pause := 10 * time.Millisecond
+	for {
+		q, err := b.c.passive(ctx, b.queue)
+		if ctx.Err() != nil {
+			if waiting != nil {
+				waiting(fmt.Sprintf("RabbitMQ had not put back all %d message(s) read from %s when the time ran out; it goes on doing so, and a browse started before it is done may miss some", held, b.queue))
+			}
+			return others, false, nil
+		}
+		if err != nil {
+			return others, false, b.notFound(err)
+		}
+		left := *q.Consumers - others
+		if left <= 0 {
+			return *q.Consumers, true, nil
+		}
+		if !said && waiting != nil && time.Since(start) >= waitingSaid {
+			said = true
+			waiting(fmt.Sprintf("waiting for RabbitMQ to put back the %d message(s) read from %s (%d of the browse's %d channel(s) left to close in the queue; until the timeout at most)", held, b.queue, left, mine))
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+		}
+		pause = min(2*pause, 200*time.Millisecond)
+	}
+}
+
+// waitingSaid is how long a wait for the broker lasts before it is said:
+// most are over in a fraction of a second.
+const waitingSaid = 500 * time.Millisecond
+
+// marker registers a consumer on a channel of its own, closed last, so
+// that the queue's consumer count shows when the browse's channels are
+// handled (returnAll). The queue has nothing ready for the browse (it read
+// to the end, or to a drained segment), so at most one newer message
+// reaches it, and it goes back with the rest.
+func (b *classicBrowse) marker(ctx context.Context) error {
+	ch, err := b.c.channel(ctx)
+	if err != nil {
+		return err
+	}
+	b.loose = append(b.loose, ch)
+	err = b.c.bounded(ctx, "consume from "+b.queue, func() (err error) {
+		if err = ch.Qos(1, 0, false); err == nil {
+			_, err = ch.Consume(b.queue, "berth-browse-marker", false, false, false, false, nil)
+		}
+		return err
+	})
+	if err != nil {
+		return b.notFound(err)
+	}
+	b.loose = b.loose[:len(b.loose)-1]
+	b.consuming = append(b.consuming, ch)
+	return nil
+}
+
+// unseen counts what a browse could not see: the messages the queue's
+// other consumers hold unacknowledged. With no other consumer there are
+// none. The count is the management API's, whose queue figures are
+// statistics emitted every few seconds (collect_statistics_interval, 5 s
+// by default), its consumer count and message counts at different moments:
+// a sample taken while the browse held its messages counts them as
+// unacknowledged too. A sample whose ready and consumer counts are the
+// queue's own now (a passive declare, answered at once) was taken when the
+// browse held nothing: before it took anything (its ready count was the
+// same), or once it had put everything back. The wait for one is said
+// through waiting and takes at most half of what is left of ctx (the
+// command has more to do than count): when it ends first, the count is
+// unknown.
+func (c *Client) unseen(ctx context.Context, queue string, others int, waiting func(string)) *Unseen {
+	if others == 0 {
+		return nil
+	}
+	u := &Unseen{Consumers: others, Messages: -1}
+	if c.mgmt == nil {
+		return u
+	}
+	var giveUp <-chan time.Time
+	if dl, ok := ctx.Deadline(); ok {
+		giveUp = time.After(time.Until(dl) / 2)
+	}
+	start, said := time.Now(), false
+	for {
+		mq, merr := c.mgmt.queue(ctx, c.Vhost(), queue)
+		q, err := c.passive(ctx, queue)
+		if err != nil || merr != nil {
+			return u
+		}
+		u.Consumers = *q.Consumers
+		if u.Consumers == 0 {
+			return nil
+		}
+		if mq.Consumers != nil && *mq.Consumers == u.Consumers && mq.Ready != nil && *mq.Ready == *q.Ready && mq.Unacked != nil {
+			if u.Messages = *mq.Unacked; u.Messages == 0 {
+				return nil
+			}
+			return u
+		}
+		if !said && waiting != nil && time.Since(start) >= waitingSaid {
+			said = true
+			waiting(fmt.Sprintf("waiting for the management API's statistics (emitted every few seconds) to count the messages %d other consumer(s) of %s hold unacknowledged; half of what is left of the timeout at most", u.Consumers, queue))
+		}
+		select {
+		case <-time.After(250 * time.Millisecond):
+		case <-giveUp:
+			return u
+		case <-ctx.Done():
+			return u
+		}
+	}
 }
 
 // getEach gets up to n messages without ack, handing each to each as it
@@ -552,8 +762,8 @@ func (c *Client) browseQuorum(ctx context.Context, res BrowseResult, q backends.
 	return res, nil
 }
 
-// settle waits (bounded) until queue's ready count reaches n. The bound
-// grows with n: the queue process puts a closed channel's messages back
+// settle waits (bounded) until a quorum queue's ready count reaches n (a
+// guess kept for quorum browses only: see returnAll). The bound grows with n: the queue process puts a closed channel's messages back
 // after the close returns, and 200,000 of them took more than 5 s at load
 // average 10, so that the next command (an execute's depth check) found
 // the DLQ short of them.

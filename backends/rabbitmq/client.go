@@ -507,6 +507,20 @@ func (c *Client) ReadyCount(ctx context.Context, name string) (int64, error) {
 	return *q.Ready, nil
 }
 
+// ReadyAndConsumers is a queue's ready count and consumer count by passive
+// declare (see ReadyCount). While the queue has consumers its ready count
+// is not its depth: the messages they hold unacknowledged are not counted.
+func (c *Client) ReadyAndConsumers(ctx context.Context, name string) (int64, int, error) {
+	q, err := c.passive(ctx, name)
+	if errors.Is(err, errNotFound) {
+		return 0, 0, fmt.Errorf("queue %q %w in vhost %q", name, backends.ErrNotFound, c.Vhost())
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	return *q.Ready, *q.Consumers, nil
+}
+
 // ClusterName is the cluster's name (management API overview, else the AMQP
 // connection's server properties; "" when neither said).
 func (c *Client) ClusterName() string {

@@ -123,6 +123,9 @@ func (s *consoleQueues) Browse(ctx context.Context, dlq string, accept bool) (tu
 	}
 	b := tuidlq.QueueBrowse{DLQ: dlq, Vhost: res.Vhost, Type: res.Type, Method: res.Method, Complete: res.Complete, Limit: rabbitDefaultRead,
 		SideEffects: res.SideEffects, Classes: rabbitmq.Classes(res.Messages, rules), OldestDeath: rabbitmq.OldestDeath(res.Messages)}
+	if res.Unseen != nil {
+		b.Unseen = res.Unseen.String()
+	}
 	for _, m := range res.Messages {
 		_, redriven := done[m.EventID]
 		b.Messages = append(b.Messages, queueMessage(m, redriven))
@@ -193,7 +196,7 @@ func queuePlanView(p redrive.QueuePlan, sum qPlanSummary) tuidlq.QueuePlan {
 		Totals: p.Totals()}
 	v.Blocked, v.BlockedReason = p.Blocked()
 	if r := sum.Review; r != nil {
-		v.Review = tuidlq.QueueReview{Targets: r.Targets, Keys: r.Keys, Changed: r.Changed, Gone: r.Gone, Derived: true, Warnings: sum.Warnings}
+		v.Review = tuidlq.QueueReview{Targets: r.Targets, Keys: r.Keys, Changed: r.Changed, Gone: r.Gone, NotVisible: r.NotVisible, Unseen: r.Unseen, Derived: true, Warnings: sum.Warnings}
 	}
 	for _, r := range p.Records {
 		v.Records = append(v.Records, tuidlq.QueuePlanRecord{Position: r.Position, EventID: r.EventID, Class: r.Class, OriginalQueue: r.OriginalQueue,
@@ -242,7 +245,7 @@ func (s *consoleQueues) PlanStatus(ctx context.Context, hash string, readOnly bo
 	}
 	st := s.status(ctx, a, l, p, true)
 	if review != nil {
-		st.Plan.Review = tuidlq.QueueReview{Targets: review.Targets, Keys: review.Keys, Changed: review.Changed, Gone: review.Gone, Derived: true, Warnings: review.Warnings}
+		st.Plan.Review = tuidlq.QueueReview{Targets: review.Targets, Keys: review.Keys, Changed: review.Changed, Gone: review.Gone, NotVisible: review.NotVisible, Unseen: review.Unseen, Derived: true, Warnings: review.Warnings}
 	}
 	return st, nil
 }

@@ -173,6 +173,9 @@ func (a *app) browseNotes(res rabbitmq.BrowseResult) {
 	for _, s := range res.SideEffects {
 		fmt.Fprintln(a.stderr, "side effect: "+s)
 	}
+	if res.Unseen != nil {
+		fmt.Fprintln(a.stderr, "note: "+res.Unseen.String())
+	}
 }
 
 // ---- berth dlq list ----
@@ -563,6 +566,11 @@ type qPlanReview struct {
 	Keys    []string              `json:"idempotency_keys"`
 	Changed []string              `json:"changed"`
 	Gone    []string              `json:"gone"`
+	// NotVisible were not found while other consumers held messages of
+	// the DLQ unacknowledged (a browse cannot see those): not called gone.
+	NotVisible []string `json:"not_visible"`
+	// Unseen says in one line what the review could not see and why.
+	Unseen string `json:"unseen,omitempty"`
 	// Complete is false when the DLQ holds more than was read: a message
 	// not found may lie past it.
 	Complete bool `json:"complete"`
@@ -581,7 +589,7 @@ func (s *qPlanSummary) setReview(r *qPlanReview) {
 }
 
 func rabbitReviewOf(s actions.RabbitSummary, cluster string) *qPlanReview {
-	r := &qPlanReview{Cluster: sanitize.Text(cluster), Targets: s.Targets, Keys: make([]string, len(s.Keys)), Changed: make([]string, len(s.Changed)), Gone: make([]string, len(s.Gone)), Complete: true}
+	r := &qPlanReview{Cluster: sanitize.Text(cluster), Targets: s.Targets, Keys: make([]string, len(s.Keys)), Changed: make([]string, len(s.Changed)), Gone: make([]string, len(s.Gone)), NotVisible: []string{}, Complete: true}
 	for i := range r.Targets {
 		r.Targets[i].Target = sanitize.Text(r.Targets[i].Target)
 	}
@@ -615,7 +623,7 @@ func (a *app) rmqDerive(ctx context.Context, p *redrive.QueuePlan) (*qPlanReview
 // rmqDeriveWith is rmqDerive over an open client.
 func (a *app) rmqDeriveWith(ctx context.Context, cl *rabbitmq.Client, p *redrive.QueuePlan) (*qPlanReview, error) {
 	// Refused for another cluster's plan (actions.ErrClusterMismatch).
-	changed, gone, complete, warnings, err := a.rabbitRedrive().DeriveReview(ctx, cl, p, false)
+	rv, err := a.rabbitRedrive().DeriveReview(ctx, cl, p, false)
 	var refused *rabbitmq.RefusedError
 	if errors.As(err, &refused) {
 		fmt.Fprintf(a.stderr, "note: the review is not derived from the messages: %s\n", sanitize.Text(refused.Why))
@@ -624,8 +632,11 @@ func (a *app) rmqDeriveWith(ctx context.Context, cl *rabbitmq.Client, p *redrive
 	if err != nil {
 		return nil, err
 	}
-	r := rabbitReviewOf(actions.SummariseRabbit(*p, changed, gone), p.Cluster)
-	r.Complete, r.Warnings = complete, warningsOf(warnings)
+	r := rabbitReviewOf(actions.SummariseRabbit(*p, rv.Changed, rv.Gone), p.Cluster)
+	r.Complete, r.Warnings, r.Unseen = rv.Complete, warningsOf(rv.Warnings), sanitize.Text(rv.Unseen)
+	for _, id := range rv.NotVisible {
+		r.NotVisible = append(r.NotVisible, sanitize.Text(id))
+	}
 	return r, nil
 }
 
@@ -791,6 +802,12 @@ func writeQPlan(w io.Writer, s qPlanSummary) {
 		}
 		if len(r.Gone) > 0 {
 			fmt.Fprintf(w, "GONE from the DLQ (execute skips them): %s\n", strings.Join(r.Gone, ","))
+		}
+		if len(r.NotVisible) > 0 {
+			fmt.Fprintf(w, "NOT VISIBLE (not found while other consumers held messages of the DLQ; execute sends only those back in the DLQ when it runs): %s\n", strings.Join(r.NotVisible, ","))
+		}
+		if r.Unseen != "" {
+			fmt.Fprintf(w, "note: %s\n", r.Unseen)
 		}
 		if !r.Complete {
 			fmt.Fprintln(w, "note: the DLQ holds more messages than were read; a message not found may lie past them")

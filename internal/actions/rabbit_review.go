@@ -17,7 +17,11 @@ import (
 // quorum DLQ with its side effects), so the read stops at the depth and
 // the warning says why, in one line. A stream keeps its own bound (a
 // passive declare does not count a stream's messages), and so does a DLQ
-// whose depth cannot be asked (another vhost).
+// whose depth cannot be asked (another vhost) or cannot be known: one with
+// consumers, whose ready count leaves out what they hold unacknowledged
+// (the consumers of a browse that was interrupted among them, until the
+// broker has put its messages back), so that a cap at the ready count
+// would leave records unread and call them gone.
 func (r *RabbitRedrive) reviewLimit(ctx context.Context, cl *rabbitmq.Client, p redrive.QueuePlan) int {
 	limit, last := len(p.Records)+1000, -1
 	for _, rec := range p.Records {
@@ -26,8 +30,8 @@ func (r *RabbitRedrive) reviewLimit(ctx context.Context, cl *rabbitmq.Client, p 
 	if p.QueueType == backends.QueueStream {
 		return limit
 	}
-	depth, err := cl.ReadyCount(ctx, p.DLQ)
-	if err != nil || int64(last) < depth {
+	depth, consumers, err := cl.ReadyAndConsumers(ctx, p.DLQ)
+	if err != nil || int64(last) < depth || consumers > 0 {
 		return limit
 	}
 	// One more than the depth: the read that finds the DLQ empty says the

@@ -11,6 +11,7 @@ import (
 	"github.com/berth-dev/berth/backends/rabbitmq"
 	"github.com/berth-dev/berth/internal/audit"
 	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
 	"github.com/berth-dev/berth/redrive/sor"
@@ -108,8 +109,12 @@ func (r *RabbitRedrive) BrowseEach(ctx context.Context, cl *rabbitmq.Client, dlq
 }
 
 func (r *RabbitRedrive) browseOptions(dlq string, limit int, queueType string, accept bool) rabbitmq.BrowseOptions {
-	return rabbitmq.BrowseOptions{Limit: limit, QueueType: queueType, AcceptQuorumSideEffects: accept, Extractors: r.Extractors(dlq)}
+	return rabbitmq.BrowseOptions{Limit: limit, QueueType: queueType, AcceptQuorumSideEffects: accept, Extractors: r.Extractors(dlq), Waiting: r.waiting}
 }
+
+// waiting says that a browse waits for the broker (it puts back what the
+// browse read before the command goes on).
+func (r *RabbitRedrive) waiting(line string) { r.warn("note: %s", sanitize.Text(line)) }
 
 // MakePlan browses the DLQ and makes a checked plan (ledger, system of
 // record, loop guard, duplicates, ordering by business key: the pure checks
@@ -172,6 +177,9 @@ func (r *RabbitRedrive) MakePlan(ctx context.Context, cl *rabbitmq.Client, l *ra
 	if !res.Complete && pol.OrderingKey != "" {
 		r.warn("note: ordering was checked among the messages read only; later messages are newer and cannot be overtaken")
 	}
+	if res.Unseen != nil {
+		r.warn("note: the plan could not include what it could not read of %s: %s", sanitize.Text(in.DLQ), res.Unseen)
+	}
 	p.Cluster, p.Vhost, p.DLQ, p.QueueType = cl.ClusterName(), cl.Vhost(), in.DLQ, res.Type
 	p.Rate, p.Window, p.AcceptQuorumSideEffects = in.Rate, in.Window, in.Accept
 	if in.ToQueue {
@@ -181,22 +189,41 @@ func (r *RabbitRedrive) MakePlan(ctx context.Context, cl *rabbitmq.Client, l *ra
 	return p, res, nil
 }
 
+// RabbitReview is what a review derives from a RabbitMQ plan's DLQ as it
+// is now, by event id.
+type RabbitReview struct {
+	// Changed were found with other content; Gone were not found.
+	Changed, Gone []string
+	// NotVisible were not found while other consumers held messages of the
+	// DLQ unacknowledged, which a browse cannot see: any of them may be
+	// one of those, so none is called gone (it is none of Gone).
+	NotVisible []string
+	// Complete is set when the browse read the whole DLQ (when it did not,
+	// a record not found may lie past what was read).
+	Complete bool
+	// Unseen says in one line what the review could not see and why (""
+	// when nothing).
+	Unseen string
+	// Warnings name each permanent class the plan includes (DeriveReview).
+	Warnings []string
+}
+
 // Derive re-reads a plan's DLQ (a browse, as `berth dlq show` reads it)
 // and fills what a reviewer sees of each record (event id source,
 // idempotency key, class, origin, prior redrives, ordering key) from its
 // message as it is now, with the plan's policy; the class with today's
 // error_header. It returns the event ids whose message changed, those not
-// found, and whether the browse read the whole DLQ (when it did not, a
-// record not found may lie past what was read). A quorum DLQ is read (each
+// found (gone, or not visible when other consumers held messages), and
+// whether the browse read the whole DLQ. A quorum DLQ is read (each
 // message moved to the back, its delivery count + 1) only with accept and
 // the plan's acceptance, never in a read-only context: otherwise the browse
 // refuses (*rabbitmq.RefusedError) and nothing is touched.
-func (r *RabbitRedrive) Derive(ctx context.Context, cl *rabbitmq.Client, p *redrive.QueuePlan, accept bool) (changed, gone []string, complete bool, err error) {
+func (r *RabbitRedrive) Derive(ctx context.Context, cl *rabbitmq.Client, p *redrive.QueuePlan, accept bool) (RabbitReview, error) {
 	return r.derive(ctx, cl, p, accept, nil)
 }
 
 // derive is Derive showing seen (when not nil) every message browsed.
-func (r *RabbitRedrive) derive(ctx context.Context, cl *rabbitmq.Client, p *redrive.QueuePlan, accept bool, seen func(rabbitmq.Message)) (changed, gone []string, complete bool, err error) {
+func (r *RabbitRedrive) derive(ctx context.Context, cl *rabbitmq.Client, p *redrive.QueuePlan, accept bool, seen func(rabbitmq.Message)) (RabbitReview, error) {
 	limit := r.reviewLimit(ctx, cl, *p)
 	x := r.Extractors(p.DLQ)
 	x.IdempotencyKey, x.OrderingKey = p.Policy.IdempotencyKey, p.Policy.OrderingKey
@@ -205,7 +232,7 @@ func (r *RabbitRedrive) derive(ctx context.Context, cl *rabbitmq.Client, p *redr
 	// and an index of its event ids, not the messages.
 	d := p.Deriver()
 	shared := factsOf()
-	res, err := cl.BrowseEach(ctx, p.DLQ, rabbitmq.BrowseOptions{Limit: limit, QueueType: p.QueueType, AcceptQuorumSideEffects: accept && p.AcceptQuorumSideEffects && !r.ReadOnly, Extractors: x},
+	res, err := cl.BrowseEach(ctx, p.DLQ, rabbitmq.BrowseOptions{Limit: limit, QueueType: p.QueueType, AcceptQuorumSideEffects: accept && p.AcceptQuorumSideEffects && !r.ReadOnly, Extractors: x, Waiting: r.waiting},
 		func(m rabbitmq.Message) error {
 			if seen != nil {
 				seen(m)
@@ -214,10 +241,18 @@ func (r *RabbitRedrive) derive(ctx context.Context, cl *rabbitmq.Client, p *redr
 			return nil
 		})
 	if err != nil {
-		return nil, nil, false, err
+		return RabbitReview{}, err
 	}
-	changed, gone = d.Result()
-	return changed, gone, res.Complete, nil
+	changed, gone := d.Result()
+	rv := RabbitReview{Changed: changed, Gone: gone, Complete: res.Complete}
+	if u := res.Unseen; u != nil {
+		rv.Unseen = fmt.Sprintf("the review of %s: %s", sanitize.Text(p.DLQ), u)
+		if len(gone) > 0 {
+			rv.Unseen += fmt.Sprintf("; the %d record(s) not found are not visible, not gone", len(gone))
+		}
+		rv.NotVisible, rv.Gone = gone, nil
+	}
+	return rv, nil
 }
 
 // factsOf returns a function giving a message's facts with the strings
@@ -569,10 +604,11 @@ func (r *RabbitRedrive) DryRun(ctx context.Context, cl *rabbitmq.Client, l *rabb
 	}
 	// Executing the plan consumes the DLQ with the side effects it
 	// accepted: its dry run may browse with them.
-	changed, _, _, err := r.Derive(ctx, cl, p, true)
+	rv, err := r.Derive(ctx, cl, p, true)
 	if err != nil {
 		return approval.Decision{}, nil, err
 	}
+	changed := rv.Changed
 	dec, skip, err := r.Preflight(ctx, l, *p, actor, auditFile, audited)
 	if err != nil {
 		return dec, skip, err

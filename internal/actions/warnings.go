@@ -203,20 +203,21 @@ func (r *RabbitRedrive) PlanReviewed(ctx context.Context, cl *rabbitmq.Client, l
 // Derive's answers, a warning per permanent class the plan includes among
 // the messages found unchanged. Another cluster's plan (by cl's cluster
 // name) is refused (ErrClusterMismatch), nothing read.
-func (r *RabbitRedrive) DeriveReview(ctx context.Context, cl *rabbitmq.Client, p *redrive.QueuePlan, accept bool) (changed, gone []string, complete bool, warnings []string, err error) {
+func (r *RabbitRedrive) DeriveReview(ctx context.Context, cl *rabbitmq.Client, p *redrive.QueuePlan, accept bool) (RabbitReview, error) {
 	if here := cl.ClusterName(); here != p.Cluster {
-		return nil, nil, false, nil, reviewClusterRefusal(p.Hash(), p.Cluster, here)
+		return RabbitReview{}, reviewClusterRefusal(p.Hash(), p.Cluster, here)
 	}
 	rules, err := classRules(r.Config)
 	if err != nil {
-		return nil, nil, false, nil, err
+		return RabbitReview{}, err
 	}
 	j := newClassJudge(rules, "message")
-	changed, gone, complete, err = r.derive(ctx, cl, p, accept, j.rabbit)
+	rv, err := r.derive(ctx, cl, p, accept, j.rabbit)
 	if err != nil {
-		return nil, nil, false, nil, err
+		return RabbitReview{}, err
 	}
-	return changed, gone, complete, j.rabbitWarnings(*p), nil
+	rv.Warnings = j.rabbitWarnings(*p)
+	return rv, nil
 }
 
 // warningsChunk is how many records Warnings re-reads at once: each is

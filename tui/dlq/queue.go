@@ -103,9 +103,12 @@ type QueueBrowse struct {
 	Complete         bool
 	Limit            int
 	SideEffects      []string
-	Classes          []redrive.Class // OriginalTopic is the original queue, Exception the death reason
-	Messages         []QueueMessage
-	OldestDeath      *time.Time
+	// Unseen says what the browse could not see (messages other consumers
+	// held unacknowledged), "" when nothing.
+	Unseen      string
+	Classes     []redrive.Class // OriginalTopic is the original queue, Exception the death reason
+	Messages    []QueueMessage
+	OldestDeath *time.Time
 }
 
 // QueueMessage is one DLQ message, raw (the pages sanitise it).
@@ -186,6 +189,11 @@ type QueueReview struct {
 	Keys          []string
 	Derived       bool
 	Changed, Gone []string
+	// NotVisible were not found while other consumers held messages of
+	// the DLQ unacknowledged; Unseen says so in one line (raw: the page
+	// sanitises).
+	NotVisible []string
+	Unseen     string
 	// Warnings name each permanent class the plan includes, judged from
 	// the messages read (raw: the page sanitises).
 	Warnings []string
@@ -623,6 +631,9 @@ func readLines(b QueueBrowse) []string {
 	out := []string{sanitize.Text(line)}
 	if len(b.SideEffects) > 0 {
 		out = append(out, "side effects: "+sanitize.Text(strings.Join(b.SideEffects, "; ")))
+	}
+	if b.Unseen != "" {
+		out = append(out, "note: "+sanitize.Text(b.Unseen))
 	}
 	return out
 }

@@ -398,6 +398,13 @@ func QueuePlanSummary(pl QueuePlan) []string {
 		lines = append(lines, fmt.Sprintf("%d message(s) changed or gone from the DLQ since the plan was made (execute skips them): %s", n,
 			sanitize.Text(strings.Join(append(append([]string{}, pl.Review.Changed...), pl.Review.Gone...), ", "))))
 	}
+	if n := len(pl.Review.NotVisible); n > 0 {
+		lines = append(lines, fmt.Sprintf("%d message(s) not visible (not found while other consumers held messages of the DLQ; execute sends only those back in the DLQ when it runs): %s", n,
+			sanitize.Text(strings.Join(pl.Review.NotVisible, ", "))))
+	}
+	if pl.Review.Unseen != "" {
+		lines = append(lines, "note: "+sanitize.Text(pl.Review.Unseen))
+	}
 	lines = append(lines, warningLines(pl.Review.Warnings)...)
 	if pl.Blocked {
 		lines = append(lines, "BLOCKED: "+sanitize.Text(pl.BlockedReason))
