@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/rabbittest"
 	"github.com/berth-dev/berth/tui"
 )
 
@@ -26,16 +26,9 @@ import (
 // screen content with a deadline.
 func TestConsoleRabbitMQQueuesPageShowsRealQueue(t *testing.T) {
 	isolateConfig(t)
-	conn, err := amqp.DialConfig(testAMQPURL(), amqp.Config{Dial: amqp.DefaultDial(3 * time.Second)})
-	if err != nil {
-		if os.Getenv("BERTH_TEST_REQUIRE_SERVICES") != "" {
-			t.Fatalf("RabbitMQ unreachable: %v", err)
-		}
-		t.Skipf("RabbitMQ unreachable: %v", err)
-	}
-	// Cleanups run last-registered first: the queue is deleted before the
-	// connection closes.
-	t.Cleanup(func() { conn.Close() })
+	// Cleanups run last-registered first: rabbittest.Need's close of
+	// the connection runs after the deletes registered below.
+	conn := rabbittest.Need(t)
 	ch, err := conn.Channel()
 	if err != nil {
 		t.Fatal(err)

@@ -3,12 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/berth-dev/berth/internal/rabbittest"
 )
 
 // A RabbitMQ dead-letter queue holds failures nobody consumes, which is its
@@ -17,16 +18,9 @@ import (
 // the same state reads STALLED and is listed.
 func TestRabbitDLQIsNeverStalled(t *testing.T) {
 	isolateConfig(t)
-	conn, err := amqp.DialConfig(testAMQPURL(), amqp.Config{Dial: amqp.DefaultDial(3 * time.Second)})
-	if err != nil {
-		if os.Getenv("BERTH_TEST_REQUIRE_SERVICES") != "" {
-			t.Fatalf("RabbitMQ unreachable: %v", err)
-		}
-		t.Skipf("RabbitMQ unreachable: %v", err)
-	}
-	// Cleanups run last-registered first: the queues are deleted before
-	// the connection closes (a deferred Close would run before them).
-	t.Cleanup(func() { conn.Close() })
+	// Cleanups run last-registered first: rabbittest.Need's close of
+	// the connection runs after the deletes registered below.
+	conn := rabbittest.Need(t)
 	ch, err := conn.Channel()
 	if err != nil {
 		t.Fatal(err)

@@ -3,40 +3,27 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/berth-dev/berth/internal/rabbittest"
 )
 
-func testAMQPURL() string {
-	if v := os.Getenv("BERTH_TEST_AMQP_URL"); v != "" {
-		return v
-	}
-	return "amqp://guest:guest@127.0.0.1:5672/"
-}
-
-func testManagementURL() string {
-	if v := os.Getenv("BERTH_TEST_MANAGEMENT_URL"); v != "" {
-		return v
-	}
-	return "http://127.0.0.1:15672"
-}
+// The test broker and its management API (BERTH_TEST_AMQP_URL,
+// BERTH_TEST_MANAGEMENT_URL).
+func testAMQPURL() string       { return rabbittest.AMQPURL() }
+func testManagementURL() string { return rabbittest.ManagementURL() }
 
 // rabbitQueue declares a classic queue holding msgs, deleted after the test;
 // skips (fails under BERTH_TEST_REQUIRE_SERVICES) without RabbitMQ.
 func rabbitQueue(t testing.TB, msgs ...amqp.Publishing) string {
 	t.Helper()
-	conn, err := amqp.DialConfig(testAMQPURL(), amqp.Config{Dial: amqp.DefaultDial(3 * time.Second)})
-	if err != nil {
-		if os.Getenv("BERTH_TEST_REQUIRE_SERVICES") != "" {
-			t.Fatalf("RabbitMQ unreachable: %v", err)
-		}
-		t.Skipf("RabbitMQ unreachable: %v", err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	// Cleanups run last-registered first: rabbittest.Need's close of
+	// the connection runs after the deletes registered below.
+	conn := rabbittest.Need(t)
 	ch, err := conn.Channel()
 	if err != nil {
 		t.Fatal(err)
