@@ -1041,7 +1041,9 @@ func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, audit
 		sum := a.rmqPlanSummary(wctx, l, p)
 		sum.setReview(review)
 		writeQPlan(a.stderr, sum)
-		if err := confirmPlanHash(os.Stdin, a.stderr, "approve", hash, "nothing signed"); err != nil {
+		// The approver reads for as long as they need (not bounded by
+		// --timeout); approve catches no signal, so ctrl+c ends it.
+		if err := confirmPlanHash(cmd.Context(), os.Stdin, a.stderr, "approve", hash, "nothing signed"); err != nil {
 			return err
 		}
 		// The approver reads for as long as they need: the writes that
@@ -1139,7 +1141,7 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 		}
 		fmt.Fprintf(a.stderr, "dry run: plan %s would redrive %d message(s) from %s (selected %d, excluded %d, skipped now %d)\n",
 			redrive.ShortHash(hash), totals.Included-len(skip), sanitize.Text(p.DLQ), totals.Selected, totals.Excluded, len(skip))
-		if err := confirmPlanHash(os.Stdin, a.stderr, "send", hash, "nothing sent"); err != nil {
+		if err := confirmPlanHash(sigCtx, os.Stdin, a.stderr, "send", hash, "nothing sent"); err != nil {
 			return err
 		}
 		// However long the operator took, storing the plan gets a
@@ -1339,13 +1341,36 @@ func statusRowOf(s actions.RabbitStatus) qStatusRow {
 
 // confirmPlanHash asks, on a terminal, for the first 8 hex digits of the
 // plan hash before verb; anything else refuses (actions.ErrNotConfirmed).
-func confirmPlanHash(in io.Reader, prompt io.Writer, verb, hash, nothing string) error {
+func confirmPlanHash(ctx context.Context, in io.Reader, prompt io.Writer, verb, hash, nothing string) error {
 	fmt.Fprintf(prompt, "to %s, type the first 8 hex digits of plan %s's hash: ", verb, redrive.ShortHash(hash))
-	line, _ := bufio.NewReader(in).ReadString('\n')
+	line, err := promptLine(ctx, in, prompt, nothing)
+	if err != nil {
+		return err
+	}
 	if strings.TrimSpace(line) != hash[:8] {
 		return actions.Refuse(actions.ErrNotConfirmed, "not confirmed: %s", nothing)
 	}
 	return nil
+}
+
+// promptLine reads the answer to a prompt, or gives up when ctx ends:
+// ctrl+c at a prompt of a command that catches SIGINT (execute, to stop a
+// run cleanly) cancels ctx, but a read of the terminal returns only at
+// Enter, so the command sat at its prompt with ctrl+c ignored. The
+// reader is left to the process's exit.
+func promptLine(ctx context.Context, in io.Reader, prompt io.Writer, nothing string) (string, error) {
+	got := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(in).ReadString('\n')
+		got <- line
+	}()
+	select {
+	case line := <-got:
+		return line, nil
+	case <-ctx.Done():
+		fmt.Fprintln(prompt)
+		return "", &exitError{code: 1, err: fmt.Errorf("interrupted at the prompt: %s", nothing)}
+	}
 }
 
 // usrPause is the run's pause between chunks, as on Kafka: SIGUSR1 pauses

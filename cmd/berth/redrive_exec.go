@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -388,7 +387,10 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 					return nil // the dry run is the answer: --yes sends
 				}
 				fmt.Fprintf(a.stderr, "to send, type the first 8 hex digits of plan %s: ", redrive.ShortHash(pf.Hash))
-				line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+				line, err := promptLine(sigCtx, os.Stdin, a.stderr, "nothing sent")
+				if err != nil {
+					return err
+				}
 				if strings.TrimSpace(line) != pf.Hash[:8] {
 					return actions.Refuse(actions.ErrNotConfirmed, "not confirmed: nothing sent")
 				}
@@ -740,7 +742,13 @@ func (a *app) confirmReview(ctx context.Context, k *actions.KafkaRedrive, pf *re
 	sum.Warnings = warningsOf(review.Warnings)
 	writePlanText(a.stderr, sum, pf.Plan.Records)
 	fmt.Fprintf(a.stderr, "\nto %s plan %s, type the first 8 hex digits of its hash: ", verb, redrive.ShortHash(pf.Hash))
-	line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+	// The approver reads for as long as they need: the answer is not
+	// bounded by ctx's --timeout (approve catches no signal, so ctrl+c
+	// ends it).
+	line, err := promptLine(context.WithoutCancel(ctx), os.Stdin, a.stderr, "nothing signed")
+	if err != nil {
+		return nil, err
+	}
 	if strings.TrimSpace(line) != pf.Hash[:8] {
 		return nil, actions.Refuse(actions.ErrNotConfirmed, "not confirmed: nothing signed")
 	}

@@ -462,6 +462,14 @@ func TestRedriveApproveAndExecuteAskOnATerminal(t *testing.T) {
 		t.Fatalf("after the prefix:\n%s", s)
 	}
 
+	// ctrl+c at the question ends the command at once, nothing sent (it
+	// sat at the prompt: execute's SIGINT handler had taken the signal).
+	stop := startTmux(t, 160, 40, "--config", f.config, "redrive", "execute", hash[:12], "--no-verify")
+	stop.waitText("the dry run", "type the first 8 hex digits")
+	stop.keys("C-c")
+	if s := stop.waitText("the interruption", "[berth exited]"); !strings.Contains(s, "interrupted at the prompt: nothing sent") || f.state(t, hash) != 0 {
+		t.Fatalf("ctrl+c at the prompt:\n%s", s)
+	}
 	run := startTmux(t, 160, 40, "--config", f.config, "redrive", "execute", hash[:12], "--no-verify")
 	dry := run.waitText("the dry run", "type the first 8 hex digits")
 	if !strings.Contains(dry, "would send 2 (ledger-events 2)") || f.state(t, hash) != 0 {

@@ -153,6 +153,17 @@ func TestRabbitExecuteOnATerminalAsksForThePlanHash(t *testing.T) {
 	if n := rmqReadyCount(t, conn, work); n != 0 {
 		t.Fatalf("%d message(s) sent after a wrong hash prefix", n)
 	}
+	// ctrl+c at the question ends the command at once, nothing sent (it
+	// sat at the prompt: the run's SIGINT handler had taken the signal).
+	stop := startTmux(t, 150, 20, "redrive", "execute", plan, "--config", cfg)
+	stop.waitText("the dry run and the question", "type the first 8 hex digits")
+	stop.keys("C-c")
+	if s := stop.waitText("the interruption", "[berth exited]"); !strings.Contains(s, "interrupted at the prompt: nothing sent") {
+		t.Errorf("ctrl+c at the prompt: %s", s)
+	}
+	if n := rmqReadyCount(t, conn, work); n != 0 {
+		t.Fatalf("%d message(s) sent after ctrl+c", n)
+	}
 	right := startTmux(t, 150, 20, "redrive", "execute", plan, "--config", cfg)
 	right.waitText("the dry run", "would redrive 2 message(s)")
 	right.keys(p.Hash[:8], "Enter")
