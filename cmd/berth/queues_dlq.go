@@ -515,9 +515,9 @@ func (a *app) rmqOpenPlan(ctx context.Context, ref string, store bool, cl *rabbi
 // stored: a dry run), or finds one in the store by a hash prefix.
 func (a *app) rmqLoadPlan(ctx context.Context, l *rabbitmq.Ledger, ref string, store bool, cl *rabbitmq.Client) (redrive.QueuePlan, string, error) {
 	if isPlanFile(ref) {
-		raw, err := os.ReadFile(ref)
+		raw, err := readJSONFile(ref, maxQueuePlanFile)
 		if err != nil {
-			return redrive.QueuePlan{}, ref, fmt.Errorf("plan %s: %w", ref, errors.Unwrap(err))
+			return redrive.QueuePlan{}, ref, fmt.Errorf("plan %s: %w", ref, err)
 		}
 		if !store && cl == nil {
 			// show and status: read, never stored.
@@ -1011,9 +1011,9 @@ func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, audit
 			return err
 		}
 	} else {
-		raw, err := os.ReadFile(sigFile)
+		raw, err := readSignatureFile(sigFile)
 		if err != nil {
-			return fmt.Errorf("--signature: %v", errors.Unwrap(err))
+			return fmt.Errorf("--signature: %v", err)
 		}
 		if sig, err = approval.FromArmored(hash, raw, approval.RoleApproval, now); err != nil {
 			return err
@@ -1337,6 +1337,65 @@ func statusRowOf(s actions.RabbitStatus) qStatusRow {
 	return qStatusRow{statusRow: statusRow{Plan: s.Plan, DLQ: s.DLQ, Author: s.Author, Approvers: approvers, Created: s.Created, Included: s.Included, Excluded: s.Excluded,
 		Redriven: s.Redriven, Approvals: s.Approvals, Required: s.Required, Approved: s.Approved, Reason: s.Reason, State: s.State},
 		Vhost: s.Vhost, Intent: s.Intent, Failed: s.Failed}
+}
+
+// maxQueuePlanFile bounds a RabbitMQ plan file, which is decoded whole:
+// about 95 bytes a message, so 2.8 million messages.
+const maxQueuePlanFile = 256 << 20
+
+// readJSONFile reads a JSON document given by path (a plan file) whole, at
+// most max bytes, refusing what cannot be one before holding it: a device
+// such as /dev/zero or a binary file (its first byte is not '{') was read
+// until the process ran out of memory and crashed with a stack trace.
+func readJSONFile(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, errors.Unwrap(err)
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	for {
+		b, err := br.ReadByte()
+		if err != nil {
+			return nil, errors.New("not a Berth plan: empty")
+		}
+		if b == ' ' || b == '\t' || b == '\n' || b == '\r' {
+			continue
+		}
+		if b != '{' {
+			return nil, fmt.Errorf("not a Berth plan: it begins with %q, not '{'", b)
+		}
+		_ = br.UnreadByte()
+		break
+	}
+	raw, err := io.ReadAll(io.LimitReader(br, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(raw)) > max {
+		return nil, fmt.Errorf("larger than %d MiB: not a plan file", max>>20)
+	}
+	return raw, nil
+}
+
+// readSignatureFile reads an armored SSH signature (--signature), at most
+// 64 KiB (one is under 1 KiB): a device such as /dev/zero was read until
+// the process ran out of memory.
+func readSignatureFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, errors.Unwrap(err)
+	}
+	defer f.Close()
+	const max = 64 << 10
+	raw, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) > max {
+		return nil, fmt.Errorf("%s is larger than 64 KiB: not an SSH signature", path)
+	}
+	return raw, nil
 }
 
 // confirmPlanHash asks, on a terminal, for the first 8 hex digits of the

@@ -250,9 +250,9 @@ and given with --signature. The author's own key never counts.`,
 					return err
 				}
 			} else {
-				raw, err := os.ReadFile(sigFile)
+				raw, err := readSignatureFile(sigFile)
 				if err != nil {
-					return fmt.Errorf("--signature: %v", errors.Unwrap(err))
+					return fmt.Errorf("--signature: %v", err)
 				}
 				if sig, err = approval.FromArmored(pf.Hash, raw, approval.RoleApproval, now); err != nil {
 					return err

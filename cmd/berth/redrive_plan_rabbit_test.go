@@ -483,3 +483,49 @@ func TestRabbitPlanFileKeepsItsAuthorAcrossStores(t *testing.T) {
 		t.Errorf("the refused file's plan was stored:\n%s", out)
 	}
 }
+
+// A PLAN file is read whole on RabbitMQ: what cannot be a plan is refused
+// before it is held (`redrive show /dev/zero` ran the process out of
+// memory and crashed it with a stack trace), and so is a --signature file
+// larger than any signature, on both backends.
+func TestPlanAndSignatureFilesAreBoundedBeforeTheyAreRead(t *testing.T) {
+	isolateConfig(t)
+	dir := t.TempDir()
+	cfg := rabbitRedriveConfig(dir, "").write(t)
+	binary := filepath.Join(dir, "binary.json")
+	if err := os.WriteFile(binary, []byte{0, 0, 0}, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Sparse: no disk, and no memory unless it is read.
+	huge := filepath.Join(dir, "huge.json")
+	if err := os.WriteFile(huge, []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(huge, 300<<20); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{binary: "it begins with '\\x00', not '{'", huge: "larger than 256 MiB"} {
+		if _, errOut, code := runBerth(t, "redrive", "show", file, "--config", cfg); code != 1 || !strings.Contains(errOut, want) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("redrive show %s: exit %d %q; want one line saying %q", filepath.Base(file), code, errOut, want)
+		}
+	}
+	sig := filepath.Join(dir, "huge.sig")
+	if err := os.WriteFile(sig, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(sig, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, dlq := rmqDLQ(t, 1)
+	plan := filepath.Join(dir, "plan.json")
+	if _, errOut, code := runBerth(t, "redrive", "plan", dlq, "--all", "--out", plan, "--config", cfg); code != 0 {
+		t.Fatalf("plan: %s", errOut)
+	}
+	f := newRedriveFixture(t, 1, "    - match: \"ledger-events.DLT\"\n      review: none\n")
+	kplan, _ := f.planFile(t)
+	for _, args := range [][]string{{"redrive", "approve", plan, "--signature", sig, "--config", cfg}, {"--config", f.config, "redrive", "approve", kplan, "--signature", sig}} {
+		if _, errOut, code := runBerth(t, args...); code == 0 || !strings.Contains(errOut, "larger than 64 KiB") {
+			t.Errorf("%v: exit %d %q; want a refusal of a file larger than a signature", args, code, errOut)
+		}
+	}
+}
