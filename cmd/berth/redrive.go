@@ -614,6 +614,22 @@ func writeReviewText(w io.Writer, r *planReview) {
 // writeReviewCounts writes what a reviewer signs, on either backend: the
 // counts per target and the included records' idempotency keys (what
 // names them: "records", "messages").
+// reviewKeyChars is how much of one idempotency key the text review
+// shows: a key taken from a message's header or payload can be tens of
+// kilobytes, and a 60 KB key was printed whole on one line of the review,
+// twice for two messages.
+const reviewKeyChars = 120
+
+// shortKey is a key as the text review lists it: at most reviewKeyChars
+// characters, and how much more there is (-o json gives it whole).
+func shortKey(k string) string {
+	r := []rune(k)
+	if len(r) <= reviewKeyChars {
+		return k
+	}
+	return fmt.Sprintf("%s…(+%d characters; -o json has it whole)", string(r[:reviewKeyChars]), len(r)-reviewKeyChars)
+}
+
 func writeReviewCounts(w io.Writer, what string, targets []actions.TargetCount, keys []string) {
 	fmt.Fprintf(w, "review (derived from the %s as they are now):\n", what)
 	g := output.Grid{Header: []string{"TARGET", "INCLUDED", "EXCLUDED"}, Right: map[int]bool{1: true, 2: true}}
@@ -625,7 +641,7 @@ func writeReviewCounts(w io.Writer, what string, targets []actions.TargetCount, 
 	more := max(len(keys)-reviewKeysShown, 0)
 	keys = append([]string(nil), keys[:len(keys)-more]...)
 	for i := range keys {
-		keys[i] = dashIfEmpty(keys[i])
+		keys[i] = dashIfEmpty(shortKey(keys[i]))
 	}
 	list := strings.Join(keys, ", ")
 	if len(keys) == 0 {
