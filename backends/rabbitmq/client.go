@@ -16,7 +16,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -82,7 +84,7 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 	if o.AMQPURL != "" {
 		u, err := amqp.ParseURI(o.AMQPURL)
 		if err != nil {
-			return nil, fmt.Errorf("amqp_url: %q: %s", config.RedactURL(o.AMQPURL), config.RedactError(err.Error(), o.AMQPURL))
+			return nil, fmt.Errorf("amqp_url: %q: %s", config.RedactURL(o.AMQPURL), amqpURLProblem(err, o.AMQPURL))
 		}
 		if o.Username != "" {
 			u.Username, u.Password = o.Username, o.Password
@@ -540,3 +542,32 @@ func (c *Client) ClusterName() string {
 // SetReadOnly makes the client refuse every change from now on: the
 // cluster turned out to be one a read-only context names.
 func (c *Client) SetReadOnly() { c.opts.ReadOnly = true }
+
+// amqpURLProblem says why an AMQP URL does not parse without quoting it:
+// net/url quotes the part it choked on ("invalid URL escape \"%PW\"", a
+// piece of the password) and amqp091 adds a hint whose own '@' made the
+// masking of the quoted URL swallow the reason ("parse
+// \"amqp://guest:*****@\", \":\", or \"/\", it must be percent-encoded").
+func amqpURLProblem(err error, raw string) string {
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		// amqp091's own reasons (scheme, whitespace, a bad query
+		// parameter) quote no part of the URL but may: masked all the same.
+		return config.RedactError(err.Error(), raw)
+	}
+	why := "it does not parse"
+	var esc url.EscapeError
+	var host url.InvalidHostError
+	switch {
+	case errors.As(ue.Err, &esc):
+		why = "an invalid %-escape"
+	case errors.As(ue.Err, &host):
+		why = "an invalid host"
+	case strings.Contains(ue.Err.Error(), "missing ']'"):
+		why = "an IPv6 host without its ']'"
+	case strings.Contains(ue.Err.Error(), "invalid port"):
+		why = "an invalid port"
+	}
+	// No '@' in the hint: errors are masked again up to their last '@'.
+	return why + " (in the user name or password, ? # : / % and the at sign must be percent-encoded)"
+}

@@ -88,6 +88,25 @@ func TestDialFailuresAreTypedWithoutTheirSecret(t *testing.T) {
 	}
 }
 
+// An AMQP URL that does not parse is refused with why, in words, never a
+// piece of it: net/url quoted the bad escape ("%PW", part of the
+// password), and the hint amqp091 adds held an '@' that made the masking
+// swallow the reason.
+func TestUnparsableAMQPURLSaysWhyWithoutItsPassword(t *testing.T) {
+	for url, why := range map[string]string{
+		"amqp://guest:s3cr%Et@127.0.0.1:5672/": "an invalid %-escape",
+		"amqp://guest:s3cr%Et@[::1":            "an IPv6 host without its ']'",
+		"amqp://guest:s3cr%Et@127.0.0.1:99x/":  "an invalid port",
+		"amqp://guest:s3cr3tEt@127.0.0.1:99x/": "an invalid port",
+	} {
+		_, err := Dial(context.Background(), Options{AMQPURL: url, Timeout: time.Second})
+		if err == nil || !strings.Contains(err.Error(), why) || !strings.Contains(err.Error(), "must be percent-encoded") ||
+			strings.Contains(errTree(err), "Et") {
+			t.Errorf("%s: %v; want %q and no part of the password", url, err, why)
+		}
+	}
+}
+
 // A missing queue is backends.ErrNotFound with and without the management
 // API, and the message still names the queue and vhost.
 func TestMissingQueueIsNotFound(t *testing.T) {
