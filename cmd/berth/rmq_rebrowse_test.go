@@ -11,6 +11,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/berth-dev/berth/internal/rabbittest"
+	tuidlq "github.com/berth-dev/berth/tui/dlq"
 )
 
 // rmqDeadLetters declares a DLQ (lazy when lazy), deleted after the test,
@@ -123,5 +124,54 @@ func TestRabbitRedriveShowCallsHeldMessagesNotVisible(t *testing.T) {
 	out, _, code := runBerth(t, "redrive", "show", file, "--timeout", "60s", "--config", cfg)
 	if code != 0 || strings.Contains(out, "GONE") || !strings.Contains(out, "NOT VISIBLE") || strings.Count(out, "could not be seen") != 1 {
 		t.Fatalf("show (exit %d) says:\n%s\nwant NOT VISIBLE, no GONE, and one line saying what could not be seen", code, out)
+	}
+}
+
+// The console reads a DLQ as the command line does: a page that browses it
+// right after another did reads the same messages, and the messages
+// another consumer holds are said in one line, and called not visible, not
+// gone, on the plan's page.
+func TestConsoleRabbitNamesWhatOtherConsumersHold(t *testing.T) {
+	isolateConfig(t)
+	conn, dlq := rmqDeadLetters(t, 6, false)
+	rc := newRabbitConsole(t, "", false)
+	file := filepath.Join(t.TempDir(), "plan.json")
+	out, errOut, code := rc.berth(t, "redrive", "plan", dlq, "--all", "--out", file, "-o", "json")
+	if code != 0 {
+		t.Fatalf("plan: exit %d %s", code, errOut)
+	}
+	var made struct {
+		Hash string `json:"hash"`
+	}
+	if err := json.Unmarshal([]byte(out), &made); err != nil {
+		t.Fatal(err)
+	}
+	for round := 1; round <= 2; round++ {
+		d := drive(t, rc.env, tuidlq.NewQueueClassesPage(rc.env, dlq))
+		mustContain(t, d.until("1 class(es)"), "6 message(s) read")
+	}
+	other, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := other.Qos(2, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := other.Consume(dlq, "other", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-ds
+	<-ds
+	d := drive(t, rc.env, tuidlq.NewQueueClassesPage(rc.env, dlq))
+	mustContain(t, d.until("1 class(es)"), "4 message(s) read", "note: 2 message(s) could not be seen: held unacknowledged by 1 other consumer(s)")
+	d = drive(t, rc.env, tuidlq.NewQueuePlansPage(rc.env))
+	d.until(made.Hash[:12])
+	d.press(keyEnterMsg, never)
+	v := d.until("not visible")
+	mustContain(t, v, "2 message(s) not visible", "job-0, job-1", "note: the review of")
+	if strings.Contains(v, "changed or gone") {
+		t.Fatalf("the plan's page calls held messages gone:\n%s", v)
 	}
 }
