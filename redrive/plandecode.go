@@ -30,7 +30,8 @@ func DecodePlan(r io.Reader) (Plan, error) {
 	} else if t != json.Delim('{') {
 		return Plan{}, fmt.Errorf("json: cannot unmarshal %s into Go value of type redrive.Core", jsonKind(t))
 	}
-	head, rows, err := decodeCoreObject(dec, "Core", size)
+	head, sink, err := decodeCoreObject(dec, "Core", kafkaRows(size))
+	rows, _ := sink.(*planRows)
 	if err == io.EOF {
 		err = io.ErrUnexpectedEOF // the document started but did not end
 	}
@@ -60,10 +61,11 @@ func DecodePlan(r io.Reader) (Plan, error) {
 // accepts and refuses exactly what the whole file decoded as a SignedPlan
 // and rebuilt by PlanFromCore did, with the same errors.
 func DecodeFileFrom(r io.Reader) (File, error) {
-	sp, rows, err := decodeSignedHead(r, sizeOf(r))
+	sp, sink, err := decodeSignedHead(r, kafkaRows(sizeOf(r)))
 	if err != nil {
 		return File{}, fmt.Errorf("not a Berth plan: %v", err)
 	}
+	rows := sink.(*planRows)
 	// As DecodeSignedPlan, then PlanFromCore.
 	c := sp.Plan
 	if err := c.Validate(); err != nil {
@@ -103,20 +105,47 @@ func sizeOf(r io.Reader) int64 {
 	return 0
 }
 
+// rowSink takes a core's rows as they are decoded (planRows: a Kafka
+// plan's; queueRows: a RabbitMQ plan's).
+type rowSink interface {
+	decode(dec *json.Decoder, field string) error
+}
+
+// kafkaRows makes the sinks of a Kafka plan's rows; size is the
+// document's length (0: not known).
+func kafkaRows(size int64) func(null bool) rowSink {
+	return func(null bool) rowSink { return &planRows{null: null, size: size} }
+}
+
 // decodeSignedHead reads a plan file: its hash, signatures and core
-// without rows as a SignedPlan, its rows as records (see planRows).
-func decodeSignedHead(r io.Reader, size int64) (SignedPlan, *planRows, error) {
+// without rows as a SignedPlan, its rows into a sink newRows makes.
+func decodeSignedHead(r io.Reader, newRows func(null bool) rowSink) (SignedPlan, rowSink, error) {
 	var sp SignedPlan
-	rows := &planRows{null: true}
+	head, rows, err := decodeSignedRaw(r, newRows)
+	if err != nil || head == nil {
+		return sp, rows, err
+	}
+	hd := json.NewDecoder(head)
+	hd.DisallowUnknownFields()
+	if err := hd.Decode(&sp); err != nil {
+		return sp, nil, err
+	}
+	return sp, rows, nil
+}
+
+// decodeSignedRaw is decodeSignedHead before the head (the file without
+// its rows) is decoded: nil for a null document.
+func decodeSignedRaw(r io.Reader, newRows func(null bool) rowSink) (*bytes.Buffer, rowSink, error) {
+	rows := newRows(true)
 	dec := json.NewDecoder(r)
 	t, err := dec.Token()
 	switch {
 	case err != nil:
-		return sp, nil, err
+		return nil, nil, err
 	case t == nil:
-		return sp, rows, nil // null: nothing in it
+		return nil, rows, nil // null: nothing in it
 	case t != json.Delim('{'):
-		return sp, nil, fmt.Errorf("json: cannot unmarshal %s into Go value of type redrive.SignedPlan", jsonKind(t))
+		return nil, nil, fmt.Errorf("json: cannot unmarshal %s into Go value of type redrive.SignedPlan", jsonKind(t))
 	}
 	// head is the file without its rows, decoded as a SignedPlan at the
 	// end so every other field is read exactly as before.
@@ -132,7 +161,7 @@ func decodeSignedHead(r io.Reader, size int64) (SignedPlan, *planRows, error) {
 		}
 		switch t {
 		case json.Delim('{'):
-			h, rs, err := decodeCoreObject(dec, "Core.plan", size)
+			h, rs, err := decodeCoreObject(dec, "Core.plan", newRows)
 			rows = rs
 			return h, true, err
 		case json.Delim('['):
@@ -146,7 +175,7 @@ func decodeSignedHead(r io.Reader, size int64) (SignedPlan, *planRows, error) {
 			_, err := dec.Token()
 			return json.RawMessage("[]"), true, err
 		default:
-			rows = &planRows{null: true}
+			rows = newRows(true)
 			v, err := json.Marshal(t)
 			return v, true, err
 		}
@@ -155,14 +184,9 @@ func decodeSignedHead(r io.Reader, size int64) (SignedPlan, *planRows, error) {
 		err = io.ErrUnexpectedEOF // the document started but did not end
 	}
 	if err != nil {
-		return sp, nil, err
+		return nil, nil, err
 	}
-	hd := json.NewDecoder(head)
-	hd.DisallowUnknownFields()
-	if err := hd.Decode(&sp); err != nil {
-		return sp, nil, err
-	}
-	return sp, rows, nil
+	return head, rows, nil
 }
 
 // decodeObject reads the members of the object whose '{' dec just read,
@@ -201,18 +225,18 @@ func decodeObject(dec *json.Decoder, head *bytes.Buffer, value func(key string) 
 }
 
 // decodeCoreObject reads a core whose '{' dec just read: its JSON without
-// the rows, and the rows; size is the document's length (0: not known).
-// field is how encoding/json's errors name the core ("Core", "Core.plan").
-func decodeCoreObject(dec *json.Decoder, field string, size int64) (json.RawMessage, *planRows, error) {
+// the rows, and the rows (into a sink newRows makes). field is how
+// encoding/json's errors name the core ("Core", "Core.plan").
+func decodeCoreObject(dec *json.Decoder, field string, newRows func(null bool) rowSink) (json.RawMessage, rowSink, error) {
 	head := bytes.NewBufferString("{")
-	rows := &planRows{null: true}
+	rows := newRows(true)
 	err := decodeObject(dec, head, func(key string) (json.RawMessage, bool, error) {
 		// encoding/json matches keys without regard to case; so does this.
 		if !strings.EqualFold(key, "rows") {
 			return nil, false, nil
 		}
 		// A later "rows" replaces an earlier one, as with encoding/json.
-		rows = &planRows{size: size}
+		rows = newRows(false)
 		if err := rows.decode(dec, field); err != nil {
 			return nil, true, err
 		}

@@ -1,10 +1,16 @@
 package redrive
 
 import (
+	"bufio"
 	"bytes"
+	"cmp"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
+	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -55,7 +61,7 @@ type QueueMessage struct {
 	// OrderingKey is the policy's ordering_key value ("" when none).
 	OrderingKey string
 	Timestamp   *time.Time
-	Digest      string
+	Digest      Digest
 }
 
 // Target is where the message goes: its original exchange and routing
@@ -89,7 +95,26 @@ type QueuePlan struct {
 	Author    string
 	CreatedAt time.Time
 	Records   []QueueRecord
+	// seal is the plan's hash once it is final (Seal) or was read and
+	// checked (DecodeQueuePlan): hashing a million records is a pass over
+	// ~100 MB of canonical JSON, and a command asks for the hash many
+	// times.
+	seal seal
 }
+
+// seal is a kept hash and what it was kept for: the header (everything
+// hashed but the records) and a checksum of what is hashed of the
+// records. Any change to either makes it stale, and the hash is computed
+// again. The checksum (maphash, in memory only) costs a few milliseconds
+// for a million records, the hash itself a second or more.
+type seal struct {
+	hash string
+	head string
+	sum  uint64
+}
+
+// sealSeed seeds the records' checksums (this process's own).
+var sealSeed = maphash.MakeSeed()
 
 // QueueSelection is how the messages were chosen: always explicit.
 type QueueSelection struct {
@@ -124,23 +149,23 @@ func (s QueueSelection) Matches(m QueueMessage) bool {
 	return in(s.Classes, m.Class) && in(s.EventIDs, m.EventID) && in(s.Reasons, m.DeathReason) && in(s.OriginalQueues, m.OriginalQueue)
 }
 
-// QueueRecord is one selected message. Position, EventID, Digest, Exchange,
-// RoutingKey and the verdict's Included/Reason are in the hashed core; the
-// rest is derived from the message.
+// QueueRecord is one selected message. Position, EventID, Digest, the
+// target (Exchange, RoutingKey) and the verdict's Included/Reason are in
+// the hashed core; the rest is derived from the message.
+//
+// A plan holds a million of them, so a record is kept small: its digest as
+// its 32 bytes, and the strings many messages share (target, event id
+// source, class, origin, death reason) behind one pointer to a QueueOrigin
+// shared by every record with the same ones.
 type QueueRecord struct {
 	Position int
 	EventID  string
-	Digest   string
-	// Exchange and RoutingKey are the target (both empty: none).
-	Exchange, RoutingKey string
+	Digest   Digest
+	origin   *QueueOrigin
 	// Derived from the message and the plan's policy:
-	EventIDSource  string
 	IdempotencyKey string
-	Class          string
-	OriginalQueue  string
-	DeathReason    string
-	PriorRedrives  int
 	OrderingKey    string
+	PriorRedrives  int
 	// HazardPosition is the DLQ position of the message that makes this one
 	// an ordering hazard (also set when the plan allows hazards).
 	HazardPosition *int
@@ -149,9 +174,85 @@ type QueueRecord struct {
 	Verdict
 }
 
-func (r *QueueRecord) fill(m QueueMessage) {
-	r.EventIDSource, r.IdempotencyKey, r.Class = m.EventIDSource, m.IdempotencyKey, m.Class
-	r.OriginalQueue, r.DeathReason, r.PriorRedrives, r.OrderingKey = m.OriginalQueue, m.DeathReason, m.PriorRedrives, m.OrderingKey
+// QueueOrigin is what many records share: the target they are sent to
+// (both empty: none) and, once derived, how their event id was found,
+// their class, the queue they died in and why.
+type QueueOrigin struct {
+	Exchange, RoutingKey string
+	EventIDSource        string
+	Class                string
+	OriginalQueue        string
+	DeathReason          string
+}
+
+// Exchange is the exchange the record is sent to.
+func (r QueueRecord) Exchange() string { return r.originOf().Exchange }
+
+// RoutingKey is the routing key the record is sent with.
+func (r QueueRecord) RoutingKey() string { return r.originOf().RoutingKey }
+
+// EventIDSource says where the event id was found (message_id, or the
+// idempotency key's field).
+func (r QueueRecord) EventIDSource() string { return r.originOf().EventIDSource }
+
+// Class is the message's failure class.
+func (r QueueRecord) Class() string { return r.originOf().Class }
+
+// OriginalQueue is the queue the message died in.
+func (r QueueRecord) OriginalQueue() string { return r.originOf().OriginalQueue }
+
+// DeathReason is why it died (x-death's reason).
+func (r QueueRecord) DeathReason() string { return r.originOf().DeathReason }
+
+var noOrigin QueueOrigin
+
+func (r QueueRecord) originOf() *QueueOrigin {
+	if r.origin == nil {
+		return &noOrigin
+	}
+	return r.origin
+}
+
+// Origin is the record's shared strings (never nil; not to be modified).
+func (r QueueRecord) Origin() QueueOrigin { return *r.originOf() }
+
+// SetOrigin sets the record's shared strings (through origins, so that
+// records with the same ones share one copy; nil: this record its own).
+func (r *QueueRecord) SetOrigin(o QueueOrigin, origins *Origins) {
+	if origins == nil {
+		r.origin = &o
+		return
+	}
+	r.origin = origins.Of(o)
+}
+
+// WithOrigin is r with its shared strings set to o (its own copy).
+func (r QueueRecord) WithOrigin(o QueueOrigin) QueueRecord {
+	r.SetOrigin(o, nil)
+	return r
+}
+
+// Origins shares QueueOrigins between the records that have the same.
+type Origins struct{ m map[QueueOrigin]*QueueOrigin }
+
+// Of is the shared copy of o.
+func (s *Origins) Of(o QueueOrigin) *QueueOrigin {
+	if p, ok := s.m[o]; ok {
+		return p
+	}
+	if s.m == nil {
+		s.m = map[QueueOrigin]*QueueOrigin{}
+	}
+	p := &o
+	s.m[o] = p
+	return p
+}
+
+func (r *QueueRecord) fill(m QueueMessage, origins *Origins) {
+	o := r.Origin()
+	o.EventIDSource, o.Class, o.OriginalQueue, o.DeathReason = m.EventIDSource, m.Class, m.OriginalQueue, m.DeathReason
+	r.SetOrigin(o, origins)
+	r.IdempotencyKey, r.PriorRedrives, r.OrderingKey = m.IdempotencyKey, m.PriorRedrives, m.OrderingKey
 	r.Derived = true
 }
 
@@ -175,94 +276,166 @@ type QueueCheckInput struct {
 
 // MakeQueuePlan selects messages and runs the checks (ledger, system of
 // record, loop guard, duplicates, ordering by business key). Pure: the
-// check answers and now are arguments.
+// check answers and now are arguments. It is QueuePlanner over msgs.
 func MakeQueuePlan(msgs []QueueMessage, sel QueueSelection, pol PolicySnapshot, in QueueCheckInput, now time.Time) (QueuePlan, error) {
-	if sel.Empty() {
-		return QueuePlan{}, errors.New("selection: say what to redrive (--class, --event-id, --reason, --original-queue, or --all); a plan never means everything implicitly")
+	b, err := NewQueuePlanner(sel)
+	if err != nil {
+		return QueuePlan{}, err
 	}
-	p := QueuePlan{Selection: sel, Target: QueueTargetExchange, Policy: pol, CreatedAt: now.UTC(), AllowHazards: in.AllowHazards}
+	for _, m := range msgs {
+		b.Add(m)
+	}
+	return b.Plan(pol, in, now), nil
+}
+
+// QueuePlanner makes a plan from messages handed to it one at a time, as a
+// browse reads them: it keeps the selected messages' records and, for the
+// ordering check, the first position of each ordering key left behind,
+// never the messages (a DLQ of a million messages is planned holding the
+// plan, not also a million messages' facts).
+type QueuePlanner struct {
+	sel  QueueSelection
+	recs []QueueRecord
+	// behind is the unselected messages: each stays in the DLQ.
+	behind *QueueOrdering
+	// stamps are the publisher timestamps of the records with an
+	// ordering key, by record index (only the ordering check reads them).
+	stamps  map[int]time.Time
+	origins Origins
+}
+
+// NewQueuePlanner starts a plan of what sel selects; an empty selection is
+// refused (a plan never means everything implicitly).
+func NewQueuePlanner(sel QueueSelection) (*QueuePlanner, error) {
+	if sel.Empty() {
+		return nil, errors.New("selection: say what to redrive (--class, --event-id, --reason, --original-queue, or --all); a plan never means everything implicitly")
+	}
+	return &QueuePlanner{sel: sel, behind: NewQueueOrdering(), stamps: map[int]time.Time{}}, nil
+}
+
+// Reserve makes room for n records: a caller that knows the DLQ's depth
+// spares the plan the copies growing it by appending makes (at a million
+// records, the old and the new array at once).
+func (b *QueuePlanner) Reserve(n int) {
+	if n > cap(b.recs) {
+		recs := make([]QueueRecord, len(b.recs), n)
+		copy(recs, b.recs)
+		b.recs = recs
+	}
+}
+
+// Add takes the next message read and reports whether it is selected.
+func (b *QueuePlanner) Add(m QueueMessage) bool {
+	if !b.sel.Matches(m) {
+		b.behind.StaysBehind(m.OrderingKey, m.Position)
+		return false
+	}
+	r := QueueRecord{Position: m.Position, EventID: m.EventID, Digest: m.Digest, Verdict: include()}
+	x, k, ok := m.Target(false)
+	r.SetOrigin(QueueOrigin{Exchange: x, RoutingKey: k}, &b.origins)
+	r.fill(m, &b.origins)
+	if !ok {
+		// Decided now: the first check (nothing after it can include it).
+		r.Verdict = exclude(ReasonCheckFailed, "no x-death routing: the original exchange and routing key are unknown")
+	}
+	if m.OrderingKey != "" && m.Timestamp != nil {
+		b.stamps[len(b.recs)] = *m.Timestamp
+	}
+	b.recs = append(b.recs, r)
+	return true
+}
+
+// Selected are the records of the messages selected so far (their
+// verdicts are not final until Plan): what the checks need to be asked.
+func (b *QueuePlanner) Selected() []QueueRecord { return b.recs }
+
+// Plan runs the checks over the selected messages and returns the plan;
+// the planner is spent.
+func (b *QueuePlanner) Plan(pol PolicySnapshot, in QueueCheckInput, now time.Time) QueuePlan {
+	p := QueuePlan{Selection: b.sel, Target: QueueTargetExchange, Policy: pol, CreatedAt: now.UTC(), AllowHazards: in.AllowHazards, Records: b.recs}
 	limit := pol.MaxRedrives
 	if limit <= 0 {
 		limit = DefaultMaxRedrives
 	}
-	seen := map[string]bool{}
-	for _, m := range msgs {
-		if !sel.Matches(m) {
-			continue
+	for i := range p.Records {
+		r := &p.Records[i]
+		if !r.Included {
+			continue // no routing (Add)
 		}
-		r := QueueRecord{Position: m.Position, EventID: m.EventID, Digest: m.Digest, Verdict: include()}
-		r.fill(m)
-		x, k, ok := m.Target(false)
-		r.Exchange, r.RoutingKey = x, k
 		switch {
-		case !ok:
-			r.Verdict = exclude(ReasonCheckFailed, "no x-death routing: the original exchange and routing key are unknown")
-		case has(in.Redriven, m.EventID):
-			r.Verdict = exclude(ReasonAlreadyRedriven, "the ledger has event %s confirmed: %s", m.EventID, in.Redriven[m.EventID])
-		case pol.RequireIdempotencyKey && m.IdempotencyKey == "":
+		case has(in.Redriven, r.EventID):
+			r.Verdict = exclude(ReasonAlreadyRedriven, "the ledger has event %s confirmed: %s", r.EventID, in.Redriven[r.EventID])
+		case pol.RequireIdempotencyKey && r.IdempotencyKey == "":
 			r.Verdict = exclude(ReasonMissingKey, "policy requires %s", orDefault(pol.IdempotencyKey))
-		case in.HasSOR && m.IdempotencyKey == "":
+		case in.HasSOR && r.IdempotencyKey == "":
 			// The system of record cannot be asked without a key: never
 			// read as "not applied".
 			r.Verdict = exclude(ReasonMissingKey, "no idempotency key (%s) to ask the system of record with", orDefault(pol.IdempotencyKey))
 		case in.HasSOR && in.SORErr != nil:
 			r.Verdict = exclude(ReasonCheckFailed, "system of record: %v", in.SORErr)
-		case in.HasSOR && !has(in.Committed, m.IdempotencyKey):
-			r.Verdict = exclude(ReasonCheckFailed, "system of record: no answer for %s", m.IdempotencyKey)
-		case in.HasSOR && in.Committed[m.IdempotencyKey]:
-			r.Verdict = exclude(ReasonEffectCommitted, "the system of record has %s (its effect already committed)", m.IdempotencyKey)
-		case m.PriorRedrives >= limit:
-			r.Verdict = exclude(ReasonLoopLimit, "redriven %d times before (limit %d)", m.PriorRedrives, limit)
-		case seen[m.EventID]:
-			r.Verdict = exclude(ReasonDuplicate, "event %s is already in this plan", m.EventID)
+		case in.HasSOR && !has(in.Committed, r.IdempotencyKey):
+			r.Verdict = exclude(ReasonCheckFailed, "system of record: no answer for %s", r.IdempotencyKey)
+		case in.HasSOR && in.Committed[r.IdempotencyKey]:
+			r.Verdict = exclude(ReasonEffectCommitted, "the system of record has %s (its effect already committed)", r.IdempotencyKey)
+		case r.PriorRedrives >= limit:
+			r.Verdict = exclude(ReasonLoopLimit, "redriven %d times before (limit %d)", r.PriorRedrives, limit)
 		}
-		if r.Included {
-			seen[m.EventID] = true
-		}
-		p.Records = append(p.Records, r)
 	}
-	CheckQueueOrdering(msgs, p.Records, in.AllowHazards)
-	return p, nil
+	excludeDuplicates(p.Records)
+	b.ordering(p.Records, in.AllowHazards)
+	*b = QueuePlanner{}
+	return p
 }
 
-func has[V any](m map[string]V, k string) bool { _, ok := m[k]; return ok }
-
-// CheckQueueOrdering is the ordering check for queues, by the policy's
-// business key (ordering_key). Records are redriven in DLQ order, so within
-// the selection messages of one key keep their order. Two cases break it:
-//   - an older message of the same key stays behind in the DLQ (not
-//     selected, or excluded for a reason that leaves it undelivered): the
-//     redriven message would overtake it;
-//   - within the plan, a message's publisher timestamp is older than that
-//     of a same-key message ahead of it in the DLQ (it died later): it
-//     would arrive behind the newer event.
-//
-// Such a record is an ordering_hazard: excluded, or included and still
-// reported when allow is set. Excluding it leaves it behind too, so later
-// messages of its key become hazards in turn. Messages without the key are
-// not checked.
-func CheckQueueOrdering(msgs []QueueMessage, recs []QueueRecord, allow bool) {
-	inPlan := map[int]*QueueRecord{}
+// excludeDuplicates excludes, of the included records sharing an event id,
+// every one after the first (in record order): an event is sent once. The
+// records are sorted by event id through an index (4 bytes a record)
+// rather than a set of a million ids.
+func excludeDuplicates(recs []QueueRecord) {
+	var idx []int32
 	for i := range recs {
-		inPlan[recs[i].Position] = &recs[i]
+		if recs[i].Included {
+			idx = append(idx, int32(i))
+		}
 	}
-	ordered := append([]QueueMessage(nil), msgs...)
-	sort.SliceStable(ordered, func(i, j int) bool { return ordered[i].Position < ordered[j].Position })
-	behind := NewQueueOrdering()
+	slices.SortFunc(idx, func(a, b int32) int {
+		if c := strings.Compare(recs[a].EventID, recs[b].EventID); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	for j := 1; j < len(idx); j++ {
+		if r := &recs[idx[j]]; r.EventID == recs[idx[j-1]].EventID {
+			r.Verdict = exclude(ReasonDuplicate, "event %s is already in this plan", r.EventID)
+		}
+	}
+}
+
+// ordering is CheckQueueOrdering over the planner's records: the
+// unselected messages' keys were noted as they were read (b.behind; a
+// message left behind after a record cannot make it a hazard, so noting
+// them all first changes nothing).
+func (b *QueuePlanner) ordering(recs []QueueRecord, allow bool) {
+	order := positionOrder(recs)
+	behind := b.behind
 	type stamp struct {
 		pos int
 		at  time.Time
 	}
 	newest := map[string]stamp{}
-	for _, m := range ordered {
-		k := m.OrderingKey
+	for j := range recs {
+		i := j
+		if order != nil {
+			i = int(order[j])
+		}
+		r := &recs[i]
+		k := r.OrderingKey
 		if k == "" {
 			continue
 		}
-		r := inPlan[m.Position]
-		if r == nil || !r.Included {
-			if r == nil || StaysBehind(r.Reason) {
-				behind.StaysBehind(k, m.Position)
+		if !r.Included {
+			if StaysBehind(r.Reason) {
+				behind.StaysBehind(k, r.Position)
 			}
 			continue
 		}
@@ -272,24 +445,40 @@ func CheckQueueOrdering(msgs []QueueMessage, recs []QueueRecord, allow bool) {
 			r.Detail = why
 			if !allow {
 				r.Included, r.Reason = false, ReasonOrderingHazard
-				behind.StaysBehind(k, m.Position)
+				behind.StaysBehind(k, r.Position)
 			}
 		}
-		if pos, ok := behind.Hazard(k, m.Position); ok {
+		if pos, ok := behind.Hazard(k, r.Position); ok {
 			hazard(pos, fmt.Sprintf("an older message with ordering key %s stays in the DLQ at position %d; this one would overtake it", k, pos))
 			continue
 		}
-		if m.Timestamp != nil {
-			if s, ok := newest[k]; ok && m.Timestamp.Before(s.at) {
+		if at, ok := b.stamps[i]; ok {
+			if s, ok := newest[k]; ok && at.Before(s.at) {
 				hazard(s.pos, fmt.Sprintf("published before the same-key message at position %d (ahead of it in the DLQ): it would arrive behind a newer event", s.pos))
 				continue
 			}
-			if s, ok := newest[k]; !ok || m.Timestamp.After(s.at) {
-				newest[k] = stamp{m.Position, *m.Timestamp}
+			if s, ok := newest[k]; !ok || at.After(s.at) {
+				newest[k] = stamp{r.Position, at}
 			}
 		}
 	}
 }
+
+// positionOrder is the records' indexes in position order (stable), or
+// nil when they are in that order already (as a plan is made and read).
+func positionOrder(recs []QueueRecord) []int32 {
+	if sort.SliceIsSorted(recs, func(i, j int) bool { return recs[i].Position < recs[j].Position }) {
+		return nil
+	}
+	order := make([]int32, len(recs))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	sort.SliceStable(order, func(i, j int) bool { return recs[order[i]].Position < recs[order[j]].Position })
+	return order
+}
+
+func has[V any](m map[string]V, k string) bool { _, ok := m[k]; return ok }
 
 // StaysBehind reports whether a message excluded for r remains in the DLQ
 // undelivered (as opposed to delivered already, or settled in the system of
@@ -365,23 +554,66 @@ func (o *QueueOrdering) Admit(msgs []QueueMessage, verdicts map[string]Verdict, 
 // default exchange. Call before the plan is written (it changes the hash).
 func (p *QueuePlan) ToQueues() {
 	p.Target = QueueTargetQueue
+	p.seal = seal{}
+	var origins Origins
 	for i := range p.Records {
 		r := &p.Records[i]
-		if r.OriginalQueue == "" {
+		o := r.Origin()
+		if o.OriginalQueue == "" {
 			continue
 		}
-		r.Exchange, r.RoutingKey = "", r.OriginalQueue
+		o.Exchange, o.RoutingKey = "", o.OriginalQueue
+		r.SetOrigin(o, &origins)
 	}
 }
 
-// Core is the plan's hashed content: rows sorted by position, targets
-// tabled in order of first use.
-func (p QueuePlan) Core() Core {
+// queueRow is a record's row before it is written: what Row holds,
+// without the strings.
+type queueRow struct {
+	pos     int
+	id      string
+	digest  Digest
+	target  int
+	verdict Reason
+}
+
+// Row is the row as a Core holds it.
+func (r queueRow) Row() Row {
+	return Row{Loc: strconv.Itoa(r.pos) + ":" + r.id, Digest: r.digest.String(), Target: r.target, Verdict: r.verdict}
+}
+
+// write writes the row as [loc, digest, target, verdict], each string
+// written by str (both of a plan's encodings escape character by
+// character, so the location is its digits and ':', which need no
+// escaping, then the event id escaped).
+func (r queueRow) write(b *bytes.Buffer, str func(*bytes.Buffer, string)) {
+	var num [48]byte
+	b.WriteByte('[')
+	at := b.Len()
+	str(b, r.id) // "ID": the position goes between the quote and the id
+	pre := append(strconv.AppendInt(num[:0], int64(r.pos), 10), ':')
+	b.Write(pre)
+	buf := b.Bytes()
+	copy(buf[at+1+len(pre):], buf[at+1:len(buf)-len(pre)])
+	copy(buf[at+1:], pre)
+	b.WriteString(`,"`)
+	b.Write(r.digest.appendText(num[:0]))
+	b.WriteString(`",`)
+	b.Write(strconv.AppendInt(num[:0], int64(r.target), 10))
+	b.WriteByte(',')
+	str(b, string(r.verdict))
+	b.WriteByte(']')
+}
+
+// coreHead returns the plan's core without its rows (targets tabled in
+// order of first use), the records' position order (nil: as they are) and
+// how record i becomes its row.
+func (p QueuePlan) coreHead() (Core, []int32, func(i int) queueRow) {
 	c := Core{
 		Format: PlanFormat, Backend: BackendRabbitMQ, Cluster: p.Cluster, Vhost: p.Vhost, DLQ: p.DLQ, QueueType: p.QueueType,
 		CreatedAt: FormatCreatedAt(p.CreatedAt), Policy: p.Policy, Rate: p.Rate, Batch: p.Window, AllowHazards: p.AllowHazards,
 		Selection: CoreSelection{All: p.Selection.All, Classes: p.Selection.Classes, EventIDs: p.Selection.EventIDs, Reasons: p.Selection.Reasons, OriginalQueues: p.Selection.OriginalQueues},
-		Targets:   []string{}, Rows: make([]Row, 0, len(p.Records)),
+		Targets:   []string{},
 	}
 	if p.AcceptQuorumSideEffects {
 		c.Options = append(c.Options, OptionQuorumSideEffects)
@@ -390,18 +622,26 @@ func (p QueuePlan) Core() Core {
 		c.Options = append(c.Options, OptionToQueues)
 	}
 	// Rows are in position order. A plan is made in that order, so its
-	// records are only copied to be sorted when they are not: a million
-	// records are not held twice each time a plan is hashed.
+	// records are only indexed in order when they are not.
 	recs := p.Records
-	if !sort.SliceIsSorted(recs, func(i, j int) bool { return recs[i].Position < recs[j].Position }) {
-		recs = append([]QueueRecord(nil), p.Records...)
-		sort.SliceStable(recs, func(i, j int) bool { return recs[i].Position < recs[j].Position })
+	order := positionOrder(recs)
+	at := func(j int) int {
+		if order != nil {
+			return int(order[j])
+		}
+		return j
 	}
+	// Records share their origins: the target of each is looked up once
+	// per origin, not once per record.
 	index := map[string]int{}
-	for _, r := range recs {
+	byOrigin := map[*QueueOrigin]int{}
+	target := func(r *QueueRecord) int {
+		if t, ok := byOrigin[r.origin]; ok && r.origin != nil {
+			return t
+		}
 		t := -1
-		if r.Exchange != "" || r.RoutingKey != "" {
-			name := r.Exchange + "\x00" + r.RoutingKey
+		if x, k := r.Exchange(), r.RoutingKey(); x != "" || k != "" {
+			name := x + "\x00" + k
 			i, ok := index[name]
 			if !ok {
 				i = len(c.Targets)
@@ -410,23 +650,105 @@ func (p QueuePlan) Core() Core {
 			}
 			t = i
 		}
+		if r.origin != nil {
+			byOrigin[r.origin] = t
+		}
+		return t
+	}
+	targets := make([]int32, len(recs))
+	for j := range recs {
+		i := at(j)
+		targets[i] = int32(target(&recs[i]))
+	}
+	row := func(j int) queueRow {
+		i := at(j)
+		r := &recs[i]
 		v := Reason("")
 		if !r.Included {
 			v = r.Reason
 		}
-		c.Rows = append(c.Rows, Row{Loc: r.Loc(), Digest: r.Digest, Target: t, Verdict: v})
+		return queueRow{pos: r.Position, id: r.EventID, digest: r.Digest, target: int(targets[i]), verdict: v}
+	}
+	return c, order, row
+}
+
+// Core is the plan's hashed content: rows sorted by position, targets
+// tabled in order of first use.
+func (p QueuePlan) Core() Core {
+	c, _, row := p.coreHead()
+	c.Rows = make([]Row, 0, len(p.Records))
+	for j := range p.Records {
+		c.Rows = append(c.Rows, row(j).Row())
 	}
 	return c
 }
 
-// Hash is the plan's identity (Core.Hash, exactly as for Kafka plans).
+// Hash is the plan's identity (Core.Hash, exactly as for Kafka plans): the
+// rows are written as they are made from the records, never held.
 func (p QueuePlan) Hash() string {
-	h, err := p.Core().Hash()
+	if p.seal.hash != "" && p.seal == p.sealOf(p.seal.hash) {
+		return p.seal.hash
+	}
+	return p.computeHash()
+}
+
+// sealOf is the seal of the plan as it is now, with hash.
+func (p QueuePlan) sealOf(hash string) seal {
+	var h maphash.Hash
+	h.SetSeed(sealSeed)
+	var num [8]byte
+	for i := range p.Records {
+		r := &p.Records[i]
+		o := r.originOf()
+		binary.LittleEndian.PutUint64(num[:], uint64(r.Position))
+		h.Write(num[:])
+		h.WriteString(r.EventID)
+		h.WriteByte(0)
+		h.Write(r.Digest[:])
+		h.WriteString(o.Exchange)
+		h.WriteByte(0)
+		h.WriteString(o.RoutingKey)
+		h.WriteByte(0)
+		if r.Included {
+			h.WriteByte(1)
+		}
+		h.WriteString(string(r.Reason))
+		h.WriteByte(0)
+	}
+	s := seal{hash: hash, sum: h.Sum64()}
+	if b, err := json.Marshal(p.header()); err == nil {
+		s.head = string(b)
+	}
+	return s
+}
+
+// header is what of the plan is hashed besides the records.
+func (p QueuePlan) header() any {
+	return struct {
+		Cluster, Vhost, DLQ, QueueType, Target string
+		Selection                              QueueSelection
+		Rate, Window                           int
+		Accept, Allow                          bool
+		Policy                                 PolicySnapshot
+		CreatedAt                              string
+	}{p.Cluster, p.Vhost, p.DLQ, p.QueueType, p.Target, p.Selection, p.Rate, p.Window, p.AcceptQuorumSideEffects, p.AllowHazards, p.Policy, FormatCreatedAt(p.CreatedAt)}
+}
+
+func (p QueuePlan) computeHash() string {
+	c, _, row := p.coreHead()
+	h, err := hashCanonical(func(w io.Writer) error {
+		return c.writeCanonical(w, len(p.Records), func(b *bytes.Buffer, j int) { row(j).write(b, writeASCIIString) })
+	})
 	if err != nil {
 		panic(fmt.Sprintf("redrive: plan does not encode: %v", err))
 	}
 	return h
 }
+
+// Seal computes the hash of the plan as it is now and keeps it: call once
+// the plan is final (made, retargeted, bound to its cluster). Anything
+// hashed that changes afterwards makes Hash compute it again.
+func (p *QueuePlan) Seal() { p.seal = p.sealOf(p.computeHash()) }
 
 // Subject is what a signature over the plan covers: its hash and cluster.
 func (p QueuePlan) Subject() approval.Subject {
@@ -463,14 +785,15 @@ func QueuePlanFromCore(c Core) (QueuePlan, error) {
 			return QueuePlan{}, fmt.Errorf("options: %q is not a RabbitMQ plan option (%s, %s)", o, OptionQuorumSideEffects, OptionToQueues)
 		}
 	}
-	targets := make([][2]string, len(c.Targets))
+	targets := make([]*QueueOrigin, len(c.Targets))
 	for i, t := range c.Targets {
 		x, k, ok := strings.Cut(t, "\x00")
 		if !ok {
 			return QueuePlan{}, fmt.Errorf("target %q: want EXCHANGE\\u0000ROUTING_KEY", t)
 		}
-		targets[i] = [2]string{x, k}
+		targets[i] = &QueueOrigin{Exchange: x, RoutingKey: k}
 	}
+	p.Records = make([]QueueRecord, 0, len(c.Rows))
 	// An event is sent at most once: a plan lists a second message of the
 	// same event id excluded as duplicate, never included twice (an author
 	// re-hashing an edited plan could list it so; the run would send it once
@@ -491,9 +814,10 @@ func QueuePlanFromCore(c Core) (QueuePlan, error) {
 			}
 			includedAt[id] = n
 		}
-		r := QueueRecord{Position: n, EventID: id, Digest: row.Digest, Verdict: Verdict{Included: row.Included(), Reason: row.Verdict}}
+		d, _ := ParseDigest(row.Digest) // validated
+		r := QueueRecord{Position: n, EventID: id, Digest: d, Verdict: Verdict{Included: row.Included(), Reason: row.Verdict}}
 		if row.Target >= 0 {
-			r.Exchange, r.RoutingKey = targets[row.Target][0], targets[row.Target][1]
+			r.origin = targets[row.Target]
 		}
 		p.Records = append(p.Records, r)
 	}
@@ -509,7 +833,7 @@ var ErrQueuePlanV1 = errors.New("a RabbitMQ plan in the old format (v1), whose s
 // ErrHashMismatch); a v1 plan is ErrQueuePlanV1. The file's signatures are
 // dropped: DecodeQueuePlanSigned returns them.
 func DecodeQueuePlan(raw []byte) (QueuePlan, error) {
-	p, _, err := DecodeQueuePlanSigned(raw)
+	p, _, err := DecodeQueuePlanSignedFrom(bytes.NewReader(raw))
 	return p, err
 }
 
@@ -518,22 +842,14 @@ func DecodeQueuePlan(raw []byte) (QueuePlan, error) {
 // when it is imported into the redrive store, and counted only as
 // allowed_signers says).
 func DecodeQueuePlanSigned(raw []byte) (QueuePlan, []approval.Signature, error) {
-	var probe struct {
-		Plan struct {
-			Format  string `json:"format"`
-			Kind    string `json:"kind"`
-			Version int    `json:"version"`
-		} `json:"plan"`
-	}
-	if json.NewDecoder(bytes.NewReader(raw)).Decode(&probe) == nil && probe.Plan.Format == "" && probe.Plan.Kind == BackendRabbitMQ {
-		return QueuePlan{}, nil, ErrQueuePlanV1
-	}
-	sp, err := DecodeSignedPlan(raw)
-	if err != nil {
-		return QueuePlan{}, nil, err
-	}
-	p, err := QueuePlanFromCore(sp.Plan)
-	return p, sp.Signatures, err
+	return DecodeQueuePlanSignedFrom(bytes.NewReader(raw))
+}
+
+// DecodeQueuePlanFrom is DecodeQueuePlan reading from r, a row at a time
+// (DecodeQueuePlanSignedFrom).
+func DecodeQueuePlanFrom(r io.Reader) (QueuePlan, error) {
+	p, _, err := DecodeQueuePlanSignedFrom(r)
+	return p, err
 }
 
 // Encode writes the plan as a v2 plan file (SignedPlan, one line) with no
@@ -544,12 +860,52 @@ func (p QueuePlan) Encode() ([]byte, error) { return p.EncodeSigned(nil) }
 // author's, as `redrive plan --key` writes it, the same as a Kafka plan
 // file does).
 func (p QueuePlan) EncodeSigned(sigs []approval.Signature) ([]byte, error) {
-	sp, err := NewSignedPlan(p.Core())
-	if err != nil {
+	var b bytes.Buffer
+	if err := p.EncodeSignedTo(&b, sigs); err != nil {
 		return nil, err
 	}
-	sp.Signatures = append(sp.Signatures, sigs...)
-	return sp.Encode()
+	return b.Bytes(), nil
+}
+
+// EncodeTo writes exactly what Encode returns (EncodeSignedTo).
+func (p QueuePlan) EncodeTo(w io.Writer) error { return p.EncodeSignedTo(w, nil) }
+
+// EncodeSignedTo writes exactly what EncodeSigned returns (a SignedPlan as
+// encoding/json writes it, and a newline), each row as it is made from its
+// record: a million-record plan is ~95 MB of JSON, which a plan command
+// cannot afford to hold beside the records (nor its rows as []Row).
+func (p QueuePlan) EncodeSignedTo(w io.Writer, sigs []approval.Signature) error {
+	c, _, row := p.coreHead()
+	head, err := json.Marshal(SignedPlan{Hash: p.Hash(), Plan: c, Signatures: append([]approval.Signature{}, sigs...)})
+	if err != nil {
+		return err
+	}
+	// Rows is Core's last field: its JSON ends the plan, and the
+	// signatures follow (a string cannot hold this unescaped).
+	const rows = `"rows":null}`
+	at := bytes.Index(head, []byte(rows+`,"signatures":`))
+	if at < 0 {
+		return fmt.Errorf("redrive: a plan file's JSON does not end its plan with its rows: %.60q", head)
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.Write(head[:at])
+	bw.WriteString(`"rows":[`)
+	var b bytes.Buffer
+	for j := range p.Records {
+		if j > 0 {
+			b.WriteByte(',')
+		}
+		row(j).write(&b, writeJSONString)
+		if b.Len() >= 32<<10 {
+			bw.Write(b.Bytes())
+			b.Reset()
+		}
+	}
+	bw.Write(b.Bytes())
+	bw.WriteString("]}")
+	bw.Write(head[at+len(rows):])
+	bw.WriteString("\n")
+	return bw.Flush()
 }
 
 // Derive fills each record's derived fields from the messages read now,
@@ -575,6 +931,7 @@ type QueueDeriver struct {
 	// found is set for a record once a message with its event id is read
 	// (filled: one with its digest too).
 	found, filled []bool
+	origins       Origins
 }
 
 // Deriver starts a Derive whose messages are given by Add.
@@ -601,7 +958,7 @@ func (d *QueueDeriver) Add(m QueueMessage) {
 	for ok && i >= 0 {
 		d.found[i] = true
 		if !d.filled[i] && d.p.Records[i].Digest == m.Digest {
-			d.p.Records[i].fill(m)
+			d.p.Records[i].fill(m, &d.origins)
 			d.filled[i] = true
 		}
 		i = d.next[i]
@@ -626,7 +983,13 @@ func (d *QueueDeriver) Result() (changed, gone []string) {
 // Included returns the included records by event id: pointers into
 // p.Records, so that a run over a million records does not hold them twice.
 func (p QueuePlan) Included() map[string]*QueueRecord {
-	out := map[string]*QueueRecord{}
+	n := 0
+	for i := range p.Records {
+		if p.Records[i].Included {
+			n++
+		}
+	}
+	out := make(map[string]*QueueRecord, n)
 	for i := range p.Records {
 		if r := &p.Records[i]; r.Included {
 			out[r.EventID] = r
@@ -637,7 +1000,7 @@ func (p QueuePlan) Included() map[string]*QueueRecord {
 
 // Totals counts the plan's records by verdict and class, as Kafka plans do.
 func (p QueuePlan) Totals() Totals {
-	return totalsOf(len(p.Records), func(i int) (string, Verdict) { return p.Records[i].Class, p.Records[i].Verdict })
+	return totalsOf(len(p.Records), func(i int) (string, Verdict) { return p.Records[i].Class(), p.Records[i].Verdict })
 }
 
 // Blocked reports whether a check could not run for some record: the plan

@@ -107,7 +107,9 @@ func TestPlanChecksAndHash(t *testing.T) {
 		t.Errorf("verdicts\n got %v\nwant %s", got, want)
 	}
 	h := p.Hash()
-	p.Records[0].RoutingKey = "other"
+	o := p.Records[0].Origin()
+	o.RoutingKey = "other"
+	p.Records[0].SetOrigin(o, nil)
 	if p.Hash() == h {
 		t.Error("changing a record did not change the hash")
 	}
@@ -125,11 +127,11 @@ func TestPlanToQueues(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := p.Hash()
-	if r := p.Records[0]; r.Exchange != "fanout.x" || r.RoutingKey != "k" || p.Target != QueueTargetExchange {
+	if r := p.Records[0]; r.Exchange() != "fanout.x" || r.RoutingKey() != "k" || p.Target != QueueTargetExchange {
 		t.Fatalf("default target %+v", r)
 	}
 	p.ToQueues()
-	if r := p.Records[0]; r.Exchange != "" || r.RoutingKey != "work" || p.Target != QueueTargetQueue || p.Hash() == h {
+	if r := p.Records[0]; r.Exchange() != "" || r.RoutingKey() != "work" || p.Target != QueueTargetQueue || p.Hash() == h {
 		t.Fatalf("to queue: %+v target %s", r, p.Target)
 	}
 }
@@ -176,7 +178,7 @@ func TestQueueOrderingAdmit(t *testing.T) {
 // decoded (file or store), naming the event.
 func TestQueuePlanIncludingAnEventTwiceIsRefused(t *testing.T) {
 	m := func(pos int, id string) QueueMessage {
-		return QueueMessage{Position: pos, EventID: id, Digest: "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", OriginalQueue: "q", DeathReason: "rejected", Exchange: "x", RoutingKey: "k", Routed: true}
+		return QueueMessage{Position: pos, EventID: id, Digest: Digest{}, OriginalQueue: "q", DeathReason: "rejected", Exchange: "x", RoutingKey: "k", Routed: true}
 	}
 	p, err := MakeQueuePlan([]QueueMessage{m(0, "ev-0"), m(1, "ev-1"), m(2, "ev-0")}, QueueSelection{All: true}, PolicySnapshot{}, QueueCheckInput{}, time.Unix(0, 0))
 	if err != nil {
@@ -218,18 +220,18 @@ func TestQueuePlanIncludingAnEventTwiceIsRefused(t *testing.T) {
 // id (two records may share an id), and gone when its id was not read.
 func TestQueueDeriveMatchesByIDAndDigest(t *testing.T) {
 	p := QueuePlan{Records: []QueueRecord{
-		{Position: 0, EventID: "a", Digest: "d1"},
-		{Position: 1, EventID: "b", Digest: "d2"},
-		{Position: 2, EventID: "b", Digest: "d3"},
-		{Position: 3, EventID: "c", Digest: "d4"},
-		{Position: 4, EventID: "e", Digest: "d5"},
+		{Position: 0, EventID: "a", Digest: Digest{1}},
+		{Position: 1, EventID: "b", Digest: Digest{2}},
+		{Position: 2, EventID: "b", Digest: Digest{3}},
+		{Position: 3, EventID: "c", Digest: Digest{4}},
+		{Position: 4, EventID: "e", Digest: Digest{5}},
 	}}
 	d := p.Deriver()
 	for _, m := range []QueueMessage{
-		{EventID: "a", Digest: "d1", Class: "first"},
-		{EventID: "b", Digest: "d3", Class: "b3"},
-		{EventID: "a", Digest: "d1", Class: "second"},
-		{EventID: "c", Digest: "dX", Class: "edited"},
+		{EventID: "a", Digest: Digest{1}, Class: "first"},
+		{EventID: "b", Digest: Digest{3}, Class: "b3"},
+		{EventID: "a", Digest: Digest{1}, Class: "second"},
+		{EventID: "c", Digest: Digest{9}, Class: "edited"},
 	} {
 		d.Add(m)
 	}
@@ -239,7 +241,7 @@ func TestQueueDeriveMatchesByIDAndDigest(t *testing.T) {
 	}
 	var filled []string
 	for _, r := range p.Records {
-		filled = append(filled, fmt.Sprintf("%s:%v:%s", r.EventID, r.Derived, r.Class))
+		filled = append(filled, fmt.Sprintf("%s:%v:%s", r.EventID, r.Derived, r.Class()))
 	}
 	if got := strings.Join(filled, " "); got != "a:true:first b:false: b:true:b3 c:false: e:false:" {
 		t.Fatalf("records derived %s", got)

@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 	_ "modernc.org/sqlite"             // registers the "sqlite" database/sql driver
@@ -140,7 +142,34 @@ func (l *Ledger) PlanStates(ctx context.Context, plan string) (map[string]string
 		if err := rows.Scan(&id, &st); err != nil {
 			return nil, fmt.Errorf("ledger: %w", err)
 		}
+		// The state's own constant: a run resumed over a million events
+		// holds one copy of each state, not a million.
+		for _, known := range []string{StateIntent, StateConfirmed, StateFailed} {
+			if st == known {
+				st = known
+			}
+		}
 		out[id] = st
+	}
+	return out, rows.Err()
+}
+
+// PlanStateCounts counts a plan's events per state (what status shows,
+// without holding a row per event).
+func (l *Ledger) PlanStateCounts(ctx context.Context, plan string) (map[string]int, error) {
+	rows, err := l.db.QueryContext(ctx, `SELECT state, count(*) FROM berth_rabbitmq_ledger WHERE plan = $1 GROUP BY state`, plan)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, fmt.Errorf("ledger: %w", err)
+		}
+		out[st] = n
 	}
 	return out, rows.Err()
 }
@@ -384,22 +413,109 @@ const plansTable = `CREATE TABLE IF NOT EXISTS berth_rabbitmq_plans (
 		created_at TEXT NOT NULL,
 		body       TEXT NOT NULL)`
 
-// PutPlan stores a plan under its hash (storing it again changes nothing),
-// as its v2 plan file.
-func (l *Ledger) PutPlan(ctx context.Context, p redrive.QueuePlan) error {
-	if _, err := l.db.ExecContext(ctx, plansTable); err != nil {
-		return fmt.Errorf("plan store: %w", err)
+// planChunksTable holds a stored plan file in pieces of about planChunk
+// bytes, in order: a million-message plan is ~95 MB, which as one value
+// would be held whole (twice: as a string and in the driver's buffers)
+// when it is written and when it is read. Such a plan's row in
+// berth_rabbitmq_plans has an empty body; a body there (a plan stored by
+// an earlier Berth) is the whole file.
+const planChunksTable = `CREATE TABLE IF NOT EXISTS berth_rabbitmq_plan_chunks (
+		hash TEXT NOT NULL,
+		seq  INTEGER NOT NULL,
+		body TEXT NOT NULL,
+		PRIMARY KEY (hash, seq))`
+
+// planChunk is the size of a stored plan's pieces.
+const planChunk = 1 << 20
+
+func (l *Ledger) planTables(ctx context.Context) error {
+	for _, t := range []string{plansTable, planChunksTable} {
+		if _, err := l.db.ExecContext(ctx, t); err != nil {
+			return fmt.Errorf("plan store: %w", err)
+		}
 	}
-	body, err := p.Encode()
-	if err != nil {
+	return nil
+}
+
+// PutPlan stores a plan under its hash (storing it again changes nothing),
+// as its v2 plan file, written in pieces as it is encoded, in one
+// transaction: a plan is stored whole or not at all.
+func (l *Ledger) PutPlan(ctx context.Context, p redrive.QueuePlan) error {
+	if err := l.planTables(ctx); err != nil {
 		return err
 	}
 	hash := p.Hash()
-	_, err = l.db.ExecContext(ctx, `INSERT INTO berth_rabbitmq_plans (hash, vhost, dlq, created_at, body) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (hash) DO NOTHING`, hash, p.Vhost, p.DLQ, p.CreatedAt.UTC().Format(time.RFC3339Nano), string(body))
+	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("plan store: %w", err)
 	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `INSERT INTO berth_rabbitmq_plans (hash, vhost, dlq, created_at, body) VALUES ($1, $2, $3, $4, '')
+		ON CONFLICT (hash) DO NOTHING`, hash, p.Vhost, p.DLQ, p.CreatedAt.UTC().Format(time.RFC3339Nano))
+	if err != nil {
+		return fmt.Errorf("plan store: %w", err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return nil // stored already
+	}
+	w := &chunkWriter{put: func(seq int, body string) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO berth_rabbitmq_plan_chunks (hash, seq, body) VALUES ($1, $2, $3)`, hash, seq, body)
+		return err
+	}}
+	if err := p.EncodeTo(w); err != nil {
+		return fmt.Errorf("plan store: %w", err)
+	}
+	if err := w.flush(true); err != nil {
+		return fmt.Errorf("plan store: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("plan store: %w", err)
+	}
+	return nil
+}
+
+// chunkWriter cuts what is written to it into pieces of about planChunk
+// bytes, each ending where a character does (a TEXT value must be valid
+// UTF-8, and a plan file holds event ids as they are).
+type chunkWriter struct {
+	put func(seq int, body string) error
+	buf []byte
+	seq int
+}
+
+func (w *chunkWriter) Write(b []byte) (int, error) {
+	w.buf = append(w.buf, b...)
+	if len(w.buf) >= planChunk {
+		if err := w.flush(false); err != nil {
+			return 0, err
+		}
+	}
+	return len(b), nil
+}
+
+// flush stores what is buffered up to its last whole character (all of it
+// when last).
+func (w *chunkWriter) flush(last bool) error {
+	n := len(w.buf)
+	if !last {
+		// Back to the start of the last character when it is incomplete.
+		for i := n - 1; i >= 0 && i >= n-utf8.UTFMax; i-- {
+			if utf8.RuneStart(w.buf[i]) {
+				if !utf8.FullRune(w.buf[i:]) {
+					n = i
+				}
+				break
+			}
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := w.put(w.seq, string(w.buf[:n])); err != nil {
+		return err
+	}
+	w.seq++
+	w.buf = append(w.buf[:0], w.buf[n:]...)
 	return nil
 }
 
@@ -411,52 +527,154 @@ var ErrNoPlan = backends.ErrNoPlan
 // checked against its hash, as for a file. A stored plan that cannot be
 // used (a v1 plan, an edited one) is an error naming it.
 func (l *Ledger) Plan(ctx context.Context, prefix string) (redrive.QueuePlan, error) {
-	ps, bad, err := l.plans(ctx, strings.ToLower(prefix))
+	stored, err := l.storedPlans(ctx, strings.ToLower(prefix))
 	if err != nil {
 		return redrive.QueuePlan{}, err
 	}
 	switch {
-	case len(ps)+len(bad) > 1:
-		return redrive.QueuePlan{}, backends.AmbiguousPlan(prefix, len(ps)+len(bad))
-	case len(bad) == 1:
-		return redrive.QueuePlan{}, bad[0]
-	case len(ps) == 0:
+	case len(stored) > 1:
+		return redrive.QueuePlan{}, backends.AmbiguousPlan(prefix, len(stored))
+	case len(stored) == 0:
 		return redrive.QueuePlan{}, backends.NoPlan(prefix, "table berth_rabbitmq_plans of the redrive store")
 	}
-	return ps[0], nil
+	return l.decodeStored(ctx, stored[0])
+}
+
+// HasPlan reports whether the plan with this hash is stored, without
+// reading it.
+func (l *Ledger) HasPlan(ctx context.Context, hash string) (bool, error) {
+	if err := l.planTables(ctx); err != nil {
+		return false, err
+	}
+	var one int
+	err := l.db.QueryRowContext(ctx, `SELECT 1 FROM berth_rabbitmq_plans WHERE hash = $1`, hash).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("plan store: %w", err)
+	}
+	return true, nil
 }
 
 // Plans lists every usable stored plan, oldest first, and why each other
 // one was skipped: one bad row blocks only itself.
 func (l *Ledger) Plans(ctx context.Context) ([]redrive.QueuePlan, []error, error) {
-	return l.plans(ctx, "")
-}
-
-func (l *Ledger) plans(ctx context.Context, prefix string) ([]redrive.QueuePlan, []error, error) {
-	if _, err := l.db.ExecContext(ctx, plansTable); err != nil {
-		return nil, nil, fmt.Errorf("plan store: %w", err)
-	}
-	rows, err := l.db.QueryContext(ctx, `SELECT hash, body FROM berth_rabbitmq_plans WHERE hash LIKE $1 ORDER BY created_at, hash`, prefix+"%")
+	stored, err := l.storedPlans(ctx, "")
 	if err != nil {
-		return nil, nil, fmt.Errorf("plan store: %w", err)
+		return nil, nil, err
 	}
-	defer rows.Close()
 	var out []redrive.QueuePlan
 	var bad []error
-	for rows.Next() {
-		var hash, body string
-		if err := rows.Scan(&hash, &body); err != nil {
-			return nil, nil, fmt.Errorf("plan store: %w", err)
-		}
-		p, err := redrive.DecodeQueuePlan([]byte(body))
+	for _, sp := range stored {
+		p, err := l.decodeStored(ctx, sp)
+		var pe *planError
 		switch {
+		case errors.As(err, &pe):
+			bad = append(bad, err)
 		case err != nil:
-			bad = append(bad, fmt.Errorf("plan store: plan %s: %w", redrive.ShortHash(hash), err))
-		case p.Hash() != hash:
-			bad = append(bad, fmt.Errorf("plan store: plan %s: %w", redrive.ShortHash(hash), ErrPlanEdited))
+			return nil, nil, err
 		default:
 			out = append(out, p)
 		}
 	}
-	return out, bad, rows.Err()
+	return out, bad, nil
+}
+
+// storedPlan is a plan's row: its body, or "" when it is stored in pieces.
+type storedPlan struct{ hash, body string }
+
+// storedPlans are the rows of the plans whose hash starts with prefix,
+// oldest first, read before any plan is (SQLite has one connection).
+func (l *Ledger) storedPlans(ctx context.Context, prefix string) ([]storedPlan, error) {
+	if err := l.planTables(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := l.db.QueryContext(ctx, `SELECT hash, body FROM berth_rabbitmq_plans WHERE hash LIKE $1 ORDER BY created_at, hash`, prefix+"%")
+	if err != nil {
+		return nil, fmt.Errorf("plan store: %w", err)
+	}
+	defer rows.Close()
+	var out []storedPlan
+	for rows.Next() {
+		var sp storedPlan
+		if err := rows.Scan(&sp.hash, &sp.body); err != nil {
+			return nil, fmt.Errorf("plan store: %w", err)
+		}
+		out = append(out, sp)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("plan store: %w", err)
+	}
+	return out, nil
+}
+
+// planError is a stored plan that cannot be used: it blocks only itself.
+type planError struct{ err error }
+
+func (e *planError) Error() string { return e.err.Error() }
+func (e *planError) Unwrap() error { return e.err }
+
+// decodeStored reads a stored plan, its pieces streamed from the store,
+// and checks it against its hash.
+func (l *Ledger) decodeStored(ctx context.Context, sp storedPlan) (redrive.QueuePlan, error) {
+	var r io.Reader = strings.NewReader(sp.body)
+	var chunks *chunkReader
+	if sp.body == "" {
+		// The plan's length first (read apart: SQLite has one connection),
+		// so that its records are allocated once.
+		var size sql.NullInt64
+		if err := l.db.QueryRowContext(ctx, `SELECT sum(length(body)) FROM berth_rabbitmq_plan_chunks WHERE hash = $1`, sp.hash).Scan(&size); err != nil {
+			return redrive.QueuePlan{}, fmt.Errorf("plan store: %w", err)
+		}
+		rows, err := l.db.QueryContext(ctx, `SELECT body FROM berth_rabbitmq_plan_chunks WHERE hash = $1 ORDER BY seq`, sp.hash)
+		if err != nil {
+			return redrive.QueuePlan{}, fmt.Errorf("plan store: %w", err)
+		}
+		defer rows.Close()
+		chunks = &chunkReader{rows: rows, size: size.Int64}
+		r = chunks
+	}
+	p, err := redrive.DecodeQueuePlanFrom(r)
+	switch {
+	case chunks != nil && chunks.err != nil:
+		return redrive.QueuePlan{}, fmt.Errorf("plan store: plan %s: %w", redrive.ShortHash(sp.hash), chunks.err)
+	case err != nil:
+		return redrive.QueuePlan{}, &planError{fmt.Errorf("plan store: plan %s: %w", redrive.ShortHash(sp.hash), err)}
+	case p.Hash() != sp.hash:
+		return redrive.QueuePlan{}, &planError{fmt.Errorf("plan store: plan %s: %w", redrive.ShortHash(sp.hash), ErrPlanEdited)}
+	}
+	return p, nil
+}
+
+// chunkReader reads a plan's pieces in order, a row at a time.
+type chunkReader struct {
+	rows *sql.Rows
+	cur  string
+	err  error // the store's, not the plan's
+	// size is the plan's length (in characters on PostgreSQL: near
+	// enough for the records to be allocated once).
+	size int64
+}
+
+// Size is the plan's length, so its records are allocated once.
+func (c *chunkReader) Size() int64 { return c.size }
+
+func (c *chunkReader) Read(b []byte) (int, error) {
+	for c.cur == "" {
+		if !c.rows.Next() {
+			if err := c.rows.Err(); err != nil {
+				c.err = err
+				return 0, err
+			}
+			return 0, io.EOF
+		}
+		if err := c.rows.Scan(&c.cur); err != nil {
+			c.err = err
+			return 0, err
+		}
+	}
+	n := copy(b, c.cur)
+	c.cur = c.cur[n:]
+	return n, nil
 }

@@ -1,6 +1,7 @@
 package rabbitmq
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -134,7 +135,7 @@ func TestAmbiguousPlanPrefixAsksForMoreDigits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	m := redrive.QueueMessage{EventID: "ev-0", Digest: "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", OriginalQueue: "q", DeathReason: "rejected", Exchange: "x", RoutingKey: "k", Routed: true}
+	m := redrive.QueueMessage{EventID: "ev-0", Digest: redrive.Digest{}, OriginalQueue: "q", DeathReason: "rejected", Exchange: "x", RoutingKey: "k", Routed: true}
 	p, err := redrive.MakeQueuePlan([]redrive.QueueMessage{m}, redrive.QueueSelection{All: true}, redrive.PolicySnapshot{}, redrive.QueueCheckInput{}, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -159,4 +160,64 @@ func TestAmbiguousPlanPrefixAsksForMoreDigits(t *testing.T) {
 	if got, err := l.Plan(ctx, good[:9]); err != nil || got.Hash() != good {
 		t.Fatalf("one more digit: %v", err)
 	}
+}
+
+// A plan larger than a piece of the plan store is stored in pieces, cut
+// between characters (event ids of two-, three- and four-byte characters
+// straddle every boundary), and read back whole, in both stores; an
+// earlier Berth's plan stored whole in one row is still read.
+func TestPlanStoredInPieces(t *testing.T) {
+	var msgs []redrive.QueueMessage
+	for i := 0; len(msgs)*60 < 2*planChunk+planChunk/2; i++ {
+		id := strings.Repeat([]string{"é", "€", "😀", "a"}[i%4], 1+i%5) + fmt.Sprint(i)
+		msgs = append(msgs, redrive.QueueMessage{Position: i, EventID: id, Digest: redrive.Digest{byte(i)}, OriginalQueue: "q", DeathReason: "rejected", Exchange: "x", RoutingKey: "k", Routed: true})
+	}
+	p, err := redrive.MakeQueuePlan(msgs, redrive.QueueSelection{All: true}, redrive.PolicySnapshot{}, redrive.QueueCheckInput{}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Cluster, p.Vhost, p.DLQ = "c", "/", fmt.Sprintf("q.dlq.%d", time.Now().UnixNano())
+	raw, err := p.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) < 2*planChunk {
+		t.Fatalf("the plan is %d bytes: too small to need pieces", len(raw))
+	}
+	eachLedgerStore(t, 2*time.Minute, func(t *testing.T, ctx context.Context, l *Ledger) {
+		if err := l.PutPlan(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.PutPlan(ctx, p); err != nil {
+			t.Fatalf("storing it again: %v", err)
+		}
+		var pieces int
+		if err := l.db.QueryRowContext(ctx, `SELECT count(*) FROM berth_rabbitmq_plan_chunks WHERE hash = $1`, p.Hash()).Scan(&pieces); err != nil || pieces < 3 {
+			t.Fatalf("%d pieces (%v); want 3 or more", pieces, err)
+		}
+		got, err := l.Plan(ctx, p.Hash()[:16])
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := got.Encode()
+		if err != nil || !bytes.Equal(back, raw) {
+			t.Fatalf("read back differs (%v)", err)
+		}
+		if ok, err := l.HasPlan(ctx, p.Hash()); !ok || err != nil {
+			t.Fatalf("HasPlan %v %v", ok, err)
+		}
+		// Stored whole by an earlier Berth: read from its body.
+		old := p
+		old.DLQ += ".old"
+		whole, err := old.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.db.ExecContext(ctx, `INSERT INTO berth_rabbitmq_plans (hash, vhost, dlq, created_at, body) VALUES ($1, '/', $2, '2026-11-30T10:00:00Z', $3)`, old.Hash(), old.DLQ, string(whole)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := l.Plan(ctx, old.Hash()); err != nil || got.DLQ != old.DLQ {
+			t.Fatalf("a plan stored whole: %v", err)
+		}
+	})
 }

@@ -17,10 +17,11 @@ import (
 // extractors it was read with).
 func (m Message) Facts() redrive.QueueMessage {
 	x, k, ok := m.Death.Target()
+	d, _ := redrive.ParseDigest(m.Digest) // ContentDigest's text
 	return redrive.QueueMessage{
 		Position: m.Position, EventID: m.EventID, EventIDSource: m.EventIDSource, IdempotencyKey: m.IdempotencyKey, Class: m.Class,
 		OriginalQueue: m.Death.OriginalQueue(), DeathReason: m.Death.Reason(), Exchange: x, RoutingKey: k, Routed: ok,
-		PriorRedrives: m.PriorRedrives, OrderingKey: m.OrderingKey, Timestamp: m.Timestamp, Digest: m.Digest,
+		PriorRedrives: m.PriorRedrives, OrderingKey: m.OrderingKey, Timestamp: m.Timestamp, Digest: d,
 	}
 }
 
@@ -33,13 +34,17 @@ func FactsOf(msgs []Message) []redrive.QueueMessage {
 	return out
 }
 
-// WritePlan writes a plan file (format v2, one line).
+// WritePlan writes a plan file (format v2, one line), a row at a time.
 func WritePlan(path string, p redrive.QueuePlan) error {
-	b, err := p.Encode()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, b, 0o644)
+	if err := p.EncodeTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // ErrPlanEdited means a plan file's content does not hash to the hash it
@@ -53,11 +58,12 @@ var ErrPlanEdited = redrive.PlanEditedError("content does not match its hash (ed
 // refused (its approvals would not cover it), and so is a v1 plan
 // (redrive.ErrQueuePlanV1: make it again).
 func ReadPlan(path string) (redrive.QueuePlan, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return redrive.QueuePlan{}, fmt.Errorf("plan %s: %w", path, errors.Unwrap(err))
 	}
-	p, err := redrive.DecodeQueuePlan(b)
+	defer f.Close()
+	p, err := redrive.DecodeQueuePlanFrom(f)
 	if err != nil {
 		return redrive.QueuePlan{}, fmt.Errorf("plan %s: %w", path, err)
 	}

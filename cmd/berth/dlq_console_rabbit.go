@@ -199,8 +199,8 @@ func queuePlanView(p redrive.QueuePlan, sum qPlanSummary) tuidlq.QueuePlan {
 		v.Review = tuidlq.QueueReview{Targets: r.Targets, Keys: r.Keys, Changed: r.Changed, Gone: r.Gone, NotVisible: r.NotVisible, Unseen: r.Unseen, Derived: true, Warnings: sum.Warnings}
 	}
 	for _, r := range p.Records {
-		v.Records = append(v.Records, tuidlq.QueuePlanRecord{Position: r.Position, EventID: r.EventID, Class: r.Class, OriginalQueue: r.OriginalQueue,
-			DeathReason: r.DeathReason, Exchange: r.Exchange, RoutingKey: r.RoutingKey, OrderingKey: r.OrderingKey, Included: r.Included,
+		v.Records = append(v.Records, tuidlq.QueuePlanRecord{Position: r.Position, EventID: r.EventID, Class: r.Class(), OriginalQueue: r.OriginalQueue(),
+			DeathReason: r.DeathReason(), Exchange: r.Exchange(), RoutingKey: r.RoutingKey(), OrderingKey: r.OrderingKey, Included: r.Included,
 			Reason: r.Reason, Detail: r.Detail, HazardPosition: r.HazardPosition})
 	}
 	return v

@@ -15,8 +15,8 @@ import (
 func TestPlanJSONStreamsRowsAsTheWholeEncoding(t *testing.T) {
 	hazard := 1
 	recs := []redrive.QueueRecord{
-		{Position: 0, EventID: "e<0>&", Class: "c", Exchange: "x", RoutingKey: "k", Verdict: redrive.Verdict{Included: true}},
-		{Position: 1, EventID: "é\u2028", DeathReason: "rejected", HazardPosition: &hazard, Verdict: redrive.Verdict{Reason: redrive.ReasonLoopLimit, Detail: "redriven 3 times"}},
+		redrive.QueueRecord{Position: 0, EventID: "e<0>&", Verdict: redrive.Verdict{Included: true}}.WithOrigin(redrive.QueueOrigin{Class: "c", Exchange: "x", RoutingKey: "k"}),
+		redrive.QueueRecord{Position: 1, EventID: "é\u2028", HazardPosition: &hazard, Verdict: redrive.Verdict{Reason: redrive.ReasonLoopLimit, Detail: "redriven 3 times"}}.WithOrigin(redrive.QueueOrigin{DeathReason: "rejected"}),
 	}
 	for _, rs := range [][]redrive.QueueRecord{nil, recs} {
 		sum := qPlanSummary{Hash: "h", DLQ: "q", Records: qPlanRows{recs: rs}, Review: &qPlanReview{Keys: []string{"k<1>"}}}

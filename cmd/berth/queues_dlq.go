@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -27,6 +28,7 @@ import (
 	"github.com/berth-dev/berth/internal/durations"
 	"github.com/berth-dev/berth/internal/output"
 	"github.com/berth-dev/berth/internal/sanitize"
+	"github.com/berth-dev/berth/internal/savefile"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
 )
@@ -515,14 +517,23 @@ func (a *app) rmqOpenPlan(ctx context.Context, ref string, store bool, cl *rabbi
 // stored: a dry run), or finds one in the store by a hash prefix.
 func (a *app) rmqLoadPlan(ctx context.Context, l *rabbitmq.Ledger, ref string, store bool, cl *rabbitmq.Client) (redrive.QueuePlan, string, error) {
 	if isPlanFile(ref) {
-		raw, err := readJSONFile(ref, maxQueuePlanFile)
+		fh, err := openPlanFile(ref, maxQueuePlanFile)
 		if err != nil {
 			return redrive.QueuePlan{}, ref, fmt.Errorf("plan %s: %w", ref, err)
 		}
+		defer fh.Close()
+		// Read a row at a time; a read error is said as it is, not as a
+		// malformed plan.
+		raw := &firstReadError{r: fh}
+		readErr := func(p redrive.QueuePlan, err error) (redrive.QueuePlan, string, error) {
+			if raw.err != nil {
+				return redrive.QueuePlan{}, ref, fmt.Errorf("plan %s: %w", ref, raw.err)
+			}
+			return p, ref, err
+		}
 		if !store && cl == nil {
 			// show and status: read, never stored.
-			p, err := actions.DecodeQueuePlanFile(ref, raw)
-			return p, ref, err
+			return readErr(actions.DecodeQueuePlanFile(ref, raw))
 		}
 		if cl == nil {
 			if cl, err = a.rabbitClient(ctx); err != nil {
@@ -530,8 +541,7 @@ func (a *app) rmqLoadPlan(ctx context.Context, l *rabbitmq.Ledger, ref string, s
 			}
 			defer cl.Close()
 		}
-		p, err := a.rabbitRedrive().ImportFile(ctx, cl, l, ref, raw, store)
-		return p, ref, err
+		return readErr(a.rabbitRedrive().ImportFile(ctx, cl, l, ref, raw, store))
 	}
 	if !isHexPrefix(ref) {
 		return redrive.QueuePlan{}, "", notAPlanRef(ref)
@@ -693,8 +703,8 @@ func (rs qPlanRows) len() int { return len(rs.recs) }
 func (rs qPlanRows) row(i int) qPlanRow {
 	r := rs.recs[i]
 	return qPlanRow{Position: r.Position, EventID: sanitize.Text(r.EventID), Included: r.Included, Reason: r.Reason,
-		Detail: sanitize.Text(r.Detail), Class: r.Class, OriginalQueue: sanitize.Text(r.OriginalQueue), DeathReason: sanitize.Text(r.DeathReason),
-		Exchange: sanitize.Text(r.Exchange), RoutingKey: sanitize.Text(r.RoutingKey), OrderingKey: sanitize.Text(r.OrderingKey), HazardPosition: r.HazardPosition}
+		Detail: sanitize.Text(r.Detail), Class: r.Class(), OriginalQueue: sanitize.Text(r.OriginalQueue()), DeathReason: sanitize.Text(r.DeathReason()),
+		Exchange: sanitize.Text(r.Exchange()), RoutingKey: sanitize.Text(r.RoutingKey()), OrderingKey: sanitize.Text(r.OrderingKey), HazardPosition: r.HazardPosition}
 }
 
 // MarshalJSON writes every row (or rowsMark for writeQJSON).
@@ -764,16 +774,17 @@ func writeQPlan(w io.Writer, s qPlanSummary) {
 		fmt.Fprintf(w, " (signed %s)", s.AuthorKey)
 	}
 	fmt.Fprintln(w)
-	g := output.Grid{Header: []string{"POS", "EVENT", "CLASS", "TARGET", "VERDICT", "DETAIL"}, Right: map[int]bool{0: true}}
-	for i := 0; i < s.Records.len(); i++ {
-		r := s.Records.row(i)
-		verdict := "include"
-		if !r.Included {
-			verdict = string(r.Reason)
-		}
-		g.Add(fmt.Sprint(r.Position), dashIfEmpty(r.EventID), dashIfEmpty(r.Class), fmt.Sprintf("%q %s", r.Exchange, r.RoutingKey), verdict, clip(r.Detail, 90))
-	}
-	_ = g.WriteTable(w)
+	// A row at a time, twice (widths, then text): a million messages as
+	// cells would take hundreds of MiB on top of the plan.
+	_ = output.Rows{Header: []string{"POS", "EVENT", "CLASS", "TARGET", "VERDICT", "DETAIL"}, Right: map[int]bool{0: true}, N: s.Records.len(),
+		Row: func(i int) []string {
+			r := s.Records.row(i)
+			verdict := "include"
+			if !r.Included {
+				verdict = string(r.Reason)
+			}
+			return []string{strconv.Itoa(r.Position), dashIfEmpty(r.EventID), dashIfEmpty(r.Class), fmt.Sprintf("%q %s", r.Exchange, r.RoutingKey), verdict, clip(r.Detail, 90)}
+		}}.WriteTable(w)
 	t := s.Totals
 	fmt.Fprintf(w, "selected %d, included %d, excluded %d", t.Selected, t.Included, t.Excluded)
 	var reasons []string
@@ -798,10 +809,10 @@ func writeQPlan(w io.Writer, s qPlanSummary) {
 	if r := s.Review; r != nil {
 		writeReviewCounts(w, "messages", r.Targets, r.Keys)
 		if len(r.Changed) > 0 {
-			fmt.Fprintf(w, "CHANGED since the plan was made (execute skips them): %s\n", strings.Join(r.Changed, ","))
+			fmt.Fprintf(w, "CHANGED since the plan was made (execute skips them): %s\n", idList(r.Changed))
 		}
 		if len(r.Gone) > 0 {
-			fmt.Fprintf(w, "GONE from the DLQ (execute skips them): %s\n", strings.Join(r.Gone, ","))
+			fmt.Fprintf(w, "GONE from the DLQ (execute skips them): %s\n", idList(r.Gone))
 		}
 		if len(r.NotVisible) > 0 {
 			fmt.Fprintf(w, "NOT VISIBLE (not found while other consumers held messages of the DLQ; execute sends only those back in the DLQ when it runs): %s\n", strings.Join(r.NotVisible, ","))
@@ -814,6 +825,18 @@ func writeQPlan(w io.Writer, s qPlanSummary) {
 		}
 	}
 	writeWarnings(w, s.Warnings)
+}
+
+// idList lists event ids for a line of text: the first reviewKeysShown,
+// then how many more there are (a DLQ redriven since the plan was made
+// leaves a million gone: all of them are in -o json).
+func idList(ids []string) string {
+	more := max(len(ids)-reviewKeysShown, 0)
+	list := strings.Join(ids[:len(ids)-more], ",")
+	if more > 0 {
+		list += fmt.Sprintf(" ... and %d more (all with -o json)", more)
+	}
+	return list
 }
 
 // rmqPlanOptions are the RabbitMQ-only selectors and settings of
@@ -928,15 +951,12 @@ func (a *app) rmqRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 	}
 	// The file carries the author's signature, as a Kafka plan file does:
 	// an approver using another redrive store imports it with the plan.
+	// Written as it is encoded: a million-message plan file is ~95 MB.
 	var sigs []approval.Signature
 	if sig != nil {
 		sigs = append(sigs, *sig)
 	}
-	body, err := p.EncodeSigned(sigs)
-	if err == nil {
-		err = writeFileAtomic(o.out, body)
-	}
-	if err != nil {
+	if _, err := savefile.WriteFunc(o.out, func(w io.Writer) error { return p.EncodeSignedTo(w, sigs) }, true); err != nil {
 		return fmt.Errorf("--out %s: %v", o.out, err)
 	}
 	sum.Review = rabbitReviewOf(actions.SummariseRabbit(p, nil, nil), p.Cluster)
@@ -975,8 +995,8 @@ func (a *app) rmqRedriveShow(cmd *cobra.Command, ref string) error {
 	sum := a.rmqPlanSummary(wctx, l, p)
 	sum.File = where
 	sum.setReview(review)
-	if _, err := l.Plan(wctx, sum.Hash); err == nil {
-		sum.Stored = true
+	if stored, err := l.HasPlan(wctx, sum.Hash); err == nil {
+		sum.Stored = stored
 	}
 	if f == output.JSON {
 		return writeQJSON(a.stdout, &sum, &sum.Records)
@@ -1339,44 +1359,76 @@ func statusRowOf(s actions.RabbitStatus) qStatusRow {
 		Vhost: s.Vhost, Intent: s.Intent, Failed: s.Failed}
 }
 
-// maxQueuePlanFile bounds a RabbitMQ plan file, which is decoded whole:
-// about 95 bytes a message, so 2.8 million messages.
+// maxQueuePlanFile bounds a RabbitMQ plan file: about 95 bytes a
+// message, so 2.8 million messages. The file is read a row at a time, but
+// a JSON string is held whole as it is read: the bound keeps a file that
+// is one endless string from running the process out of memory.
 const maxQueuePlanFile = 256 << 20
 
-// readJSONFile reads a JSON document given by path (a plan file) whole, at
-// most max bytes, refusing what cannot be one before holding it: a device
-// such as /dev/zero or a binary file (its first byte is not '{') was read
-// until the process ran out of memory and crashed with a stack trace.
-func readJSONFile(path string, max int64) ([]byte, error) {
+// openPlanFile opens a JSON document given by path (a plan file) to be
+// read as a stream of at most max bytes, refusing what cannot be one
+// before reading it: a device such as /dev/zero or a binary file (its
+// first byte is not '{') was read until the process ran out of memory and
+// crashed with a stack trace. The caller closes it.
+func openPlanFile(path string, max int64) (io.ReadCloser, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, errors.Unwrap(err)
 	}
-	defer f.Close()
-	br := bufio.NewReader(f)
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > max {
+		f.Close()
+		return nil, fmt.Errorf("larger than %d MiB: not a plan file", max>>20)
+	}
+	br := bufio.NewReaderSize(f, 64<<10)
 	for {
 		b, err := br.ReadByte()
 		if err != nil {
+			f.Close()
 			return nil, errors.New("not a Berth plan: empty")
 		}
 		if b == ' ' || b == '\t' || b == '\n' || b == '\r' {
 			continue
 		}
 		if b != '{' {
+			f.Close()
 			return nil, fmt.Errorf("not a Berth plan: it begins with %q, not '{'", b)
 		}
 		_ = br.UnreadByte()
 		break
 	}
-	raw, err := io.ReadAll(io.LimitReader(br, max+1))
-	if err != nil {
-		return nil, err
+	size := int64(0)
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		size = st.Size()
 	}
-	if int64(len(raw)) > max {
-		return nil, fmt.Errorf("larger than %d MiB: not a plan file", max>>20)
-	}
-	return raw, nil
+	return &boundedFile{r: br, left: max, f: f, size: size}, nil
 }
+
+// boundedFile is a plan file read through its buffer, refused once it
+// goes past its bound (a pipe or device has no size to check first).
+type boundedFile struct {
+	r    io.Reader
+	left int64
+	f    *os.File
+	size int64
+}
+
+func (b *boundedFile) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("larger than %d MiB: not a plan file", maxQueuePlanFile>>20)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+// Size is the file's size when it is a regular file (0 otherwise): a plan
+// file's records are then allocated once.
+func (b *boundedFile) Size() int64 { return b.size }
+
+func (b *boundedFile) Close() error { return b.f.Close() }
 
 // readSignatureFile reads an armored SSH signature (--signature), at most
 // 64 KiB (one is under 1 KiB): a device such as /dev/zero was read until

@@ -768,6 +768,9 @@ type firstReadError struct {
 // Size is the file's size when r is a regular file (0 otherwise): a plan
 // file's records are then allocated once (redrive.DecodeFileFrom).
 func (e *firstReadError) Size() int64 {
+	if s, ok := e.r.(interface{ Size() int64 }); ok {
+		return s.Size()
+	}
 	if f, ok := e.r.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 			return st.Size()

@@ -82,7 +82,7 @@ func (k *KafkaRedrive) importChecked(ctx context.Context, f redrive.File, store 
 	return k.Store.Plan(ctx, f.Hash)
 }
 
-// ImportFile reads a RabbitMQ plan file (raw, named name in messages) as
+// ImportFile reads a RabbitMQ plan file (from r, named name in messages) as
 // KafkaRedrive.ImportFile does: the hash (rabbitmq.ErrPlanEdited, in the
 // words RabbitMQ users see: "plan FILE: content does not match its hash"),
 // the backend, then the cluster cl is attached to; with store (and not
@@ -95,8 +95,8 @@ func (k *KafkaRedrive) importChecked(ctx context.Context, f redrive.File, store 
 // that already holds an author's signature keeps it (authorship is given
 // once), and a key that approved the plan cannot become its author. The
 // file's approvals are not imported: approvals are given with `approve`.
-func (r *RabbitRedrive) ImportFile(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledger, name string, raw []byte, store bool) (redrive.QueuePlan, error) {
-	p, sigs, err := decodeQueuePlanFile(name, raw)
+func (r *RabbitRedrive) ImportFile(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledger, name string, file io.Reader, store bool) (redrive.QueuePlan, error) {
+	p, sigs, err := decodeQueuePlanFile(name, file)
 	if err != nil {
 		return p, err
 	}
@@ -154,15 +154,15 @@ func (r *RabbitRedrive) fileAuthor(ctx context.Context, l *rabbitmq.Ledger, p re
 
 // DecodeQueuePlanFile checks a RabbitMQ plan file's hash and backend without
 // asking any server: what `redrive show` and `status` read of a file, which
-// they never store.
-func DecodeQueuePlanFile(name string, raw []byte) (redrive.QueuePlan, error) {
-	p, _, err := decodeQueuePlanFile(name, raw)
+// they never store. The file is read a row at a time.
+func DecodeQueuePlanFile(name string, file io.Reader) (redrive.QueuePlan, error) {
+	p, _, err := decodeQueuePlanFile(name, file)
 	return p, err
 }
 
 // decodeQueuePlanFile is DecodeQueuePlanFile with the file's signatures.
-func decodeQueuePlanFile(name string, raw []byte) (redrive.QueuePlan, []approval.Signature, error) {
-	p, sigs, err := redrive.DecodeQueuePlanSigned(raw)
+func decodeQueuePlanFile(name string, file io.Reader) (redrive.QueuePlan, []approval.Signature, error) {
+	p, sigs, err := redrive.DecodeQueuePlanSignedFrom(file)
 	if err != nil {
 		return redrive.QueuePlan{}, nil, fmt.Errorf("plan %s: %w", name, err)
 	}

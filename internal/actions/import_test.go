@@ -151,7 +151,7 @@ func TestImportPlanFileIntoTheRabbitMQStore(t *testing.T) {
 	}
 	here := cl.ClusterName()
 	other, raw := made(here + "-elsewhere")
-	_, err = rr.ImportFile(ctx, cl, l, "other.json", raw, true)
+	_, err = rr.ImportFile(ctx, cl, l, "other.json", bytes.NewReader(raw), true)
 	if !errors.Is(err, actions.ErrClusterMismatch) || !strings.Contains(err.Error(), `this is cluster "`+here+`": a plan runs only where it was made; nothing stored or sent`) {
 		t.Fatalf("another cluster's plan: %v", err)
 	}
@@ -162,7 +162,7 @@ func TestImportPlanFileIntoTheRabbitMQStore(t *testing.T) {
 	if bytes.Equal(edited, raw) {
 		t.Fatal("the test's edit changed nothing")
 	}
-	if _, err := rr.ImportFile(ctx, cl, l, "edited.json", edited, true); !errors.Is(err, rabbitmq.ErrPlanEdited) || !strings.HasPrefix(err.Error(), "plan edited.json: ") {
+	if _, err := rr.ImportFile(ctx, cl, l, "edited.json", bytes.NewReader(edited), true); !errors.Is(err, rabbitmq.ErrPlanEdited) || !strings.HasPrefix(err.Error(), "plan edited.json: ") {
 		t.Fatalf("edited plan: %v", err)
 	}
 	notStored(p.Hash())
@@ -171,17 +171,17 @@ func TestImportPlanFileIntoTheRabbitMQStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rr.ImportFile(ctx, cl, l, "kafka.json", kafkaPlan, true); err == nil || !strings.Contains(err.Error(), "not a RabbitMQ plan") {
+	if _, err := rr.ImportFile(ctx, cl, l, "kafka.json", bytes.NewReader(kafkaPlan), true); err == nil || !strings.Contains(err.Error(), "not a RabbitMQ plan") {
 		t.Fatalf("a Kafka plan: %v", err)
 	}
 
 	ro := *rr
 	ro.ReadOnly = true
-	if _, err := ro.ImportFile(ctx, cl, l, "plan.json", raw, true); err != nil {
+	if _, err := ro.ImportFile(ctx, cl, l, "plan.json", bytes.NewReader(raw), true); err != nil {
 		t.Fatalf("read-only import: %v", err)
 	}
 	notStored(p.Hash())
-	if _, err := rr.ImportFile(ctx, cl, l, "plan.json", raw, true); err != nil {
+	if _, err := rr.ImportFile(ctx, cl, l, "plan.json", bytes.NewReader(raw), true); err != nil {
 		t.Fatalf("import: %v", err)
 	}
 	if s, err := l.Plan(ctx, p.Hash()[:12]); err != nil || s.Hash() != p.Hash() {

@@ -59,6 +59,13 @@ func rabbitRunnable(p redrive.QueuePlan, dlq backends.Queue) error {
 	return fmt.Errorf("DLQ type unknown (no management API and none in the plan)")
 }
 
+// shareIncluded has the admission look records up in a run's index of
+// the included records (every message admitted is in it) instead of
+// building its own.
+func (a *rabbitAdmission) shareIncluded(included map[string]*redrive.QueueRecord) {
+	a.included = included
+}
+
 // targets splits a chunk into the messages whose plan row names the
 // target their dead-lettering derives to under the plan's target mode, and
 // the others, skipped as derived_mismatch (the plan was edited after its
@@ -74,9 +81,9 @@ func (a *rabbitAdmission) targets(msgs []redrive.QueueMessage) (match []redrive.
 			rec = *r
 		}
 		x, k, ok := m.Target(a.p.Target == redrive.QueueTargetQueue)
-		if !ok || x != rec.Exchange || k != rec.RoutingKey {
+		if !ok || x != rec.Exchange() || k != rec.RoutingKey() {
 			mismatch[m.EventID] = redrive.Verdict{Reason: ReasonDerivedChanged,
-				Detail: fmt.Sprintf("the plan sends it to exchange %q key %q; the message's dead-lettering says exchange %q key %q", rec.Exchange, rec.RoutingKey, x, k)}
+				Detail: fmt.Sprintf("the plan sends it to exchange %q key %q; the message's dead-lettering says exchange %q key %q", rec.Exchange(), rec.RoutingKey(), x, k)}
 			continue
 		}
 		match = append(match, m)

@@ -65,7 +65,7 @@ func TestRabbitAdmissionSkipsASignedTargetTheMessageDoesNotDeriveTo(t *testing.T
 		return redrive.QueueMessage{EventID: id, Position: len(id), OriginalQueue: "orders", Exchange: "orders.x", RoutingKey: "created", Routed: true}
 	}
 	row := func(id, x, k string) redrive.QueueRecord {
-		return redrive.QueueRecord{EventID: id, Exchange: x, RoutingKey: k, Verdict: redrive.Verdict{Included: true}}
+		return redrive.QueueRecord{EventID: id, Verdict: redrive.Verdict{Included: true}}.WithOrigin(redrive.QueueOrigin{Exchange: x, RoutingKey: k})
 	}
 	cases := []struct {
 		name   string

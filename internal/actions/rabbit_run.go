@@ -22,7 +22,10 @@ type RabbitExecOptions struct {
 	// Rate caps messages per second (0: the plan's, then unlimited).
 	Rate int
 	// MaxHeld bounds the unselected messages held (unacked, to keep their
-	// place) while looking for selected ones (default 50,000).
+	// place) while looking for selected ones (default 150,000: a
+	// 1,000,000-message DLQ one message in ten of which stays holds
+	// 100,000; at segmentHeld a channel, a run then needs at most 1,500
+	// channels for them, under the 2,047 a connection allows).
 	MaxHeld int
 	// StopOnFailure stops at the first failed publish (payments policies).
 	StopOnFailure bool
@@ -287,7 +290,7 @@ func newRabbitRun(ctx context.Context, t RabbitTransport, p redrive.QueuePlan, l
 	}
 	r.o.Window = firstPositive(o.Window, p.Window, 500)
 	r.o.Rate = firstPositive(o.Rate, p.Rate, 0)
-	r.o.MaxHeld = firstPositive(o.MaxHeld, 50_000)
+	r.o.MaxHeld = firstPositive(o.MaxHeld, 150_000)
 	if t.ReadOnly() {
 		return r, fmt.Errorf("refused: %w", backends.ErrReadOnly)
 	}
@@ -320,6 +323,13 @@ func newRabbitRun(ctx context.Context, t RabbitTransport, p redrive.QueuePlan, l
 		return r, err
 	}
 	r.remaining = len(r.included)
+	// One index of a million included records is enough: the policy's
+	// target check looks records up in the run's.
+	if s, ok := pol.(interface {
+		shareIncluded(map[string]*redrive.QueueRecord)
+	}); ok {
+		s.shareIncluded(r.included)
+	}
 	return r, nil
 }
 
@@ -362,7 +372,7 @@ func (r *rabbitRun) open(ctx context.Context) error {
 	}
 	r.x = rabbitmq.Extractors{IdempotencyKey: r.p.Policy.IdempotencyKey, OrderingKey: r.p.Policy.OrderingKey}
 	r.origin = url.PathEscape(r.p.Vhost) + "/" + r.p.DLQ
-	r.seen, r.changed = map[string]bool{}, map[string]bool{}
+	r.seen, r.changed = make(map[string]bool, len(r.included)), map[string]bool{}
 	r.inflight = make(chan rabbitChunk, toConfirm)
 	r.stop = make(chan string, 1)
 	if r.o.Rate > 0 {
@@ -623,7 +633,7 @@ func (r *rabbitRun) flush(ctx context.Context) error {
 	}
 	intents := make([]rabbitmq.LedgerEntry, len(r.cur))
 	for i, it := range r.cur {
-		intents[i] = rabbitmq.LedgerEntry{Plan: r.hash, EventID: it.rec.EventID, Vhost: r.p.Vhost, DLQ: r.p.DLQ, Exchange: it.rec.Exchange, RoutingKey: it.rec.RoutingKey, State: rabbitmq.StateIntent}
+		intents[i] = rabbitmq.LedgerEntry{Plan: r.hash, EventID: it.rec.EventID, Vhost: r.p.Vhost, DLQ: r.p.DLQ, Exchange: it.rec.Exchange(), RoutingKey: it.rec.RoutingKey(), State: rabbitmq.StateIntent}
 	}
 	if err := r.l.Record(ctx, intents); err != nil {
 		return err
@@ -644,7 +654,7 @@ func (r *rabbitRun) flush(ctx context.Context) error {
 				return err
 			}
 		}
-		it.dc, it.err = r.pub.Publish(ctx, it.d, it.rec.Exchange, it.rec.RoutingKey,
+		it.dc, it.err = r.pub.Publish(ctx, it.d, it.rec.Exchange(), it.rec.RoutingKey(),
 			rabbitmq.Redriven{EventID: it.rec.EventID, Plan: r.hash, Origin: r.origin, PriorRedrives: it.m.PriorRedrives})
 	}
 	r.inflight <- rabbitChunk{items: r.cur, pub: r.pub}
@@ -740,7 +750,7 @@ func (r *rabbitRun) take(ctx context.Context, d rabbitmq.Delivery) (done bool, e
 	r.reads++
 	rec, want := r.included[m.EventID]
 	if want && !r.seen[m.EventID] {
-		if rec.Digest != m.Digest {
+		if d, _ := redrive.ParseDigest(m.Digest); rec.Digest != d {
 			// The approved id on other content: never sent under this
 			// plan; held like an unselected message (it stays in place).
 			r.changed[m.EventID] = true
@@ -919,10 +929,10 @@ func (r *rabbitRun) confirm(ctx context.Context, ch rabbitChunk, returned map[st
 				st.ok[i], why[i] = false, ret+" (unroutable: no queue bound for this routing key)"
 			}
 		}
-		e := rabbitmq.LedgerEntry{Plan: r.hash, EventID: it.rec.EventID, Vhost: r.p.Vhost, DLQ: r.p.DLQ, Exchange: it.rec.Exchange, RoutingKey: it.rec.RoutingKey, State: rabbitmq.StateConfirmed}
+		e := rabbitmq.LedgerEntry{Plan: r.hash, EventID: it.rec.EventID, Vhost: r.p.Vhost, DLQ: r.p.DLQ, Exchange: it.rec.Exchange(), RoutingKey: it.rec.RoutingKey(), State: rabbitmq.StateConfirmed}
 		if !st.ok[i] {
 			e.State, e.Detail = rabbitmq.StateFailed, why[i]
-			st.failed = append(st.failed, RabbitFailure{EventID: it.rec.EventID, Exchange: it.rec.Exchange, RoutingKey: it.rec.RoutingKey, Error: why[i]})
+			st.failed = append(st.failed, RabbitFailure{EventID: it.rec.EventID, Exchange: it.rec.Exchange(), RoutingKey: it.rec.RoutingKey(), Error: why[i]})
 		}
 		st.done = append(st.done, e)
 	}

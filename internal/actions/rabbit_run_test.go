@@ -229,7 +229,7 @@ func TestRedriveRefusals(t *testing.T) {
 	c := rabbitClient(t, rabbitmq.Options{AMQPURL: rabbittest.AMQPURL(), ManagementURL: rabbittest.ManagementURL()})
 	l := sqliteLedger(t)
 	p := redrive.QueuePlan{Vhost: "/", DLQ: q, QueueType: "quorum", Selection: redrive.QueueSelection{All: true},
-		Records: []redrive.QueueRecord{{EventID: "e1", Exchange: "", RoutingKey: q, Verdict: redrive.Verdict{Included: true}}}}
+		Records: []redrive.QueueRecord{redrive.QueueRecord{EventID: "e1", Verdict: redrive.Verdict{Included: true}}.WithOrigin(redrive.QueueOrigin{RoutingKey: q})}}
 	// What may run is the policy's (rabbitAdmission) to decide: none,
 	// no run.
 	if _, err := executeRabbit(context.Background(), c, p, l, nil, RabbitExecOptions{}); err == nil || !strings.Contains(err.Error(), "needs an Admission") {
@@ -459,7 +459,7 @@ func TestExecuteGivesTheAdmissionTheDLQsFacts(t *testing.T) {
 		}
 	}
 	c := rabbitClient(t, rabbitmq.Options{AMQPURL: rabbittest.AMQPURL(), ManagementURL: rabbittest.ManagementURL()})
-	p := redrive.QueuePlan{Vhost: c.Vhost(), DLQ: dlq, QueueType: "classic", Records: []redrive.QueueRecord{{EventID: "m0", Exchange: "", RoutingKey: dlq, Verdict: redrive.Verdict{Included: true}}}}
+	p := redrive.QueuePlan{Vhost: c.Vhost(), DLQ: dlq, QueueType: "classic", Records: []redrive.QueueRecord{redrive.QueueRecord{EventID: "m0", Verdict: redrive.Verdict{Included: true}}.WithOrigin(redrive.QueueOrigin{RoutingKey: dlq})}}
 	var facts backends.Queue
 	_, err = executeRabbit(context.Background(), c, p, sqliteLedger(t), refuseRun{got: &facts}, RabbitExecOptions{})
 	if err == nil || !strings.Contains(err.Error(), "refused by the test's admission") {
@@ -689,7 +689,7 @@ func TestExecuteDerivesTargetAndKeyFromTheMessage(t *testing.T) {
 		r := &p.Records[i]
 		switch r.EventID {
 		case "m1": // finding 2: another target, never shown as such at review
-			r.Exchange, r.RoutingKey = "", elsewhere
+			*r = r.WithOrigin(redrive.QueueOrigin{RoutingKey: elsewhere})
 		case "m2": // finding 1: another idempotency key (an invisible character):
 			// a v2 plan holds no key, and execute derives it from the message
 			m2Key = r.IdempotencyKey

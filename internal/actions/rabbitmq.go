@@ -126,54 +126,63 @@ func (r *RabbitRedrive) MakePlan(ctx context.Context, cl *rabbitmq.Client, l *ra
 	if err := redrive.CheckBatch(in.Window); err != nil {
 		return redrive.QueuePlan{}, rabbitmq.BrowseResult{}, BadRequest("--batch-size: %v", err)
 	}
-	// The browse hands over one message at a time and only its facts are
-	// kept (their repeated strings shared): a DLQ of 100,000 messages is
-	// planned without holding 100,000 bodies and header tables.
-	var facts []redrive.QueueMessage
-	shared := factsOf()
-	var selected, keys []string
+	// The browse hands over one message at a time and only the selected
+	// ones' records are kept (their repeated strings shared): a DLQ of a
+	// million messages is planned without holding a million bodies,
+	// header tables or facts.
+	b, err := redrive.NewQueuePlanner(in.Sel)
+	if err != nil {
+		return redrive.QueuePlan{}, rabbitmq.BrowseResult{}, err
+	}
+	if q, err := cl.Depth(ctx, in.DLQ); err == nil && q.Messages != nil && *q.Messages > 0 {
+		// Room for every record at once (only what is filled is touched):
+		// growing a million records by appending holds old and new arrays.
+		b.Reserve(min(int(*q.Messages), in.Read))
+	}
+	read := 0
 	res, err := cl.BrowseEach(ctx, in.DLQ, r.browseOptions(in.DLQ, in.Read, in.QueueType, in.Accept),
 		func(msg rabbitmq.Message) error {
-			m := shared(msg)
-			facts = append(facts, m)
-			if in.Sel.Matches(m) {
-				if in.seen != nil {
-					in.seen(msg)
-				}
-				selected = append(selected, m.EventID)
-				if m.IdempotencyKey != "" {
-					keys = append(keys, m.IdempotencyKey)
-				}
+			read++
+			if b.Add(msg.Facts()) && in.seen != nil {
+				in.seen(msg)
 			}
 			return nil
 		})
 	if err != nil {
 		return redrive.QueuePlan{}, rabbitmq.BrowseResult{}, err
 	}
-	if err := truncated(res, facts, in); err != nil {
+	selected := b.Selected()
+	if err := truncated(res, read, selected, in); err != nil {
 		return redrive.QueuePlan{}, res, err
 	}
 	ci := redrive.QueueCheckInput{AllowHazards: in.AllowHazards}
-	if len(selected) == 0 && !in.Sel.Empty() {
+	if len(selected) == 0 {
 		return redrive.QueuePlan{}, res, nothingSelected(in.Sel.Flags(), in.DLQ)
 	}
-	if ci.Redriven, err = l.RedrivenAmongIDs(ctx, selected); err != nil {
+	ids := make([]string, len(selected))
+	var keys []string
+	for i := range selected {
+		ids[i] = selected[i].EventID
+		if k := selected[i].IdempotencyKey; k != "" {
+			keys = append(keys, k)
+		}
+	}
+	if ci.Redriven, err = l.RedrivenAmongIDs(ctx, ids); err != nil {
 		return redrive.QueuePlan{}, res, err
 	}
+	ids = nil
 	pol, matched := r.Config.RedrivePolicyFor(in.DLQ)
 	if pol.SystemOfRecord != nil {
 		ci.HasSOR = true
 		ci.Committed, ci.SORErr = sorLookup(ctx, *pol.SystemOfRecord, keys)
 	}
+	keys = nil
 	snap := PolicySnapshot(pol, matched)
 	// The key field exactly as configured: with none, a message's key is its
 	// message_id (rabbitmq.ToMessage), not the json:eventId a snapshot would
 	// show, and execute derives keys and event ids with this value.
 	snap.IdempotencyKey = pol.IdempotencyKey
-	p, err := redrive.MakeQueuePlan(facts, in.Sel, snap, ci, r.now())
-	if err != nil {
-		return p, res, err
-	}
+	p := b.Plan(snap, ci, r.now())
 	if !res.Complete && pol.OrderingKey != "" {
 		r.warn("note: ordering was checked among the messages read only; later messages are newer and cannot be overtaken")
 	}
@@ -186,6 +195,8 @@ func (r *RabbitRedrive) MakePlan(ctx context.Context, cl *rabbitmq.Client, l *ra
 		p.ToQueues()
 	}
 	p.Author = in.Author
+	// Final: hashed once here, not each time the hash is asked for.
+	p.Seal()
 	return p, res, nil
 }
 
@@ -231,13 +242,12 @@ func (r *RabbitRedrive) derive(ctx context.Context, cl *rabbitmq.Client, p *redr
 	// of it stays: a review of a DLQ of a million messages holds the plan
 	// and an index of its event ids, not the messages.
 	d := p.Deriver()
-	shared := factsOf()
 	res, err := cl.BrowseEach(ctx, p.DLQ, rabbitmq.BrowseOptions{Limit: limit, QueueType: p.QueueType, AcceptQuorumSideEffects: accept && p.AcceptQuorumSideEffects && !r.ReadOnly, Extractors: x, Waiting: r.waiting},
 		func(m rabbitmq.Message) error {
 			if seen != nil {
 				seen(m)
 			}
-			d.Add(shared(m))
+			d.Add(m.Facts())
 			return nil
 		})
 	if err != nil {
@@ -253,26 +263,6 @@ func (r *RabbitRedrive) derive(ctx context.Context, cl *rabbitmq.Client, p *redr
 		rv.NotVisible, rv.Gone = gone, nil
 	}
 	return rv, nil
-}
-
-// factsOf returns a function giving a message's facts with the strings
-// that repeat from message to message (class, origin, death reason,
-// routing) shared: a million facts kept hold each such string once.
-func factsOf() func(rabbitmq.Message) redrive.QueueMessage {
-	intern := map[string]string{}
-	same := func(s string) string {
-		if v, ok := intern[s]; ok {
-			return v
-		}
-		intern[s] = s
-		return s
-	}
-	return func(msg rabbitmq.Message) redrive.QueueMessage {
-		m := msg.Facts()
-		m.EventIDSource, m.Class, m.OriginalQueue, m.DeathReason = same(m.EventIDSource), same(m.Class), same(m.OriginalQueue), same(m.DeathReason)
-		m.Exchange, m.RoutingKey = same(m.Exchange), same(m.RoutingKey)
-		return m
-	}
 }
 
 // RabbitSummary is what a reviewer of a RabbitMQ plan is asked to sign, as
@@ -306,7 +296,7 @@ func SummariseRabbit(p redrive.QueuePlan, changed, gone []string) RabbitSummary 
 	}
 	s.Targets, s.Keys = summarise(len(p.Records), func(i int) (string, bool, string, bool) {
 		r := p.Records[i]
-		return RabbitTarget(r.Exchange, r.RoutingKey), r.Included, r.IdempotencyKey, !unread[r.EventID]
+		return RabbitTarget(r.Exchange(), r.RoutingKey()), r.Included, r.IdempotencyKey, !unread[r.EventID]
 	})
 	return s
 }
@@ -318,15 +308,17 @@ var ErrSelectionTooLarge = errors.New("the selection reaches past the messages r
 
 // truncated refuses a plan whose selection might include messages the
 // browse did not reach: anything but event ids that were all found.
-func truncated(res rabbitmq.BrowseResult, read []redrive.QueueMessage, in RabbitPlanInput) error {
+func truncated(res rabbitmq.BrowseResult, read int, selected []redrive.QueueRecord, in RabbitPlanInput) error {
 	if res.Complete {
 		return nil
 	}
 	s := in.Sel
 	if !s.All && len(s.Classes) == 0 && len(s.Reasons) == 0 && len(s.OriginalQueues) == 0 {
+		// Selected by event id alone: the messages selected are those
+		// read with the ids asked for.
 		found := map[string]bool{}
-		for _, m := range read {
-			found[m.EventID] = true
+		for _, r := range selected {
+			found[r.EventID] = true
 		}
 		missing := 0
 		for _, id := range s.EventIDs {
@@ -338,7 +330,7 @@ func truncated(res rabbitmq.BrowseResult, read []redrive.QueueMessage, in Rabbit
 			return nil
 		}
 	}
-	return Refuse(ErrSelectionTooLarge, "%s holds more than the %d messages read and the selection may reach past them: raise --read (nothing planned)", in.DLQ, len(read))
+	return Refuse(ErrSelectionTooLarge, "%s holds more than the %d messages read and the selection may reach past them: raise --read (nothing planned)", in.DLQ, read)
 }
 
 // RecordedPlan is what RecordPlan did with a plan just made.
@@ -882,7 +874,7 @@ func RabbitWouldSend(p redrive.QueuePlan, skip map[string]redrive.Verdict) map[s
 	out := map[string]int{}
 	for _, rec := range p.Records {
 		if _, skipped := skip[rec.EventID]; rec.Included && !skipped {
-			out[RabbitTarget(rec.Exchange, rec.RoutingKey)]++
+			out[RabbitTarget(rec.Exchange(), rec.RoutingKey())]++
 		}
 	}
 	return out
@@ -916,21 +908,12 @@ func (r *RabbitRedrive) Status(ctx context.Context, l *rabbitmq.Ledger, p redriv
 	hash := p.Hash()
 	t := p.Totals()
 	row := RabbitStatus{Plan: hash, Vhost: p.Vhost, DLQ: p.DLQ, Author: r.VerifiedAuthor(ctx, l, p), Created: p.CreatedAt, Included: t.Included, Excluded: t.Excluded}
-	states, err := l.PlanStates(ctx, hash)
+	states, err := l.PlanStateCounts(ctx, hash)
 	if err != nil {
 		row.State, row.Reason = "error", err.Error()
 		return row
 	}
-	for _, st := range states {
-		switch st {
-		case rabbitmq.StateConfirmed:
-			row.Redriven++
-		case rabbitmq.StateIntent:
-			row.Intent++
-		case rabbitmq.StateFailed:
-			row.Failed++
-		}
-	}
+	row.Redriven, row.Intent, row.Failed = states[rabbitmq.StateConfirmed], states[rabbitmq.StateIntent], states[rabbitmq.StateFailed]
 	dec, required, err := r.Decision(ctx, l, p)
 	if err != nil {
 		row.State, row.Reason = "error", err.Error()

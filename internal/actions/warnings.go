@@ -128,7 +128,7 @@ func (j *classJudge) kafkaWarnings(p redrive.Plan) []string {
 func (j *classJudge) rabbitWarnings(p redrive.QueuePlan) []string {
 	return j.warnings(len(p.Records), func(i int) (string, bool) {
 		r := p.Records[i]
-		return r.Class, r.Included && r.Derived
+		return r.Class(), r.Included && r.Derived
 	})
 }
 
