@@ -19,12 +19,12 @@ func TestPlanJSONStreamsRowsAsTheWholeEncoding(t *testing.T) {
 		redrive.QueueRecord{Position: 1, EventID: "é\u2028", HazardPosition: &hazard, Verdict: redrive.Verdict{Reason: redrive.ReasonLoopLimit, Detail: "redriven 3 times"}}.WithOrigin(redrive.QueueOrigin{DeathReason: "rejected"}),
 	}
 	for _, rs := range [][]redrive.QueueRecord{nil, recs} {
-		sum := qPlanSummary{Hash: "h", DLQ: "q", Records: qPlanRows{recs: rs}, Review: &qPlanReview{Keys: []string{"k<1>"}}}
+		sum := qPlanSummary{Hash: "h", DLQ: "q", Records: qPlanRows{recs: rs}, Review: &qPlanReview{Keys: []string{"k<1>", "é\u2028", "k3"}}}
 		var whole, streamed bytes.Buffer
 		if err := output.WriteJSON(&whole, sum); err != nil {
 			t.Fatal(err)
 		}
-		if err := writeQJSON(&streamed, &sum, &sum.Records); err != nil {
+		if err := writeQJSON(&streamed, &sum, &sum.Records, sum.Review); err != nil {
 			t.Fatal(err)
 		}
 		if streamed.String() != whole.String() {
@@ -39,7 +39,7 @@ func TestPlanJSONStreamsRowsAsTheWholeEncoding(t *testing.T) {
 		if err := output.WriteJSON(&whole, status); err != nil {
 			t.Fatal(err)
 		}
-		if err := writeQJSON(&streamed, &status, &status.Summary.Records); err != nil {
+		if err := writeQJSON(&streamed, &status, &status.Summary.Records, status.Summary.Review); err != nil {
 			t.Fatal(err)
 		}
 		if streamed.String() != whole.String() {

@@ -719,28 +719,46 @@ func (rs qPlanRows) MarshalJSON() ([]byte, error) {
 	return json.Marshal(rows)
 }
 
+// keysMark stands for a review's idempotency keys in the JSON writeQJSON
+// writes around them (a string no key can be: keys are sanitised).
+const keysMark = "\x00berth-keys\x00"
+
 // writeQJSON writes v as output.WriteJSON does (indented by two spaces),
-// byte for byte, with the rows of *rows written one at a time where v holds
-// them: the rest of v is small and encoded whole.
-func writeQJSON(w io.Writer, v any, rows *qPlanRows) error {
+// byte for byte, with the rows of *rows, and the idempotency keys of
+// review (when not nil), written one at a time where v holds them: the
+// rest of v is small and encoded whole. (A million-message review's keys
+// are ~35 MB of JSON, held two or three times over while indented.)
+func writeQJSON(w io.Writer, v any, rows *qPlanRows, review *qPlanReview) error {
 	all := *rows
 	rows.mark = true
+	var keys []string
+	if review != nil && len(review.Keys) > 0 {
+		keys = review.Keys
+		review.Keys = []string{keysMark}
+	}
 	head, err := json.MarshalIndent(v, "", "  ")
 	*rows = all
+	if keys != nil {
+		review.Keys = keys
+	}
 	if err != nil {
 		return err
+	}
+	// Where each streamed part goes, and how it is written at the indent
+	// of the line it stands on.
+	type part struct {
+		at, n int
+		write func(bw *bufio.Writer, indent string) error
 	}
 	at := bytes.Index(head, []byte(rowsMark))
 	if at < 0 {
 		return errors.New("output: the plan's rows are missing from its JSON")
 	}
-	line := head[bytes.LastIndexByte(head[:at], '\n')+1 : at]
-	indent := string(line[:len(line)-len(bytes.TrimLeft(line, " "))])
-	bw := bufio.NewWriterSize(w, 64<<10)
-	bw.Write(head[:at])
-	if all.len() == 0 {
-		bw.WriteString("[]")
-	} else {
+	parts := []part{{at, len(rowsMark), func(bw *bufio.Writer, indent string) error {
+		if all.len() == 0 {
+			bw.WriteString("[]")
+			return nil
+		}
 		bw.WriteString("[")
 		for i := 0; i < all.len(); i++ {
 			b, err := json.MarshalIndent(all.row(i), indent+"  ", "  ")
@@ -754,8 +772,44 @@ func writeQJSON(w io.Writer, v any, rows *qPlanRows) error {
 			bw.Write(b)
 		}
 		bw.WriteString("\n" + indent + "]")
+		return nil
+	}}}
+	if keys != nil {
+		// The one key written stands for all of them, each on its line.
+		mark, _ := json.Marshal(keysMark)
+		at := bytes.Index(head, mark)
+		if at < 0 {
+			return errors.New("output: the review's keys are missing from its JSON")
+		}
+		parts = append(parts, part{at, len(mark), func(bw *bufio.Writer, indent string) error {
+			for i, k := range keys {
+				b, err := json.Marshal(k)
+				if err != nil {
+					return err
+				}
+				if i > 0 {
+					bw.WriteString(",\n" + indent)
+				}
+				bw.Write(b)
+			}
+			return nil
+		}})
+		if parts[1].at < parts[0].at {
+			parts[0], parts[1] = parts[1], parts[0]
+		}
 	}
-	bw.Write(head[at+len(rowsMark):])
+	bw := bufio.NewWriterSize(w, 64<<10)
+	from := 0
+	for _, pt := range parts {
+		line := head[bytes.LastIndexByte(head[:pt.at], '\n')+1 : pt.at]
+		indent := string(line[:len(line)-len(bytes.TrimLeft(line, " "))])
+		bw.Write(head[from:pt.at])
+		if err := pt.write(bw, indent); err != nil {
+			return err
+		}
+		from = pt.at + pt.n
+	}
+	bw.Write(head[from:])
 	bw.WriteString("\n")
 	return bw.Flush()
 }
@@ -962,7 +1016,7 @@ func (a *app) rmqRedrivePlan(cmd *cobra.Command, dlq string, o redrivePlanOption
 	sum.Review = rabbitReviewOf(actions.SummariseRabbit(p, nil, nil), p.Cluster)
 	sum.Warnings = warningsOf(warnings)
 	if f == output.JSON {
-		if err := writeQJSON(a.stdout, &sum, &sum.Records); err != nil {
+		if err := writeQJSON(a.stdout, &sum, &sum.Records, sum.Review); err != nil {
 			return err
 		}
 	} else {
@@ -999,7 +1053,7 @@ func (a *app) rmqRedriveShow(cmd *cobra.Command, ref string) error {
 		sum.Stored = stored
 	}
 	if f == output.JSON {
-		return writeQJSON(a.stdout, &sum, &sum.Records)
+		return writeQJSON(a.stdout, &sum, &sum.Records, sum.Review)
 	}
 	a.writeQPlanText(sum)
 	return nil
@@ -1302,7 +1356,7 @@ func (a *app) rmqRedriveStatus(cmd *cobra.Command, args []string) error {
 				qStatusRow
 				Summary qPlanSummary `json:"summary"`
 			}{rows[0], sum}
-			return writeQJSON(a.stdout, &out, &out.Summary.Records)
+			return writeQJSON(a.stdout, &out, &out.Summary.Records, out.Summary.Review)
 		}
 		return output.WriteJSON(a.stdout, rows)
 	}

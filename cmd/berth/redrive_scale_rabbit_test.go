@@ -40,7 +40,11 @@ import (
 // BERTH_SCALE_QUEUE_MODE=lazy declares every queue lazy.
 // BERTH_SCALE_STEPS=plan stops after the plan; BERTH_SCALE_STEPS=memory
 // leaves out the baseline (at 1,000,000 messages it is minutes long, and
-// only the ratio needs it).
+// only the ratio needs it); BERTH_SCALE_STEPS=execute leaves out the
+// baseline and the reviews too (`redrive approve` and `show` each read the
+// whole DLQ again: at 1,000,000 messages, many minutes each), with a
+// policy that requires no review. Each step's figures are logged as soon
+// as it ends, so a run stopped later still has them.
 func BenchmarkRabbitRedriveScale(b *testing.B) {
 	n := 10000
 	if v, _ := strconv.Atoi(os.Getenv("BERTH_SCALE_RECORDS")); v > 0 {
@@ -191,6 +195,11 @@ func rabbitRedriveAtScale(t testing.TB, n int) rabbitScaleRun {
 	if err := os.WriteFile(signers, []byte("alice@hc "+alicePub+"\nbob@hc "+bobPub+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	steps := os.Getenv("BERTH_SCALE_STEPS")
+	review := "required"
+	if steps == "execute" {
+		review = "none"
+	}
 	r.config = rabbitConfig{Audit: filepath.Join(r.dir, "audit.log"), Store: dsn, Policies: fmt.Sprintf(`    - match: "berth.scale.dlq.*"
       idempotency_key: json:idem
       require_idempotency_key: true
@@ -198,10 +207,10 @@ func rabbitRedriveAtScale(t testing.TB, n int) rabbitScaleRun {
         driver: postgres
         dsn: %s
         query: select 1 from %s where idem = $1
-      review: required
+      review: %s
       approvals: 1
       allowed_signers: %s
-`, dsn, table, signers)}.write(t)
+`, dsn, table, review, signers)}.write(t)
 	planFile := filepath.Join(r.dir, "plan.json")
 	// Every step reads the whole DLQ (the plan, and the review of approve,
 	// show and status) within 10 x --timeout (the plan) or --timeout: a
@@ -236,23 +245,30 @@ func rabbitRedriveAtScale(t testing.TB, n int) rabbitScaleRun {
 		t.Fatal(err)
 	}
 	// Logged now: the plan's figures stand even when a later step fails.
-	t.Logf("redrive plan:    %8.2fs  peak RSS %6.0f MiB  plan file %d bytes (%.1f bytes/message)", plan.wall.Seconds(), plan.mib(), st.Size(), float64(st.Size())/float64(n))
+	stepLog(t, "redrive plan:    %8.2fs  peak RSS %6.0f MiB  plan file %d bytes (%.1f bytes/message)", plan.wall.Seconds(), plan.mib(), st.Size(), float64(st.Size())/float64(n))
 	out := rabbitScaleRun{plan: plan, planBytes: st.Size()}
-	if os.Getenv("BERTH_SCALE_STEPS") == "plan" {
+	if steps == "plan" {
 		return out
 	}
 	hash := made.Hash[:16]
-	approve := r.step(t, "redrive approve", "--timeout", timeout, "redrive", "approve", hash, "--key", r.approver, "--yes", "-o", "json")
-	show := r.step(t, "redrive show", "--timeout", timeout, "redrive", "show", hash, "-o", "json")
-	var shown struct {
-		Records []json.RawMessage `json:"records"`
-		Review  struct {
-			Keys []string `json:"idempotency_keys"`
-			Gone []string `json:"gone"`
-		} `json:"review"`
+	logStep := func(name string, s step) {
+		stepLog(t, "redrive %-12s %8.2fs  peak RSS %6.0f MiB", name+":", s.wall.Seconds(), s.mib())
 	}
-	if err := json.Unmarshal([]byte(show.stdout), &shown); err != nil || len(shown.Records) != n || len(shown.Review.Keys) != made.Totals.Included || len(shown.Review.Gone) != 0 {
-		t.Fatalf("redrive show: %d records, %d keys, %d gone (%v); want %d, %d, 0", len(shown.Records), len(shown.Review.Keys), len(shown.Review.Gone), err, n, made.Totals.Included)
+	if steps != "execute" {
+		approve := r.step(t, "redrive approve", "--timeout", timeout, "redrive", "approve", hash, "--key", r.approver, "--yes", "-o", "json")
+		logStep("approve", approve)
+		show := r.step(t, "redrive show", "--timeout", timeout, "redrive", "show", hash, "-o", "json")
+		logStep("show -o json", show)
+		var shown struct {
+			Records []json.RawMessage `json:"records"`
+			Review  struct {
+				Keys []string `json:"idempotency_keys"`
+				Gone []string `json:"gone"`
+			} `json:"review"`
+		}
+		if err := json.Unmarshal([]byte(show.stdout), &shown); err != nil || len(shown.Records) != n || len(shown.Review.Keys) != made.Totals.Included || len(shown.Review.Gone) != 0 {
+			t.Fatalf("redrive show: %d records, %d keys, %d gone (%v); want %d, %d, 0", len(shown.Records), len(shown.Review.Keys), len(shown.Review.Gone), err, n, made.Totals.Included)
+		}
 	}
 	out.exec = r.step(t, "redrive execute", "--timeout", timeout, "redrive", "execute", hash, "--yes", "-o", "json")
 	var done struct {
@@ -262,6 +278,9 @@ func rabbitRedriveAtScale(t testing.TB, n int) rabbitScaleRun {
 		t.Fatalf("execute: %v %s", err, out.exec.stdout)
 	}
 	out.sent = done.Sent
+	stepLog(t, "redrive execute: %8.2fs  peak RSS %6.0f MiB  %.0f messages/s (sent / wall time of the command, depth check included); Berth's own CPU %.2fs (%.0f%% of one core, %.0f µs a message)",
+		out.exec.wall.Seconds(), out.exec.mib(), float64(done.Sent)/out.exec.wall.Seconds(),
+		out.exec.cpu.Seconds(), 100*out.exec.cpu.Seconds()/out.exec.wall.Seconds(), float64(out.exec.cpu.Microseconds())/float64(max(1, done.Sent)))
 	q, err := ch.QueueDeclarePassive(work, true, false, false, false, nil)
 	if err != nil || q.Messages != done.Sent {
 		t.Fatalf("work queue holds %d, sent %d (%v)", q.Messages, done.Sent, err)
@@ -273,22 +292,14 @@ func rabbitRedriveAtScale(t testing.TB, n int) rabbitScaleRun {
 	if err := json.Unmarshal([]byte(status.stdout), &state); err != nil || state.Redriven != done.Sent {
 		t.Fatalf("redrive status: redriven %d (%v), sent %d", state.Redriven, err, done.Sent)
 	}
+	logStep("status", status)
 	t.Logf("messages %d (included %d, captured %d)", n, made.Totals.Included, captured)
-	t.Logf("redrive execute: %8.2fs  peak RSS %6.0f MiB  %.0f messages/s (sent / wall time of the command, depth check included); Berth's own CPU %.2fs (%.0f%% of one core, %.0f µs a message)",
-		out.exec.wall.Seconds(), out.exec.mib(), float64(done.Sent)/out.exec.wall.Seconds(),
-		out.exec.cpu.Seconds(), 100*out.exec.cpu.Seconds()/out.exec.wall.Seconds(), float64(out.exec.cpu.Microseconds())/float64(max(1, done.Sent)))
 	// The command's own account of the run (from its start, after loading
 	// and checking the plan): what the wall time spent outside it.
 	if i := strings.LastIndex(out.exec.stderr, "\nredrive "); i >= 0 {
 		t.Logf("  %s", strings.TrimSpace(out.exec.stderr[i:]))
 	}
-	for _, s := range []struct {
-		name string
-		step
-	}{{"approve", approve}, {"show -o json", show}, {"status", status}} {
-		t.Logf("redrive %-12s %8.2fs  peak RSS %6.0f MiB", s.name+":", s.wall.Seconds(), s.mib())
-	}
-	if os.Getenv("BERTH_SCALE_STEPS") == "memory" {
+	if steps == "memory" || steps == "execute" {
 		return out
 	}
 	baseline := publishAll(base)
@@ -299,6 +310,15 @@ func rabbitRedriveAtScale(t testing.TB, n int) rabbitScaleRun {
 	t.Logf("baseline move (consume, confirmed publish, ack) of the same %d messages: %.2fs, %.0f messages/s",
 		n, out.move.Seconds(), float64(n)/out.move.Seconds())
 	return out
+}
+
+// stepLog logs a step's figures, and says them on stderr at once too: a
+// benchmark's log is printed only when it ends, and a run of a million
+// messages can be stopped (or time out) hours in.
+func stepLog(t testing.TB, format string, args ...any) {
+	t.Helper()
+	t.Logf(format, args...)
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
 }
 
 // scaleQueueArgs declares the benchmark's queues: classic, or lazy when
