@@ -27,6 +27,17 @@ func clusterRefusal(hash, made, here string) error {
 	return Refuse(ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q: a plan runs only where it was made; nothing stored or sent", redrive.ShortHash(hash), made, here)
 }
 
+// vhostRefusal refuses a RabbitMQ plan made in another vhost than the
+// connection's: a queue of the DLQ's name there is another queue, so no
+// step reads, stores or sends under it (nil when the vhosts match). It
+// follows each step's cluster check.
+func vhostRefusal(cl interface{ Vhost() string }, p redrive.QueuePlan) error {
+	if here := cl.Vhost(); here != p.Vhost {
+		return Refuse(ErrClusterMismatch, "plan %s was made in vhost %q, this connection is to vhost %q: attach with the plan's vhost; nothing read, stored or sent", redrive.ShortHash(p.Hash()), p.Vhost, here)
+	}
+	return nil
+}
+
 // approveClusterRefusal is the one refusal of an approval of another
 // cluster's plan, on both backends: a shared plan store (RabbitMQ's
 // PostgreSQL, a Kafka plan found by hash) can hold plans of several
@@ -102,6 +113,9 @@ func (r *RabbitRedrive) ImportFile(ctx context.Context, cl *rabbitmq.Client, l *
 	}
 	if here := cl.ClusterName(); here != p.Cluster {
 		return redrive.QueuePlan{}, clusterRefusal(p.Hash(), p.Cluster, here)
+	}
+	if err := vhostRefusal(cl, p); err != nil {
+		return redrive.QueuePlan{}, err
 	}
 	if !store || r.ReadOnly {
 		return p, nil

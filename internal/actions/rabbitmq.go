@@ -443,8 +443,11 @@ func (r *RabbitRedrive) Approve(ctx context.Context, cl *rabbitmq.Client, l *rab
 	if r.ReadOnly {
 		return "", approval.Decision{}, 0, Refuse(ErrReadOnly, "the context is read-only: an approval is written to the plan store; nothing stored")
 	}
+	placeErr := vhostRefusal(cl, p)
 	if here := cl.ClusterName(); here != p.Cluster {
-		err := approveClusterRefusal(hash, p.Cluster, here)
+		placeErr = approveClusterRefusal(hash, p.Cluster, here)
+	}
+	if err := placeErr; err != nil {
 		if aerr := r.Audit(ctx, auditFile, "redrive.refused", hash, map[string]any{"dlq": p.DLQ, "reason": err.Error()}); aerr != nil {
 			err = errors.Join(err, aerr)
 		}
@@ -698,9 +701,15 @@ func (r *RabbitRedrive) AuditVerified(ctx context.Context, auditFile string, p r
 
 // clusterMismatch says why p was made elsewhere ("" when it was made on
 // cl's cluster): by cluster name, reached through any address.
-func clusterMismatch(cl interface{ ClusterName() string }, p redrive.QueuePlan) string {
+func clusterMismatch(cl interface {
+	ClusterName() string
+	Vhost() string
+}, p redrive.QueuePlan) string {
 	if name := cl.ClusterName(); name != p.Cluster {
 		return fmt.Sprintf("was made on cluster %q, this context is cluster %q", p.Cluster, name)
+	}
+	if here := cl.Vhost(); here != p.Vhost {
+		return fmt.Sprintf("was made in vhost %q, this connection is to vhost %q", p.Vhost, here)
 	}
 	return ""
 }

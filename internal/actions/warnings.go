@@ -207,6 +207,9 @@ func (r *RabbitRedrive) DeriveReview(ctx context.Context, cl *rabbitmq.Client, p
 	if here := cl.ClusterName(); here != p.Cluster {
 		return RabbitReview{}, reviewClusterRefusal(p.Hash(), p.Cluster, here)
 	}
+	if err := vhostRefusal(cl, *p); err != nil {
+		return RabbitReview{}, err
+	}
 	rules, err := classRules(r.Config)
 	if err != nil {
 		return RabbitReview{}, err
