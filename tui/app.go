@@ -28,6 +28,7 @@ import (
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/durations"
 	"github.com/berth-dev/berth/internal/sanitize"
+	"github.com/berth-dev/berth/internal/termbg"
 	"github.com/berth-dev/berth/tui/keys"
 	"github.com/berth-dev/berth/tui/styles"
 )
@@ -209,7 +210,7 @@ func Run(opts Options) error {
 	// bubbletea takes over the input: the query reads the answer from the
 	// terminal, which would race the program's key reader.
 	lipgloss.ColorProfile()
-	lipgloss.HasDarkBackground()
+	termbg.Query()
 	m := New(opts)
 	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithMouseCellMotion())
 	_, err := p.Run()
