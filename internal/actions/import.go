@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/berth-dev/berth/backends/rabbitmq"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
 )
@@ -106,7 +105,7 @@ func (k *KafkaRedrive) importChecked(ctx context.Context, f redrive.File, store 
 // that already holds an author's signature keeps it (authorship is given
 // once), and a key that approved the plan cannot become its author. The
 // file's approvals are not imported: approvals are given with `approve`.
-func (r *RabbitRedrive) ImportFile(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledger, name string, file io.Reader, store bool) (redrive.QueuePlan, error) {
+func (r *RabbitRedrive) ImportFile(ctx context.Context, cl RabbitClient, l RabbitStore, name string, file io.Reader, store bool) (redrive.QueuePlan, error) {
 	p, sigs, err := decodeQueuePlanFile(name, file)
 	if err != nil {
 		return p, err
@@ -138,7 +137,7 @@ func (r *RabbitRedrive) ImportFile(ctx context.Context, cl *rabbitmq.Client, l *
 // fileAuthor is the author's signature of a plan file to store beside the
 // plan (nil: none, or the store already has one), checked as ImportFile
 // says.
-func (r *RabbitRedrive) fileAuthor(ctx context.Context, l *rabbitmq.Ledger, p redrive.QueuePlan, sigs []approval.Signature) (*approval.Signature, error) {
+func (r *RabbitRedrive) fileAuthor(ctx context.Context, l RabbitStore, p redrive.QueuePlan, sigs []approval.Signature) (*approval.Signature, error) {
 	var author *approval.Signature
 	for i := range sigs {
 		if sigs[i].Role == approval.RoleAuthor {

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/berth-dev/berth/backends"
-	"github.com/berth-dev/berth/backends/rabbitmq"
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/redrive"
 )
@@ -22,7 +21,7 @@ import (
 // (the consumers of a browse that was interrupted among them, until the
 // broker has put its messages back), so that a cap at the ready count
 // would leave records unread and call them gone.
-func (r *RabbitRedrive) reviewLimit(ctx context.Context, cl *rabbitmq.Client, p redrive.QueuePlan) int {
+func (r *RabbitRedrive) reviewLimit(ctx context.Context, cl RabbitClient, p redrive.QueuePlan) int {
 	limit, last := len(p.Records)+1000, -1
 	for _, rec := range p.Records {
 		limit, last = max(limit, rec.Position+1000), max(last, rec.Position)

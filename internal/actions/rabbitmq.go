@@ -98,13 +98,13 @@ type RabbitPlanInput struct {
 }
 
 // Browse reads a DLQ without consuming it, with the policy's extractors.
-func (r *RabbitRedrive) Browse(ctx context.Context, cl *rabbitmq.Client, dlq string, limit int, queueType string, accept bool) (rabbitmq.BrowseResult, error) {
+func (r *RabbitRedrive) Browse(ctx context.Context, cl RabbitClient, dlq string, limit int, queueType string, accept bool) (rabbitmq.BrowseResult, error) {
 	return cl.Browse(ctx, dlq, r.browseOptions(dlq, limit, queueType, accept))
 }
 
 // BrowseEach is Browse handing each message to each as it is read (kept
 // nowhere).
-func (r *RabbitRedrive) BrowseEach(ctx context.Context, cl *rabbitmq.Client, dlq string, limit int, queueType string, accept bool, each func(rabbitmq.Message) error) (rabbitmq.BrowseResult, error) {
+func (r *RabbitRedrive) BrowseEach(ctx context.Context, cl RabbitClient, dlq string, limit int, queueType string, accept bool, each func(rabbitmq.Message) error) (rabbitmq.BrowseResult, error) {
 	return cl.BrowseEach(ctx, dlq, r.browseOptions(dlq, limit, queueType, accept), each)
 }
 
@@ -121,7 +121,7 @@ func (r *RabbitRedrive) waiting(line string) { r.warn("note: %s", sanitize.Text(
 // of redrive.MakeQueuePlan), written and stored nowhere yet. The browse
 // result is returned once the browse has succeeded, even when planning then
 // fails (its Method is empty when the browse itself failed).
-func (r *RabbitRedrive) MakePlan(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledger, in RabbitPlanInput) (redrive.QueuePlan, rabbitmq.BrowseResult, error) {
+func (r *RabbitRedrive) MakePlan(ctx context.Context, cl RabbitClient, l RabbitStore, in RabbitPlanInput) (redrive.QueuePlan, rabbitmq.BrowseResult, error) {
 	// Refused before the browse marks every message redelivered.
 	if err := redrive.CheckBatch(in.Window); err != nil {
 		return redrive.QueuePlan{}, rabbitmq.BrowseResult{}, BadRequest("--batch-size: %v", err)
@@ -229,12 +229,12 @@ type RabbitReview struct {
 // message moved to the back, its delivery count + 1) only with accept and
 // the plan's acceptance, never in a read-only context: otherwise the browse
 // refuses (*rabbitmq.RefusedError) and nothing is touched.
-func (r *RabbitRedrive) Derive(ctx context.Context, cl *rabbitmq.Client, p *redrive.QueuePlan, accept bool) (RabbitReview, error) {
+func (r *RabbitRedrive) Derive(ctx context.Context, cl RabbitClient, p *redrive.QueuePlan, accept bool) (RabbitReview, error) {
 	return r.derive(ctx, cl, p, accept, nil)
 }
 
 // derive is Derive showing seen (when not nil) every message browsed.
-func (r *RabbitRedrive) derive(ctx context.Context, cl *rabbitmq.Client, p *redrive.QueuePlan, accept bool, seen func(rabbitmq.Message)) (RabbitReview, error) {
+func (r *RabbitRedrive) derive(ctx context.Context, cl RabbitClient, p *redrive.QueuePlan, accept bool, seen func(rabbitmq.Message)) (RabbitReview, error) {
 	limit := r.reviewLimit(ctx, cl, *p)
 	x := r.Extractors(p.DLQ)
 	x.IdempotencyKey, x.OrderingKey = p.Policy.IdempotencyKey, p.Policy.OrderingKey
@@ -347,7 +347,7 @@ type RecordedPlan struct {
 // record is refused with nothing stored, as approve and execute refuse (it
 // was stored and the failure only warned, exit 0). file is where the plan
 // is written (ConsolePlanFile for the console).
-func (r *RabbitRedrive) RecordPlan(ctx context.Context, l *rabbitmq.Ledger, p redrive.QueuePlan, sig *approval.Signature, file, auditFile string) (RecordedPlan, error) {
+func (r *RabbitRedrive) RecordPlan(ctx context.Context, l RabbitStore, p redrive.QueuePlan, sig *approval.Signature, file, auditFile string) (RecordedPlan, error) {
 	var out RecordedPlan
 	if sig != nil {
 		out.AuthorKey = sig.Fingerprint
@@ -415,7 +415,7 @@ func (r *RabbitRedrive) signersToEdit(p redrive.QueuePlan) string {
 
 // Decision applies the two-person rule to a plan whose policy requires
 // review.
-func (r *RabbitRedrive) Decision(ctx context.Context, l *rabbitmq.Ledger, p redrive.QueuePlan) (approval.Decision, bool, error) {
+func (r *RabbitRedrive) Decision(ctx context.Context, l RabbitStore, p redrive.QueuePlan) (approval.Decision, bool, error) {
 	n, signers, required, err := r.Review(p)
 	if err != nil || !required {
 		return approval.Decision{Approved: !required, Approvers: []string{}}, required, err
@@ -438,7 +438,7 @@ func (r *RabbitRedrive) Decision(ctx context.Context, l *rabbitmq.Ledger, p redr
 // allowed_signers does not list; then it audits redrive.approved. It
 // returns the verified principal, the decision now and the approvals
 // required.
-func (r *RabbitRedrive) Approve(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledger, p redrive.QueuePlan, sig approval.Signature, auditFile string) (string, approval.Decision, int, error) {
+func (r *RabbitRedrive) Approve(ctx context.Context, cl RabbitClient, l RabbitStore, p redrive.QueuePlan, sig approval.Signature, auditFile string) (string, approval.Decision, int, error) {
 	hash := p.Hash()
 	if r.ReadOnly {
 		return "", approval.Decision{}, 0, Refuse(ErrReadOnly, "the context is read-only: an approval is written to the plan store; nothing stored")
@@ -508,7 +508,7 @@ func (r *RabbitRedrive) Approve(ctx context.Context, cl *rabbitmq.Client, l *rab
 // SignAsAuthor adds the author's signature to a stored plan that has none
 // (the console's plans; `berth redrive plan --key` signs in one step). An
 // approver cannot become the author.
-func (r *RabbitRedrive) SignAsAuthor(ctx context.Context, l *rabbitmq.Ledger, p redrive.QueuePlan, sig approval.Signature) error {
+func (r *RabbitRedrive) SignAsAuthor(ctx context.Context, l RabbitStore, p redrive.QueuePlan, sig approval.Signature) error {
 	if r.ReadOnly {
 		return Refuse(ErrReadOnly, "the context is read-only; nothing stored")
 	}
@@ -544,7 +544,7 @@ func (r *RabbitRedrive) SignAsAuthor(ctx context.Context, l *rabbitmq.Ledger, p 
 //
 // With audited false nothing is written: the console asks it for the reason
 // an action is disabled, which is not an attempt to run.
-func (r *RabbitRedrive) Preflight(ctx context.Context, l *rabbitmq.Ledger, p redrive.QueuePlan, actor, auditFile string, audited bool) (approval.Decision, map[string]redrive.Verdict, error) {
+func (r *RabbitRedrive) Preflight(ctx context.Context, l RabbitStore, p redrive.QueuePlan, actor, auditFile string, audited bool) (approval.Decision, map[string]redrive.Verdict, error) {
 	hash := p.Hash()
 	refuse := func(reason error, format string, a ...any) error {
 		err := Refuse(reason, format, a...)
@@ -593,7 +593,7 @@ func (r *RabbitRedrive) Preflight(ctx context.Context, l *rabbitmq.Ledger, p red
 // messages are read again (Derive) so that every check runs over what they
 // derive to now, and a message whose content changed is skipped as execute
 // would skip it. The plan's records are left derived.
-func (r *RabbitRedrive) DryRun(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledger, p *redrive.QueuePlan, actor, auditFile string, audited bool) (approval.Decision, map[string]redrive.Verdict, error) {
+func (r *RabbitRedrive) DryRun(ctx context.Context, cl RabbitClient, l RabbitStore, p *redrive.QueuePlan, actor, auditFile string, audited bool) (approval.Decision, map[string]redrive.Verdict, error) {
 	if mismatch := clusterMismatch(cl, *p); mismatch != "" {
 		return approval.Decision{}, nil, Refuse(ErrClusterMismatch, "plan %s %s", redrive.ShortHash(p.Hash()), mismatch)
 	}
@@ -719,7 +719,7 @@ func clusterMismatch(cl interface {
 // from the messages read now (a dry run: Derive), the checks on what they
 // derive to. A run does the latter over each chunk as consumed
 // (recheckMessages). What they now exclude is skipped.
-func (r *RabbitRedrive) recheck(ctx context.Context, l *rabbitmq.Ledger, p redrive.QueuePlan) (map[string]redrive.Verdict, error) {
+func (r *RabbitRedrive) recheck(ctx context.Context, l RabbitStore, p redrive.QueuePlan) (map[string]redrive.Verdict, error) {
 	skip := map[string]redrive.Verdict{}
 	var ids []string
 	var derived []redrive.QueueMessage
@@ -913,7 +913,7 @@ type RabbitStatus struct {
 }
 
 // Status is a plan's state from the ledger, its approvals and its age.
-func (r *RabbitRedrive) Status(ctx context.Context, l *rabbitmq.Ledger, p redrive.QueuePlan) RabbitStatus {
+func (r *RabbitRedrive) Status(ctx context.Context, l RabbitStore, p redrive.QueuePlan) RabbitStatus {
 	hash := p.Hash()
 	t := p.Totals()
 	row := RabbitStatus{Plan: hash, Vhost: p.Vhost, DLQ: p.DLQ, Author: r.VerifiedAuthor(ctx, l, p), Created: p.CreatedAt, Included: t.Included, Excluded: t.Excluded}
@@ -944,7 +944,7 @@ func (r *RabbitRedrive) Status(ctx context.Context, l *rabbitmq.Ledger, p redriv
 // VerifiedAuthor is who signed p as its author, as today's allowed_signers
 // name them: "(unsigned)" without an author signature, "(unverified)" when
 // it cannot be verified.
-func (r *RabbitRedrive) VerifiedAuthor(ctx context.Context, l *rabbitmq.Ledger, p redrive.QueuePlan) string {
+func (r *RabbitRedrive) VerifiedAuthor(ctx context.Context, l RabbitStore, p redrive.QueuePlan) string {
 	author, _, err := l.Signatures(ctx, p.Hash())
 	switch {
 	case err != nil:

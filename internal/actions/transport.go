@@ -29,8 +29,10 @@ import (
 // depth, and a run's own connection (rabbitmq.RedriveConn) that consumes
 // the DLQ in segments (channels with a prefetch, deliveries acked one by
 // one), publishes with confirms and mandatory returns, and returns what it
-// holds to the DLQ when closed. backends/rabbitmq.Ledger (PostgreSQL or
-// sqlite) implements RabbitLedger. RabbitMQ reads and publishes in one
+// holds to the DLQ when closed; and RabbitClient, what making, reviewing
+// and approving a plan need (browse, ready count). backends/rabbitmq.Ledger
+// (PostgreSQL or sqlite) implements RabbitLedger and RabbitStore (plans,
+// signatures, ledger look-ups by event id). RabbitMQ reads and publishes in one
 // pass (consume, publish with confirms, ack), so its transport hands over
 // deliveries rather than reading by coordinates. The data types are in
 // package redrive, or the backend's own, so backends need not import this
@@ -140,3 +142,47 @@ type RabbitLedger interface {
 	PlanStates(ctx context.Context, plan string) (map[string]string, error)
 	Record(ctx context.Context, entries []rabbitmq.LedgerEntry) error
 }
+
+// RabbitClient is what RabbitMQ plans, reviews and approvals need of the
+// broker: its identity, browsing a DLQ (every message read returned to
+// it, in order) and a queue's depth, ready and consumer counts;
+// *rabbitmq.Client implements it.
+type RabbitClient interface {
+	Vhost() string
+	ClusterName() string
+	Browse(ctx context.Context, queue string, o rabbitmq.BrowseOptions) (rabbitmq.BrowseResult, error)
+	// BrowseEach hands each message read to each rather than holding them.
+	BrowseEach(ctx context.Context, queue string, o rabbitmq.BrowseOptions, each func(rabbitmq.Message) error) (rabbitmq.BrowseResult, error)
+	// ReadyAndConsumers is a queue's ready count and consumer count.
+	ReadyAndConsumers(ctx context.Context, queue string) (ready int64, consumers int, err error)
+	// Depth is a queue's ready count by passive declare.
+	Depth(ctx context.Context, queue string) (backends.Queue, error)
+}
+
+// RabbitStore is the RabbitMQ redrive store as plans, reviews and
+// approvals use it: plans and their signatures, the ledger's counts of a
+// plan's events by state and its entries for some event ids;
+// *rabbitmq.Ledger implements it.
+type RabbitStore interface {
+	// PlanStateCounts counts a plan's events per state.
+	PlanStateCounts(ctx context.Context, plan string) (map[string]int, error)
+	PutPlan(ctx context.Context, p redrive.QueuePlan) error
+	AddSignature(ctx context.Context, s approval.Signature) error
+	// Signatures are a stored plan's author signature (nil: none) and its
+	// approvals.
+	Signatures(ctx context.Context, plan string) (*approval.Signature, []approval.Signature, error)
+	// RedrivenAmongIDs says, for those of ids the ledger has redriven,
+	// by what plan and when.
+	RedrivenAmongIDs(ctx context.Context, ids []string) (map[string]string, error)
+	// ConfirmedAmong are the confirmed entries of ids, not exceptPlan's.
+	ConfirmedAmong(ctx context.Context, ids []string, exceptPlan string) (map[string]rabbitmq.LedgerEntry, error)
+}
+
+// *rabbitmq.Client and *rabbitmq.Ledger are what the CLI and the console
+// hand the RabbitMQ actions.
+var (
+	_ RabbitTransport = (*rabbitmq.Client)(nil)
+	_ RabbitClient    = (*rabbitmq.Client)(nil)
+	_ RabbitLedger    = (*rabbitmq.Ledger)(nil)
+	_ RabbitStore     = (*rabbitmq.Ledger)(nil)
+)

@@ -185,7 +185,7 @@ func (p *Planner) PlanReviewed(ctx context.Context, req PlanRequest) (redrive.Fi
 
 // PlanReviewed is MakePlan with the warnings of the plan just made (its
 // messages' classes judged as they were browsed).
-func (r *RabbitRedrive) PlanReviewed(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledger, in RabbitPlanInput) (redrive.QueuePlan, rabbitmq.BrowseResult, []string, error) {
+func (r *RabbitRedrive) PlanReviewed(ctx context.Context, cl RabbitClient, l RabbitStore, in RabbitPlanInput) (redrive.QueuePlan, rabbitmq.BrowseResult, []string, error) {
 	rules, err := classRules(r.Config)
 	if err != nil {
 		return redrive.QueuePlan{}, rabbitmq.BrowseResult{}, nil, err
@@ -203,7 +203,7 @@ func (r *RabbitRedrive) PlanReviewed(ctx context.Context, cl *rabbitmq.Client, l
 // Derive's answers, a warning per permanent class the plan includes among
 // the messages found unchanged. Another cluster's plan (by cl's cluster
 // name) is refused (ErrClusterMismatch), nothing read.
-func (r *RabbitRedrive) DeriveReview(ctx context.Context, cl *rabbitmq.Client, p *redrive.QueuePlan, accept bool) (RabbitReview, error) {
+func (r *RabbitRedrive) DeriveReview(ctx context.Context, cl RabbitClient, p *redrive.QueuePlan, accept bool) (RabbitReview, error) {
 	if here := cl.ClusterName(); here != p.Cluster {
 		return RabbitReview{}, reviewClusterRefusal(p.Hash(), p.Cluster, here)
 	}
