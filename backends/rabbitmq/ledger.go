@@ -62,7 +62,31 @@ func OpenLedger(ctx context.Context, dsn string) (*Ledger, error) {
 		// One writer per handle; WAL lets readers (status) run alongside.
 		db.SetMaxOpenConns(1)
 	}
-	_, err = db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS berth_rabbitmq_ledger (
+	err = createSchema(ctx, db)
+	// Two handles opening a new store file at once can each hold a read
+	// lock while asking for the write lock that turns the file to WAL and
+	// creates the tables: SQLite answers one of them "database is locked"
+	// at once (its busy timeout does not apply where waiting could
+	// deadlock) and expects the step to be tried again. Only that answer,
+	// only at open, and within the command's context.
+	for attempt := 1; driver == "sqlite" && isSQLiteBusy(err) && attempt <= 50 && ctx.Err() == nil; attempt++ {
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(attempt) * 10 * time.Millisecond):
+		}
+		err = createSchema(ctx, db)
+	}
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("redrive.store_dsn %s: %s", config.RedactURL(dsn), config.RedactError(err.Error(), dsn))
+	}
+	return l, nil
+}
+
+// createSchema creates the ledger's table and indexes when missing (the
+// first statement on a new connection also applies sqliteSettings).
+func createSchema(ctx context.Context, db *sql.DB) error {
+	_, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS berth_rabbitmq_ledger (
 		plan        TEXT NOT NULL,
 		event_id    TEXT NOT NULL,
 		vhost       TEXT NOT NULL,
@@ -80,11 +104,13 @@ func OpenLedger(ctx context.Context, dsn string) (*Ledger, error) {
 		// ConfirmedAmong looks events up by id across every DLQ and plan.
 		_, err = db.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS berth_rabbitmq_ledger_event ON berth_rabbitmq_ledger (event_id, state)`)
 	}
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("redrive.store_dsn %s: %s", config.RedactURL(dsn), config.RedactError(err.Error(), dsn))
-	}
-	return l, nil
+	return err
+}
+
+// isSQLiteBusy reports SQLite's SQLITE_BUSY (5, with any extended code).
+func isSQLiteBusy(err error) bool {
+	var e interface{ Code() int }
+	return errors.As(err, &e) && e.Code()&0xff == 5
 }
 
 // sqliteDSN is path with the settings every connection to the store
@@ -111,7 +137,11 @@ func sqliteDSN(path string) string {
 }
 
 // sqliteSettings are the store's per-connection settings (sqliteDSN).
-const sqliteSettings = "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
+// A handle waits up to 30 s for another's write (each commit is synced to
+// disk): on a loaded machine 5 s was once not enough for four handles
+// writing at once, and a redrive's ledger write that gave up would stop
+// the run; a wait beyond the command's --timeout is still cut by it.
+const sqliteSettings = "_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
 
 // Close closes the store.
 func (l *Ledger) Close() error { return l.db.Close() }
