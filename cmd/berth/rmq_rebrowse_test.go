@@ -99,20 +99,7 @@ func TestRabbitRedriveShowCallsHeldMessagesNotVisible(t *testing.T) {
 	if _, errOut, code := runBerth(t, "redrive", "plan", dlq, "--all", "--read", "5001", "--out", file, "--config", cfg); code != 0 {
 		t.Fatalf("plan: exit %d %s", code, errOut)
 	}
-	other, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	if err := other.Qos(2, 0, false); err != nil {
-		t.Fatal(err)
-	}
-	ds, err := other.Consume(dlq, "other", false, false, false, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-ds
-	<-ds
+	holdTwo(t, conn, dlq)
 	doc, errOut := rmqShow(t, file, cfg)
 	r := doc.Review
 	if len(r.Gone) != 0 || fmt.Sprint(r.NotVisible) != "[job-0 job-1]" || len(r.Keys) != 6 {
@@ -150,20 +137,7 @@ func TestConsoleRabbitNamesWhatOtherConsumersHold(t *testing.T) {
 		d := drive(t, rc.env, tuidlq.NewQueueClassesPage(rc.env, dlq))
 		mustContain(t, d.until("1 class(es)"), "6 message(s) read")
 	}
-	other, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	if err := other.Qos(2, 0, false); err != nil {
-		t.Fatal(err)
-	}
-	ds, err := other.Consume(dlq, "other", false, false, false, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-ds
-	<-ds
+	holdTwo(t, conn, dlq)
 	d := drive(t, rc.env, tuidlq.NewQueueClassesPage(rc.env, dlq))
 	mustContain(t, d.until("1 class(es)"), "4 message(s) read", "note: 2 message(s) could not be seen: held unacknowledged by 1 other consumer(s)")
 	d = drive(t, rc.env, tuidlq.NewQueuePlansPage(rc.env))
@@ -174,4 +148,24 @@ func TestConsoleRabbitNamesWhatOtherConsumersHold(t *testing.T) {
 	if strings.Contains(v, "changed or gone") {
 		t.Fatalf("the plan's page calls held messages gone:\n%s", v)
 	}
+}
+
+// holdTwo has another consumer take the DLQ's first two messages and hold
+// them unacknowledged until the test ends.
+func holdTwo(t *testing.T, conn *amqp.Connection, dlq string) {
+	t.Helper()
+	other, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	if err := other.Qos(2, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := other.Consume(dlq, "other", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-ds
+	<-ds
 }
