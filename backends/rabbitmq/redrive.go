@@ -41,6 +41,15 @@ func (c *Client) Unacked(ctx context.Context, vhost, queue string) (int64, bool)
 	return *q.Unacked, true
 }
 
+// Unseen counts what the queue's others other consumers hold
+// unacknowledged, which no consumer of this client (a browse, a redrive
+// run) can see, as a browse counts it (the management API's statistics,
+// waited for at most half of what is left of ctx, said through waiting);
+// nil when there is nothing of the kind.
+func (c *Client) Unseen(ctx context.Context, queue string, others int, waiting func(string)) *Unseen {
+	return c.unseen(ctx, queue, others, waiting)
+}
+
 // DLQFacts is what the broker says about a plan's DLQ: the management
 // API's view (type, auto-delete, delivery limit); without the API, only the
 // queue type the plan recorded.
@@ -118,7 +127,15 @@ type Segment struct {
 	ch         *amqp.Channel
 	tag        string
 	deliveries chan Delivery
+	// consuming: its consumer is registered on the queue (consume-ok
+	// came, no cancel-ok yet); the queue counts it among its consumers.
+	consuming bool
 }
+
+// Consuming reports whether the segment's consumer is registered on the
+// DLQ (it counts among the queue's consumers), so that a run can tell its
+// own consumers from others'.
+func (s *Segment) Consuming() bool { return s != nil && s.consuming }
 
 // Deliveries are the segment's messages in the DLQ's order; the channel
 // closes once the consumer is cancelled (after everything sent before the
@@ -154,6 +171,7 @@ func (rc *RedriveConn) Rotate(old *Segment, queue string, n, prefetch int) (*Seg
 	if err := old.ch.Cancel(old.tag, false); err != nil {
 		return nil, rc.c.amqpErr(err)
 	}
+	old.consuming = false
 	s, err := rc.openSegment(queue, n+1, prefetch)
 	if err != nil {
 		return s, rc.c.amqpErr(err)
@@ -176,6 +194,7 @@ func (rc *RedriveConn) openSegment(queue string, n, prefetch int) (*Segment, err
 	if err != nil {
 		return s, err
 	}
+	s.consuming = true
 	s.deliveries = make(chan Delivery)
 	go rc.relay(d, s.deliveries)
 	return s, nil

@@ -85,6 +85,12 @@ func harmlessSkip(r redrive.Reason) bool {
 	return false
 }
 
+// skipHint says, after a skip reason's count, what a reason that is not
+// final means for the operator.
+var skipHint = map[redrive.Reason]string{
+	actions.ReasonNotVisible: " (held unacknowledged by other consumers of the DLQ: not sent; run the same command again once they are back)",
+}
+
 // judge fills Problems: the one exit-status rule for both backends.
 func (o *executeOutput) judge() {
 	o.Problems = []string{}
@@ -103,7 +109,7 @@ func (o *executeOutput) judge() {
 		bad[s.Reason]++
 	}
 	for _, r := range order {
-		o.Problems = append(o.Problems, fmt.Sprintf("%d record(s) skipped: %s", bad[r], r))
+		o.Problems = append(o.Problems, fmt.Sprintf("%d record(s) skipped: %s%s", bad[r], r, skipHint[r]))
 	}
 	if o.Cancelled {
 		o.Problems = append(o.Problems, "cancelled before every record was sent: run the same command to resume")

@@ -151,14 +151,16 @@ func TestConsoleRabbitNamesWhatOtherConsumersHold(t *testing.T) {
 }
 
 // holdTwo has another consumer take the DLQ's first two messages and hold
-// them unacknowledged until the test ends.
-func holdTwo(t *testing.T, conn *amqp.Connection, dlq string) {
+// them unacknowledged until the test ends, or until release (closing its
+// channel) puts them back.
+func holdTwo(t *testing.T, conn *amqp.Connection, dlq string) (release func()) {
 	t.Helper()
 	other, err := conn.Channel()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { other.Close() })
+	release = func() { other.Close() }
+	t.Cleanup(release)
 	if err := other.Qos(2, 0, false); err != nil {
 		t.Fatal(err)
 	}
@@ -168,4 +170,84 @@ func holdTwo(t *testing.T, conn *amqp.Connection, dlq string) {
 	}
 	<-ds
 	<-ds
+	return release
+}
+
+// Messages another consumer holds unacknowledged cannot be consumed by a
+// run either: `redrive execute` sends the rest and calls the plan's
+// records it did not find not visible (reason not_visible, the review's
+// word), not record_gone, in its text, JSON and audit entry; exit 1 says
+// they were not sent, and the same command sends them once the other
+// consumer lets them go.
+func TestRabbitExecuteCallsHeldMessagesNotVisible(t *testing.T) {
+	isolateConfig(t)
+	conn, ch, work, dlq := rmqDLQ(t, 6)
+	dir := t.TempDir()
+	c := rabbitRedriveConfig(dir, fmt.Sprintf("    - match: %q\n      review: none\n", dlq))
+	cfg := c.write(t)
+	file := filepath.Join(dir, "plan.json")
+	if _, errOut, code := runBerth(t, "redrive", "plan", dlq, "--all", "--out", file, "--config", cfg); code != 0 {
+		t.Fatalf("plan: exit %d %s", code, errOut)
+	}
+	release := holdTwo(t, conn, dlq)
+	type skip struct {
+		Record, Reason, Detail string
+	}
+	var res struct {
+		Sent        int      `json:"sent"`
+		AlreadySent int      `json:"already_sent"`
+		Skipped     []skip   `json:"skipped"`
+		Problems    []string `json:"problems"`
+	}
+	out, errOut, code := runBerth(t, "redrive", "execute", file, "--yes", "-o", "json", "--config", cfg)
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("execute: %v\n%s%s", err, out, errOut)
+	}
+	want := "2 message(s) could not be seen: held unacknowledged by 1 other consumer(s)"
+	if code != 1 || res.Sent != 4 || len(res.Skipped) != 2 {
+		t.Fatalf("execute while another consumer holds two: exit %d, %d sent, skipped %+v; want exit 1, 4 sent, 2 skipped\n%s", code, res.Sent, res.Skipped, errOut)
+	}
+	for i, s := range res.Skipped {
+		if s.Record != fmt.Sprintf("job-%d", i) || s.Reason != "not_visible" || !strings.Contains(s.Detail, want) || !strings.Contains(s.Detail, "run the plan again") {
+			t.Errorf("skipped %+v; want job-%d not_visible, saying %q and to run the plan again", s, i, want)
+		}
+	}
+	if len(res.Problems) != 1 || !strings.HasPrefix(res.Problems[0], "2 record(s) skipped: not_visible (") || !strings.Contains(res.Problems[0], "run the same command again") ||
+		!strings.Contains(errOut, res.Problems[0]) {
+		t.Errorf("problems %q, stderr %q; want one saying the 2 not visible were not sent and to run the same command again", res.Problems, errOut)
+	}
+	if r, _ := finishedDetails(t, c.Audit)["skipped_reasons"].(map[string]any); fmt.Sprint(r) != "map[not_visible:2]" {
+		t.Errorf("redrive.execute.finished skipped_reasons %v; want not_visible 2", r)
+	}
+	// Status says what is left, and its review calls none gone. (It names
+	// the 4 sent too: the review reads the DLQ, not the ledger.)
+	out, errOut, code = runBerth(t, "redrive", "status", file, "-o", "json", "--timeout", "60s", "--config", cfg)
+	var st struct {
+		State   string `json:"state"`
+		Summary struct {
+			Review struct {
+				Gone       []string `json:"gone"`
+				NotVisible []string `json:"not_visible"`
+			} `json:"review"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil || code != 0 || st.State != "partial (2 left)" ||
+		!strings.HasPrefix(fmt.Sprint(st.Summary.Review.NotVisible), "[job-0 job-1") || len(st.Summary.Review.Gone) != 0 {
+		t.Errorf("status: exit %d %v state %q, review %+v; want partial (2 left), job-0 and job-1 not visible\n%s%s", code, err, st.State, st.Summary.Review, out, errOut)
+	}
+	// The text says the same, and never that they are gone.
+	release()
+	hold := holdTwo(t, conn, dlq)
+	out, _, code = runBerth(t, "redrive", "execute", file, "--yes", "--config", cfg)
+	if code != 1 || strings.Contains(out, "record_gone") || strings.Count(out, "not_visible") != 3 || !strings.Contains(out, want) {
+		t.Errorf("execute as text (exit %d):\n%s\nwant both rows not_visible saying %q, and its problem; never record_gone", code, out, want)
+	}
+	hold()
+	out, errOut, code = runBerth(t, "redrive", "execute", file, "--yes", "-o", "json", "--config", cfg)
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 || res.Sent != 2 || res.AlreadySent != 4 || len(res.Skipped) != 0 {
+		t.Errorf("execute once they are back: exit %d %v, %d sent, %d already sent, skipped %+v; want exit 0, the 2 sent\n%s", code, err, res.Sent, res.AlreadySent, res.Skipped, errOut)
+	}
+	if ids, _, _ := drainIDs(t, ch, work); len(ids) != 6 {
+		t.Errorf("the work queue got %v, want the 6 messages once each", ids)
+	}
 }

@@ -156,6 +156,12 @@ func (r *Result) addSkips(skips []Skip, perRecord bool) {
 const (
 	ReasonChanged redrive.Reason = "payload_changed" // the DLQ record's content no longer matches the plan's digest
 	ReasonGone    redrive.Reason = "record_gone"     // the DLQ record is no longer in the log
+	// ReasonNotVisible: a RabbitMQ message not found while other consumers
+	// held messages of the DLQ unacknowledged, which a run cannot consume:
+	// it may be one of them (the review's "not visible"), so it is not
+	// called gone. A Kafka log hides no record from a reader: none is
+	// ever not visible there.
+	ReasonNotVisible redrive.Reason = "not_visible"
 )
 
 // policy is the policy an execution runs under: the stricter of the plan's

@@ -222,12 +222,13 @@ func executeRabbit(ctx context.Context, t RabbitTransport, p redrive.QueuePlan, 
 		// returned in place with the others.
 		_ = r.takeOver(ctx)
 	}
+	others := r.otherConsumers(ctx)
 	if ctx.Err() == nil {
 		for _, s := range r.segs {
 			_ = s.Close()
 		}
 	}
-	r.account()
+	r.account(r.unseen(ctx, others))
 	if readErr != nil {
 		return r.res, readErr
 	}
@@ -833,12 +834,70 @@ func (r *rabbitRun) admit(ctx context.Context) error {
 	return nil
 }
 
+// notFound reports whether the DLQ was read to its end without finding an
+// included id that is neither confirmed by an earlier run nor changed.
+func (r *rabbitRun) notFound() bool {
+	if !r.exhausted || r.remaining == 0 {
+		return false
+	}
+	for id := range r.included {
+		if !r.seen[id] && r.states[id] != rabbitmq.StateConfirmed && !r.changed[id] {
+			return true
+		}
+	}
+	return false
+}
+
+// otherConsumers counts, when the run did not find some included message,
+// the DLQ's consumers other than its own, before its segments close: what
+// they hold unacknowledged the run could not consume. The queue counts a
+// segment's consumer from its consume-ok to its cancel-ok (or its
+// channel's close), as Segment.Consuming says.
+func (r *rabbitRun) otherConsumers(ctx context.Context) int {
+	if ctx.Err() != nil || !r.notFound() {
+		return 0
+	}
+	q, err := r.t.Depth(ctx, r.p.DLQ)
+	if err != nil || q.Consumers == nil {
+		return 0
+	}
+	mine := 0
+	for _, s := range r.segs {
+		if s.Consuming() {
+			mine++
+		}
+	}
+	return max(*q.Consumers-mine, 0)
+}
+
+// unseenWait bounds the wait for the management API's statistics to count
+// what other consumers hold (emitted every 5 s by default): half of it at
+// most, as a browse waits half of what is left of its timeout.
+const unseenWait = 30 * time.Second
+
+// unseen is what the DLQ's others other consumers hold unacknowledged, once
+// the run's own messages are back (nil: nothing, or no other consumer).
+func (r *rabbitRun) unseen(ctx context.Context, others int) *rabbitmq.Unseen {
+	if others == 0 || ctx.Err() != nil {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, unseenWait)
+	defer cancel()
+	return r.t.Unseen(wctx, r.p.DLQ, others, r.o.Notice)
+}
+
 // account reports, once the DLQ was read to its end or every included id
 // was found, the included ids that were not: a changed message as skipped
-// (payload_changed), a missing one as not found.
-func (r *rabbitRun) account() {
+// (payload_changed); a missing one as not visible when other consumers
+// held messages of the DLQ (unseen: it may be one of those), else as not
+// found.
+func (r *rabbitRun) account(unseen *rabbitmq.Unseen) {
 	if !r.exhausted && r.remaining != 0 {
 		return
+	}
+	var notVisible string
+	if unseen != nil {
+		notVisible = "not visible: " + unseen.String() + " (a run cannot consume them either); not sent: run the plan again once they are back in the DLQ"
 	}
 	for id, rec := range r.included {
 		switch {
@@ -848,6 +907,8 @@ func (r *rabbitRun) account() {
 		case r.changed[id]:
 			r.res.Skipped = append(r.res.Skipped, RabbitSkip{EventID: id, Position: rec.Position, Reason: ReasonChanged,
 				Detail: "the DLQ holds a message with this id whose body, properties or headers differ from the plan's: not sent, left in the DLQ"})
+		case unseen != nil:
+			r.res.Skipped = append(r.res.Skipped, RabbitSkip{EventID: id, Position: rec.Position, Reason: ReasonNotVisible, Detail: notVisible})
 		default:
 			r.res.NotFound = append(r.res.NotFound, id)
 		}
