@@ -82,6 +82,11 @@ func (k *Cluster) Topics(ctx context.Context, names ...string) ([]backends.Topic
 			continue
 		}
 		if td.Err != nil && len(names) > 0 {
+			if errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+				// The same cause as RabbitMQ's missing queue (a redrive
+				// whose DLQ was deleted says so on both in one wording).
+				return nil, backends.Failure(fmt.Sprintf("topic %s: %v", name, td.Err), td.Err, backends.ErrNotFound)
+			}
 			return nil, fmt.Errorf("topic %s: %w", name, td.Err)
 		}
 		list = append(list, name)

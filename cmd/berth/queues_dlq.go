@@ -1241,6 +1241,12 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 		return err
 	}
 	cancelled := sigCtx.Err() != nil
+	if !cancelled {
+		o := rabbitExecuteOutput(hash, p.DLQ, res, false, nil)
+		if unsent := o.failedUnsent(err); unsent != nil {
+			return unsent
+		}
+	}
 	// The re-failure watch: only when --watch is given (RabbitMQ has no
 	// default watch: finding re-failures browses the DLQ once, at its end).
 	var werr error
@@ -1272,6 +1278,9 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 	rr.AuditVerified(sigCtx, auditFile, p, res.Verification, werr)
 	out := rabbitExecuteOutput(hash, p.DLQ, res, cancelled, dec.Approvers)
 	out.judge()
+	if !cancelled {
+		out.stoppedBy(err)
+	}
 	fmt.Fprintf(a.stderr, "redrive %s: sent %d, skipped %d, failed %d in %s\n", redrive.ShortHash(hash), res.Sent, len(out.Skipped), len(out.Failed), time.Since(start).Round(time.Millisecond))
 	if f == output.JSON {
 		if werr := output.WriteJSON(a.stdout, out); werr != nil {

@@ -433,6 +433,9 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 			if actions.IsRefusal(err) {
 				return err
 			}
+			if unsent := out.failedUnsent(err); unsent != nil {
+				return unsent
+			}
 			if err == nil && !noVerify && sigCtx.Err() == nil {
 				v, verr := a.verifyRedrive(sigCtx, s, pf, res.SentValues, watch)
 				out.kafkaVerified(v)
@@ -449,6 +452,7 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 			}
 			fmt.Fprintf(a.stderr, "redrive %s: sent %d, skipped %d, failed %d in %s%s\n", redrive.ShortHash(pf.Hash), res.Sent, len(out.Skipped), len(out.Failed), time.Since(start).Round(time.Millisecond), stopped)
 			out.judge()
+			out.stoppedBy(err)
 			if f == output.JSON {
 				if werr := output.WriteJSON(a.stdout, out); werr != nil {
 					return werr

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/berth-dev/berth/internal/actions"
+	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/output"
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/redrive"
@@ -116,6 +117,26 @@ func (o *executeOutput) judge() {
 	}
 	if v := o.Verification; v != nil && !v.OK {
 		o.Problems = append(o.Problems, "verification: "+v.Problem)
+	}
+}
+
+// failedUnsent is, for a run that ended in err having sent nothing and
+// failed no record (and not cancelled), its one error line, saying so;
+// nil otherwise. Such a run prints no summary: "sent 0, skipped 0" before
+// the error read as a run that found nothing to do (a DLQ deleted between
+// plan and execute). The same rule on both backends.
+func (o *executeOutput) failedUnsent(err error) error {
+	if err == nil || o.Sent != 0 || len(o.Failed) != 0 || o.Cancelled {
+		return nil
+	}
+	return fmt.Errorf("%w: nothing sent", err)
+}
+
+// stoppedBy adds a run's error to Problems: a run that sent some records
+// and then failed exits 1 for it, and problems[] says why.
+func (o *executeOutput) stoppedBy(err error) {
+	if err != nil {
+		o.Problems = append(o.Problems, "stopped by an error: "+sanitize.Text(config.RedactError(oneLine(err.Error()))))
 	}
 }
 

@@ -40,6 +40,8 @@ type ruleEnv struct {
 	// drop removes one record from the DLQ behind berth's back (another
 	// consumer, a retention cut).
 	drop func(t *testing.T)
+	// deleteDLQ deletes the DLQ (topic or queue) behind berth's back.
+	deleteDLQ func(t *testing.T)
 	// storeUnder writes a record that is not a usable plan under hash in
 	// the backend's plan store, behind berth's back.
 	storeUnder func(t *testing.T, hash string)
@@ -90,14 +92,24 @@ func kafkaRuleEnv(t *testing.T, policy func(ruleEnv) string) ruleEnv {
 	e.storeUnder = func(t *testing.T, hash string) {
 		f.kc.Produce(t, &kgo.Record{Topic: kafka.PlanTopic, Key: []byte("plan/" + hash), Value: []byte("{}")})
 	}
-	e.drop = func(t *testing.T) {
+	admin := func(t *testing.T) *kadm.Client {
 		t.Helper()
 		cl, err := kgo.NewClient(kgo.SeedBrokers(f.kc.Addrs...))
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer cl.Close()
-		adm := kadm.NewClient(cl)
+		t.Cleanup(cl.Close)
+		return kadm.NewClient(cl)
+	}
+	e.deleteDLQ = func(t *testing.T) {
+		t.Helper()
+		if _, err := admin(t).DeleteTopic(context.Background(), e.dlq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.drop = func(t *testing.T) {
+		t.Helper()
+		adm := admin(t)
 		ends, err := adm.ListEndOffsets(context.Background(), e.dlq)
 		if err != nil {
 			t.Fatal(err)
@@ -129,14 +141,18 @@ func rabbitRuleEnv(t *testing.T, policy func(ruleEnv) string) ruleEnv {
 	e := ruleEnv{backend: "rabbitmq", dlq: dlq, dir: t.TempDir()}
 	e.audit = filepath.Join(e.dir, "audit.log")
 	e.config = rabbitConfig{Audit: e.audit, Store: filepath.Join(e.dir, "ledger.db"), Policies: policy(e)}.write(t)
-	e.sent = func(t *testing.T, plan string) int {
+	channel := func(t *testing.T) *amqp.Channel {
 		t.Helper()
 		ch, err := conn.Channel()
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer ch.Close()
-		q, err := ch.QueueDeclarePassive(work, false, true, false, false, amqp.Table{"x-dead-letter-exchange": "x"})
+		t.Cleanup(func() { ch.Close() })
+		return ch
+	}
+	e.sent = func(t *testing.T, plan string) int {
+		t.Helper()
+		q, err := channel(t).QueueDeclarePassive(work, false, true, false, false, amqp.Table{"x-dead-letter-exchange": "x"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,14 +168,15 @@ func rabbitRuleEnv(t *testing.T, policy func(ruleEnv) string) ruleEnv {
 			t.Fatal(err)
 		}
 	}
-	e.drop = func(t *testing.T) {
+	e.deleteDLQ = func(t *testing.T) {
 		t.Helper()
-		ch, err := conn.Channel()
-		if err != nil {
+		if _, err := channel(t).QueueDelete(dlq, false, false, false); err != nil {
 			t.Fatal(err)
 		}
-		defer ch.Close()
-		if _, ok, err := ch.Get(dlq, true); err != nil || !ok {
+	}
+	e.drop = func(t *testing.T) {
+		t.Helper()
+		if _, ok, err := channel(t).Get(dlq, true); err != nil || !ok {
 			t.Fatalf("take one message from %s: %v (got one: %v)", dlq, err, ok)
 		}
 	}
@@ -732,6 +749,28 @@ func TestRedriveRulesOnBothBackends(t *testing.T) {
 				}
 			})
 
+			t.Run("a DLQ deleted between plan and execute: one error naming it, no summary, nothing sent, exit 1", func(t *testing.T) {
+				e := b.env(t, noReview)
+				_, hash := e.planAll(t)
+				e.deleteDLQ(t)
+				// Both printed "sent 0, skipped 0, failed 0" (and a result
+				// with no problem) before the error, as if the run had found
+				// nothing to do.
+				want := fmt.Sprintf("berth: plan %s: its DLQ %q no longer exists (deleted since the plan was made?): nothing sent\n", hash[:12], e.dlq)
+				for _, format := range []string{"table", "json"} {
+					out, errOut, code := e.run(t, "redrive", "execute", hash[:12], "--yes", "--watch", "0", "-o", format)
+					if code != 1 || out != "" || errOut != want {
+						t.Errorf("%s -o %s: exit %d\nstdout:\n%s\nstderr:\n%s\nwant exit 1, nothing on stdout, and on stderr only\n%s", e.backend, format, code, out, errOut, want)
+					}
+				}
+				if n := e.sent(t, hash); n != 0 {
+					t.Errorf("%d record(s) sent", n)
+				}
+				if d := failedDetails(t, e.audit); d["sent"] != float64(0) || !strings.Contains(fmt.Sprint(d["error"]), "no longer exists") {
+					t.Errorf("the run's end entry: %v; want sent 0 and the error", d)
+				}
+			})
+
 			t.Run("audit entries carry the same names and are mirrored off the machine", func(t *testing.T) {
 				e := b.env(t, noReview)
 				_, hash := e.planAll(t)
@@ -789,6 +828,18 @@ func TestRedriveRulesOnBothBackends(t *testing.T) {
 // entry in the audit log, as JSON reads them.
 func finishedDetails(t *testing.T, file string) map[string]any {
 	t.Helper()
+	return endDetails(t, file, "redrive.execute.finished")
+}
+
+// failedDetails is the details of the last redrive.execute.failed entry.
+func failedDetails(t *testing.T, file string) map[string]any {
+	t.Helper()
+	return endDetails(t, file, "redrive.execute.failed")
+}
+
+// endDetails is the details of the last entry of action in the audit log.
+func endDetails(t *testing.T, file, action string) map[string]any {
+	t.Helper()
 	log, err := audit.Open(file)
 	if err != nil {
 		t.Fatal(err)
@@ -798,15 +849,15 @@ func finishedDetails(t *testing.T, file string) map[string]any {
 		t.Fatal(err)
 	}
 	for i := len(entries) - 1; i >= 0; i-- {
-		if entries[i].Action != "redrive.execute.finished" {
+		if entries[i].Action != action {
 			continue
 		}
 		d := map[string]any{}
 		if err := json.Unmarshal(entries[i].DetailsJSON(), &d); err != nil {
-			t.Fatalf("redrive.execute.finished details: %v", err)
+			t.Fatalf("%s details: %v", action, err)
 		}
 		return d
 	}
-	t.Fatalf("no redrive.execute.finished entry in %s", file)
+	t.Fatalf("no %s entry in %s", action, file)
 	return nil
 }

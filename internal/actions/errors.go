@@ -95,6 +95,16 @@ func IsRefusal(err error) bool {
 	return errors.As(err, &r)
 }
 
+// dlqGone is the one wording, on both backends, of a run whose DLQ (topic
+// or queue) no longer exists: deleted between plan and execute. Any other
+// error is returned as it is. The command line adds what was sent.
+func dlqGone(hash, dlq string, err error) error {
+	if err == nil || !errors.Is(err, backends.ErrNotFound) {
+		return err
+	}
+	return backends.Failure(fmt.Sprintf("plan %s: its DLQ %q no longer exists (deleted since the plan was made?)", redrive.ShortHash(hash), dlq), backends.ErrNotFound)
+}
+
 // ErrBadRequest means a plan or reset request has a flag value that cannot
 // work (not NAME=VALUE, an unknown class, no record at an offset). The CLI exits 2 on
 // it, as for any usage error. The message is the request error's own, which

@@ -152,6 +152,15 @@ func (r *Result) addSkips(skips []Skip, perRecord bool) {
 	}
 }
 
+// readErr is a failed read of the plan's DLQ, said as dlqGone when the
+// DLQ no longer exists.
+func readErr(f redrive.File, err error) error {
+	if gone := dlqGone(f.Hash, f.Plan.DLQ, err); gone != err {
+		return gone
+	}
+	return fmt.Errorf("read %s: %w", f.Plan.DLQ, err)
+}
+
 // Reason values the executor adds to the checks' reasons.
 const (
 	ReasonChanged redrive.Reason = "payload_changed" // the DLQ record's content no longer matches the plan's digest
@@ -259,6 +268,11 @@ func Execute(ctx context.Context, f redrive.File, o Options) (Result, error) {
 		}
 	}
 	order, err := o.vet(ctx, f, &res)
+	if err != nil && !IsRefusal(err) {
+		// Failed before sending (its DLQ unreadable, or gone): the run's
+		// end is on record as RabbitMQ's is.
+		return res, errors.Join(err, o.audit(ctx, "redrive.execute.failed", f, KafkaOutcome(f, res).details(err)))
+	}
 	if err != nil {
 		return res, err
 	}
@@ -349,7 +363,7 @@ func (o Options) vet(ctx context.Context, f redrive.File, res *Result) (order, e
 		}
 		recs, err := o.Reader.Read(ctx, f.Plan.DLQ, coords)
 		if err != nil {
-			return ord, fmt.Errorf("read %s: %w", f.Plan.DLQ, err)
+			return ord, readErr(f, err)
 		}
 		for _, i := range part {
 			r := f.Plan.Records[i]
@@ -635,7 +649,7 @@ func (e *execRun) readChunk(ctx context.Context, keys []sendKey, now time.Time) 
 		}
 		recs, err := e.o.Reader.Read(ctx, f.Plan.DLQ, coords)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", f.Plan.DLQ, err)
+			return nil, readErr(f, err)
 		}
 		for _, i := range part {
 			r := f.Plan.Records[keys[i].idx]

@@ -659,6 +659,7 @@ func (r *RabbitRedrive) Run(ctx context.Context, cl RabbitTransport, l RabbitLed
 		return record(ctx, "redrive.batch.sent", map[string]any{"records": len(confirmed), "first": confirmed[0].EventID, "last": confirmed[len(confirmed)-1].EventID})
 	}
 	res, err := executeRabbit(ctx, cl, p, l, adm, o)
+	err = dlqGone(hash, p.DLQ, err)
 	stopped := cancelled()
 	status := "finished"
 	switch {
