@@ -347,7 +347,7 @@ func PlanFromCore(c Core) (Plan, error) {
 		return Plan{}, err
 	}
 	if c.Backend != BackendKafka {
-		return Plan{}, fmt.Errorf("a %s plan is not a Kafka plan", c.Backend)
+		return Plan{}, &OtherBackend{Plan: c.Backend, Want: BackendKafka}
 	}
 	created, _ := ParseCreatedAt(c.CreatedAt)
 	p := Plan{

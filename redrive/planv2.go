@@ -39,6 +39,25 @@ const (
 	BackendRabbitMQ = "rabbitmq"
 )
 
+// BackendTitle is a backend as people write it: Kafka, RabbitMQ.
+func BackendTitle(backend string) string {
+	switch backend {
+	case BackendKafka:
+		return "Kafka"
+	case BackendRabbitMQ:
+		return "RabbitMQ"
+	}
+	return backend
+}
+
+// OtherBackend is a plan of one backend read as the other's: Plan is the
+// backend it was made for, Want the one reading it.
+type OtherBackend struct{ Plan, Want string }
+
+func (e *OtherBackend) Error() string {
+	return fmt.Sprintf("a %s plan is not a %s plan", e.Plan, BackendTitle(e.Want))
+}
+
 // CreatedAtLayout is how created_at is written: UTC, milliseconds, "Z".
 const CreatedAtLayout = "2006-01-02T15:04:05.000Z"
 

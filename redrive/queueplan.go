@@ -762,7 +762,7 @@ func QueuePlanFromCore(c Core) (QueuePlan, error) {
 		return QueuePlan{}, err
 	}
 	if c.Backend != BackendRabbitMQ {
-		return QueuePlan{}, fmt.Errorf("a %s plan is not a RabbitMQ plan", c.Backend)
+		return QueuePlan{}, &OtherBackend{Plan: c.Backend, Want: BackendRabbitMQ}
 	}
 	created, _ := ParseCreatedAt(c.CreatedAt)
 	p := QueuePlan{

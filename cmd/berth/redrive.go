@@ -720,6 +720,9 @@ JSON: as berth redrive plan, plus approvals (signers' key fingerprints).`,
 // where is the file ("" for the store).
 func (a *app) loadPlan(parent context.Context, ref string) (redrive.File, string, error) {
 	if f, err, derr := readPlanFile(ref); err == nil {
+		if refused := actions.OtherBackendRefusal(ref, derr); refused != nil {
+			return redrive.File{}, "", refused
+		}
 		if derr != nil {
 			return redrive.File{}, "", fmt.Errorf("%s: %v", ref, derr)
 		}

@@ -861,3 +861,34 @@ func endDetails(t *testing.T, file, action string) map[string]any {
 	t.Fatalf("no %s entry in %s", action, file)
 	return nil
 }
+
+// A plan file made on one backend given to the other is refused by every
+// command that reads a plan file, in one wording (internal/actions) both
+// ways, exit 1, nothing stored or sent. They used to differ: "plan F: a
+// kafka plan is not a RabbitMQ plan", "F: not a valid plan: a rabbitmq
+// plan is not a Kafka plan" (execute), "F: a rabbitmq plan is not a Kafka
+// plan" (show).
+func TestRedriveRefusesTheOtherBackendsPlan(t *testing.T) {
+	k := kafkaRuleEnv(t, noReview)
+	r := rabbitRuleEnv(t, noReview)
+	kfile, _ := k.planAll(t)
+	rfile, _ := r.planAll(t)
+	key, _ := sshKey(t, t.TempDir(), "alice")
+	for _, c := range []struct {
+		e          ruleEnv
+		file       string
+		plan, here string
+	}{{r, kfile, "Kafka", "RabbitMQ"}, {k, rfile, "RabbitMQ", "Kafka"}} {
+		want := fmt.Sprintf("berth: refused: plan %s is a %s plan and this is a %s context: a plan runs only on the backend it was made on; nothing stored or sent\n", c.file, c.plan, c.here)
+		for _, args := range [][]string{{"execute", c.file, "--yes"}, {"execute", c.file}, {"approve", c.file, "--key", key}, {"sign", c.file, "--key", key}, {"show", c.file}} {
+			out, errOut, code := c.e.run(t, append([]string{"redrive"}, args...)...)
+			if code != 1 || out != "" || errOut != want {
+				t.Errorf("%s: redrive %v: exit %d\n%s%s\nwant exit 1 and only\n%s", c.e.backend, args, code, out, errOut, want)
+			}
+		}
+		out, errOut, code := c.e.run(t, "redrive", "status", "-o", "json")
+		if code != 0 || strings.Count(out, `"plan"`) != 1 {
+			t.Errorf("%s: status after the refusals: exit %d, want only its own plan stored:\n%s%s", c.e.backend, code, out, errOut)
+		}
+	}
+}

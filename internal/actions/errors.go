@@ -34,6 +34,9 @@ var (
 	ErrPlanEdited = redrive.PlanEditedError("the plan's content does not match its hash (edited after it was made)")
 	// ErrPlanMalformed: the plan file or stored record is not a v2 plan.
 	ErrPlanMalformed = errors.New("not a valid plan")
+	// ErrOtherBackend: the plan was made on the other backend (a Kafka plan
+	// given to a RabbitMQ context, or the reverse).
+	ErrOtherBackend = errors.New("the plan was made on the other backend")
 	// ErrPlanExpired: the plan is older than redrive.plan_max_age.
 	ErrPlanExpired = errors.New("the plan expired")
 	// ErrPlanFromFuture: the plan's created_at is ahead of this clock by

@@ -26,6 +26,18 @@ func clusterRefusal(hash, made, here string) error {
 	return Refuse(ErrClusterMismatch, "plan %s was made on cluster %q, this is cluster %q: a plan runs only where it was made; nothing stored or sent", redrive.ShortHash(hash), made, here)
 }
 
+// OtherBackendRefusal is the one refusal of a plan file (named name) made
+// on the other backend, on both backends and by every command that reads
+// one; nil when err is not that.
+func OtherBackendRefusal(name string, err error) error {
+	var ob *redrive.OtherBackend
+	if !errors.As(err, &ob) {
+		return nil
+	}
+	return Refuse(ErrOtherBackend, "plan %s is a %s plan and this is a %s context: a plan runs only on the backend it was made on; nothing stored or sent",
+		name, redrive.BackendTitle(ob.Plan), redrive.BackendTitle(ob.Want))
+}
+
 // vhostRefusal refuses a RabbitMQ plan made in another vhost than the
 // connection's: a queue of the DLQ's name there is another queue, so no
 // step reads, stores or sends under it (nil when the vhosts match). It
@@ -56,9 +68,10 @@ func (k *KafkaRedrive) ImportFile(ctx context.Context, name string, r io.Reader,
 	if errors.Is(err, redrive.ErrHashMismatch) {
 		return redrive.File{}, fmt.Errorf("%s: %w", name, ErrPlanEdited)
 	}
+	if refused := OtherBackendRefusal(name, err); refused != nil {
+		return redrive.File{}, refused
+	}
 	if err != nil {
-		// A RabbitMQ plan says so here ("a rabbitmq plan is not a Kafka
-		// plan").
 		return redrive.File{}, fmt.Errorf("%s: %w: %v", name, ErrPlanMalformed, err)
 	}
 	// DecodeFile checked the hash: not hashed again (a 1,000,000-record
@@ -176,6 +189,9 @@ func DecodeQueuePlanFile(name string, file io.Reader) (redrive.QueuePlan, error)
 // decodeQueuePlanFile is DecodeQueuePlanFile with the file's signatures.
 func decodeQueuePlanFile(name string, file io.Reader) (redrive.QueuePlan, []approval.Signature, error) {
 	p, sigs, err := redrive.DecodeQueuePlanSignedFrom(file)
+	if refused := OtherBackendRefusal(name, err); refused != nil {
+		return redrive.QueuePlan{}, nil, refused
+	}
 	if err != nil {
 		return redrive.QueuePlan{}, nil, fmt.Errorf("plan %s: %w", name, err)
 	}

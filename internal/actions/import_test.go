@@ -69,7 +69,8 @@ func TestImportPlanFileIntoTheKafkaPlanStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kr.ImportFile(ctx, "rabbit.json", bytes.NewReader(rabbit), true); !errors.Is(err, actions.ErrPlanMalformed) || !strings.Contains(err.Error(), "not a Kafka plan") {
+	if _, err := kr.ImportFile(ctx, "rabbit.json", bytes.NewReader(rabbit), true); !errors.Is(err, actions.ErrOtherBackend) ||
+		err.Error() != "refused: plan rabbit.json is a RabbitMQ plan and this is a Kafka context: a plan runs only on the backend it was made on; nothing stored or sent" {
 		t.Fatalf("a RabbitMQ plan: %v", err)
 	}
 
@@ -171,7 +172,8 @@ func TestImportPlanFileIntoTheRabbitMQStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rr.ImportFile(ctx, cl, l, "kafka.json", bytes.NewReader(kafkaPlan), true); err == nil || !strings.Contains(err.Error(), "not a RabbitMQ plan") {
+	if _, err := rr.ImportFile(ctx, cl, l, "kafka.json", bytes.NewReader(kafkaPlan), true); !errors.Is(err, actions.ErrOtherBackend) ||
+		err.Error() != "refused: plan kafka.json is a Kafka plan and this is a RabbitMQ context: a plan runs only on the backend it was made on; nothing stored or sent" {
 		t.Fatalf("a Kafka plan: %v", err)
 	}
 
