@@ -158,18 +158,49 @@ type BrowseResult struct {
 type Unseen struct {
 	// Consumers are the queue's consumers other than the browse's.
 	Consumers int `json:"consumers"`
+	// Berth are those of Consumers whose consumer tag is one Berth gives
+	// (BerthTagPrefix): another Berth's run or browse still going, or one
+	// stopped (killed) whose messages RabbitMQ has yet to put back: the
+	// queue counts a closed channel's consumers until it has handled the
+	// close, after answering what it was asked meanwhile.
+	Berth int `json:"berth_consumers,omitempty"`
 	// Messages are what the queue counts unacknowledged once the browse's
 	// own messages are back (management API statistics); -1 when unknown
 	// (no management API, or its statistics never caught up).
 	Messages int64 `json:"messages"`
 }
 
+// BerthTagPrefix begins every consumer tag Berth gives on a queue it
+// browses or redrives (berth-browse-N, berth-browse-marker,
+// berth-redrive-N), so that a browse can tell another Berth's consumers
+// from the other consumers of a DLQ (Unseen.Berth).
+const BerthTagPrefix = "berth-"
+
 // String says in one line how many messages could not be seen and why.
 func (u *Unseen) String() string {
-	if u.Messages < 0 {
-		return fmt.Sprintf("messages held unacknowledged by %d other consumer(s) could not be seen (how many is unknown: it needs the management API's statistics)", u.Consumers)
+	var by []string
+	if other := u.Consumers - u.Berth; other > 0 {
+		by = append(by, fmt.Sprintf("%d other consumer(s)", other))
 	}
-	return fmt.Sprintf("%d message(s) could not be seen: held unacknowledged by %d other consumer(s)", u.Messages, u.Consumers)
+	if u.Berth > 0 {
+		by = append(by, fmt.Sprintf("%d consumer(s) of a Berth (consumer tag %s*: another Berth run still going, or one stopped whose messages RabbitMQ has yet to put back)", u.Berth, BerthTagPrefix))
+	}
+	if u.Messages < 0 {
+		return fmt.Sprintf("messages held unacknowledged by %s could not be seen (how many is unknown: it needs the management API's statistics)", strings.Join(by, " and "))
+	}
+	return fmt.Sprintf("%d message(s) could not be seen: held unacknowledged by %s", u.Messages, strings.Join(by, " and "))
+}
+
+// berthOf counts, among a statistics sample's consumers, those whose tag
+// is Berth's, at most all consumers counts now.
+func berthOf(sample []mConsumer, all int) int {
+	n := 0
+	for _, c := range sample {
+		if strings.HasPrefix(c.Tag, BerthTagPrefix) {
+			n++
+		}
+	}
+	return min(n, all)
 }
 
 // RefusedError explains why a browse would not be safe. Acceptable is set
@@ -640,7 +671,7 @@ func (c *Client) unseen(ctx context.Context, queue string, others int, waiting f
 	}
 	start, said := time.Now(), false
 	for {
-		mq, merr := c.mgmt.queue(ctx, c.Vhost(), queue)
+		mq, merr := c.mgmt.queueWith(ctx, c.Vhost(), queue, unseenColumns)
 		q, err := c.passive(ctx, queue)
 		if err != nil || merr != nil {
 			return u
@@ -649,6 +680,9 @@ func (c *Client) unseen(ctx context.Context, queue string, others int, waiting f
 		if u.Consumers == 0 {
 			return nil
 		}
+		// Which are Berth's, from the latest sample (the one counted when
+		// it is consistent with the queue now).
+		u.Berth = berthOf(mq.ConsumerDetails, u.Consumers)
 		if mq.Consumers != nil && *mq.Consumers == u.Consumers && mq.Ready != nil && *mq.Ready == *q.Ready && mq.Unacked != nil {
 			if u.Messages = *mq.Unacked; u.Messages == 0 {
 				return nil
@@ -668,6 +702,9 @@ func (c *Client) unseen(ctx context.Context, queue string, others int, waiting f
 		}
 	}
 }
+
+// unseenColumns are what unseen asks of the queue's statistics.
+const unseenColumns = "consumers,messages_ready,messages_unacknowledged,consumer_details"
 
 // getEach gets up to n messages without ack, handing each to each as it
 // arrives; it returns how many it got, and complete when the queue ran out

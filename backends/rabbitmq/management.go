@@ -165,6 +165,8 @@ type mQueue struct {
 	HeadTimestamp  *float64        `json:"head_message_timestamp"`
 	Stats          *mMessageStats  `json:"message_stats"`
 	Members        json.RawMessage `json:"members"`
+	// ConsumerDetails are asked for one queue only (queueWith).
+	ConsumerDetails []mConsumer `json:"consumer_details"`
 }
 
 type mRate struct {
@@ -218,9 +220,20 @@ func (m *mgmt) queues(ctx context.Context, vhost string) ([]mQueue, error) {
 
 // queue reads one queue; errNotFound when it does not exist.
 func (m *mgmt) queue(ctx context.Context, vhost, name string) (mQueue, error) {
+	return m.queueWith(ctx, vhost, name, queueColumns)
+}
+
+// queueWith reads one queue's columns (comma-separated).
+func (m *mgmt) queueWith(ctx context.Context, vhost, name, columns string) (mQueue, error) {
 	var q mQueue
-	err := m.get(ctx, "/api/queues/"+seg(vhost)+"/"+seg(name), url.Values{"columns": {queueColumns}}, &q)
+	err := m.get(ctx, "/api/queues/"+seg(vhost)+"/"+seg(name), url.Values{"columns": {columns}}, &q)
 	return q, err
+}
+
+// mConsumer is one of a queue's consumers as its statistics list them
+// (consumer_details).
+type mConsumer struct {
+	Tag string `json:"consumer_tag"`
 }
 
 // mBinding is one binding as the API returns it.

@@ -35,6 +35,21 @@ func rmqDeadLetters(t *testing.T, n int, lazy bool) (*amqp.Connection, string) {
 	return conn, dlq
 }
 
+// rmqPlannedSix is a DLQ of 6 dead letters (rmqDeadLetters) and a plan
+// of all of them in file, made under the config cfg.
+func rmqPlannedSix(t *testing.T) (conn *amqp.Connection, dlq, file, cfg string) {
+	t.Helper()
+	isolateConfig(t)
+	conn, dlq = rmqDeadLetters(t, 6, false)
+	dir := t.TempDir()
+	cfg = rabbitRedriveConfig(dir, "").write(t)
+	file = filepath.Join(dir, "plan.json")
+	if _, errOut, code := runBerth(t, "redrive", "plan", dlq, "--all", "--out", file, "--config", cfg); code != 0 {
+		t.Fatalf("plan: exit %d %s", code, errOut)
+	}
+	return conn, dlq, file, cfg
+}
+
 type rmqShown struct {
 	Review struct {
 		Complete   bool     `json:"complete"`
@@ -91,14 +106,7 @@ func TestRabbitRedriveShowRightAfterABrowseFindsEveryMessage(t *testing.T) {
 // review: `redrive show` says how many and why in one line, and calls the
 // records it did not find not visible, not gone.
 func TestRabbitRedriveShowCallsHeldMessagesNotVisible(t *testing.T) {
-	isolateConfig(t)
-	conn, dlq := rmqDeadLetters(t, 6, false)
-	dir := t.TempDir()
-	cfg := rabbitRedriveConfig(dir, "").write(t)
-	file := filepath.Join(dir, "plan.json")
-	if _, errOut, code := runBerth(t, "redrive", "plan", dlq, "--all", "--read", "5001", "--out", file, "--config", cfg); code != 0 {
-		t.Fatalf("plan: exit %d %s", code, errOut)
-	}
+	conn, dlq, file, cfg := rmqPlannedSix(t)
 	holdTwo(t, conn, dlq)
 	doc, errOut := rmqShow(t, file, cfg)
 	r := doc.Review
@@ -111,6 +119,28 @@ func TestRabbitRedriveShowCallsHeldMessagesNotVisible(t *testing.T) {
 	out, _, code := runBerth(t, "redrive", "show", file, "--timeout", "60s", "--config", cfg)
 	if code != 0 || strings.Contains(out, "GONE") || !strings.Contains(out, "NOT VISIBLE") || strings.Count(out, "could not be seen") != 1 {
 		t.Fatalf("show (exit %d) says:\n%s\nwant NOT VISIBLE, no GONE, and one line saying what could not be seen", code, out)
+	}
+}
+
+// Another Berth's consumers (consumer tag berth-*) are named as a
+// Berth's, not as other consumers: a review started while a Berth run
+// goes on, or right after one was killed (the DLQ counts the killed
+// run's consumers until it has handled their channels' close, which takes
+// a while when they held many messages), used to call them "other
+// consumer(s)".
+func TestRabbitRedriveShowNamesAnotherBerthsConsumers(t *testing.T) {
+	conn, dlq, file, cfg := rmqPlannedSix(t)
+	berth := "1 consumer(s) of a Berth (consumer tag berth-*: another Berth run still going, or one stopped whose messages RabbitMQ has yet to put back)"
+	holdTwoAs(t, conn, dlq, "berth-redrive-3")
+	doc, errOut := rmqShow(t, file, cfg)
+	if want := "2 message(s) could not be seen: held unacknowledged by " + berth + "; the 2 record(s) not found are not visible, not gone"; !strings.HasSuffix(doc.Review.Unseen, want) ||
+		fmt.Sprint(doc.Review.NotVisible) != "[job-0 job-1]" {
+		t.Errorf("review: unseen %q, not visible %v; want it to end %q, job-0 and job-1 not visible\n%s", doc.Review.Unseen, doc.Review.NotVisible, want, errOut)
+	}
+	holdTwo(t, conn, dlq)
+	doc, errOut = rmqShow(t, file, cfg)
+	if want := "4 message(s) could not be seen: held unacknowledged by 1 other consumer(s) and " + berth; !strings.Contains(doc.Review.Unseen, want) {
+		t.Errorf("review: unseen %q, want %q\n%s", doc.Review.Unseen, want, errOut)
 	}
 }
 
@@ -155,6 +185,12 @@ func TestConsoleRabbitNamesWhatOtherConsumersHold(t *testing.T) {
 // channel) puts them back.
 func holdTwo(t *testing.T, conn *amqp.Connection, dlq string) (release func()) {
 	t.Helper()
+	return holdTwoAs(t, conn, dlq, "other")
+}
+
+// holdTwoAs is holdTwo by a consumer with the given tag.
+func holdTwoAs(t *testing.T, conn *amqp.Connection, dlq, tag string) (release func()) {
+	t.Helper()
 	other, err := conn.Channel()
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +200,7 @@ func holdTwo(t *testing.T, conn *amqp.Connection, dlq string) (release func()) {
 	if err := other.Qos(2, 0, false); err != nil {
 		t.Fatal(err)
 	}
-	ds, err := other.Consume(dlq, "other", false, false, false, false, nil)
+	ds, err := other.Consume(dlq, tag, false, false, false, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
