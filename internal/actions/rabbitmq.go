@@ -134,10 +134,13 @@ func (r *RabbitRedrive) MakePlan(ctx context.Context, cl RabbitClient, l RabbitS
 	if err != nil {
 		return redrive.QueuePlan{}, rabbitmq.BrowseResult{}, err
 	}
-	if q, err := cl.Depth(ctx, in.DLQ); err == nil && q.Messages != nil && *q.Messages > 0 {
-		// Room for every record at once (only what is filled is touched):
-		// growing a million records by appending holds old and new arrays.
-		b.Reserve(min(int(*q.Messages), in.Read))
+	if q, err := cl.Depth(ctx, in.DLQ); err == nil && q.Ready != nil && *q.Ready > 0 {
+		// Room for every record the browse can read (the ready messages) at
+		// once; only what is filled is touched. Grown by appending, a
+		// million records (160 MB) were copied a dozen times, old and new
+		// arrays held at once, and the freed arrays left the heap too
+		// fragmented to reuse: 610 MiB of peak RSS for 250 MB live.
+		b.Reserve(min(int(*q.Ready), in.Read))
 	}
 	read := 0
 	res, err := cl.BrowseEach(ctx, in.DLQ, r.browseOptions(in.DLQ, in.Read, in.QueueType, in.Accept),
