@@ -190,13 +190,19 @@ func (s *consoleQueues) Plan(ctx context.Context, req tuidlq.QueuePlanRequest) (
 	return out, nil
 }
 
+// queueReviewOf is a plan's review as the console's plan page shows it.
+func queueReviewOf(r *qPlanReview, warnings []string) tuidlq.QueueReview {
+	return tuidlq.QueueReview{Targets: r.Targets, Keys: r.Keys, Changed: r.Changed, Gone: r.Gone, NotVisible: r.NotVisible, AlreadySent: r.AlreadySent,
+		Unseen: r.Unseen, Derived: true, Warnings: warnings}
+}
+
 func queuePlanView(p redrive.QueuePlan, sum qPlanSummary) tuidlq.QueuePlan {
 	v := tuidlq.QueuePlan{Hash: sum.Hash, Cluster: p.Cluster, DLQ: p.DLQ, Vhost: p.Vhost, QueueType: p.QueueType, Target: p.Target, Author: p.Author, AuthorKey: sum.AuthorKey,
 		CreatedAt: p.CreatedAt, Stored: sum.Stored, StoreNote: sum.StoreNote, Policy: p.Policy, Rate: p.Rate, Window: p.Window, Accept: p.AcceptQuorumSideEffects,
 		Totals: p.Totals()}
 	v.Blocked, v.BlockedReason = p.Blocked()
 	if r := sum.Review; r != nil {
-		v.Review = tuidlq.QueueReview{Targets: r.Targets, Keys: r.Keys, Changed: r.Changed, Gone: r.Gone, NotVisible: r.NotVisible, Unseen: r.Unseen, Derived: true, Warnings: sum.Warnings}
+		v.Review = queueReviewOf(r, sum.Warnings)
 	}
 	for _, r := range p.Records {
 		v.Records = append(v.Records, tuidlq.QueuePlanRecord{Position: r.Position, EventID: r.EventID, Class: r.Class(), OriginalQueue: r.OriginalQueue(),
@@ -239,13 +245,13 @@ func (s *consoleQueues) PlanStatus(ctx context.Context, hash string, readOnly bo
 	}
 	// What the page shows of each message is derived from it as it is now
 	// (a browse of the DLQ), as `berth redrive show` does.
-	review, err := a.rmqDeriveWith(ctx, s.cl, &p)
+	review, err := a.rmqDeriveWith(ctx, s.cl, l, &p)
 	if err != nil {
 		return tuidlq.QueuePlanStatus{}, err
 	}
 	st := s.status(ctx, a, l, p, true)
 	if review != nil {
-		st.Plan.Review = tuidlq.QueueReview{Targets: review.Targets, Keys: review.Keys, Changed: review.Changed, Gone: review.Gone, NotVisible: review.NotVisible, Unseen: review.Unseen, Derived: true, Warnings: review.Warnings}
+		st.Plan.Review = queueReviewOf(review, review.Warnings)
 	}
 	return st, nil
 }

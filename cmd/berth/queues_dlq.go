@@ -579,6 +579,9 @@ type qPlanReview struct {
 	// NotVisible were not found while other consumers held messages of
 	// the DLQ unacknowledged (a browse cannot see those): not called gone.
 	NotVisible []string `json:"not_visible"`
+	// AlreadySent counts the messages not found that this plan sent (the
+	// ledger has them confirmed): neither gone nor not visible.
+	AlreadySent int `json:"already_sent"`
 	// Unseen says in one line what the review could not see and why.
 	Unseen string `json:"unseen,omitempty"`
 	// Complete is false when the DLQ holds more than was read: a message
@@ -621,19 +624,25 @@ func rabbitReviewOf(s actions.RabbitSummary, cluster string) *qPlanReview {
 // the messages this one holds say nothing about it. A DLQ that cannot be
 // read without side effects (quorum) is not read to review: the review is
 // nil and stderr says why.
-func (a *app) rmqDerive(ctx context.Context, p *redrive.QueuePlan) (*qPlanReview, error) {
+func (a *app) rmqDerive(ctx context.Context, l *rabbitmq.Ledger, p *redrive.QueuePlan) (*qPlanReview, error) {
 	cl, err := a.rabbitClient(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
-	return a.rmqDeriveWith(ctx, cl, p)
+	return a.rmqDeriveWith(ctx, cl, l, p)
 }
 
-// rmqDeriveWith is rmqDerive over an open client.
-func (a *app) rmqDeriveWith(ctx context.Context, cl *rabbitmq.Client, p *redrive.QueuePlan) (*qPlanReview, error) {
+// rmqDeriveWith is rmqDerive over an open client. With the redrive store
+// l (nil: none), the messages the plan already sent are counted as such,
+// not called gone.
+func (a *app) rmqDeriveWith(ctx context.Context, cl *rabbitmq.Client, l *rabbitmq.Ledger, p *redrive.QueuePlan) (*qPlanReview, error) {
+	var led actions.RabbitLedger
+	if l != nil {
+		led = l
+	}
 	// Refused for another cluster's plan (actions.ErrClusterMismatch).
-	rv, err := a.rabbitRedrive().DeriveReview(ctx, cl, p, false)
+	rv, err := a.rabbitRedrive().DeriveReview(ctx, cl, led, p, false)
 	var refused *rabbitmq.RefusedError
 	if errors.As(err, &refused) {
 		fmt.Fprintf(a.stderr, "note: the review is not derived from the messages: %s\n", sanitize.Text(refused.Why))
@@ -643,7 +652,7 @@ func (a *app) rmqDeriveWith(ctx context.Context, cl *rabbitmq.Client, p *redrive
 		return nil, err
 	}
 	r := rabbitReviewOf(actions.SummariseRabbit(*p, rv.Changed, rv.Gone), p.Cluster)
-	r.Complete, r.Warnings, r.Unseen = rv.Complete, warningsOf(rv.Warnings), sanitize.Text(rv.Unseen)
+	r.Complete, r.Warnings, r.Unseen, r.AlreadySent = rv.Complete, warningsOf(rv.Warnings), sanitize.Text(rv.Unseen), rv.AlreadySent
 	for _, id := range rv.NotVisible {
 		r.NotVisible = append(r.NotVisible, sanitize.Text(id))
 	}
@@ -865,6 +874,9 @@ func writeQPlan(w io.Writer, s qPlanSummary) {
 		if len(r.Changed) > 0 {
 			fmt.Fprintf(w, "CHANGED since the plan was made (execute skips them): %s\n", idList(r.Changed))
 		}
+		if r.AlreadySent > 0 {
+			fmt.Fprintf(w, "ALREADY SENT by this plan (the ledger has them confirmed; no longer in the DLQ): %d message(s)\n", r.AlreadySent)
+		}
 		if len(r.Gone) > 0 {
 			fmt.Fprintf(w, "GONE from the DLQ (execute skips them): %s\n", idList(r.Gone))
 		}
@@ -1042,7 +1054,7 @@ func (a *app) rmqRedriveShow(cmd *cobra.Command, ref string) error {
 	defer l.Close()
 	wctx, wcancel := a.workCtx(cmd.Context(), len(p.Records))
 	defer wcancel()
-	review, err := a.rmqDerive(wctx, &p)
+	review, err := a.rmqDerive(wctx, l, &p)
 	if err != nil {
 		return err
 	}
@@ -1103,7 +1115,7 @@ func (a *app) rmqRedriveApprove(cmd *cobra.Command, ref, keyFile, sigFile, audit
 	// with the plan (workCtx).
 	wctx, wcancel := a.workCtx(cmd.Context(), len(p.Records))
 	defer wcancel()
-	review, err := a.rmqDeriveWith(wctx, cl, &p)
+	review, err := a.rmqDeriveWith(wctx, cl, l, &p)
 	if err != nil && !errors.Is(err, actions.ErrClusterMismatch) {
 		return err
 	}
@@ -1349,7 +1361,7 @@ func (a *app) rmqRedriveStatus(cmd *cobra.Command, args []string) error {
 		p := plans[0]
 		wctx, wcancel := a.workCtx(cmd.Context(), len(p.Records))
 		defer wcancel()
-		review, err := a.rmqDerive(wctx, &p)
+		review, err := a.rmqDerive(wctx, l, &p)
 		if err != nil {
 			return err
 		}

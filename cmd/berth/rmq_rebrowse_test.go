@@ -255,21 +255,23 @@ func TestRabbitExecuteCallsHeldMessagesNotVisible(t *testing.T) {
 	if r, _ := finishedDetails(t, c.Audit)["skipped_reasons"].(map[string]any); fmt.Sprint(r) != "map[not_visible:2]" {
 		t.Errorf("redrive.execute.finished skipped_reasons %v; want not_visible 2", r)
 	}
-	// Status says what is left, and its review calls none gone. (It names
-	// the 4 sent too: the review reads the DLQ, not the ledger.)
+	// Status says what is left, and its review calls none gone: the 4 sent
+	// are counted as sent (the ledger says so; it named them not visible,
+	// or gone with no other consumer), the 2 held not visible.
 	out, errOut, code = runBerth(t, "redrive", "status", file, "-o", "json", "--timeout", "60s", "--config", cfg)
 	var st struct {
 		State   string `json:"state"`
 		Summary struct {
 			Review struct {
-				Gone       []string `json:"gone"`
-				NotVisible []string `json:"not_visible"`
+				Gone        []string `json:"gone"`
+				NotVisible  []string `json:"not_visible"`
+				AlreadySent int      `json:"already_sent"`
 			} `json:"review"`
 		} `json:"summary"`
 	}
 	if err := json.Unmarshal([]byte(out), &st); err != nil || code != 0 || st.State != "partial (2 left)" ||
-		!strings.HasPrefix(fmt.Sprint(st.Summary.Review.NotVisible), "[job-0 job-1") || len(st.Summary.Review.Gone) != 0 {
-		t.Errorf("status: exit %d %v state %q, review %+v; want partial (2 left), job-0 and job-1 not visible\n%s%s", code, err, st.State, st.Summary.Review, out, errOut)
+		fmt.Sprint(st.Summary.Review.NotVisible) != "[job-0 job-1]" || len(st.Summary.Review.Gone) != 0 || st.Summary.Review.AlreadySent != 4 {
+		t.Errorf("status: exit %d %v state %q, review %+v; want partial (2 left), job-0 and job-1 not visible, 4 already sent\n%s%s", code, err, st.State, st.Summary.Review, out, errOut)
 	}
 	// The text says the same, and never that they are gone.
 	release()
@@ -285,5 +287,10 @@ func TestRabbitExecuteCallsHeldMessagesNotVisible(t *testing.T) {
 	}
 	if ids, _, _ := drainIDs(t, ch, work); len(ids) != 6 {
 		t.Errorf("the work queue got %v, want the 6 messages once each", ids)
+	}
+	// Done: the review says every message was sent, none gone.
+	out, errOut, code = runBerth(t, "redrive", "show", file, "--config", cfg)
+	if code != 0 || !strings.Contains(out, "ALREADY SENT by this plan (the ledger has them confirmed; no longer in the DLQ): 6 message(s)") || strings.Contains(out, "GONE") {
+		t.Errorf("show of the finished plan (exit %d):\n%s%s\nwant 6 already sent, none gone", code, out, errOut)
 	}
 }

@@ -190,7 +190,7 @@ func TestImportPlanFileIntoTheRabbitMQStore(t *testing.T) {
 		t.Fatalf("stored plan: %v", err)
 	}
 	// `redrive show`: no review of another cluster's plan is derived here.
-	if _, err := rr.DeriveReview(ctx, cl, &other, false); !errors.Is(err, actions.ErrClusterMismatch) || !strings.Contains(err.Error(), "show it attached to its own cluster") {
+	if _, err := rr.DeriveReview(ctx, cl, nil, &other, false); !errors.Is(err, actions.ErrClusterMismatch) || !strings.Contains(err.Error(), "show it attached to its own cluster") {
 		t.Fatalf("review of another cluster's plan: %v", err)
 	}
 }

@@ -58,7 +58,7 @@ func TestRabbitPlanOfAnotherVhostIsRefusedAtEveryStep(t *testing.T) {
 	if _, err := l.Plan(ctx, p.Hash()); !errors.Is(err, backends.ErrNoPlan) {
 		t.Fatalf("the refused plan was stored: %v", err)
 	}
-	_, err = rr.DeriveReview(ctx, cl, &p, false)
+	_, err = rr.DeriveReview(ctx, cl, nil, &p, false)
 	refused("review", err)
 	_, _, _, err = rr.Approve(ctx, cl, l, p, approval.Signature{}, auditFile)
 	refused("approve", err)

@@ -212,6 +212,10 @@ type RabbitReview struct {
 	// DLQ unacknowledged, which a browse cannot see: any of them may be
 	// one of those, so none is called gone (it is none of Gone).
 	NotVisible []string
+	// AlreadySent counts the records not found that this plan sent (the
+	// ledger has them confirmed): its run acked them from the DLQ. They
+	// are none of Gone and NotVisible.
+	AlreadySent int
 	// Complete is set when the browse read the whole DLQ (when it did not,
 	// a record not found may lie past what was read).
 	Complete bool
@@ -233,11 +237,13 @@ type RabbitReview struct {
 // the plan's acceptance, never in a read-only context: otherwise the browse
 // refuses (*rabbitmq.RefusedError) and nothing is touched.
 func (r *RabbitRedrive) Derive(ctx context.Context, cl RabbitClient, p *redrive.QueuePlan, accept bool) (RabbitReview, error) {
-	return r.derive(ctx, cl, p, accept, nil)
+	return r.derive(ctx, cl, nil, p, accept, nil)
 }
 
-// derive is Derive showing seen (when not nil) every message browsed.
-func (r *RabbitRedrive) derive(ctx context.Context, cl RabbitClient, p *redrive.QueuePlan, accept bool, seen func(rabbitmq.Message)) (RabbitReview, error) {
+// derive is Derive showing seen (when not nil) every message browsed;
+// with a ledger l, the records not found that the plan sent are counted
+// as such (AlreadySent), not as gone or not visible.
+func (r *RabbitRedrive) derive(ctx context.Context, cl RabbitClient, l RabbitLedger, p *redrive.QueuePlan, accept bool, seen func(rabbitmq.Message)) (RabbitReview, error) {
 	limit := r.reviewLimit(ctx, cl, *p)
 	x := r.Extractors(p.DLQ)
 	x.IdempotencyKey, x.OrderingKey = p.Policy.IdempotencyKey, p.Policy.OrderingKey
@@ -257,7 +263,25 @@ func (r *RabbitRedrive) derive(ctx context.Context, cl RabbitClient, p *redrive.
 		return RabbitReview{}, err
 	}
 	changed, gone := d.Result()
-	rv := RabbitReview{Changed: changed, Gone: gone, Complete: res.Complete}
+	rv := RabbitReview{Changed: changed, Complete: res.Complete}
+	if l != nil && len(gone) > 0 {
+		// A message its run sent was acked from the DLQ: not found, and
+		// neither gone nor held by anyone.
+		states, err := l.PlanStates(ctx, p.Hash())
+		if err != nil {
+			return RabbitReview{}, err
+		}
+		kept := gone[:0]
+		for _, id := range gone {
+			if states[id] == rabbitmq.StateConfirmed {
+				rv.AlreadySent++
+				continue
+			}
+			kept = append(kept, id)
+		}
+		gone = kept
+	}
+	rv.Gone = gone
 	if u := res.Unseen; u != nil {
 		rv.Unseen = fmt.Sprintf("the review of %s: %s", sanitize.Text(p.DLQ), u)
 		if len(gone) > 0 {

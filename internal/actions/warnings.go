@@ -202,8 +202,10 @@ func (r *RabbitRedrive) PlanReviewed(ctx context.Context, cl RabbitClient, l Rab
 // DeriveReview re-reads a RabbitMQ plan's DLQ as Derive does and returns, with
 // Derive's answers, a warning per permanent class the plan includes among
 // the messages found unchanged. Another cluster's plan (by cl's cluster
-// name) is refused (ErrClusterMismatch), nothing read.
-func (r *RabbitRedrive) DeriveReview(ctx context.Context, cl RabbitClient, p *redrive.QueuePlan, accept bool) (RabbitReview, error) {
+// name) is refused (ErrClusterMismatch), nothing read. With a ledger l (nil:
+// none), the records the plan already sent are counted as such
+// (RabbitReview.AlreadySent), not called gone.
+func (r *RabbitRedrive) DeriveReview(ctx context.Context, cl RabbitClient, l RabbitLedger, p *redrive.QueuePlan, accept bool) (RabbitReview, error) {
 	if here := cl.ClusterName(); here != p.Cluster {
 		return RabbitReview{}, reviewClusterRefusal(p.Hash(), p.Cluster, here)
 	}
@@ -215,7 +217,7 @@ func (r *RabbitRedrive) DeriveReview(ctx context.Context, cl RabbitClient, p *re
 		return RabbitReview{}, err
 	}
 	j := newClassJudge(rules, "message")
-	rv, err := r.derive(ctx, cl, p, accept, j.rabbit)
+	rv, err := r.derive(ctx, cl, l, p, accept, j.rabbit)
 	if err != nil {
 		return RabbitReview{}, err
 	}

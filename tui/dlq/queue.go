@@ -194,6 +194,9 @@ type QueueReview struct {
 	// sanitises).
 	NotVisible []string
 	Unseen     string
+	// AlreadySent counts the messages not found that this plan sent (the
+	// ledger has them confirmed).
+	AlreadySent int
 	// Warnings name each permanent class the plan includes, judged from
 	// the messages read (raw: the page sanitises).
 	Warnings []string

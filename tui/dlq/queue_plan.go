@@ -394,6 +394,9 @@ func QueuePlanSummary(pl QueuePlan) []string {
 	lines := []string{fmt.Sprintf("plan %s  %s (vhost %s, %s) → %s  by %s (%s)", pl.Hash[:16], sanitize.Text(pl.DLQ), sanitize.Text(pl.Vhost), sanitize.Text(dash(pl.QueueType)), tgt, sanitize.Text(pl.Author), signed)}
 	lines = append(lines, totalsLines(t)...)
 	lines = append(lines, reviewText(pl.Review.Targets, pl.Review.Keys, pl.Review.Derived)...)
+	if n := pl.Review.AlreadySent; n > 0 {
+		lines = append(lines, fmt.Sprintf("%d message(s) already sent by this plan (the ledger has them confirmed; no longer in the DLQ)", n))
+	}
 	if n := len(pl.Review.Changed) + len(pl.Review.Gone); n > 0 {
 		lines = append(lines, fmt.Sprintf("%d message(s) changed or gone from the DLQ since the plan was made (execute skips them): %s", n,
 			sanitize.Text(strings.Join(append(append([]string{}, pl.Review.Changed...), pl.Review.Gone...), ", "))))
