@@ -31,6 +31,23 @@ func runBerth(t testing.TB, args ...string) (stdout, stderr string, code int) {
 	return out.String(), errOut.String(), code
 }
 
+// berthResult is what runBerth returned.
+type berthResult struct {
+	out, errOut string
+	code        int
+}
+
+// startBerth runs berth with args in the background (runBerth); its
+// result arrives on the channel returned.
+func startBerth(t testing.TB, args ...string) <-chan berthResult {
+	done := make(chan berthResult, 1)
+	go func() {
+		out, errOut, code := runBerth(t, args...)
+		done <- berthResult{out, errOut, code}
+	}()
+	return done
+}
+
 // isolateConfig points XDG_CONFIG_HOME and XDG_DATA_HOME at fresh temporary
 // directories and clears BERTH_* overrides, so a test sees no config file
 // unless it writes one. It returns the config directory's berth/config.yaml

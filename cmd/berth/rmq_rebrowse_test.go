@@ -294,3 +294,45 @@ func TestRabbitExecuteCallsHeldMessagesNotVisible(t *testing.T) {
 		t.Errorf("show of the finished plan (exit %d):\n%s%s\nwant 6 already sent, none gone", code, out, errOut)
 	}
 }
+
+// A DLQ deleted while execute runs: what was sent stays sent and is
+// counted, and the run ends with the deleted DLQ named, the error among
+// its problems and last on stderr, exit 1 (it said "the DLQ consumer was
+// closed", its problems empty).
+func TestRabbitExecuteOnADLQDeletedMidRun(t *testing.T) {
+	isolateConfig(t)
+	const n = 2500 // more than a run's segment holds (2,000): the rest is still in the DLQ
+	conn, ch, work, dlq := rmqDLQ(t, n)
+	dir := t.TempDir()
+	cfg := rabbitRedriveConfig(dir, fmt.Sprintf("    - match: %q\n      review: none\n", dlq)).write(t)
+	file := filepath.Join(dir, "plan.json")
+	if _, errOut, code := runBerth(t, "redrive", "plan", dlq, "--all", "--read", "5000", "--rate", "1000", "--batch-size", "10", "--out", file, "--config", cfg); code != 0 {
+		t.Fatalf("plan: exit %d %s", code, errOut)
+	}
+	done := startBerth(t, "redrive", "execute", file, "--yes", "-o", "json", "--config", cfg)
+	rabbittest.Eventually(t, 30*time.Second, "the first messages redriven", func() bool {
+		select {
+		case r := <-done:
+			t.Fatalf("execute ended first: exit %d\n%s%s", r.code, r.out, r.errOut)
+		default:
+		}
+		return rmqReadyCount(t, conn, work) >= 10
+	})
+	if _, err := ch.QueueDelete(dlq, false, false, false); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	var res struct {
+		Sent     int      `json:"sent"`
+		Problems []string `json:"problems"`
+	}
+	gone := fmt.Sprintf("its DLQ %q no longer exists (deleted since the plan was made?)", dlq)
+	if err := json.Unmarshal([]byte(r.out), &res); err != nil || r.code != 1 || res.Sent == 0 || res.Sent >= n ||
+		len(res.Problems) == 0 || !strings.Contains(res.Problems[len(res.Problems)-1], "stopped by an error: ") || !strings.Contains(res.Problems[len(res.Problems)-1], gone) ||
+		!strings.HasSuffix(r.errOut, gone+"\n") {
+		t.Fatalf("execute with its DLQ deleted mid-run: exit %d %v, sent %d, problems %q; want exit 1, some sent, the error naming the DLQ among the problems and last\n%s", r.code, err, res.Sent, res.Problems, r.errOut)
+	}
+	if got := rmqReadyCount(t, conn, work); got != res.Sent {
+		t.Errorf("the work queue holds %d, the run says %d sent", got, res.Sent)
+	}
+}

@@ -347,15 +347,7 @@ func TestRabbitRedriveWatchReportsRefailures(t *testing.T) {
 	if _, errOut, code := runBerth(t, append([]string{"redrive", "plan", dlq, "--all", "--out", plan}, r...)...); code != 0 {
 		t.Fatalf("plan: %d %s", code, errOut)
 	}
-	type result struct {
-		out, errOut string
-		code        int
-	}
-	done := make(chan result, 1)
-	go func() {
-		out, errOut, code := runBerth(t, append([]string{"redrive", "execute", plan, "--yes", "--watch", "3s", "-o", "json"}, r...)...)
-		done <- result{out, errOut, code}
-	}()
+	done := startBerth(t, append([]string{"redrive", "execute", plan, "--yes", "--watch", "3s", "-o", "json"}, r...)...)
 	// Once the run has ended (the watch begins), fail the copies again.
 	deadline := time.Now().Add(2 * time.Minute)
 	for {

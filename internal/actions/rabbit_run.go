@@ -696,6 +696,10 @@ func (r *rabbitRun) read(ctx context.Context) error {
 				continue
 			}
 			if !ok {
+				// The broker cancels the consumers of a queue deleted.
+				if _, err := r.t.Depth(ctx, r.p.DLQ); errors.Is(err, backends.ErrNotFound) {
+					return err
+				}
 				return fmt.Errorf("rabbitmq amqp %s: the DLQ consumer was closed", r.t.AMQPAddr())
 			}
 			done, err := r.take(ctx, d)
