@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/berth-dev/berth/internal/output"
@@ -44,6 +46,39 @@ func TestPlanJSONStreamsRowsAsTheWholeEncoding(t *testing.T) {
 		}
 		if streamed.String() != whole.String() {
 			t.Fatalf("status with %d rows streamed:\n%s\nwhole:\n%s", len(rs), streamed.String(), whole.String())
+		}
+	}
+}
+
+// A RabbitMQ review's lists of event ids in text (changed, gone, not
+// visible) each name the first reviewKeysShown and say how many more -o
+// json has: a DLQ another consumer holds whole would otherwise print a
+// million ids on one line.
+func TestPlanTextBoundsEveryIDList(t *testing.T) {
+	ids := func(prefix string, n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("%s-%d", prefix, i)
+		}
+		return out
+	}
+	sum := qPlanSummary{Hash: "h", DLQ: "q", Review: &qPlanReview{Complete: true,
+		Changed: ids("changed", 25), Gone: ids("gone", 30), NotVisible: ids("held", 1000)}}
+	var out bytes.Buffer
+	writeQPlan(&out, sum)
+	text := out.String()
+	for _, l := range []struct {
+		prefix, id string
+		more       int
+	}{{"CHANGED", "changed-", 5}, {"GONE", "gone-", 10}, {"NOT VISIBLE", "held-", 980}} {
+		line := ""
+		for _, s := range strings.Split(text, "\n") {
+			if strings.HasPrefix(s, l.prefix) {
+				line = s
+			}
+		}
+		if !strings.HasSuffix(line, fmt.Sprintf(" ... and %d more (all with -o json)", l.more)) || strings.Count(line, l.id) != reviewKeysShown {
+			t.Errorf("%s line names %d ids; want %d and %q:\n%s", l.prefix, strings.Count(line, l.id), reviewKeysShown, fmt.Sprintf("and %d more", l.more), line)
 		}
 	}
 }

@@ -881,7 +881,7 @@ func writeQPlan(w io.Writer, s qPlanSummary) {
 			fmt.Fprintf(w, "GONE from the DLQ (execute skips them): %s\n", idList(r.Gone))
 		}
 		if len(r.NotVisible) > 0 {
-			fmt.Fprintf(w, "NOT VISIBLE (not found while other consumers held messages of the DLQ; execute sends only those back in the DLQ when it runs): %s\n", strings.Join(r.NotVisible, ","))
+			fmt.Fprintf(w, "NOT VISIBLE (not found while other consumers held messages of the DLQ; execute sends only those back in the DLQ when it runs): %s\n", idList(r.NotVisible))
 		}
 		if r.Unseen != "" {
 			fmt.Fprintf(w, "note: %s\n", r.Unseen)
