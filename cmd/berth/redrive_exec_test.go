@@ -558,3 +558,72 @@ func (g *commitGate) open() {
 	g.free = true
 	close(g.gone)
 }
+
+// TestRedriveTwoRunsOfOnePlanAtOnce: two operators start the same approved
+// plan at once (two terminals). The second run's producer fences the
+// first; the first's batch that commits after the second read the ledger
+// but before it fenced must not be sent again: every record lands once.
+// The gates fix that order: the first run's commit waits until the second
+// run is about to fence (its checks done), then lands, then the fence.
+func TestRedriveTwoRunsOfOnePlanAtOnce(t *testing.T) {
+	bin := buildBerth(t)
+	const n = 40
+	f := newRedriveFixture(t, n, "    - match: \"ledger-events.DLT\"\n      review: none\n")
+	plan := f.plan(t, "--batch-size", "5")
+	commits := newCommitGate(f.kc)
+	start := func() (*strings.Builder, *strings.Builder, chan error) {
+		cmd := exec.Command(bin, "--config", f.config, "redrive", "execute", plan[:12], "--yes", "--no-verify", "-o", "json")
+		var out, errOut strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		return &out, &errOut, exited
+	}
+	aOut, aErr, aDone := start()
+	select {
+	case <-commits.arrived: // the first run's first batch, not yet committed
+	case err := <-aDone:
+		t.Fatalf("the first run ended (%v) before its first commit: %s", err, aErr)
+	}
+	// From now on the plan's producer waits before it starts (fences).
+	txID := kafka.TransactionalID(plan)
+	inits, letInit := make(chan struct{}, 4), make(chan struct{})
+	f.kc.ControlKey(int16(kmsg.InitProducerID), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		f.kc.KeepControl()
+		if id := req.(*kmsg.InitProducerIDRequest).TransactionalID; id == nil || *id != txID {
+			return nil, nil, false
+		}
+		inits <- struct{}{}
+		f.kc.SleepControl(func() { <-letInit })
+		return nil, nil, false
+	})
+	bOut, bErr, bDone := start()
+	select {
+	case <-inits: // the second run checked its records and is about to fence
+	case err := <-bDone:
+		t.Fatalf("the second run ended (%v) before it fenced the first: %s%s", err, bOut, bErr)
+	}
+	commits.let <- struct{}{} // the first run's first batch lands
+	select {
+	case <-commits.arrived: // its second batch: the first has landed
+	case err := <-aDone:
+		t.Fatalf("the first run ended (%v) after one batch: %s", err, aErr)
+	}
+	close(letInit) // the second run fences the first
+	commits.open()
+	errA, errB := <-aDone, <-bDone
+	t.Logf("first run (%v):\n%s%s\nsecond run (%v):\n%s%s", errA, aOut, aErr, errB, bOut, bErr)
+	if got := f.state(t, plan); got != n {
+		t.Fatalf("after both runs %d of %d events are in the target", got, n)
+	}
+	var b struct {
+		Sent        int `json:"sent"`
+		AlreadySent int `json:"already_sent"`
+	}
+	if err := json.Unmarshal([]byte(bOut.String()), &b); err != nil || errB != nil || b.AlreadySent == 0 || b.Sent+b.AlreadySent != n {
+		t.Fatalf("the second run (%v, %v): %d sent, %d already sent; want exit 0, the first run's batch already sent and the rest sent", errB, err, b.Sent, b.AlreadySent)
+	}
+}

@@ -288,6 +288,16 @@ func Execute(ctx context.Context, f redrive.File, o Options) (Result, error) {
 		return res, err
 	}
 
+	// The publisher starts (Kafka: the transactional producer, which fences
+	// every earlier run of the plan: their open batch is aborted and no
+	// later one lands) before the checks' first ledger look-up. Started
+	// after it, a batch another run of the plan committed in between would
+	// be sent a second time.
+	if s, ok := o.Publisher.(starter); ok {
+		if err := s.Start(ctx); err != nil {
+			return res, errors.Join(err, o.audit(ctx, "redrive.execute.failed", f, KafkaOutcome(f, res).details(err)))
+		}
+	}
 	err = run.sendAll(ctx, chunksOf(order, o.chunk()))
 	status := "finished"
 	if res.Cancelled {
@@ -298,6 +308,12 @@ func Execute(ctx context.Context, f redrive.File, o Options) (Result, error) {
 	}
 	aerr := o.audit(ctx, "redrive.execute."+status, f, KafkaOutcome(f, res).details(err))
 	return res, errors.Join(err, aerr)
+}
+
+// starter is a Publisher that has to start before a run's first ledger
+// look-up (see Execute).
+type starter interface {
+	Start(ctx context.Context) error
 }
 
 func (o Options) chunk() int {

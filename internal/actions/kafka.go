@@ -232,7 +232,9 @@ var (
 )
 
 // lazyTransport reads through the cluster and opens the transactional
-// producer at the first batch, after every check passed.
+// producer when the run starts sending (Start), after the plan's
+// preconditions held and its records were re-read, and before the first
+// ledger look-up.
 type lazyTransport struct {
 	open func(context.Context) (Publisher, error)
 	read KafkaCluster
@@ -243,13 +245,23 @@ func (l *lazyTransport) Read(ctx context.Context, dlq string, coords []redrive.C
 	return l.read.ReadDLQByCoord(ctx, dlq, coords)
 }
 
+// Start opens the transactional producer, which fences every earlier run
+// of the plan (starter).
+func (l *lazyTransport) Start(ctx context.Context) error {
+	if l.tr != nil {
+		return nil
+	}
+	tr, err := l.open(ctx)
+	if err != nil {
+		return err
+	}
+	l.tr = tr
+	return nil
+}
+
 func (l *lazyTransport) Publish(ctx context.Context, batch []redrive.Outgoing) ([]redrive.LedgerEntry, error) {
-	if l.tr == nil {
-		tr, err := l.open(ctx)
-		if err != nil {
-			return nil, err
-		}
-		l.tr = tr
+	if err := l.Start(ctx); err != nil {
+		return nil, err
 	}
 	return l.tr.Publish(ctx, batch)
 }
