@@ -25,6 +25,10 @@ var (
 	// ErrAmbiguousPlan: more than one stored plan's hash starts with the
 	// prefix given (see AmbiguousPlan).
 	ErrAmbiguousPlan = errors.New("ambiguous")
+	// ErrTakenOver: a run's write refused because another run of the
+	// same plan started since and took it over (Kafka: the newer run's
+	// transactional producer fenced this one's).
+	ErrTakenOver = errors.New("taken over by another run of the plan")
 )
 
 // NoPlan is the one wording of a plan hash prefix that no stored plan

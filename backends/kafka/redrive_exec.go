@@ -4,12 +4,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/redrive"
 )
 
@@ -88,7 +91,7 @@ func (k *Cluster) ReadDLQByCoord(ctx context.Context, dlq string, coords []redri
 // Publish produces one batch and its ledger entries in one transaction.
 func (t *RedriveTransport) Publish(ctx context.Context, batch []redrive.Outgoing) ([]redrive.LedgerEntry, error) {
 	if err := t.tx.BeginTransaction(); err != nil {
-		return nil, fmt.Errorf("begin transaction: %w", err)
+		return nil, txErr(fmt.Errorf("begin transaction: %w", err), err)
 	}
 	abort := func(err error) ([]redrive.LedgerEntry, error) {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -111,7 +114,7 @@ func (t *RedriveTransport) Publish(ctx context.Context, batch []redrive.Outgoing
 	// Produced in order on one producer: records for the same key land on
 	// the same partition in the order sent.
 	if err := t.tx.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		return abort(fmt.Errorf("produce: %s", codeName(err)))
+		return abort(txErr(fmt.Errorf("produce: %s", codeName(err)), err))
 	}
 	entries := make([]redrive.LedgerEntry, len(batch))
 	ledger := make([]*kgo.Record, 0, 2*len(batch))
@@ -126,12 +129,23 @@ func (t *RedriveTransport) Publish(ctx context.Context, batch []redrive.Outgoing
 		ledger = append(ledger, lr...)
 	}
 	if err := t.tx.ProduceSync(ctx, ledger...).FirstErr(); err != nil {
-		return abort(fmt.Errorf("write ledger: %s", codeName(err)))
+		return abort(txErr(fmt.Errorf("write ledger: %s", codeName(err)), err))
 	}
 	if err := t.tx.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		return abort(fmt.Errorf("commit transaction: %s", codeName(err)))
+		return abort(txErr(fmt.Errorf("commit transaction: %s", codeName(err)), err))
 	}
 	return entries, nil
+}
+
+// txErr is msg (a failed step of a batch's transaction), matching
+// backends.ErrTakenOver when the broker's answer err says a newer producer
+// with the plan's transactional id fenced this one: another run of the
+// plan started since.
+func txErr(msg, err error) error {
+	if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) {
+		return backends.Failure(msg.Error(), backends.ErrTakenOver)
+	}
+	return msg
 }
 
 // Mismatch is a redriven record whose read-back copy differs from the plan.

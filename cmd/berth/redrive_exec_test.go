@@ -625,5 +625,17 @@ func TestRedriveTwoRunsOfOnePlanAtOnce(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(bOut.String()), &b); err != nil || errB != nil || b.AlreadySent == 0 || b.Sent+b.AlreadySent != n {
 		t.Fatalf("the second run (%v, %v): %d sent, %d already sent; want exit 0, the first run's batch already sent and the rest sent", errB, err, b.Sent, b.AlreadySent)
+	} // The first run says it was taken over, once, in words: not a raw
+	// PRODUCER_FENCED for each batch left, counted as failed and "staying
+	// in the DLQ" while the other run sends them.
+	var a struct {
+		Sent     int               `json:"sent"`
+		Failed   []json.RawMessage `json:"failed"`
+		Problems []string          `json:"problems"`
+	}
+	over := fmt.Sprintf("plan %s: another run of this plan started and took over (a second terminal?): this run stopped; its batch in flight was not sent, the other run sends what is left", plan[:12])
+	if err := json.Unmarshal([]byte(aOut.String()), &a); err != nil || errA == nil || a.Sent != 5 || len(a.Failed) != 0 ||
+		len(a.Problems) != 1 || !strings.Contains(a.Problems[0], over) || !strings.Contains(aErr.String(), "berth: "+over) || strings.Contains(aErr.String(), "FENCED") {
+		t.Fatalf("the first run (%v, %v): sent %d, failed %d, problems %q\n%s\nwant exit 1, its one batch sent, none failed, one line saying it was taken over", errA, err, a.Sent, len(a.Failed), a.Problems, aErr)
 	}
 }

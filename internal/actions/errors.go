@@ -108,6 +108,13 @@ func dlqGone(hash, dlq string, err error) error {
 	return backends.Failure(fmt.Sprintf("plan %s: its DLQ %q no longer exists (deleted since the plan was made?)", redrive.ShortHash(hash), dlq), backends.ErrNotFound)
 }
 
+// takenOver is the one wording of a run that another run of the same plan
+// took over (two terminals): it stops at once, what it sent stays sent,
+// and its batch in flight was not sent.
+func takenOver(hash string) error {
+	return backends.Failure(fmt.Sprintf("plan %s: another run of this plan started and took over (a second terminal?): this run stopped; its batch in flight was not sent, the other run sends what is left (follow it with 'berth redrive status %s')", redrive.ShortHash(hash), redrive.ShortHash(hash)), backends.ErrTakenOver)
+}
+
 // ErrBadRequest means a plan or reset request has a flag value that cannot
 // work (not NAME=VALUE, an unknown class, no record at an offset). The CLI exits 2 on
 // it, as for any usage error. The message is the request error's own, which

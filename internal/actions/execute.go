@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/internal/audit"
 	"github.com/berth-dev/berth/redrive"
 	"github.com/berth-dev/berth/redrive/approval"
@@ -828,6 +829,11 @@ func (e *execRun) publish(ctx context.Context, b []Outgoing) error {
 	o, f, res := e.o, e.f, e.res
 	// The batch in flight finishes even if ctx is cancelled meanwhile.
 	entries, err := o.Publisher.Publish(context.WithoutCancel(ctx), b)
+	if errors.Is(err, backends.ErrTakenOver) {
+		// Not a failed batch: nothing of it was sent, and the run that
+		// took over sends it.
+		return takenOver(f.Hash)
+	}
 	if err != nil {
 		fl := Failure{Error: err.Error()}
 		for _, x := range b {
