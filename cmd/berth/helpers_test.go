@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -46,6 +48,22 @@ func startBerth(t testing.TB, args ...string) <-chan berthResult {
 		done <- berthResult{out, errOut, code}
 	}()
 	return done
+}
+
+// startBin runs the built binary bin with args in the background, as a
+// second terminal would: its stdout and stderr fill the builders returned,
+// and its exit arrives on the channel.
+func startBin(t testing.TB, bin string, args ...string) (stdout, stderr *strings.Builder, exited <-chan error) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	stdout, stderr = &strings.Builder{}, &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	return stdout, stderr, done
 }
 
 // isolateConfig points XDG_CONFIG_HOME and XDG_DATA_HOME at fresh temporary

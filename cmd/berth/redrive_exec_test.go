@@ -571,16 +571,8 @@ func TestRedriveTwoRunsOfOnePlanAtOnce(t *testing.T) {
 	f := newRedriveFixture(t, n, "    - match: \"ledger-events.DLT\"\n      review: none\n")
 	plan := f.plan(t, "--batch-size", "5")
 	commits := newCommitGate(f.kc)
-	start := func() (*strings.Builder, *strings.Builder, chan error) {
-		cmd := exec.Command(bin, "--config", f.config, "redrive", "execute", plan[:12], "--yes", "--no-verify", "-o", "json")
-		var out, errOut strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		return &out, &errOut, exited
+	start := func() (*strings.Builder, *strings.Builder, <-chan error) {
+		return startBin(t, bin, "--config", f.config, "redrive", "execute", plan[:12], "--yes", "--no-verify", "-o", "json")
 	}
 	aOut, aErr, aDone := start()
 	select {

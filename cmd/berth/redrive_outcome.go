@@ -70,8 +70,11 @@ type rabbitOutcome struct {
 	// Returned were returned by the broker as unroutable (also failed).
 	Returned int `json:"returned"`
 	// PassedOver are unselected messages left in the DLQ.
-	PassedOver int    `json:"passed_over"`
-	Stopped    string `json:"stopped,omitempty"`
+	PassedOver int `json:"passed_over"`
+	// ByAnotherRun were sent by another run of the plan going on at the
+	// same time (also counted in already_sent).
+	ByAnotherRun int    `json:"by_another_run"`
+	Stopped      string `json:"stopped,omitempty"`
 }
 
 // harmlessSkip is a skip reason that says the record needs no redrive (its
@@ -181,7 +184,7 @@ func (o *executeOutput) kafkaVerified(v *actions.Verification) {
 // rabbitExecuteOutput maps a RabbitMQ run onto the common shape.
 func rabbitExecuteOutput(hash, dlq string, res actions.RabbitResult, cancelled bool, approvers []string) executeOutput {
 	o := executeOutput{Backend: "rabbitmq", Plan: hash, DLQ: dlq, Cancelled: cancelled, Approvers: approvers,
-		RabbitMQ: &rabbitOutcome{Resent: res.Resent, Returned: res.Returned, PassedOver: res.Passed, Stopped: res.Stopped}}
+		RabbitMQ: &rabbitOutcome{Resent: res.Resent, Returned: res.Returned, PassedOver: res.Passed, ByAnotherRun: res.ByAnotherRun, Stopped: res.Stopped}}
 	o.counted(actions.RabbitOutcome(res))
 	if v := res.Verification; v != nil {
 		o.Verification = &outcomeVerification{OK: v.OK, Problem: v.Problem, Watched: v.Watched, Refailed: len(v.Refailed), RabbitMQ: v}

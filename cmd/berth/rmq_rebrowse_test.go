@@ -336,3 +336,76 @@ func TestRabbitExecuteOnADLQDeletedMidRun(t *testing.T) {
 		t.Errorf("the work queue holds %d, the run says %d sent", got, res.Sent)
 	}
 }
+
+// Two operators run the same approved RabbitMQ plan at once (two
+// terminals). The first run holds the DLQ's messages (its consumer's
+// prefetch) and sends them; the second finds the DLQ empty. No message is
+// sent twice, and the second run says the other run sent them (already
+// sent), or that another Berth holds them (not_visible): never that they
+// are gone ("consumed or purged elsewhere", exit 1, as it said).
+func TestRabbitTwoRunsOfOnePlanAtOnce(t *testing.T) {
+	bin := buildBerth(t)
+	isolateConfig(t)
+	const n = 300
+	conn, ch, work, dlq := rmqDLQ(t, n)
+	dir := t.TempDir()
+	cfg := rabbitRedriveConfig(dir, fmt.Sprintf("    - match: %q\n      review: none\n", dlq)).write(t)
+	file := filepath.Join(dir, "plan.json")
+	if _, errOut, code := runBerth(t, "redrive", "plan", dlq, "--all", "--rate", "200", "--batch-size", "10", "--out", file, "--config", cfg); code != 0 {
+		t.Fatalf("plan: exit %d %s", code, errOut)
+	}
+	start := func() (*strings.Builder, *strings.Builder, <-chan error) {
+		return startBin(t, bin, "redrive", "execute", file, "--yes", "-o", "json", "--config", cfg)
+	}
+	_, aErr, aDone := start()
+	rabbittest.Eventually(t, 30*time.Second, "the first messages redriven", func() bool {
+		select {
+		case err := <-aDone:
+			t.Fatalf("the first run ended (%v) before the second began: %s", err, aErr)
+		default:
+		}
+		return rmqReadyCount(t, conn, work) >= 10
+	})
+	bOut, bErr, bDone := start()
+	errA, errB := <-aDone, <-bDone
+	if errA != nil {
+		t.Fatalf("the first run: %v\n%s", errA, aErr)
+	}
+	var b struct {
+		Sent        int `json:"sent"`
+		AlreadySent int `json:"already_sent"`
+		Skipped     []struct {
+			Reason string `json:"reason"`
+		} `json:"skipped"`
+		RabbitMQ struct {
+			ByAnotherRun int `json:"by_another_run"`
+		} `json:"rabbitmq"`
+	}
+	err := json.Unmarshal([]byte(bOut.String()), &b)
+	notVisible := 0
+	for _, s := range b.Skipped {
+		if s.Reason == "not_visible" {
+			notVisible++
+		}
+	}
+	said := "were sent by another run of this plan going on at the same time (a second terminal?): counted already sent, not sent again"
+	if err != nil || b.Sent != 0 || notVisible != len(b.Skipped) || b.AlreadySent+notVisible != n || b.RabbitMQ.ByAnotherRun == 0 ||
+		!strings.Contains(bErr.String(), fmt.Sprintf("%d message(s) %s", b.RabbitMQ.ByAnotherRun, said)) || (errB == nil) != (notVisible == 0) {
+		t.Fatalf("the second run (%v, %v): sent %d, already sent %d (%d by the other run), skipped %d (%d not visible)\n%s\nwant nothing sent, every message already sent by the other run or not visible, never gone, and a line saying so", errB, err, b.Sent, b.AlreadySent, b.RabbitMQ.ByAnotherRun, len(b.Skipped), notVisible, bErr)
+	}
+	ids, _, _ := drainIDs(t, ch, work)
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			t.Errorf("%s reached the work queue twice", id)
+		}
+		seen[id] = true
+	}
+	if len(seen) != n {
+		t.Errorf("the work queue got %d of %d messages", len(seen), n)
+	}
+	// The plan is done: the same command again sends nothing, exit 0.
+	if _, errOut, code := runBerth(t, "redrive", "execute", file, "--yes", "--config", cfg); code != 0 {
+		t.Errorf("the plan again: exit %d %s", code, errOut)
+	}
+}

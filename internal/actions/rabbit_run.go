@@ -130,6 +130,11 @@ type RabbitResult struct {
 	// DoneBefore were sent and acked by an earlier run: no longer in the
 	// DLQ, the ledger says confirmed (a rerun of a finished plan).
 	DoneBefore int `json:"done_before"`
+	// ByAnotherRun (counted in DoneBefore too) were not in the DLQ
+	// because another run of the same plan, going on at the same time (a
+	// second terminal), sent them: the ledger confirmed them after this
+	// run began.
+	ByAnotherRun int `json:"by_another_run"`
 	// Resent were recorded as intent by an earlier run that stopped before
 	// their confirm: sent again (consumers deduplicate by message_id).
 	Resent int `json:"resent"`
@@ -222,13 +227,21 @@ func executeRabbit(ctx context.Context, t RabbitTransport, p redrive.QueuePlan, 
 		// returned in place with the others.
 		_ = r.takeOver(ctx)
 	}
+	// Read the ledger again before asking who holds what is missing, and
+	// once more after (that waits for the statistics while another run
+	// may still be sending).
+	r.sentMeanwhile(ctx)
 	others := r.otherConsumers(ctx)
 	if ctx.Err() == nil {
 		for _, s := range r.segs {
 			_ = s.Close()
 		}
 	}
-	r.account(r.unseen(ctx, others))
+	unseen := r.unseen(ctx, others)
+	if r.sentMeanwhile(ctx); r.res.ByAnotherRun > 0 && r.o.Notice != nil {
+		r.o.Notice(fmt.Sprintf("plan %s: %d message(s) were sent by another run of this plan going on at the same time (a second terminal?): counted already sent, not sent again", redrive.ShortHash(r.hash), r.res.ByAnotherRun))
+	}
+	r.account(unseen)
 	if readErr != nil {
 		return r.res, readErr
 	}
@@ -850,6 +863,29 @@ func (r *rabbitRun) notFound() bool {
 		}
 	}
 	return false
+}
+
+// sentMeanwhile reads the plan's ledger again when the run did not find
+// some included message: another run of the same plan going on at the same
+// time (a second terminal) consumes and sends messages this one never
+// sees, and the ledger has them confirmed since this run read it. Those
+// are done, not gone (ByAnotherRun counts them).
+func (r *rabbitRun) sentMeanwhile(ctx context.Context) {
+	if ctx.Err() != nil || !r.notFound() {
+		return
+	}
+	states, err := r.l.PlanStates(ctx, r.hash)
+	if err != nil {
+		return // said as not found, as before
+	}
+	n := 0
+	for id := range r.included {
+		if !r.seen[id] && !r.changed[id] && r.states[id] != rabbitmq.StateConfirmed && states[id] == rabbitmq.StateConfirmed {
+			r.states[id] = rabbitmq.StateConfirmed
+			n++
+		}
+	}
+	r.res.ByAnotherRun += n
 }
 
 // otherConsumers counts, when the run did not find some included message,
