@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -169,6 +170,12 @@ func (k *Cluster) ReadDLQAt(ctx context.Context, dlq string, coords []redrive.Co
 	for _, c := range coords {
 		// Offsets not listed (HighWatermark -1) are not "no record".
 		if b, ok := bounds[c.Partition]; ok && b.Err != "" {
+			if strings.Contains(b.Err, kerr.UnknownTopicOrPartition.Message) {
+				// Deleted since the metadata was read (a deletion reaches
+				// the partitions first): the same cause as a topic the
+				// metadata no longer lists.
+				return nil, nil, backends.Failure(fmt.Sprintf("dlq %s[%d]: %s", dlq, c.Partition, b.Err), backends.ErrNotFound)
+			}
 			return nil, nil, fmt.Errorf("dlq %s[%d]: %s", dlq, c.Partition, b.Err)
 		}
 	}

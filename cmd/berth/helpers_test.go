@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berth-dev/berth/internal/audit"
 )
 
 // Deadlines of tests that wait for the console. They only turn a screen
@@ -64,6 +67,38 @@ func startBin(t testing.TB, bin string, args ...string) (stdout, stderr *strings
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	return stdout, stderr, done
+}
+
+// startLines runs the built binary bin with args, its stdout filling the
+// builder returned and its stderr read line by line from the scanner (read
+// it to its end, then Wait).
+func startLines(t testing.TB, bin string, args ...string) (*exec.Cmd, *strings.Builder, *bufio.Scanner) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	stdout := &strings.Builder{}
+	cmd.Stdout = stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, stdout, bufio.NewScanner(stderr)
+}
+
+// auditEntries is the audit log at path, oldest first.
+func auditEntries(t testing.TB, path string) []audit.Entry {
+	t.Helper()
+	log, err := audit.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := log.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return entries
 }
 
 // isolateConfig points XDG_CONFIG_HOME and XDG_DATA_HOME at fresh temporary

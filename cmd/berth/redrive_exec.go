@@ -442,9 +442,11 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 				if verr != nil {
 					err = verr
 				}
-				_ = a.auditRedrive(context.WithoutCancel(sigCtx), auditFile, "redrive.verified", pf, map[string]any{
-					"checked": v.Checked, "mismatches": len(v.Mismatches), "refailed": len(v.Refailed),
-				})
+				details := map[string]any{"checked": v.Checked, "mismatches": len(v.Mismatches), "refailed": len(v.Refailed)}
+				if verr != nil {
+					details["error"] = verr.Error()
+				}
+				_ = a.auditRedrive(context.WithoutCancel(sigCtx), auditFile, "redrive.verified", pf, details)
 			}
 			stopped := ""
 			if res.Cancelled {

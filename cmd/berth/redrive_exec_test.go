@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -404,17 +403,7 @@ func TestRedriveCancelFinishesTheBatchThenStops(t *testing.T) {
 	const n = 60
 	f := newRedriveFixture(t, n, "    - match: \"ledger-events.DLT\"\n      review: none\n")
 	plan := f.plan(t, "--batch-size", "5", "--rate", "50")
-	cmd := exec.Command(bin, "--config", f.config, "redrive", "execute", plan[:12], "--yes", "--no-verify", "-o", "json")
-	var stdout strings.Builder
-	cmd.Stdout = &stdout
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(stderr)
+	cmd, stdout, lines := startLines(t, bin, "--config", f.config, "redrive", "execute", plan[:12], "--yes", "--no-verify", "-o", "json")
 	progress, summary := 0, ""
 	for lines.Scan() {
 		if strings.HasPrefix(lines.Text(), "progress ") {
@@ -629,5 +618,56 @@ func TestRedriveTwoRunsOfOnePlanAtOnce(t *testing.T) {
 	if err := json.Unmarshal([]byte(aOut.String()), &a); err != nil || errA == nil || a.Sent != 5 || len(a.Failed) != 0 ||
 		len(a.Problems) != 1 || !strings.Contains(a.Problems[0], over) || !strings.Contains(aErr.String(), "berth: "+over) || strings.Contains(aErr.String(), "FENCED") {
 		t.Fatalf("the first run (%v, %v): sent %d, failed %d, problems %q\n%s\nwant exit 1, its one batch sent, none failed, one line saying it was taken over", errA, err, a.Sent, len(a.Failed), a.Problems, aErr)
+	}
+}
+
+// A Kafka DLQ topic deleted while execute sends: the plan's records were
+// read before the first batch, so all are sent and counted; the copies are
+// read back, the re-failure watch has no DLQ to watch, and the run ends
+// naming the deleted DLQ among its problems and last on stderr, exit 1,
+// the audit's redrive.verified entry saying why (it ended with the raw
+// "topic X: UNKNOWN_TOPIC_OR_PARTITION" and nothing read back).
+func TestRedriveOnADLQTopicDeletedDuringTheRun(t *testing.T) {
+	bin := buildBerth(t)
+	const n = 60
+	f := newRedriveFixture(t, n, "    - match: \"ledger-events.DLT\"\n      review: none\n")
+	plan := f.plan(t, "--batch-size", "5", "--rate", "50")
+	cmd, stdout, lines := startLines(t, bin, "--config", f.config, "redrive", "execute", plan[:12], "--yes", "--watch", "2s", "-o", "json")
+	progress, last := 0, ""
+	for lines.Scan() {
+		last = lines.Text()
+		// The third line follows the first batch.
+		if strings.HasPrefix(last, "progress ") {
+			if progress++; progress == 3 {
+				if _, err := f.kc.Admin.DeleteTopics(context.Background(), "ledger-events.DLT"); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	_ = cmd.Wait()
+	var res struct {
+		Sent         int      `json:"sent"`
+		Problems     []string `json:"problems"`
+		Verification struct {
+			Kafka struct {
+				Checked int `json:"checked"`
+			} `json:"kafka"`
+		} `json:"verification"`
+	}
+	gone := fmt.Sprintf("plan %s: its DLQ %q no longer exists (deleted since the plan was made?)", plan[:12], "ledger-events.DLT")
+	if err := json.Unmarshal([]byte(stdout.String()), &res); err != nil || cmd.ProcessState.ExitCode() != 1 || res.Sent != n || res.Verification.Kafka.Checked != n ||
+		len(res.Problems) != 1 || res.Problems[0] != "stopped by an error: "+gone || last != "berth: "+gone {
+		t.Fatalf("execute with its DLQ deleted during the run: exit %d %v, sent %d, read back %d, problems %q, last line %q\nwant exit 1, all %d sent and read back, the DLQ named", cmd.ProcessState.ExitCode(), err, res.Sent, res.Verification.Kafka.Checked, res.Problems, last, n)
+	}
+	if got := f.state(t, plan); got != n {
+		t.Errorf("the target holds %d of the %d", got, n)
+	}
+	entries := auditEntries(t, f.audit)
+	var d struct {
+		Error string `json:"error"`
+	}
+	if e := entries[len(entries)-1]; e.Action != "redrive.verified" || e.Decode(&d) != nil || d.Error != gone {
+		t.Errorf("the audit log ends with %s %q; want redrive.verified saying %q", e.Action, d.Error, gone)
 	}
 }

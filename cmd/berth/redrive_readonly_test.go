@@ -72,14 +72,7 @@ func TestRedriveExecuteEditedPlanFileRefusalIsAudited(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "edited") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	log, err := audit.Open(f.audit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries, err := log.List()
-	if err != nil {
-		t.Fatal(err)
-	}
+	entries := auditEntries(t, f.audit)
 	last := entries[len(entries)-1]
 	if last.Action != "redrive.refused" || last.Target != planFile || !strings.Contains(fmt.Sprintf("%s", last.Details), "edited") {
 		t.Fatalf("last audit entry: %+v", last)

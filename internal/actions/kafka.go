@@ -497,8 +497,14 @@ func (k *KafkaRedrive) VerifySent(ctx context.Context, f redrive.File, sent *Sen
 	v := &Verification{Mismatches: []kafka.Mismatch{}, Refailed: []kafka.Refailure{}, Watched: "0s", WatchFor: watch.String(), WatchEnded: WatchSkipped, WatchGroups: []string{}}
 	cl := k.Planner.Cluster
 	ends, err := cl.DLQEnds(ctx, f.Plan.DLQ)
-	if err != nil {
+	// A DLQ deleted during the run: the copies are read back all the same,
+	// there is nothing to watch, and the run ends naming the DLQ.
+	gone := dlqGone(f.Hash, f.Plan.DLQ, err)
+	if err != nil && gone == err {
 		return v, err
+	}
+	if gone != nil {
+		watch = 0
 	}
 	// The ledger entries of this plan's records only (a keyed look-up),
 	// not the whole ledger.
@@ -518,7 +524,7 @@ func (k *KafkaRedrive) VerifySent(ctx context.Context, f redrive.File, sent *Sen
 			return v, err
 		}
 	}
-	return v, nil
+	return v, gone
 }
 
 // planCopies is where the copies of a plan's included records are, as the

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 
 	"github.com/berth-dev/berth/backends/kafka"
 	"github.com/berth-dev/berth/internal/actions"
+	"github.com/berth-dev/berth/internal/audit"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/kafkatest"
 	"github.com/berth-dev/berth/redrive"
@@ -315,5 +318,62 @@ func TestRedriveRateIsNotMadeUpAfterAStall(t *testing.T) {
 	// 4 batches of 5 at 10 records/s: the last three each wait 500 ms.
 	if slept < 1500*time.Millisecond {
 		t.Fatalf("the limiter waited %v after a 10 s stall; 3 batches of 5 at 10/s must wait 1.5 s (a burst made up the stall)", slept)
+	}
+}
+
+// A Kafka DLQ topic deleted while execute runs: what was sent stays sent
+// and is counted, the run ends with the deleted DLQ named (as RabbitMQ's
+// does), and the audit log records the run as failed with that error. The
+// topic is deleted once the first chunk is sent; the chunk after the next
+// is read only then.
+func TestRedriveOnADLQTopicDeletedMidRun(t *testing.T) {
+	kc, c, k := seededDLQ(t, 21)
+	ctx := context.Background()
+	f := planFor(t, k, "orig.DLT", 21)
+	log, err := audit.Open(filepath.Join(t.TempDir(), "audit.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := k.NewRedriveTransport(ctx, f.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	deleted := false
+	res, err := actions.Execute(ctx, f, actions.Options{
+		Cluster: f.Plan.Cluster, Policy: f.Plan.Policy, HasPolicy: true, Reader: tr, Publisher: tr, Audit: log, Chunk: 7,
+		Recheck: func(ctx context.Context, p redrive.Plan, cs []redrive.Candidate, _ redrive.PolicySnapshot) ([]redrive.Verdict, error) {
+			return redrive.Run(ctx, cs, redrive.CheckOptions{DLQ: p.DLQ}, redrive.Sources{
+				Ledger: kafka.NewPlanStore(c).Ledger,
+				Scan:   func(ctx context.Context, s *redrive.OrderingScan) error { return k.ScanOrdering(ctx, s, 0, nil) },
+			})
+		},
+		Progress: func(p actions.Progress) {
+			if p.Sent == 7 && !deleted {
+				deleted = true
+				if _, err := kc.Admin.DeleteTopics(ctx, "orig.DLT"); err != nil {
+					t.Fatal(err)
+				}
+			}
+		},
+	})
+	gone := `its DLQ "orig.DLT" no longer exists (deleted since the plan was made?)`
+	if err == nil || !strings.Contains(err.Error(), gone) || res.Sent != 14 || len(res.Failed) != 0 {
+		t.Fatalf("execute with its DLQ deleted mid-run: sent %d, failed %d, skipped %v, err %v; want the first two chunks sent (14) and the error naming the DLQ", res.Sent, len(res.Failed), res.Skipped, err)
+	}
+	if got := len(readAllCommitted(t, kc, "orig")); got != 14 {
+		t.Errorf("the original topic holds %d records, the run says 14 sent", got)
+	}
+	entries, err := log.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := entries[len(entries)-1]
+	var d struct {
+		Sent  int    `json:"sent"`
+		Error string `json:"error"`
+	}
+	if err := last.Decode(&d); err != nil || last.Action != "redrive.execute.failed" || d.Sent != 14 || !strings.Contains(d.Error, gone) {
+		t.Errorf("the audit log ends with %s %+v (%v); want redrive.execute.failed, 14 sent, the error naming the DLQ", last.Action, d, err)
 	}
 }
