@@ -892,3 +892,92 @@ func TestRedriveRefusesTheOtherBackendsPlan(t *testing.T) {
 		}
 	}
 }
+
+// The files Berth trusts, edited between approve and execute (the
+// approver dropped from allowed_signers, the file emptied or gone, more
+// approvals required, the audit log's last entry edited or cut mid-line):
+// execute refuses in one line, the same words on both backends, exit 1,
+// nothing sent. Three said it differently: RabbitMQ "plan H is not
+// approved: no approval can be verified: ..." where Kafka said "review is
+// required but no approval can be verified: ...; nothing sent"; an
+// unreadable allowed_signers lacked ": nothing sent" on RabbitMQ; a damaged
+// audit log ended "(nothing sent)" on RabbitMQ and "a write that cannot be
+// recorded does not go on" on Kafka.
+func TestRedriveFilesEditedAfterApprovalRefuseInOneWording(t *testing.T) {
+	keys := t.TempDir()
+	_, alice, _, bob := signersFile(t, keys)
+	list, err := os.ReadFile(filepath.Join(keys, "allowed_signers"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(t *testing.T, file, s string) {
+		if err := os.WriteFile(file, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(t *testing.T, file string) string {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(raw)
+	}
+	for _, c := range []struct {
+		edit string
+		do   func(t *testing.T, e ruleEnv, signers string)
+		want string
+	}{
+		{"the approver dropped from allowed_signers", func(t *testing.T, e ruleEnv, signers string) {
+			var keep []string
+			for _, l := range strings.Split(read(t, signers), "\n") {
+				if !strings.HasPrefix(l, "bob@hc") {
+					keep = append(keep, l)
+				}
+			}
+			write(t, signers, strings.Join(keep, "\n"))
+		}, "berth: refused: plan HASH is not approved: 0 of 1 required approvals (signature by SHA256:FP: key is not in allowed_signers)"},
+		{"allowed_signers emptied", func(t *testing.T, e ruleEnv, signers string) { write(t, signers, "") },
+			"berth: refused: review is required but no approval can be verified: the allowed_signers file SIGNERS lists no key: add each approver's public key there, one line each (principal key-type key); nothing sent"},
+		{"allowed_signers gone", func(t *testing.T, e ruleEnv, signers string) { _ = os.Remove(signers) },
+			"berth: allowed_signers: cannot read SIGNERS: no such file or directory: nothing sent"},
+		{"two approvals required", func(t *testing.T, e ruleEnv, signers string) {
+			write(t, e.config, strings.Replace(read(t, e.config), "approvals: 1", "approvals: 2", 1))
+		}, "berth: refused: plan HASH is not approved: 1 of 2 required approvals"},
+		{"the audit log's last entry edited", func(t *testing.T, e ruleEnv, signers string) {
+			s := strings.TrimSuffix(read(t, e.audit), "\n")
+			i := strings.LastIndex(s, "\n")
+			write(t, e.audit, s[:i+1]+strings.Replace(s[i+1:], "bob@hc", "eve@hc", 1)+"\n")
+		}, "berth: refused: audit log: audit file AUDIT: the last entry is damaged: hash mismatch: content hashes to H…, entry says H… (run `berth audit verify`): nothing sent"},
+		{"the audit log cut mid-line", func(t *testing.T, e ruleEnv, signers string) {
+			s := read(t, e.audit)
+			write(t, e.audit, s[:len(s)-20])
+		}, "berth: refused: audit log: audit file AUDIT: the last entry is incomplete (no newline at end of file) (run `berth audit verify`): nothing sent"},
+	} {
+		t.Run(c.edit, func(t *testing.T) {
+			for _, b := range ruleBackends {
+				t.Run(b.name, func(t *testing.T) {
+					signers := filepath.Join(t.TempDir(), "allowed_signers")
+					write(t, signers, string(list))
+					e := b.env(t, func(e ruleEnv) string {
+						return e.policyFor("      review: required\n      approvals: 1\n", fmt.Sprintf("      allowed_signers: %s\n", signers))
+					})
+					_, hash := e.planAll(t, "--key", alice)
+					if _, errOut, code := e.run(t, "redrive", "approve", hash[:12], "--key", bob); code != 0 {
+						t.Fatalf("approve: exit %d %s", code, errOut)
+					}
+					c.do(t, e, signers)
+					out, errOut, code := e.run(t, "redrive", "execute", hash[:12], "--yes")
+					said := strings.NewReplacer(hash[:12], "HASH", signers, "SIGNERS", e.audit, "AUDIT").Replace(strings.TrimSuffix(errOut, "\n"))
+					said = regexp.MustCompile(`SHA256:[A-Za-z0-9+/]+`).ReplaceAllString(said, "SHA256:FP")
+					said = regexp.MustCompile(`[0-9a-f]{12}…`).ReplaceAllString(said, "H…")
+					if code != 1 || out != "" || said != c.want {
+						t.Errorf("execute after %s: exit %d, stdout %q\nsaid  %q\nwant %q", c.edit, code, out, said, c.want)
+					}
+					if n := e.sent(t, hash); n != 0 {
+						t.Errorf("%d record(s) sent", n)
+					}
+				})
+			}
+		})
+	}
+}

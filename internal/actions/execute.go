@@ -251,8 +251,8 @@ func Execute(ctx context.Context, f redrive.File, o Options) (Result, error) {
 	if err != nil {
 		return res, o.refused(ctx, f, err)
 	}
-	if err := o.audit(ctx, "redrive.execute.started", f, map[string]any{"records": len(f.Plan.Records), "approvers": dec.Approvers}); err != nil {
-		return res, err
+	if err := o.append(ctx, "redrive.execute.started", f, map[string]any{"records": len(f.Plan.Records), "approvers": dec.Approvers}); err != nil {
+		return res, Refuse(ErrAuditUnwritable, "audit log: %v: nothing sent", err)
 	}
 
 	if o.Recheck == nil {
@@ -990,6 +990,14 @@ func (o Options) sleep(ctx context.Context, d time.Duration) error {
 // local log has the entry. A local failure is: a destructive action that
 // cannot be recorded does not go on.
 func (o Options) audit(ctx context.Context, action string, f redrive.File, details map[string]any) error {
+	if err := o.append(ctx, action, f, details); err != nil {
+		return &Refusal{Reason: ErrAuditUnwritable, Detail: fmt.Sprintf("audit log: %v: a write that cannot be recorded does not go on", err)}
+	}
+	return nil
+}
+
+// append is audit's entry written, its local failure returned as it is.
+func (o Options) append(ctx context.Context, action string, f redrive.File, details map[string]any) error {
 	if o.Audit == nil || o.DryRun {
 		return nil
 	}
@@ -998,7 +1006,7 @@ func (o Options) audit(ctx context.Context, action string, f redrive.File, detai
 	_, err := o.Audit.Append(context.WithoutCancel(ctx), audit.Entry{Actor: o.Actor, Action: action, Context: o.Context, Target: f.Hash, Details: details})
 	var se *audit.SinkError
 	if err != nil && !errors.As(err, &se) {
-		return &Refusal{Reason: ErrAuditUnwritable, Detail: fmt.Sprintf("audit log: %v: a write that cannot be recorded does not go on", err)}
+		return err
 	}
 	return nil
 }

@@ -573,12 +573,14 @@ func (r *RabbitRedrive) SignAsAuthor(ctx context.Context, l RabbitStore, p redri
 // an action is disabled, which is not an attempt to run.
 func (r *RabbitRedrive) Preflight(ctx context.Context, l RabbitStore, p redrive.QueuePlan, actor, auditFile string, audited bool) (approval.Decision, map[string]redrive.Verdict, error) {
 	hash := p.Hash()
-	refuse := func(reason error, format string, a ...any) error {
-		err := Refuse(reason, format, a...)
+	refuseErr := func(err error) error {
 		if audited {
 			r.AuditOrWarn(ctx, auditFile, "redrive.refused", hash, map[string]any{"dlq": p.DLQ, "reason": err.Error(), "actor": actor})
 		}
 		return err
+	}
+	refuse := func(reason error, format string, a ...any) error {
+		return refuseErr(Refuse(reason, format, a...))
 	}
 	if r.ReadOnly {
 		return approval.Decision{}, nil, refuse(ErrReadOnly, "the context is read-only")
@@ -594,6 +596,13 @@ func (r *RabbitRedrive) Preflight(ctx context.Context, l RabbitStore, p redrive.
 	}
 	if blocked, why := p.Blocked(); blocked {
 		return approval.Decision{}, nil, refuse(ErrPlanBlocked, "plan %s is blocked (a check could not run): %s; make the plan again", redrive.ShortHash(hash), why)
+	}
+	// The same words as Kafka's for a review no approval can pass (no
+	// allowed signer, or their file unreadable).
+	if _, signers, required, err := r.Review(p); err != nil {
+		return approval.Decision{}, nil, refuseErr(fmt.Errorf("%w: nothing sent", err))
+	} else if required && len(signers) == 0 {
+		return approval.Decision{Approvers: []string{}}, nil, refuseErr(noSigners(r.signersToEdit(p), "nothing sent"))
 	}
 	dec, required, err := r.Decision(ctx, l, p)
 	if err != nil {
@@ -670,7 +679,7 @@ func (r *RabbitRedrive) Run(ctx context.Context, cl RabbitTransport, l RabbitLed
 		return r.Audit(ctx, auditFile, action, hash, details)
 	}
 	if err := record(ctx, "redrive.execute.started", map[string]any{"records": len(p.Records), "totals": p.Totals(), "approvers": dec.Approvers}); err != nil {
-		return RabbitResult{Plan: hash}, Refuse(ErrAuditUnwritable, "%v (nothing sent)", err)
+		return RabbitResult{Plan: hash}, Refuse(ErrAuditUnwritable, "%v: nothing sent", err)
 	}
 	// Every chunk is on record before its DLQ copies are acked, under the
 	// names Kafka's batches use.
