@@ -165,15 +165,23 @@ func (rc *RedriveConn) Consume(ctx context.Context, queue string, n, prefetch in
 // queue. The broker sends every delivery of the old consumer before its
 // cancel-ok, so the old segment's deliveries end, in order, before the
 // new one's begin; what the old one holds stays unacked on its channel.
+// The new segment's channel and prefetch are set up before the cancel
+// (neither asks the queue anything), so that between the old consumer's
+// last delivery and the new one's first there is only the new consumer's
+// start: at 100,000 messages a run rotates about fifty times, and each
+// round trip to a broker under load is milliseconds the reader waits.
 // The new segment is returned with an error too when its channel opened
 // (it must be closed with the others).
 func (rc *RedriveConn) Rotate(old *Segment, queue string, n, prefetch int) (*Segment, error) {
+	s, err := rc.segmentChannel(n+1, prefetch)
+	if err != nil {
+		return s, rc.c.amqpErr(err)
+	}
 	if err := old.ch.Cancel(old.tag, false); err != nil {
-		return nil, rc.c.amqpErr(err)
+		return s, rc.c.amqpErr(err)
 	}
 	old.consuming = false
-	s, err := rc.openSegment(queue, n+1, prefetch)
-	if err != nil {
+	if err := rc.startConsumer(s, queue); err != nil {
 		return s, rc.c.amqpErr(err)
 	}
 	return s, nil
@@ -182,6 +190,16 @@ func (rc *RedriveConn) Rotate(old *Segment, queue string, n, prefetch int) (*Seg
 // openSegment opens segment n's channel and consumer. The channel is
 // returned with an error once it opened.
 func (rc *RedriveConn) openSegment(queue string, n, prefetch int) (*Segment, error) {
+	s, err := rc.segmentChannel(n, prefetch)
+	if err != nil {
+		return s, err
+	}
+	return s, rc.startConsumer(s, queue)
+}
+
+// segmentChannel opens segment n's channel with its prefetch, consuming
+// nothing yet. The channel is returned with an error once it opened.
+func (rc *RedriveConn) segmentChannel(n, prefetch int) (*Segment, error) {
 	ch, err := rc.conn.Channel()
 	if err != nil {
 		return nil, err
@@ -190,14 +208,19 @@ func (rc *RedriveConn) openSegment(queue string, n, prefetch int) (*Segment, err
 	if err := ch.Qos(prefetch, 0, false); err != nil {
 		return s, err
 	}
-	d, err := ch.Consume(queue, s.tag, false, false, false, false, nil)
+	return s, nil
+}
+
+// startConsumer starts the segment's consumer on queue.
+func (rc *RedriveConn) startConsumer(s *Segment, queue string) error {
+	d, err := s.ch.Consume(queue, s.tag, false, false, false, false, nil)
 	if err != nil {
-		return s, err
+		return err
 	}
 	s.consuming = true
 	s.deliveries = make(chan Delivery)
 	go rc.relay(d, s.deliveries)
-	return s, nil
+	return nil
 }
 
 // relay hands the consumer's deliveries on, in order, until they end or
