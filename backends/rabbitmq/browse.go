@@ -619,6 +619,10 @@ func (b *classicBrowse) returnAll(ctx context.Context, waiting func(string)) (ot
 // most are over in a fraction of a second.
 const waitingSaid = 500 * time.Millisecond
 
+// statsInterval is how often RabbitMQ emits a queue's statistics
+// (collect_statistics_interval, 5 s by default).
+const statsInterval = 5 * time.Second
+
 // marker registers a consumer on a channel of its own, closed last, so
 // that the queue's consumer count shows when the browse's channels are
 // handled (returnAll). The queue has nothing ready for the browse (it read
@@ -657,6 +661,15 @@ func (b *classicBrowse) marker(ctx context.Context) error {
 // through waiting and takes at most half of what is left of ctx (the
 // command has more to do than count): when it ends first, the count is
 // unknown.
+//
+// A consistent sample saying the others hold nothing is trusted only once
+// the samples have said so for a whole statistics interval: the API's
+// figures arrive in pieces, seconds late on a busy broker (a queue made
+// moments before: no figures for 3 s, then the consumer count, then ready
+// and unacknowledged at 0, then, 7 s in, the consumer count now, ready 0
+// as now, and unacknowledged still 0 for a quarter of a second before the
+// 2 another consumer held). Trusted at once, that sample called the held
+// messages gone, 4 runs in 4.
 func (c *Client) unseen(ctx context.Context, queue string, others int, waiting func(string)) *Unseen {
 	if others == 0 {
 		return nil
@@ -670,6 +683,7 @@ func (c *Client) unseen(ctx context.Context, queue string, others int, waiting f
 		giveUp = time.After(time.Until(dl) / 2)
 	}
 	start, said := time.Now(), false
+	var zeroSince time.Time // since when the samples have said nothing is held
 	for {
 		mq, merr := c.mgmt.queueWith(ctx, c.Vhost(), queue, unseenColumns)
 		q, err := c.passive(ctx, queue)
@@ -684,10 +698,18 @@ func (c *Client) unseen(ctx context.Context, queue string, others int, waiting f
 		// it is consistent with the queue now).
 		u.Berth = berthOf(mq.ConsumerDetails, u.Consumers)
 		if mq.Consumers != nil && *mq.Consumers == u.Consumers && mq.Ready != nil && *mq.Ready == *q.Ready && mq.Unacked != nil {
-			if u.Messages = *mq.Unacked; u.Messages == 0 {
+			if u.Messages = *mq.Unacked; u.Messages > 0 {
+				return u
+			}
+			if zeroSince.IsZero() {
+				zeroSince = time.Now()
+			}
+			if time.Since(zeroSince) >= statsInterval {
 				return nil
 			}
-			return u
+			u.Messages = -1 // not yet known
+		} else {
+			zeroSince = time.Time{}
 		}
 		if !said && waiting != nil && time.Since(start) >= waitingSaid {
 			said = true
