@@ -41,7 +41,7 @@ func (c *Client) Unacked(ctx context.Context, vhost, queue string) (int64, bool)
 	return *q.Unacked, true
 }
 
-// Unseen counts what the queue's others other consumers hold
+// Unseen counts what the queue's `others` other consumers hold
 // unacknowledged, which no consumer of this client (a browse, a redrive
 // run) can see, as a browse counts it (the management API's statistics,
 // waited for at most half of what is left of ctx, said through waiting);

@@ -915,7 +915,7 @@ func (r *rabbitRun) otherConsumers(ctx context.Context) int {
 // most, as a browse waits half of what is left of its timeout.
 const unseenWait = 30 * time.Second
 
-// unseen is what the DLQ's others other consumers hold unacknowledged, once
+// unseen is what the DLQ's `others` other consumers hold unacknowledged, once
 // the run's own messages are back (nil: nothing, or no other consumer).
 func (r *rabbitRun) unseen(ctx context.Context, others int) *rabbitmq.Unseen {
 	if others == 0 || ctx.Err() != nil {

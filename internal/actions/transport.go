@@ -132,7 +132,7 @@ type RabbitTransport interface {
 	// Unacked is a queue's unacked count from the management API (false
 	// without it).
 	Unacked(ctx context.Context, vhost, queue string) (int64, bool)
-	// Unseen counts what the queue's others other consumers hold
+	// Unseen counts what the queue's `others` other consumers hold
 	// unacknowledged (nil: nothing), as a browse counts it.
 	Unseen(ctx context.Context, queue string, others int, waiting func(string)) *rabbitmq.Unseen
 	// OpenRedrive dials the run's own connection (refused when read-only).
