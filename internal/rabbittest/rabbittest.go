@@ -174,17 +174,24 @@ func Bind(t testing.TB, conn *amqp.Connection, queue, key, exchange string) {
 	}
 }
 
-// PublishConfirmed publishes messages and waits for every confirm.
-func PublishConfirmed(t testing.TB, conn *amqp.Connection, exchange, key string, msgs ...amqp.Publishing) {
+// ConfirmChannel opens a channel in confirm mode (the caller closes it).
+func ConfirmChannel(t testing.TB, conn *amqp.Connection) *amqp.Channel {
 	t.Helper()
 	ch, err := conn.Channel()
+	if err == nil {
+		err = ch.Confirm(false)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ch
+}
+
+// PublishConfirmed publishes messages and waits for every confirm.
+func PublishConfirmed(t testing.TB, conn *amqp.Connection, exchange, key string, msgs ...amqp.Publishing) {
+	t.Helper()
+	ch := ConfirmChannel(t, conn)
 	defer ch.Close()
-	if err := ch.Confirm(false); err != nil {
-		t.Fatal(err)
-	}
 	var dcs []*amqp.DeferredConfirmation
 	for _, m := range msgs {
 		dc, err := ch.PublishWithDeferredConfirm(exchange, key, true, false, m)
