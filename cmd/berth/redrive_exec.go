@@ -693,7 +693,7 @@ func writeSummary(w io.Writer, s planSummary, f redrive.File) {
 }
 
 func progressLine(w io.Writer, p actions.Progress) {
-	done := p.Sent + p.Skipped + p.Failed
+	done := p.Sent + p.AlreadySent + p.Skipped + p.Failed
 	pct := 100.0
 	if p.Total > 0 {
 		pct = 100 * float64(done) / float64(p.Total)
@@ -702,7 +702,7 @@ func progressLine(w io.Writer, p actions.Progress) {
 	if p.Paused {
 		state = " [paused]"
 	}
-	fmt.Fprintf(w, "progress %s: %d/%d (%.0f%%) sent %d skipped %d failed %d eta %s%s\n", redrive.ShortHash(p.Plan), done, p.Total, pct, p.Sent, p.Skipped, p.Failed, p.ETA.Round(time.Second), state)
+	fmt.Fprintf(w, "progress %s: %d/%d (%.0f%%) sent %d already sent %d skipped %d failed %d eta %s%s\n", redrive.ShortHash(p.Plan), done, p.Total, pct, p.Sent, p.AlreadySent, p.Skipped, p.Failed, p.ETA.Round(time.Second), state)
 }
 
 func orUnknown(s string) string {

@@ -606,7 +606,13 @@ func TestRedriveTwoRunsOfOnePlanAtOnce(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(bOut.String()), &b); err != nil || errB != nil || b.AlreadySent == 0 || b.Sent+b.AlreadySent != n {
 		t.Fatalf("the second run (%v, %v): %d sent, %d already sent; want exit 0, the first run's batch already sent and the rest sent", errB, err, b.Sent, b.AlreadySent)
-	} // The first run says it was taken over, once, in words: not a raw
+	}
+	// Its progress lines count them as the summary does: already sent, not
+	// skipped.
+	if want := fmt.Sprintf("(100%%) sent %d already sent %d skipped 0 failed 0", b.Sent, b.AlreadySent); !strings.Contains(bErr.String(), want) {
+		t.Fatalf("the second run's progress lines do not end with %q:\n%s", want, bErr)
+	}
+	// The first run says it was taken over, once, in words: not a raw
 	// PRODUCER_FENCED for each batch left, counted as failed and "staying
 	// in the DLQ" while the other run sends them.
 	var a struct {

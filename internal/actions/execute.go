@@ -40,14 +40,17 @@ const (
 
 // Progress is reported after every batch.
 type Progress struct {
-	Plan    string        `json:"plan"`
-	Total   int           `json:"total"`
-	Sent    int           `json:"sent"`
-	Skipped int           `json:"skipped"`
-	Failed  int           `json:"failed"`
-	Paused  bool          `json:"paused"`
-	Elapsed time.Duration `json:"elapsed_ns"`
-	ETA     time.Duration `json:"eta_ns"`
+	Plan  string `json:"plan"`
+	Total int    `json:"total"`
+	Sent  int    `json:"sent"`
+	// AlreadySent counts the records an earlier run of the plan sent (the
+	// CLI's Result.AlreadySent); with PerRecord they are among Skipped.
+	AlreadySent int           `json:"already_sent"`
+	Skipped     int           `json:"skipped"`
+	Failed      int           `json:"failed"`
+	Paused      bool          `json:"paused"`
+	Elapsed     time.Duration `json:"elapsed_ns"`
+	ETA         time.Duration `json:"eta_ns"`
 }
 
 // Options configure one execution.
@@ -756,8 +759,8 @@ func (e *execRun) sendAll(ctx context.Context, chunks [][]sendKey) error {
 		if o.Progress == nil {
 			return
 		}
-		p := Progress{Plan: f.Hash, Total: total, Sent: res.Sent, Skipped: len(res.Skipped) + res.AlreadySent, Failed: failedCount(res), Paused: paused, Elapsed: o.now().Sub(start)}
-		left := total - p.Sent - p.Skipped - p.Failed
+		p := Progress{Plan: f.Hash, Total: total, Sent: res.Sent, AlreadySent: res.AlreadySent, Skipped: len(res.Skipped), Failed: failedCount(res), Paused: paused, Elapsed: o.now().Sub(start)}
+		left := total - p.Sent - p.AlreadySent - p.Skipped - p.Failed
 		if res.Sent > 0 {
 			p.ETA = time.Duration(float64(p.Elapsed) / float64(res.Sent) * float64(left))
 		}

@@ -201,8 +201,8 @@ func TestExecuteCountsAlreadySentRecordsWithoutListingThem(t *testing.T) {
 		if out := KafkaOutcome(f, res); out.AlreadySent != 5 || len(out.Skipped) != 0 || out.Sent != 2 {
 			t.Fatalf("per record %v: outcome %+v; want 2 sent, 5 already sent, none skipped", perRecord, out)
 		}
-		if last.Sent+last.Skipped != 7 {
-			t.Fatalf("per record %v: progress %+v does not account for all 7 records", perRecord, last)
+		if last.Sent+last.AlreadySent+last.Skipped != 7 || last.AlreadySent != counted || last.Skipped != listed {
+			t.Fatalf("per record %v: progress %+v; want all 7 records, %d already sent and %d skipped as the result says", perRecord, last, counted, listed)
 		}
 	}
 }

@@ -645,7 +645,7 @@ func (p *PlanPage) runLines() []string {
 	}
 	v := p.view
 	pr := v.progress
-	done := pr.Sent + pr.Skipped + pr.Failed
+	done := pr.Sent + pr.AlreadySent + pr.Skipped + pr.Failed
 	pct := fraction(done, pr.Total)
 	counts := fmt.Sprintf("sent %d · skipped %d · failed %d · %d/%d (%.0f%%)", pr.Sent, pr.Skipped, pr.Failed, done, pr.Total, pct*100)
 	switch v.phase {
