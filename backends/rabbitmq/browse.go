@@ -338,7 +338,7 @@ func (c *Client) browseClassic(ctx context.Context, res BrowseResult, o BrowseOp
 		res.SideEffects = append(res.SideEffects, fmt.Sprintf("RabbitMQ had not put back every message read when the time ran out: a browse of %s started now may not see them all yet", res.Queue))
 		return res, nil
 	}
-	res.Unseen = c.unseen(ctx, res.Queue, others, o.Waiting)
+	res.Unseen = c.Unseen(ctx, res.Queue, others, o.Waiting)
 	return res, nil
 }
 
@@ -648,8 +648,9 @@ func (b *classicBrowse) marker(ctx context.Context) error {
 	return nil
 }
 
-// unseen counts what a browse could not see: the messages the queue's
-// other consumers hold unacknowledged. With no other consumer there are
+// Unseen counts what a browse (or a redrive run) could not see: the
+// messages the queue's `others` other consumers hold unacknowledged (nil:
+// nothing of the kind). With no other consumer there are
 // none. The count is the management API's, whose queue figures are
 // statistics emitted every few seconds (collect_statistics_interval, 5 s
 // by default), its consumer count and message counts at different moments:
@@ -670,7 +671,7 @@ func (b *classicBrowse) marker(ctx context.Context) error {
 // as now, and unacknowledged still 0 for a quarter of a second before the
 // 2 another consumer held). Trusted at once, that sample called the held
 // messages gone, 4 runs in 4.
-func (c *Client) unseen(ctx context.Context, queue string, others int, waiting func(string)) *Unseen {
+func (c *Client) Unseen(ctx context.Context, queue string, others int, waiting func(string)) *Unseen {
 	if others == 0 {
 		return nil
 	}

@@ -41,15 +41,6 @@ func (c *Client) Unacked(ctx context.Context, vhost, queue string) (int64, bool)
 	return *q.Unacked, true
 }
 
-// Unseen counts what the queue's `others` other consumers hold
-// unacknowledged, which no consumer of this client (a browse, a redrive
-// run) can see, as a browse counts it (the management API's statistics,
-// waited for at most half of what is left of ctx, said through waiting);
-// nil when there is nothing of the kind.
-func (c *Client) Unseen(ctx context.Context, queue string, others int, waiting func(string)) *Unseen {
-	return c.unseen(ctx, queue, others, waiting)
-}
-
 // DLQFacts is what the broker says about a plan's DLQ: the management
 // API's view (type, auto-delete, delivery limit); without the API, only the
 // queue type the plan recorded.
