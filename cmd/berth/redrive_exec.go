@@ -338,6 +338,11 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 			if a.isRabbit() {
 				return a.rmqRedriveExecute(cmd, args[0], yes, noVerify, watch, keyFile, auditFile)
 			}
+			// A mistyped PLAN is said before the cluster is dialled, as
+			// RabbitMQ's execute and every other redrive command say it.
+			if !isPlanFile(args[0]) && !isHexPrefix(args[0]) {
+				return notAPlanRef(args[0])
+			}
 			f, err := a.format(output.Table, output.JSON)
 			if err != nil {
 				return err

@@ -677,3 +677,15 @@ func TestRedriveOnADLQTopicDeletedDuringTheRun(t *testing.T) {
 		t.Errorf("the audit log ends with %s %q; want redrive.verified saying %q", e.Action, d.Error, gone)
 	}
 }
+
+// A PLAN that is neither a file nor a hash prefix is said as such by
+// execute even when the cluster cannot be reached: the operator who
+// mistyped a path learns that, not that the broker is down.
+func TestRedriveExecuteNamesAMistypedPlanBeforeDialling(t *testing.T) {
+	isolateConfig(t)
+	ref := filepath.Join(t.TempDir(), "no-such-plan.json")
+	_, errOut, code := runBerth(t, "--bootstrap", "127.0.0.1:1", "--timeout", "2s", "redrive", "execute", ref, "--yes")
+	if want := "berth: PLAN: " + ref + " is neither a plan file nor a plan hash (8+ hex digits)\n"; code != 2 || errOut != want {
+		t.Fatalf("execute of a missing file with the cluster down: exit %d %q; want exit 2 and %q", code, errOut, want)
+	}
+}
