@@ -51,6 +51,14 @@ func (k *Cluster) NewRedriveTransport(ctx context.Context, planHash string) (*Re
 		// Keyed records go where Kafka's default partitioner puts them
 		// (murmur2), so per-key order holds with the original producers'.
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+		// One produce request in flight: a batch's records (and its ledger
+		// entries) go in one ProduceSync, which waits for them all anyway,
+		// and the bundled broker (kfake) may handle two in-flight requests
+		// out of order: a partition never written before then refuses the
+		// later one (OUT_OF_ORDER_SEQUENCE_NUMBER, KAFKA-15591's rule) and
+		// the whole batch fails. Seen once in CI under load: "write ledger:
+		// OUT_OF_ORDER_SEQUENCE_NUMBER" in TestRedriveTransactionalExactlyOnce.
+		kgo.MaxProduceRequestsInflightPerBroker(1),
 	)
 	if err != nil {
 		return nil, err
