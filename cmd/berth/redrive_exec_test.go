@@ -269,8 +269,10 @@ func TestRedriveSurvivesKill9(t *testing.T) {
 		t.Fatalf("%d of %d runs were killed mid-plan", kills, runs)
 	}
 	// Resume to the end.
-	if _, errOut, code := runBerth(t, "--config", f.config, "redrive", "execute", plan[:16], "--yes", "--no-verify", "-o", "json"); code != 0 {
-		t.Fatalf("final run: exit %d: %s", code, errOut)
+	// On failure the JSON (its failed[] carries each batch's error) is
+	// printed too: a failed batch's reason is not on stderr.
+	if out, errOut, code := runBerth(t, "--config", f.config, "redrive", "execute", plan[:16], "--yes", "--no-verify", "-o", "json"); code != 0 {
+		t.Fatalf("final run: exit %d: %s\n%s", code, errOut, out)
 	}
 	if done := f.state(t, plan); done != n {
 		t.Fatalf("after resuming, %d of %d events are in the target", done, n)
