@@ -951,7 +951,7 @@ func TestRedriveFilesEditedAfterApprovalRefuseInOneWording(t *testing.T) {
 		{"the audit log cut mid-line", func(t *testing.T, e ruleEnv, signers string) {
 			s := read(t, e.audit)
 			write(t, e.audit, s[:len(s)-20])
-		}, "berth: refused: audit log: audit file AUDIT: the last entry is incomplete (no newline at end of file) (run `berth audit verify`): nothing sent"},
+		}, "berth: refused: audit log: audit file AUDIT: the last entry is incomplete (no newline at end of file: a write cut short, killed mid-write?) (run `berth audit repair` to set it aside, recorded in the log): nothing sent"},
 	} {
 		t.Run(c.edit, func(t *testing.T) {
 			for _, b := range ruleBackends {

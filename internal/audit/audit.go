@@ -209,7 +209,8 @@ func CurrentUser() string {
 // appender of the same file (other goroutines and processes) by an
 // exclusive lock, and fsynced before Append returns. When the file's last
 // entry is damaged (a torn write, an edit) Append refuses: chaining onto a
-// broken entry would hide the damage. A failing sink yields a *SinkError
+// broken entry would hide the damage (SetAsideTorn is the explicit way
+// past a torn write). A failing sink yields a *SinkError
 // after the local write succeeded.
 func (l *Log) Append(ctx context.Context, e Entry) (Entry, error) {
 	if e.Action == "" {
@@ -240,6 +241,11 @@ func (l *Log) Append(ctx context.Context, e Entry) (Entry, error) {
 	defer unlockFile(f)
 
 	prev, seq, err := lastEntry(f)
+	if errors.Is(err, errTorn) {
+		// Only an explicit, audited repair may move past a torn line: a
+		// cut line looks the same as tampering, so Berth does not guess.
+		return Entry{}, fmt.Errorf("audit file %s: %w (run `berth audit repair` to set it aside, recorded in the log)", l.path, err)
+	}
 	if err != nil {
 		return Entry{}, fmt.Errorf("audit file %s: %w (run `berth audit verify`)", l.path, err)
 	}
@@ -253,15 +259,10 @@ func (l *Log) Append(ctx context.Context, e Entry) (Entry, error) {
 		Details: details,
 		Prev:    prev,
 	}
-	sum, err := computeHash(h)
+	b, stored, err := seal(h)
 	if err != nil {
 		return Entry{}, err
 	}
-	b, err := json.Marshal(line{hashed: h, Hash: sum})
-	if err != nil {
-		return Entry{}, err
-	}
-	b = append(b, '\n')
 	// One write of the whole line: with O_APPEND and the lock held, no other
 	// appender can interleave with it.
 	if _, err := f.Write(b); err != nil {
@@ -270,7 +271,26 @@ func (l *Log) Append(ctx context.Context, e Entry) (Entry, error) {
 	if err := f.Sync(); err != nil {
 		return Entry{}, fmt.Errorf("audit file %s: fsync: %w", l.path, err)
 	}
-	stored := toEntry(line{hashed: h, Hash: sum})
+	return l.mirror(ctx, stored)
+}
+
+// seal hashes h and returns its line as the file holds it (newline
+// included) and the entry as stored.
+func seal(h hashed) ([]byte, Entry, error) {
+	sum, err := computeHash(h)
+	if err != nil {
+		return nil, Entry{}, err
+	}
+	b, err := json.Marshal(line{hashed: h, Hash: sum})
+	if err != nil {
+		return nil, Entry{}, err
+	}
+	return append(b, '\n'), toEntry(line{hashed: h, Hash: sum}), nil
+}
+
+// mirror hands a durably written entry to every sink; the first failure
+// is a *SinkError carrying the entry.
+func (l *Log) mirror(ctx context.Context, stored Entry) (Entry, error) {
 	for _, s := range l.sinks {
 		if err := s.Mirror(ctx, stored); err != nil {
 			return stored, &SinkError{Entry: stored, Err: err}
@@ -288,6 +308,9 @@ func toEntry(ln line) Entry {
 	return e
 }
 
+// errTorn is a log whose last line has no newline: a write cut short.
+var errTorn = errors.New("the last entry is incomplete (no newline at end of file: a write cut short, killed mid-write?)")
+
 // lastEntry reads the final line of f and returns its hash and sequence
 // number (Genesis and 0 for an empty file). It checks that line's own hash
 // so a damaged tail is caught before anything is chained onto it.
@@ -296,7 +319,11 @@ func lastEntry(f *os.File) (string, int64, error) {
 	if err != nil {
 		return "", 0, err
 	}
-	size := st.Size()
+	return lastEntryBefore(f, st.Size())
+}
+
+// lastEntryBefore is lastEntry of the file's first size bytes.
+func lastEntryBefore(f *os.File, size int64) (string, int64, error) {
 	if size == 0 {
 		return Genesis, 0, nil
 	}
@@ -316,7 +343,7 @@ func lastEntry(f *os.File) (string, int64, error) {
 		}
 		tail = append(buf, tail...)
 		if tail[len(tail)-1] != '\n' {
-			return "", 0, errors.New("the last entry is incomplete (no newline at end of file)")
+			return "", 0, errTorn
 		}
 		if i := bytes.LastIndexByte(tail[:len(tail)-1], '\n'); i >= 0 {
 			tail = tail[i+1:]
@@ -448,7 +475,7 @@ func (l *Log) Verify() (Report, error) {
 			return rep, nil
 		}
 		if i == len(lines)-1 && !endsWithNewline(l.path) {
-			return bad(0, "incomplete entry (no newline at end of file)")
+			return bad(0, "incomplete entry (no newline at end of file: a write cut short, killed mid-write?): `berth audit repair` sets it aside, recorded in the log")
 		}
 		ln, err := parseLine(b)
 		if err != nil {
