@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,8 +19,9 @@ import (
 )
 
 // `berth audit` lists the local audit log; `berth audit verify` walks its
-// hash chain. Every command that changes a cluster records itself through
-// a.openAudit, so they all write the same file.
+// hash chain; `berth audit repair` sets a torn last line aside. Every
+// command that changes a cluster records itself through a.openAudit, so
+// they all write the same file.
 
 func init() {
 	register(func(a *app) *cobra.Command {
@@ -38,7 +40,14 @@ func init() {
 			RunE:  func(cmd *cobra.Command, _ []string) error { return a.runAuditVerify(file) },
 		}
 		addAuditFlag(verify, &file)
-		cmd.AddCommand(verify)
+		repair := &cobra.Command{
+			Use:   "repair",
+			Short: "Set aside a torn last line (a write cut short) as a new, chained audit entry that keeps its bytes",
+			Args:  noArgs,
+			RunE:  func(cmd *cobra.Command, _ []string) error { return a.runAuditRepair(file) },
+		}
+		addAuditFlag(repair, &file)
+		cmd.AddCommand(verify, repair)
 		return cmd
 	})
 }
@@ -209,7 +218,7 @@ func (a *app) runAuditVerify(file string) error {
 		}
 	}
 	if !rep.OK {
-		return &exitError{code: 1, err: fmt.Errorf("audit log %s is tampered or damaged at %s (%d good entries before it)", rep.File, rep.Bad, rep.Entries)}
+		return chainBroken(rep)
 	}
 	if mirror != nil {
 		for _, s := range mirror.Sources {
@@ -219,6 +228,88 @@ func (a *app) runAuditVerify(file string) error {
 		}
 	}
 	return nil
+}
+
+// auditRepair is what `berth audit repair -o json` prints.
+type auditRepair struct {
+	File     string `json:"file"`
+	Repaired bool   `json:"repaired"`
+	// SetAside is the torn line set aside and the entry that now holds it
+	// (`berth audit -o json` shows its bytes, base64).
+	SetAside *setAside `json:"set_aside,omitempty"`
+	// MirrorWarning: the entry is in the file, but the audit mirror did
+	// not take it.
+	MirrorWarning string       `json:"mirror_warning,omitempty"`
+	Chain         audit.Report `json:"chain"`
+}
+
+type setAside struct {
+	Seq    int64  `json:"seq"`
+	Hash   string `json:"hash"`
+	Bytes  int    `json:"bytes"`
+	SHA256 string `json:"sha256"`
+}
+
+// runAuditRepair sets a torn last line aside (audit.SetAsideTorn) through
+// the log every destructive command appends to, so the repair entry is
+// mirrored like theirs, then reports the chain as verify does.
+func (a *app) runAuditRepair(file string) error {
+	f, err := a.format(output.Table, output.JSON)
+	if err != nil {
+		return err
+	}
+	log, err := a.openAudit(file)
+	if err != nil {
+		return err
+	}
+	res := auditRepair{File: log.Path()}
+	ctx, cancel := a.opCtx(context.Background()) // bounds the mirroring
+	defer cancel()
+	e, err := log.SetAsideTorn(ctx, a.ctxName)
+	var se *audit.SinkError
+	switch {
+	case errors.As(err, &se):
+		res.MirrorWarning = se.Error()
+		fmt.Fprintf(a.stderr, "berth: warning: %v\n", se)
+	case errors.Is(err, audit.ErrNothingTorn):
+	case err != nil:
+		return err
+	}
+	if err == nil || se != nil {
+		var d audit.TornDetails
+		if err := e.Decode(&d); err != nil {
+			return err
+		}
+		res.Repaired = true
+		res.SetAside = &setAside{Seq: e.Seq, Hash: e.Hash, Bytes: d.Bytes, SHA256: d.SHA256}
+	}
+	if res.Chain, err = log.Verify(); err != nil {
+		return err
+	}
+	if f == output.JSON {
+		if err := output.WriteJSON(a.stdout, res); err != nil {
+			return err
+		}
+	} else {
+		if s := res.SetAside; s != nil {
+			fmt.Fprintf(a.stdout, "Set aside the incomplete last line (%d bytes, sha256 %s…) as entry %d (%s): `berth audit -o json` shows its bytes.\n",
+				s.Bytes, s.SHA256[:12], s.Seq, audit.TornAction)
+		} else {
+			fmt.Fprintf(a.stdout, "Nothing to repair: %s ends with a complete entry.\n", sanitize.Text(res.File))
+		}
+		if res.Chain.OK {
+			fmt.Fprintf(a.stdout, "OK: %d entries, chain intact (head %s) in %s\n", res.Chain.Entries, res.Chain.Head, sanitize.Text(res.Chain.File))
+		}
+	}
+	if !res.Chain.OK {
+		return chainBroken(res.Chain)
+	}
+	return nil
+}
+
+// chainBroken is verify's (and repair's) exit 1 for a broken chain.
+func chainBroken(rep audit.Report) error {
+	return &exitError{code: 1, err: fmt.Errorf("audit log %s is tampered or damaged at %s (%d good entries before it)", rep.File, rep.Bad, rep.Entries)}
 }
 
 // auditMirror is the check of the cluster's audit mirror (Kafka: the

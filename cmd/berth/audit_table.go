@@ -41,6 +41,11 @@ func auditRowOf(e audit.Entry) auditRow {
 		}
 	}
 	r := auditRow{signer: auditSigner(d), target: auditTarget(e, d), outcome: auditOutcome(e.Action, d)}
+	if e.Action == audit.TornAction {
+		// The torn line's bytes, base64: as long as the line was, and
+		// unreadable in a table; its length and sha256 stay, -o json has it.
+		delete(d, "fragment")
+	}
 	r.details = auditDetails(d)
 	return r
 }
@@ -74,6 +79,8 @@ func auditTarget(e audit.Entry, d map[string]any) string {
 func auditOutcome(action string, d map[string]any) string {
 	str := func(k string) string { s, _ := d[k].(string); return s }
 	switch {
+	case action == audit.TornAction:
+		return "set aside"
 	case strings.HasSuffix(action, ".refused"):
 		return "refused"
 	case str("status") != "":
