@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/berth-dev/berth/backends"
 	"github.com/berth-dev/berth/redrive"
@@ -51,14 +53,19 @@ func (k *Cluster) NewRedriveTransport(ctx context.Context, planHash string) (*Re
 		// Keyed records go where Kafka's default partitioner puts them
 		// (murmur2), so per-key order holds with the original producers'.
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
-		// One produce request in flight: a batch's records (and its ledger
-		// entries) go in one ProduceSync, which waits for them all anyway,
-		// and the bundled broker (kfake) may handle two in-flight requests
-		// out of order: a partition never written before then refuses the
-		// later one (OUT_OF_ORDER_SEQUENCE_NUMBER, KAFKA-15591's rule) and
-		// the whole batch fails. Seen once in CI under load: "write ledger:
-		// OUT_OF_ORDER_SEQUENCE_NUMBER" in TestRedriveTransactionalExactlyOnce.
-		kgo.MaxProduceRequestsInflightPerBroker(1),
+		// Classic transactions (EndTxn v4, produce v11 after
+		// AddPartitionsToTxn), not KIP-890 part 2. Under part 2 the
+		// broker bumps the producer epoch at every commit and the client
+		// must restart each partition's sequence at 0; franz-go v1.22.3
+		// sometimes misses that restart for a partition written in the
+		// transaction before (seen against the bundled broker under load:
+		// the next batch's ledger write went out at epoch 1 with sequence
+		// 3, continuing epoch 0's, and was refused
+		// OUT_OF_ORDER_SEQUENCE_NUMBER, failing the batch). With one
+		// epoch for the whole run, sequences simply continue. Exactly-once
+		// is the same: each batch and its ledger entries are one
+		// transaction, and a later run fences this one at InitProducerID.
+		kgo.MaxVersions(classicTransactions()),
 	)
 	if err != nil {
 		return nil, err
@@ -72,6 +79,17 @@ func (k *Cluster) NewRedriveTransport(ctx context.Context, planHash string) (*Re
 		return nil, fmt.Errorf("init transactional producer %s: %s", TransactionalID(planHash), codeName(err))
 	}
 	return &RedriveTransport{k: k, tx: tx}, nil
+}
+
+// classicTransactions is the newest protocol the client speaks, capped
+// below KIP-890 part 2 (see NewRedriveTransport): franz-go opts into it only
+// when produce >= 12, EndTxn >= 5 and TxnOffsetCommit >= 5 are allowed.
+func classicTransactions() *kversion.Versions {
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(int16(kmsg.Produce), 11)
+	v.SetMaxKeyVersion(int16(kmsg.EndTxn), 4)
+	v.SetMaxKeyVersion(int16(kmsg.TxnOffsetCommit), 4)
+	return v
 }
 
 // Close releases the producer.

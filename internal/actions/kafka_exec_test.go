@@ -115,6 +115,24 @@ func TestRedriveTransactionalExactlyOnce(t *testing.T) {
 	if first.Sent != 30 || len(first.Failed) != 0 {
 		t.Fatalf("first run: sent %d, failed %v, skipped %v", first.Sent, first.Failed, first.Skipped)
 	}
+	// The run's five transactions share the epoch its InitProducerID got
+	// (0 on this fresh broker). Under KIP-890 part 2 every commit bumps it
+	// and the client must restart each partition's sequence at 0, which
+	// franz-go v1.22.3 sometimes misses: a batch's ledger write was then
+	// refused OUT_OF_ORDER_SEQUENCE_NUMBER (twice in a few thousand runs
+	// under load).
+	txs, err := kc.Admin.DescribeTransactions(ctx, kafka.TransactionalID(f.Hash))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tx := range txs {
+		if tx.Err != nil || tx.ProducerEpoch != 0 {
+			t.Fatalf("after 5 batches the run's producer is at epoch %d (%v): bumped per transaction", tx.ProducerEpoch, tx.Err)
+		}
+	}
+	if len(txs) != 1 {
+		t.Fatalf("%d transactional ids described, want 1", len(txs))
+	}
 	// The read-back compares every copy with what the run sent (its value
 	// hashes) or, without them, with the DLQ records read again; a copy
 	// that differs is a mismatch either way.
