@@ -53,6 +53,25 @@ type Progress struct {
 	ETA         time.Duration `json:"eta_ns"`
 }
 
+// ETA is how long a run that sent sent records in elapsed takes for the
+// left still to settle, at the pace so far (0 before anything was sent);
+// under a rate limit (records per second, 0: none) never shorter than the
+// limit allows, since the first batch goes out at once and the limit
+// paces the rest. Both backends' progress uses it.
+func ETA(elapsed time.Duration, sent, left, rate int) time.Duration {
+	if left <= 0 {
+		return 0
+	}
+	var eta time.Duration
+	if sent > 0 {
+		eta = time.Duration(float64(elapsed) / float64(sent) * float64(left))
+	}
+	if rate > 0 {
+		eta = max(eta, time.Duration(float64(left)/float64(rate)*float64(time.Second)))
+	}
+	return eta
+}
+
 // Options configure one execution.
 type Options struct {
 	ReadOnly bool
@@ -760,17 +779,7 @@ func (e *execRun) sendAll(ctx context.Context, chunks [][]sendKey) error {
 			return
 		}
 		p := Progress{Plan: f.Hash, Total: total, Sent: res.Sent, AlreadySent: res.AlreadySent, Skipped: len(res.Skipped), Failed: failedCount(res), Paused: paused, Elapsed: o.now().Sub(start)}
-		left := total - p.Sent - p.AlreadySent - p.Skipped - p.Failed
-		if res.Sent > 0 {
-			p.ETA = time.Duration(float64(p.Elapsed) / float64(res.Sent) * float64(left))
-		}
-		// The first batch goes out at once; the rate limit paces the rest,
-		// so the ETA is never shorter than the rate allows.
-		if f.Plan.Rate > 0 {
-			if paced := time.Duration(float64(left) / float64(f.Plan.Rate) * float64(time.Second)); paced > p.ETA {
-				p.ETA = paced
-			}
-		}
+		p.ETA = ETA(p.Elapsed, p.Sent, total-p.Sent-p.AlreadySent-p.Skipped-p.Failed, f.Plan.Rate)
 		o.Progress(p)
 	}
 	report()

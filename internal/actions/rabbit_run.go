@@ -29,7 +29,10 @@ type RabbitExecOptions struct {
 	MaxHeld int
 	// StopOnFailure stops at the first failed publish (payments policies).
 	StopOnFailure bool
-	// Progress is called after each chunk is settled.
+	// Progress is called once the run starts, after each chunk is settled,
+	// and once more if the run's end accounts for records no chunk settled
+	// (sent before, changed, not visible, gone): its last report counts
+	// every record the run settled (RabbitResult.Settled).
 	Progress func(RabbitResult)
 	// Settled, when set, is called once a chunk's outcome is in the
 	// ledger and before its DLQ copies are acked: the confirmed entries
@@ -159,6 +162,14 @@ type RabbitResult struct {
 	Stopped string `json:"stopped,omitempty"`
 }
 
+// Settled counts the plan's included records whose outcome the run knows:
+// sent, already sent (now or by an earlier run), skipped (at execution,
+// changed, not visible), not found and failed. Once the run has read what
+// it needed it is the plan's included count.
+func (r RabbitResult) Settled() int {
+	return r.Sent + r.AlreadySent + r.DoneBefore + len(r.Skipped) + len(r.NotFound) + len(r.Failed)
+}
+
 // rabbitItem is one message in flight.
 type rabbitItem struct {
 	d   rabbitmq.Delivery
@@ -203,6 +214,7 @@ func executeRabbit(ctx context.Context, t RabbitTransport, p redrive.QueuePlan, 
 		return r.res, err
 	}
 	defer r.close(ctx)
+	r.progress()
 	settled := r.settleInOrder(ctx)
 	readErr := r.read(ctx)
 	if readErr == nil && !r.cancelled {
@@ -242,6 +254,9 @@ func executeRabbit(ctx context.Context, t RabbitTransport, p redrive.QueuePlan, 
 		r.o.Notice(fmt.Sprintf("plan %s: %d message(s) were sent by another run of this plan going on at the same time (a second terminal?): counted already sent, not sent again", redrive.ShortHash(r.hash), r.res.ByAnotherRun))
 	}
 	r.account(unseen)
+	if r.res.Settled() != r.reported {
+		r.progress()
+	}
 	if readErr != nil {
 		return r.res, readErr
 	}
@@ -292,6 +307,20 @@ type rabbitRun struct {
 
 	mu  sync.Mutex // guards res between the two stages
 	res RabbitResult
+	// reported is res.Settled() at the last Progress.
+	reported int
+}
+
+// progress reports the counts so far to RabbitExecOptions.Progress.
+func (r *rabbitRun) progress() {
+	if r.o.Progress == nil {
+		return
+	}
+	r.mu.Lock()
+	snapshot := r.res
+	r.reported = snapshot.Settled()
+	r.mu.Unlock()
+	r.o.Progress(snapshot)
 }
 
 // newRabbitRun checks that the plan may run on this connection, fills in
@@ -1091,10 +1120,7 @@ func (r *rabbitRun) finish(ctx context.Context, st rabbitSettling) error {
 	r.res.Resent += resent
 	r.res.Failed = append(r.res.Failed, st.failed...)
 	r.res.Returned += st.nReturned
-	snapshot := r.res
 	r.mu.Unlock()
-	if r.o.Progress != nil {
-		r.o.Progress(snapshot)
-	}
+	r.progress()
 	return nil
 }
