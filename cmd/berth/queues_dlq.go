@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -1238,15 +1239,34 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 			return err
 		}
 	}
-	pause, stopPause := usrPause(a.stderr)
-	defer stopPause()
+	// Progress lines as on Kafka: at the start, after each chunk, and when
+	// the run pauses or resumes (the last counts, marked paused). Chunks
+	// settle on one goroutine and the pause is read on another: mu orders
+	// their lines.
+	var (
+		mu     sync.Mutex
+		last   actions.RabbitResult
+		paused bool
+	)
 	start := time.Now()
+	progress := func() {
+		writeProgress(a.stderr, rabbitProgress(hash, totals.Included, p.Rate, last, time.Since(start), paused))
+	}
+	pause, stopPause := usrPause(func(now bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		paused = now
+		progress()
+	})
+	defer stopPause()
 	res, err := rr.Run(sigCtx, cl, l, p, dec, skip, actor, auditFile, actions.RabbitExecOptions{
 		Verify: !noVerify, Pause: pause,
 		Notice: func(note string) { fmt.Fprintln(a.stderr, sanitize.Text(note)) },
 		Progress: func(r actions.RabbitResult) {
-			done := r.Sent + r.AlreadySent + len(r.Failed)
-			fmt.Fprintf(a.stderr, "progress %s: %d/%d sent %d already sent %d failed %d (%.0f msg/s)\n", redrive.ShortHash(hash), done, totals.Included, r.Sent, r.AlreadySent, len(r.Failed), float64(r.Sent)/time.Since(start).Seconds())
+			mu.Lock()
+			defer mu.Unlock()
+			last = r
+			progress()
 		},
 	}, func() bool { return sigCtx.Err() != nil })
 	if actions.IsRefusal(err) {
@@ -1562,7 +1582,8 @@ func promptLine(ctx context.Context, in io.Reader, prompt io.Writer, nothing str
 // usrPause is the run's pause between chunks, as on Kafka: SIGUSR1 pauses
 // before the next chunk (nothing more is published; what was read stays
 // unacked, in place) until SIGUSR2; ctrl+c while paused stops the run.
-func usrPause(w io.Writer) (pause func(ctx context.Context) bool, stop func()) {
+// changed is told when the run pauses (true) and resumes (false).
+func usrPause(changed func(paused bool)) (pause func(ctx context.Context) bool, stop func()) {
 	usr := make(chan os.Signal, 4)
 	signal.Notify(usr, syscall.SIGUSR1, syscall.SIGUSR2)
 	pause = func(ctx context.Context) bool {
@@ -1576,15 +1597,15 @@ func usrPause(w io.Writer) (pause func(ctx context.Context) bool, stop func()) {
 					return true
 				}
 				if paused {
-					fmt.Fprintln(w, "paused between chunks (SIGUSR2 resumes, ctrl+c stops)")
+					changed(true)
 				}
 				continue
 			}
 			select {
 			case s := <-usr:
 				if s == syscall.SIGUSR2 {
-					fmt.Fprintln(w, "resumed")
 					paused = false
+					changed(false)
 				}
 			case <-ctx.Done():
 				return false

@@ -432,7 +432,7 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 			}()
 			start := time.Now()
 			res, err := a.kafkaRedrive(s, auditFile, actor).Execute(sigCtx, pf, actions.ExecControl{
-				Control: control, Progress: func(p actions.Progress) { progressLine(a.stderr, p) },
+				Control: control, Progress: func(p actions.Progress) { writeProgress(a.stderr, kafkaProgress(p)) },
 			})
 			out := kafkaExecuteOutput(pf, res)
 			if actions.IsRefusal(err) {
@@ -695,19 +695,6 @@ func writeSummary(w io.Writer, s planSummary, f redrive.File) {
 		}
 		_ = x.WriteTable(w)
 	}
-}
-
-func progressLine(w io.Writer, p actions.Progress) {
-	done := p.Sent + p.AlreadySent + p.Skipped + p.Failed
-	pct := 100.0
-	if p.Total > 0 {
-		pct = 100 * float64(done) / float64(p.Total)
-	}
-	state := ""
-	if p.Paused {
-		state = " [paused]"
-	}
-	fmt.Fprintf(w, "progress %s: %d/%d (%.0f%%) sent %d already sent %d skipped %d failed %d eta %s%s\n", redrive.ShortHash(p.Plan), done, p.Total, pct, p.Sent, p.AlreadySent, p.Skipped, p.Failed, p.ETA.Round(time.Second), state)
 }
 
 func orUnknown(s string) string {

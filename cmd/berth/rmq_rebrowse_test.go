@@ -255,6 +255,9 @@ func TestRabbitExecuteCallsHeldMessagesNotVisible(t *testing.T) {
 	if r, _ := finishedDetails(t, c.Audit)["skipped_reasons"].(map[string]any); fmt.Sprint(r) != "map[not_visible:2]" {
 		t.Errorf("redrive.execute.finished skipped_reasons %v; want not_visible 2", r)
 	}
+	// The last progress line counts them as the summary does, skipped:
+	// every record settled, in the shape Kafka's share.
+	lastProgress(t, errOut, "6/6 (100%) sent 4 already sent 0 skipped 2 failed 0, ")
 	// Status says what is left, and its review calls none gone: the 4 sent
 	// are counted as sent (the ledger says so; it named them not visible,
 	// or gone with no other consumer), the 2 held not visible.
@@ -285,6 +288,8 @@ func TestRabbitExecuteCallsHeldMessagesNotVisible(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 || res.Sent != 2 || res.AlreadySent != 4 || len(res.Skipped) != 0 {
 		t.Errorf("execute once they are back: exit %d %v, %d sent, %d already sent, skipped %+v; want exit 0, the 2 sent\n%s", code, err, res.Sent, res.AlreadySent, res.Skipped, errOut)
 	}
+	// The 4 sent before are already sent, as in the summary.
+	lastProgress(t, errOut, "6/6 (100%) sent 2 already sent 4 skipped 0 failed 0, ")
 	if ids, _, _ := drainIDs(t, ch, work); len(ids) != 6 {
 		t.Errorf("the work queue got %v, want the 6 messages once each", ids)
 	}
@@ -407,5 +412,15 @@ func TestRabbitTwoRunsOfOnePlanAtOnce(t *testing.T) {
 	// The plan is done: the same command again sends nothing, exit 0.
 	if _, errOut, code := runBerth(t, "redrive", "execute", file, "--yes", "--config", cfg); code != 0 {
 		t.Errorf("the plan again: exit %d %s", code, errOut)
+	}
+}
+
+// lastProgress checks that a run's last progress line (of the shape both
+// backends share) has the counts want.
+func lastProgress(t *testing.T, stderr, want string) {
+	t.Helper()
+	lines := progressLines(t, stderr)
+	if len(lines) == 0 || !strings.Contains(lines[len(lines)-1], ": "+want) {
+		t.Errorf("the last progress line is not %q:\n%s", want, stderr)
 	}
 }

@@ -178,6 +178,8 @@ func TestRabbitExecuteOnATerminalAsksForThePlanHash(t *testing.T) {
 
 // SIGUSR1 pauses a RabbitMQ run between chunks and SIGUSR2 resumes it, as
 // on Kafka: no chunk starts while paused, and the run then sends the rest.
+// As on Kafka, a progress line marked [paused] says it paused and the next
+// one, unmarked, that it resumed.
 func TestRabbitExecutePausesOnSIGUSR1(t *testing.T) {
 	isolateConfig(t)
 	conn, _, work, dlq := rmqDLQ(t, 6)
@@ -196,18 +198,28 @@ func TestRabbitExecutePausesOnSIGUSR1(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// A bound, not a measurement: a run that pauses without saying so
+	// would wait for SIGUSR2 forever.
+	bound := time.AfterFunc(time.Minute, func() { _ = cmd.Process.Kill() })
+	defer bound.Stop()
 	lines := bufio.NewScanner(stderr)
 	var between []string
+	var all strings.Builder
 	state := "running"
 	for lines.Scan() {
 		l := lines.Text()
+		all.WriteString(l + "\n")
+		if !strings.HasPrefix(l, "progress ") {
+			continue
+		}
+		marked := strings.HasSuffix(l, " [paused]")
 		switch {
-		case state == "running" && strings.HasPrefix(l, "progress"):
+		case state == "running":
 			state = "pausing"
 			if err := cmd.Process.Signal(syscall.SIGUSR1); err != nil {
 				t.Fatal(err)
 			}
-		case strings.HasPrefix(l, "paused between chunks"):
+		case state == "pausing" && marked:
 			state = "paused"
 			if n := rmqReadyCount(t, conn, work); n >= 6 {
 				t.Errorf("paused after all %d were sent", n)
@@ -215,15 +227,18 @@ func TestRabbitExecutePausesOnSIGUSR1(t *testing.T) {
 			if err := cmd.Process.Signal(syscall.SIGUSR2); err != nil {
 				t.Fatal(err)
 			}
-		case l == "resumed":
-			state = "resumed"
-		case state == "paused":
+		case state == "paused" && marked:
 			between = append(between, l)
+		case state == "paused":
+			state = "resumed"
+		case marked:
+			t.Errorf("a progress line marked paused while %s: %q", state, l)
 		}
 	}
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("execute: %v", err)
+		t.Fatalf("execute: %v (state %s)\n%s", err, state, all.String())
 	}
+	lastProgress(t, all.String(), "6/6 (100%) sent 6 already sent 0 skipped 0 failed 0, ")
 	if state != "resumed" {
 		t.Fatalf("never paused and resumed (state %s)", state)
 	}
