@@ -26,6 +26,8 @@ type AuditSink struct {
 
 	mu sync.Mutex
 	c  *Client
+	// gone is set once the cluster did not answer a mirror in time.
+	gone error
 }
 
 // NewAuditSink returns a sink for the cluster reached with opts; source
@@ -53,8 +55,19 @@ func (s *AuditSink) Mirror(ctx context.Context, e audit.Entry) error {
 		}
 		s.c = c
 	}
+	if s.gone != nil {
+		return s.gone
+	}
 	rec := &kgo.Record{Topic: AuditTopic, Key: []byte(s.source), Value: b}
-	if err := s.c.Kgo().ProduceSync(ctx, rec).FirstErr(); err != nil {
+	d := s.opts.timeout()
+	answered, err := awaitAnswer(ctx, d, func(ctx context.Context) error { return s.c.Kgo().ProduceSync(ctx, rec).FirstErr() })
+	if !answered {
+		// The producer may hold the entry and retry it for ever: no more
+		// mirroring through it this command (Close drops it).
+		s.gone = fmt.Errorf("%s: no answer within %s (kafka unreachable?)", AuditTopic, d)
+		return s.gone
+	}
+	if err != nil {
 		return fmt.Errorf("%s: %s", AuditTopic, codeName(err))
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"time"
 
@@ -29,6 +30,9 @@ import (
 type RedriveTransport struct {
 	k  *Cluster
 	tx *kgo.Client
+	// gone is set once a step of a batch got no answer in time: the
+	// producer may still hold records it retries, so it sends nothing more.
+	gone error
 }
 
 // TransactionalID is the transactional id used for a plan.
@@ -115,11 +119,23 @@ func (k *Cluster) ReadDLQByCoord(ctx context.Context, dlq string, coords []redri
 }
 
 // Publish produces one batch and its ledger entries in one transaction.
+// Each step (produce, ledger, commit) is bounded by the cluster's
+// operation timeout (--timeout): one the broker does not answer in time
+// ends the run with backends.ErrUnreachable, saying whether the batch may
+// have been committed.
 func (t *RedriveTransport) Publish(ctx context.Context, batch []redrive.Outgoing) ([]redrive.LedgerEntry, error) {
+	if t.gone != nil {
+		return nil, t.gone
+	}
 	if err := t.tx.BeginTransaction(); err != nil {
 		return nil, txErr(fmt.Errorf("begin transaction: %w", err), err)
 	}
 	abort := func(err error) ([]redrive.LedgerEntry, error) {
+		if t.gone != nil {
+			// No answer: nothing to abort with. The broker aborts the
+			// open transaction at its timeout, or the next run fences it.
+			return nil, t.gone
+		}
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 		_ = t.tx.AbortBufferedRecords(actx)
@@ -139,8 +155,8 @@ func (t *RedriveTransport) Publish(ctx context.Context, batch []redrive.Outgoing
 	}
 	// Produced in order on one producer: records for the same key land on
 	// the same partition in the order sent.
-	if err := t.tx.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		return abort(txErr(fmt.Errorf("produce: %s", codeName(err)), err))
+	if err := t.step(ctx, "produce", func(ctx context.Context) error { return t.tx.ProduceSync(ctx, recs...).FirstErr() }); err != nil {
+		return abort(t.failed(fmt.Errorf("produce: %s", codeName(err)), err))
 	}
 	entries := make([]redrive.LedgerEntry, len(batch))
 	ledger := make([]*kgo.Record, 0, 2*len(batch))
@@ -154,13 +170,45 @@ func (t *RedriveTransport) Publish(ctx context.Context, batch []redrive.Outgoing
 		}
 		ledger = append(ledger, lr...)
 	}
-	if err := t.tx.ProduceSync(ctx, ledger...).FirstErr(); err != nil {
-		return abort(txErr(fmt.Errorf("write ledger: %s", codeName(err)), err))
+	if err := t.step(ctx, "ledger write", func(ctx context.Context) error { return t.tx.ProduceSync(ctx, ledger...).FirstErr() }); err != nil {
+		return abort(t.failed(fmt.Errorf("write ledger: %s", codeName(err)), err))
 	}
-	if err := t.tx.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		return abort(txErr(fmt.Errorf("commit transaction: %s", codeName(err)), err))
+	if err := t.step(ctx, "commit", func(ctx context.Context) error { return t.tx.EndTransaction(ctx, kgo.TryCommit) }); err != nil {
+		return abort(t.failed(fmt.Errorf("commit transaction: %s", codeName(err)), err))
 	}
 	return entries, nil
+}
+
+// step runs one step of a batch's transaction, waiting at most the
+// cluster's operation timeout for the broker's answer (awaitAnswer: a run
+// whose broker went away mid-batch spun for minutes). Without an answer
+// the producer is done (t.gone) and the run stops.
+func (t *RedriveTransport) step(ctx context.Context, what string, fn func(context.Context) error) error {
+	d := t.k.c.opts.timeout()
+	answered, err := awaitAnswer(ctx, d, fn)
+	var dial *net.OpError
+	if answered && !errors.As(err, &dial) {
+		return err
+	}
+	why := fmt.Sprintf("no answer to the batch's %s within %s (--timeout)", what, d)
+	if answered {
+		why = fmt.Sprintf("the batch's %s could not reach the broker (%s)", what, codeName(err))
+	}
+	outcome := "the batch's transaction was not committed, so none of it is visible (the broker aborts it at its transaction timeout, or the next run fences it)"
+	if what == "commit" {
+		outcome = "whether the batch was committed is not known: the next run reads the ledger and sends only what it does not hold"
+	}
+	t.gone = backends.Failure(fmt.Sprintf("kafka unreachable: %s: the run stopped; %s; run the plan again once the cluster answers", why, outcome), backends.ErrUnreachable)
+	return t.gone
+}
+
+// failed is the error of a failed step: the step's own when it got no
+// answer (t.gone), else txErr.
+func (t *RedriveTransport) failed(msg, err error) error {
+	if t.gone != nil {
+		return t.gone
+	}
+	return txErr(msg, err)
 }
 
 // txErr is msg (a failed step of a batch's transaction), matching

@@ -719,3 +719,43 @@ func TestRedriveExecuteNamesAMistypedPlanBeforeDialling(t *testing.T) {
 		t.Fatalf("execute of a missing file with the cluster down: exit %d %q; want exit 2 and %q", code, errOut, want)
 	}
 }
+
+// TestRedriveEndsWhenTheBrokerGoesAwayMidBatch: the broker dies while a
+// batch's commit is in flight (here: held, then the broker closed). The run
+// must end with a message naming what happened, within its --timeout
+// bounds, not retry a dead address forever (a run left behind so spun at
+// 76% CPU for minutes).
+func TestRedriveEndsWhenTheBrokerGoesAwayMidBatch(t *testing.T) {
+	bin := buildBerth(t)
+	f := newRedriveFixture(t, 40, "    - match: \"ledger-events.DLT\"\n      review: none\n")
+	plan := f.plan(t, "--batch-size", "5")
+	commits := newCommitGate(f.kc)
+	out, errOut, exited := startBin(t, bin, "--config", f.config, "--timeout", "2s", "redrive", "execute", plan[:12], "--yes", "--no-verify", "-o", "json")
+	select {
+	case <-commits.arrived: // the first batch's commit, held
+	case err := <-exited:
+		t.Fatalf("the run ended (%v) before its first commit: %s", err, errOut)
+	}
+	commits.drop()
+	f.kc.Close()
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Fatalf("the run ended with %v, want exit 1:\n%s\n%s", err, out, errOut)
+		}
+		lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+		last := lines[len(lines)-1]
+		if !strings.HasPrefix(last, "berth: kafka unreachable: ") || !strings.Contains(last, "run the plan again once the cluster answers") {
+			t.Fatalf("last line %q does not say the cluster went away and what to do", last)
+		}
+		if !strings.Contains(out.String(), "kafka unreachable") {
+			t.Fatalf("the JSON does not carry the reason:\n%s", out)
+		}
+	case <-time.After(2 * time.Minute): // a bound on a hang, not synchronisation
+		// A goroutine dump says where it waits.
+		_ = exec.Command("pkill", "-QUIT", "-f", "redrive execute "+plan[:12]).Run()
+		<-exited
+		t.Fatalf("the run was still going 2 minutes after the broker went away:\n%s", errOut)
+	}
+}

@@ -855,6 +855,11 @@ func (e *execRun) publish(ctx context.Context, b []Outgoing) error {
 		if aerr := o.audit(ctx, "redrive.batch.failed", f, map[string]any{"records": fl.Records, "error": fl.Error}); aerr != nil {
 			return aerr
 		}
+		if errors.Is(err, backends.ErrUnreachable) {
+			// The cluster stopped answering: every batch after would wait
+			// its timeout and fail the same way.
+			return err
+		}
 		if o.StopOnFailure {
 			return fmt.Errorf("stopped at the first failure (policy): %v", err)
 		}
