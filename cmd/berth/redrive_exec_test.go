@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -542,15 +543,17 @@ func newCommitGate(kc *kafkatest.Cluster) *commitGate {
 			return nil, nil, false
 		}
 		g.arrived <- struct{}{}
-		refused := false
+		// Atomic: a broker closed mid-sleep returns from SleepControl
+		// before the sleeping function ends.
+		var refused atomic.Bool
 		kc.SleepControl(func() {
 			select {
 			case <-g.let:
 			case <-gone:
-				refused = true
+				refused.Store(true)
 			}
 		})
-		if refused {
+		if refused.Load() {
 			return nil, errors.New("the client was killed"), true
 		}
 		return nil, nil, false
