@@ -212,14 +212,18 @@ func CheckSystemOfRecord(cs []Candidate, s SOR) []Verdict {
 	return checkAll(cs, func(cs Candidates, ex excluder) { checkSystemOfRecord(cs, nil, s, ex) })
 }
 
+// NoKeyNote ends every missing_idempotency_key detail: a key that clients
+// could read two ways counts as none (Field.Extract).
+const NoKeyNote = "(absent, or ambiguous: a repeated header or JSON key, or content after the JSON)"
+
 func checkSystemOfRecord(cs Candidates, active []bool, s SOR, ex excluder) {
 	if !s.Configured && !s.RequireKey {
 		return
 	}
 	// The verdicts that say the same for every record they apply to are
 	// made once and shared.
-	required := exclude(ReasonMissingKey, "the policy requires an idempotency key; this record has none")
-	noKey := exclude(ReasonMissingKey, "no idempotency key to look up in the system of record")
+	required := exclude(ReasonMissingKey, "the policy requires an idempotency key; this record has none "+NoKeyNote)
+	noKey := exclude(ReasonMissingKey, "no idempotency key to look up in the system of record "+NoKeyNote)
 	var failed Verdict
 	if s.Err != nil {
 		failed = exclude(ReasonCheckFailed, "system of record: %v", s.Err)

@@ -87,9 +87,51 @@ func TestClassifyCountsAndTimesPerClass(t *testing.T) {
 	}
 }
 
+// A payload that parsers read differently yields no key: a repeated JSON
+// key on the field's path (Go and most parsers take the last, others the
+// first or refuse) or content after the document. A redrive checking the
+// system of record for one key while the consumer charges under the other
+// would pay twice.
+func TestFieldExtractionRefusesAmbiguousPayloads(t *testing.T) {
+	f, err := ParseField("json:payment.key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		value, want string
+	}{
+		{`{"payment":{"key":"k-1"}}`, "k-1"},
+		{` {"payment" : {"amount": 5, "key": "k-1"}, "other": [1, {"key": 2}]} `, "k-1"},
+		// Repeated keys elsewhere change nothing on the path.
+		{`{"note":"a","note":"b","payment":{"key":"k-1"}}`, "k-1"},
+		{`{"payment":{"key":"k-1","key":"k-2"}}`, ""},
+		{`{"payment":{"key":"k-1"},"payment":{"key":"k-2"}}`, ""},
+		{`{"payment":{"key":"k-1"},"payment":5}`, ""},
+		{`{"payment":{"key":"k-1"}}{"payment":{"key":"k-2"}}`, ""},
+		{`{"payment":{"key":"k-1"}} trailing`, ""},
+		{`{"payment":{"key":"k-1"}`, ""},
+		{`{"payment":{"key":"k-1", }}`, ""},
+		{`{"payment":{"key":null}}`, ""},
+		{`{"payment":{"key":{"id":1}}}`, ""},
+		{`{"payment":{"key":12.50}}`, "12.50"},
+	} {
+		if got, ok := f.Extract(nil, []byte(c.value)); got != c.want || ok != (c.want != "") {
+			t.Errorf("%s: got %q %v, want %q", c.value, got, ok, c.want)
+		}
+	}
+	// Both fields of one policy read in one pass, each judged alone.
+	x := Extractors{EventID: Field{Kind: "json", Name: "eventId"}, IdempotencyKey: Field{Kind: "json", Name: "payment.key"}}
+	if ev, key := x.extract(nil, []byte(`{"eventId":"e-1","payment":{"key":"k-1","key":"k-2"}}`)); ev != "e-1" || key != "" {
+		t.Errorf("extract: event id %q, key %q; want e-1 and no key", ev, key)
+	}
+	if ev, key := x.extract(nil, []byte(`{"eventId":"e-1","payment":{"key":"k-1"}} x`)); ev != "" || key != "" {
+		t.Errorf("extract after trailing content: event id %q, key %q; want neither", ev, key)
+	}
+}
+
 func TestFieldExtraction(t *testing.T) {
 	value := []byte(`{"eventId":"ev-1","idempotencyKey":"pay-77","n":12345678901234567890,"payment":{"id":"p-9"},"flag":true}`)
-	hdrs := []Header{hs("Idempotency-Key", "old"), hs("Idempotency-Key", "new")}
+	hdrs := []Header{hs("Idempotency-Key", "old"), hs("Idempotency-Key", "new"), hs("Tenant", "t-1"), hs("Tenant", "t-1")}
 	cases := []struct {
 		spec, want string
 		ok         bool
@@ -100,7 +142,10 @@ func TestFieldExtraction(t *testing.T) {
 		{"json:payment.id", "p-9", true},
 		{"json:flag", "", false},
 		{"json:missing", "", false},
-		{"header:Idempotency-Key", "new", true},
+		// Repeated with different values: which one a consumer reads
+		// depends on its client, so none is taken.
+		{"header:Idempotency-Key", "", false},
+		{"header:Tenant", "t-1", true},
 		{"header:absent", "", false},
 	}
 	for _, c := range cases {

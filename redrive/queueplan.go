@@ -366,11 +366,11 @@ func (b *QueuePlanner) Plan(pol PolicySnapshot, in QueueCheckInput, now time.Tim
 		case has(in.Redriven, r.EventID):
 			r.Verdict = exclude(ReasonAlreadyRedriven, "the ledger has event %s confirmed: %s", r.EventID, in.Redriven[r.EventID])
 		case pol.RequireIdempotencyKey && r.IdempotencyKey == "":
-			r.Verdict = exclude(ReasonMissingKey, "policy requires %s", orDefault(pol.IdempotencyKey))
+			r.Verdict = exclude(ReasonMissingKey, "policy requires %s "+NoKeyNote, orDefault(pol.IdempotencyKey))
 		case in.HasSOR && r.IdempotencyKey == "":
 			// The system of record cannot be asked without a key: never
 			// read as "not applied".
-			r.Verdict = exclude(ReasonMissingKey, "no idempotency key (%s) to ask the system of record with", orDefault(pol.IdempotencyKey))
+			r.Verdict = exclude(ReasonMissingKey, "no idempotency key (%s) to ask the system of record with "+NoKeyNote, orDefault(pol.IdempotencyKey))
 		case in.HasSOR && in.SORErr != nil:
 			r.Verdict = exclude(ReasonCheckFailed, "system of record: %v", in.SORErr)
 		case in.HasSOR && !has(in.Committed, r.IdempotencyKey):

@@ -114,6 +114,7 @@ from a part.
 Every selected record is checked, in order:
   already_redriven         the redrive ledger has it (by DLQ coordinates or event id)
   missing_idempotency_key  the policy requires a key (or must look one up) and it has none
+                           (or an ambiguous one: a repeated header or JSON key)
   effect_committed         the policy's system-of-record query finds its key
   check_failed             a check could not run (system of record unreachable or
                            erroring, ordering scan cut short, no target): the plan is blocked

@@ -813,7 +813,7 @@ func (r *RabbitRedrive) recheckMessages(ctx context.Context, p redrive.QueuePlan
 		case m.PriorRedrives >= maxRedrives:
 			skip[m.EventID] = redrive.Verdict{Reason: redrive.ReasonLoopLimit, Detail: fmt.Sprintf("redriven %d times before (limit %d under today's policy)", m.PriorRedrives, maxRedrives)}
 		case requireKey && m.IdempotencyKey == "":
-			skip[m.EventID] = redrive.Verdict{Reason: redrive.ReasonMissingKey, Detail: "today's policy requires an idempotency key and the message has none"}
+			skip[m.EventID] = redrive.Verdict{Reason: redrive.ReasonMissingKey, Detail: "today's policy requires an idempotency key and the message has none " + redrive.NoKeyNote}
 		case m.IdempotencyKey != "":
 			keys = append(keys, m.IdempotencyKey)
 		}
