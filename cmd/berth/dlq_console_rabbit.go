@@ -411,7 +411,9 @@ func (s *consoleQueues) Execute(ctx context.Context, hash string, req tuidlq.Que
 		return tuidlq.QueueResult{}, err
 	}
 	defer cl.Close()
-	total := p.Totals().Included - len(skip)
+	// The page counts the run as `redrive execute` does (actions.RabbitProgress):
+	// out of every included message, those skipped before the run among the done.
+	included := p.Totals().Included
 	cancelled := func() bool {
 		select {
 		case <-req.Cancel:
@@ -424,7 +426,7 @@ func (s *consoleQueues) Execute(ctx context.Context, hash string, req tuidlq.Que
 		Verify: true, Pause: req.Pause, Cancel: req.Cancel,
 		Progress: func(r actions.RabbitResult) {
 			if req.Progress != nil {
-				req.Progress(tuidlq.QueueProgress{Total: total, Sent: r.Sent, AlreadySent: r.AlreadySent, Failed: len(r.Failed), Skipped: len(r.Skipped)})
+				req.Progress(tuidlq.QueueProgress{Included: included, Rate: p.Rate, Result: r})
 			}
 		},
 	}, cancelled)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -336,7 +338,7 @@ func TestConsoleRabbitPauseCancelResume(t *testing.T) {
 	v := d.until("DRY RUN: would redrive 4 message(s)")
 	hash := hashLine.FindStringSubmatch(v)[1]
 	d.typeText(hash[:8])
-	d.press(keyEnterMsg, func() bool { return strings.Contains(d.page.View(), "sent 1 ·") })
+	d.press(keyEnterMsg, func() bool { return strings.Contains(d.page.View(), ") sent 1 already sent") })
 
 	shows := func(what string) func() bool { return func() bool { return strings.Contains(d.page.View(), what) } }
 	// While it runs a command always waits for its next change: press keys
@@ -532,4 +534,110 @@ func TestRabbitDLQClassesUseTheConfiguredRules(t *testing.T) {
 	}
 	d := drive(t, rc.env, tuidlq.NewQueueClassesPage(rc.env, dlq))
 	mustContain(t, d.until("1 class(es)"), "permanent")
+}
+
+// The console's progress of a RabbitMQ run counts as `berth redrive
+// execute`'s progress lines do, against the real RabbitMQ: two DLQs alike
+// (five dead letters each), each planned whole, then one message's payment
+// captured in the system of record, so the run's checks skip it. The CLI
+// runs one plan: every line is out of the plan's five, and the last is
+// 5/5 with the one skipped. The console runs the other, paused once the
+// skip is reported, and shows the CLI's counts: out of five, the skipped
+// message among the done (the console used to leave skipped messages out
+// of done). Its result says the same as the CLI's last line.
+func TestConsoleRabbitProgressCountsAsTheCLI(t *testing.T) {
+	isolateConfig(t)
+	db := filepath.Join(t.TempDir(), "sor.db")
+	sdb, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sdb.Close()
+	if _, err := sdb.Exec(`create table done(k TEXT PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	deadLetters := func() (string, string) {
+		_, _, _, dlq, sfx := rmqDeadLettered(t, "prog", true, func(sfx string) []amqp.Publishing {
+			msgs := make([]amqp.Publishing, 5)
+			for i := range msgs {
+				// Event ids and keys unique to each DLQ: the ledger
+				// matches event ids across plans.
+				msgs[i] = amqp.Publishing{MessageId: fmt.Sprintf("%s-job-%d", sfx, i), Body: fmt.Appendf(nil, `{"idem":"%s-k%d"}`, sfx, i)}
+			}
+			return msgs
+		})
+		return dlq, sfx
+	}
+	cliDLQ, cliSfx := deadLetters()
+	conDLQ, conSfx := deadLetters()
+	rc := newRabbitConsole(t, fmt.Sprintf(`  policies:
+    - match: "berth.test.prog.dlq.*"
+      review: none
+      idempotency_key: json:idem
+      system_of_record: {driver: sqlite, dsn: %s, query: "select 1 from done where k = ?"}
+`, db), false)
+	// Two messages a second, one a chunk: the console's pause lands
+	// mid-run.
+	plan := func(dlq string) string {
+		t.Helper()
+		out, errOut, code := rc.berth(t, "redrive", "plan", dlq, "--all", "--rate", "2", "--batch-size", "1", "--out", filepath.Join(t.TempDir(), "plan.json"), "-o", "json")
+		var p struct {
+			Hash string `json:"hash"`
+		}
+		if err := json.Unmarshal([]byte(out), &p); code != 0 || err != nil {
+			t.Fatalf("plan %s: exit %d %v %s", dlq, code, err, errOut)
+		}
+		return p.Hash
+	}
+	cliPlan, conPlan := plan(cliDLQ), plan(conDLQ)
+	if _, err := sdb.Exec(`insert into done values (?), (?)`, cliSfx+"-k1", conSfx+"-k1"); err != nil {
+		t.Fatal(err)
+	}
+
+	// counted checks a progress count as the CLI's rule has it: out of the
+	// plan's five included, done the sum of what was settled, the
+	// percentage rounded down.
+	counts := regexp.MustCompile(`(\d+)/(\d+) \((\d+)%\) sent (\d+) already sent (\d+) skipped (\d+) failed (\d+)`)
+	counted := func(who, s string) []int {
+		t.Helper()
+		m := counts.FindStringSubmatch(s)
+		if m == nil {
+			t.Fatalf("%s shows no progress counts:\n%s", who, s)
+		}
+		n := make([]int, 7)
+		for i := range n {
+			n[i], _ = strconv.Atoi(m[i+1])
+		}
+		if done, total, pct := n[0], n[1], n[2]; total != 5 || done != n[3]+n[4]+n[5]+n[6] || pct != 100*done/total {
+			t.Fatalf("%s counts %q; want done = sent + already sent + skipped + failed, out of the plan's 5:\n%s", who, m[0], s)
+		}
+		return n
+	}
+	_, errOut, code := rc.berth(t, "redrive", "execute", cliPlan[:12], "--yes")
+	if code != 0 {
+		t.Fatalf("execute: exit %d %s", code, errOut)
+	}
+	for _, l := range progressLines(t, errOut) {
+		counted("the CLI", l)
+	}
+	lastProgress(t, errOut, "5/5 (100%) sent 4 already sent 0 skipped 1 failed 0, ")
+
+	env := rc.env
+	d := drive(t, env, tuidlq.NewQueuePlansPage(env))
+	d.until(conPlan[:12])
+	d.press(keyRunes("/"), never)
+	d.typeText(conPlan[:12])
+	d.press(keyEnterMsg, never)
+	d.press(keyRunes("X"), never)
+	mustContain(t, d.until("DRY RUN"), "DRY RUN: would redrive 4 message(s)", "skipped now 1")
+	d.typeText(conPlan[:8])
+	shows := func(what string) func() bool { return func() bool { return strings.Contains(d.page.View(), what) } }
+	// Once the skip is reported, p: the run stops before its next chunk.
+	d.press(keyEnterMsg, shows(" skipped 1 failed "))
+	d.press(keyRunes("p"), shows("PAUSED"))
+	if n := counted("the console", d.view()); n[5] != 1 {
+		t.Fatalf("the console, paused, counts %d skipped; want the one:\n%s", n[5], d.view())
+	}
+	d.press(keyRunes("p"), shows("result:"))
+	mustContain(t, d.until("verified: DLQ depth"), "result: sent 4 · already sent 0 · skipped 1 (effect_committed 1) · failed 0")
 }

@@ -448,7 +448,7 @@ func TestConsolePauseThenCancelLeavesWholeBatches(t *testing.T) {
 	d.press(keyEnterMsg, never)
 	d.press(keyRunes("X"), never)
 	d.typeText(plan[:8])
-	d.press(keyEnterMsg, func() bool { return strings.Contains(d.view(), fmt.Sprintf("sent %d ·", batch)) })
+	d.press(keyEnterMsg, func() bool { return strings.Contains(d.view(), fmt.Sprintf(") sent %d already sent", batch)) })
 	v := d.view()
 	if !strings.Contains(v, "executing ") || !strings.Contains(v, fmt.Sprintf("/%d (", n)) || !strings.Contains(v, "eta") {
 		t.Fatalf("no progress bar with counts and ETA:\n%s", v)

@@ -1250,7 +1250,7 @@ func (a *app) rmqRedriveExecute(cmd *cobra.Command, ref string, yes, noVerify bo
 	)
 	start := time.Now()
 	progress := func() {
-		writeProgress(a.stderr, rabbitProgress(hash, totals.Included, p.Rate, last, time.Since(start), paused))
+		writeProgress(a.stderr, actions.RabbitProgress(hash, totals.Included, p.Rate, last, time.Since(start), paused))
 	}
 	pause, stopPause := usrPause(func(now bool) {
 		mu.Lock()

@@ -432,7 +432,7 @@ exactly the messages acked, with none returned (--no-verify skips it).`,
 			}()
 			start := time.Now()
 			res, err := a.kafkaRedrive(s, auditFile, actor).Execute(sigCtx, pf, actions.ExecControl{
-				Control: control, Progress: func(p actions.Progress) { writeProgress(a.stderr, kafkaProgress(p)) },
+				Control: control, Progress: func(p actions.Progress) { writeProgress(a.stderr, p) },
 			})
 			out := kafkaExecuteOutput(pf, res)
 			if actions.IsRefusal(err) {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/berth-dev/berth/internal/actions"
 	"github.com/berth-dev/berth/internal/config"
@@ -250,53 +249,9 @@ func writeExecuteText(w io.Writer, o executeOutput) {
 	}
 }
 
-// runProgress is one progress line of `berth redrive execute`, the same on
-// both backends: the plan's records to send (Total) and what the run has
-// settled of them so far.
-type runProgress struct {
-	Plan                                      string
-	Total, Sent, AlreadySent, Skipped, Failed int
-	// Elapsed since the run began (the rate is Sent over it); ETA is
-	// actions.ETA.
-	Elapsed, ETA time.Duration
-	Paused       bool
-}
-
-// writeProgress writes p as one line, no terminal escapes:
-//
-//	progress H: done/total (pct%) sent N already sent N skipped N failed N, R/s, eta X [paused]
-//
-// The percentage is rounded down, so 100% is the whole plan settled.
-func writeProgress(w io.Writer, p runProgress) {
-	done := p.Sent + p.AlreadySent + p.Skipped + p.Failed
-	pct := 100
-	if p.Total > 0 {
-		pct = 100 * done / p.Total
-	}
-	rate := 0.0
-	if p.Elapsed > 0 {
-		rate = float64(p.Sent) / p.Elapsed.Seconds()
-	}
-	state := ""
-	if p.Paused {
-		state = " [paused]"
-	}
-	fmt.Fprintf(w, "progress %s: %d/%d (%d%%) sent %d already sent %d skipped %d failed %d, %.0f/s, eta %s%s\n",
-		redrive.ShortHash(p.Plan), done, p.Total, pct, p.Sent, p.AlreadySent, p.Skipped, p.Failed, rate, p.ETA.Round(time.Second), state)
-}
-
-// kafkaProgress is a Kafka run's progress line.
-func kafkaProgress(p actions.Progress) runProgress {
-	return runProgress{Plan: p.Plan, Total: p.Total, Sent: p.Sent, AlreadySent: p.AlreadySent, Skipped: p.Skipped, Failed: p.Failed,
-		Elapsed: p.Elapsed, ETA: p.ETA, Paused: p.Paused}
-}
-
-// rabbitProgress is a RabbitMQ run's progress line, counted as its summary
-// counts (actions.RabbitOutcome): sent before is already sent, gone is
-// skipped. rate is the plan's limit (messages per second, 0: none).
-func rabbitProgress(hash string, total, rate int, r actions.RabbitResult, elapsed time.Duration, paused bool) runProgress {
-	p := runProgress{Plan: hash, Total: total, Sent: r.Sent, AlreadySent: r.AlreadySent + r.DoneBefore,
-		Skipped: len(r.Skipped) + len(r.NotFound), Failed: len(r.Failed), Elapsed: elapsed, Paused: paused}
-	p.ETA = actions.ETA(elapsed, p.Sent, total-r.Settled(), rate)
-	return p
+// writeProgress writes one progress line of `berth redrive execute`, the
+// same on both backends (actions.Progress.Line; the console shows its
+// counts too).
+func writeProgress(w io.Writer, p actions.Progress) {
+	fmt.Fprintln(w, p.Line())
 }

@@ -38,40 +38,6 @@ const (
 	Cancel // finish the batch in flight, then stop
 )
 
-// Progress is reported after every batch.
-type Progress struct {
-	Plan  string `json:"plan"`
-	Total int    `json:"total"`
-	Sent  int    `json:"sent"`
-	// AlreadySent counts the records an earlier run of the plan sent (the
-	// CLI's Result.AlreadySent); with PerRecord they are among Skipped.
-	AlreadySent int           `json:"already_sent"`
-	Skipped     int           `json:"skipped"`
-	Failed      int           `json:"failed"`
-	Paused      bool          `json:"paused"`
-	Elapsed     time.Duration `json:"elapsed_ns"`
-	ETA         time.Duration `json:"eta_ns"`
-}
-
-// ETA is how long a run that sent sent records in elapsed takes for the
-// left still to settle, at the pace so far (0 before anything was sent);
-// under a rate limit (records per second, 0: none) never shorter than the
-// limit allows, since the first batch goes out at once and the limit
-// paces the rest. Both backends' progress uses it.
-func ETA(elapsed time.Duration, sent, left, rate int) time.Duration {
-	if left <= 0 {
-		return 0
-	}
-	var eta time.Duration
-	if sent > 0 {
-		eta = time.Duration(float64(elapsed) / float64(sent) * float64(left))
-	}
-	if rate > 0 {
-		eta = max(eta, time.Duration(float64(left)/float64(rate)*float64(time.Second)))
-	}
-	return eta
-}
-
 // Options configure one execution.
 type Options struct {
 	ReadOnly bool
@@ -161,15 +127,22 @@ type Result struct {
 	// DryRun: nothing was sent; WouldSend counts what would be, per target.
 	DryRun    bool           `json:"dry_run"`
 	WouldSend map[string]int `json:"would_send,omitempty"`
+	// listedSent counts the records of Skipped an earlier run sent
+	// (PerRecord lists them): progress counts them as already sent, as
+	// without PerRecord.
+	listedSent int
 }
 
 // addSkips records a chunk's skips; one an earlier run sent is only
 // counted (AlreadySent) unless each record's outcome is wanted.
 func (r *Result) addSkips(skips []Skip, perRecord bool) {
 	for _, s := range skips {
-		if s.Reason == redrive.ReasonAlreadyRedriven && !perRecord {
-			r.AlreadySent++
-			continue
+		if s.Reason == redrive.ReasonAlreadyRedriven {
+			if !perRecord {
+				r.AlreadySent++
+				continue
+			}
+			r.listedSent++
 		}
 		r.Skipped = append(r.Skipped, s)
 	}
@@ -778,8 +751,9 @@ func (e *execRun) sendAll(ctx context.Context, chunks [][]sendKey) error {
 		if o.Progress == nil {
 			return
 		}
-		p := Progress{Plan: f.Hash, Total: total, Sent: res.Sent, AlreadySent: res.AlreadySent, Skipped: len(res.Skipped), Failed: failedCount(res), Paused: paused, Elapsed: o.now().Sub(start)}
-		p.ETA = ETA(p.Elapsed, p.Sent, total-p.Sent-p.AlreadySent-p.Skipped-p.Failed, f.Plan.Rate)
+		p := Progress{Plan: f.Hash, Total: total, Sent: res.Sent, AlreadySent: res.AlreadySent + res.listedSent, Skipped: len(res.Skipped) - res.listedSent,
+			Failed: failedCount(res), Paused: paused, Elapsed: o.now().Sub(start)}
+		p.ETA = ETA(p.Elapsed, p.Sent, total-p.Done(), f.Plan.Rate)
 		o.Progress(p)
 	}
 	report()

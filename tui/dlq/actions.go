@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/berth-dev/berth/internal/actions"
 	"github.com/berth-dev/berth/internal/sanitize"
 	"github.com/berth-dev/berth/redrive/approval"
 	"github.com/berth-dev/berth/tui"
@@ -369,18 +370,20 @@ func (u *planUI) actionLine(running string, disabled func(string) string, offerS
 	return strings.Join(parts, " · ")
 }
 
-// barLine is the progress bar of an execution after label ("executing ").
-func (u *planUI) barLine(label string, pct float64) string {
-	return label + u.bar.ViewAs(pct) + fmt.Sprintf(" %3.0f%%", pct*100)
+// barLine is the progress bar of an execution after label ("executing "),
+// at the percentage its counts show (0 before the total is known).
+func (u *planUI) barLine(label string, pr actions.Progress) string {
+	pct := 0
+	if pr.Total > 0 {
+		pct = pr.Percent()
+	}
+	return label + u.bar.ViewAs(float64(pct)/100) + fmt.Sprintf(" %3d%%", pct)
 }
 
-// fraction is done of total, 0 before the total is known.
-func fraction(done, total int) float64 {
-	if total <= 0 {
-		return 0
-	}
-	return float64(done) / float64(total)
-}
+// progressCounts are a run's counts on both brokers' plan pages: those of
+// `berth redrive execute`'s progress line (actions.Progress.Counts), so
+// the console and the CLI count the same run the same.
+func progressCounts(pr actions.Progress) string { return pr.Counts() }
 
 // firstThree is the lines of the first three of n items (line(i)), then
 // how many more there are (more, a format with %d): the header keeps the

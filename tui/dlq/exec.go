@@ -242,7 +242,7 @@ func (r *execRun) stateText() (string, bool) {
 		return "", false
 	}
 	pr := v.progress
-	return runStateText(v.cancelling, pr.Paused, pr.Sent+pr.AlreadySent+pr.Skipped+pr.Failed, pr.Total), true
+	return runStateText(v.cancelling, pr.Paused, pr.Done(), pr.Total), true
 }
 
 // ---------------------------------------------------------------- text

@@ -645,22 +645,25 @@ func (p *PlanPage) runLines() []string {
 	}
 	v := p.view
 	pr := v.progress
-	done := pr.Sent + pr.AlreadySent + pr.Skipped + pr.Failed
-	pct := fraction(done, pr.Total)
-	counts := fmt.Sprintf("sent %d · skipped %d · failed %d · %d/%d (%.0f%%)", pr.Sent, pr.Skipped, pr.Failed, done, pr.Total, pct*100)
+	counts := progressCounts(pr)
 	switch v.phase {
 	case phaseSending:
-		if pr.Total == 0 && !pr.Paused {
-			return []string{"executing: running the checks again and re-reading the records…"}
-		}
-		state := fmt.Sprintf("elapsed %s · eta %s", round(pr.Elapsed), round(p.eta(pr)))
+		state := fmt.Sprintf("elapsed %s · eta %s", round(pr.Elapsed), round(pr.ETA))
 		switch {
 		case v.cancelling:
 			state = "CANCELLING: finishing the batch in flight…"
 		case pr.Paused:
 			state = "PAUSED (p resumes)"
 		}
-		return []string{p.barLine("executing ", pct), counts + " · " + state}
+		if pr.Total == 0 {
+			// Nothing reported yet: no counts to show (0/0 reads as done).
+			line := "executing: running the checks again and re-reading the records…"
+			if v.cancelling || pr.Paused {
+				line += " · " + state
+			}
+			return []string{line}
+		}
+		return []string{p.barLine("executing ", pr), counts + " · " + state}
 	case phaseVerifying:
 		line := "verifying: reading back every copy and comparing payload hashes"
 		if !v.result.Cancelled && v.err == nil && p.env.Config != nil {
@@ -668,7 +671,7 @@ func (p *PlanPage) runLines() []string {
 				line += fmt.Sprintf(", then watching %s for re-failures for %s (c or esc stops the watch)", sanitize.Text(p.file.Plan.DLQ), w)
 			}
 		}
-		return []string{p.barLine("executed ", pct), counts, line}
+		return []string{p.barLine("executed ", pr), counts, line}
 	}
 	var ref *actions.Refusal
 	if errors.As(v.err, &ref) || v.err != nil && v.result.Sent == 0 && len(v.result.Failed) == 0 && len(v.result.Skipped) == 0 {
@@ -683,7 +686,7 @@ func (p *PlanPage) runLines() []string {
 	if res.Cancelled {
 		out += " · CANCELLED: X runs the rest (what is sent is skipped)"
 	}
-	lines := []string{p.barLine("", pct), p.level(p.resultLevel()).Render(out)}
+	lines := []string{p.barLine("", pr), p.level(p.resultLevel()).Render(out)}
 	if v.err != nil {
 		lines = append(lines, p.level(styles.Bad).Render("stopped: "+sanitize.Text(v.err.Error())))
 	}
@@ -717,18 +720,6 @@ func (p *PlanPage) runLines() []string {
 		}
 	}
 	return lines
-}
-
-// eta is the executor's estimate, but never less than what the plan's
-// rate allows: early batches go out at once, and an estimate from them
-// alone would promise a rate-limited plan far too soon.
-func (p *PlanPage) eta(pr actions.Progress) time.Duration {
-	eta := pr.ETA
-	if rate := p.file.Plan.Rate; rate > 0 {
-		left := pr.Total - pr.Sent - pr.Skipped - pr.Failed
-		eta = max(eta, time.Duration(left)*time.Second/time.Duration(rate))
-	}
-	return eta
 }
 
 func (p *PlanPage) resultLevel() styles.Level {

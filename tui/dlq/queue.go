@@ -247,10 +247,15 @@ type QueueSkip struct {
 // QueueFailure is a message that could not be redriven (it stays).
 type QueueFailure struct{ EventID, Exchange, RoutingKey, Error string }
 
-// QueueProgress is an execution's progress after each settled chunk.
+// QueueProgress is what a run reports once it starts, after each settled
+// chunk and once more at its end (actions.RabbitExecOptions.Progress):
+// the plan's included records and rate limit, and the run's result so
+// far. The page counts it as `berth redrive execute` does
+// (actions.RabbitProgress): records skipped before the run, sent by an
+// earlier run or gone are settled too.
 type QueueProgress struct {
-	Total, Sent, AlreadySent, Failed, Skipped int
-	Paused                                    bool
+	Included, Rate int
+	Result         actions.RabbitResult
 }
 
 // QueueExecRequest is how the console runs a plan.

@@ -500,18 +500,24 @@ func (p *QueuePlanPage) runLines() []string {
 	}
 	v := p.view
 	pr := v.progress
-	done := pr.Sent + pr.AlreadySent + pr.Failed
-	pct := fraction(done, pr.Total)
-	counts := fmt.Sprintf("sent %d · already sent %d · failed %d · skipped %d · %d/%d (%.0f%%)", pr.Sent, pr.AlreadySent, pr.Failed, pr.Skipped, done, pr.Total, pct*100)
 	if !v.done {
-		state := fmt.Sprintf("elapsed %s", round(time.Since(v.started)))
+		state := fmt.Sprintf("elapsed %s · eta %s", round(time.Since(v.started)), round(pr.ETA))
 		switch {
 		case v.cancelling:
 			state = "CANCELLING: the chunk in flight settles, then it stops…"
 		case v.paused:
 			state = "PAUSED before the next chunk (p resumes)"
 		}
-		return []string{p.barLine("executing ", pct), counts + " · " + state}
+		if pr.Total == 0 {
+			// The run has not reported yet (it reports once it starts):
+			// no counts to show (0/0 reads as done).
+			line := "executing: running the checks again and reading " + sanitize.Text(p.plan.DLQ) + "…"
+			if v.cancelling || v.paused {
+				line += " · " + state
+			}
+			return []string{line}
+		}
+		return []string{p.barLine("executing ", pr), progressCounts(pr) + " · " + state}
 	}
 	var ref *ExecRefusal
 	if errors.As(v.err, &ref) {
@@ -605,7 +611,7 @@ type qRun struct {
 type qRunState struct {
 	done       bool
 	started    time.Time
-	progress   QueueProgress
+	progress   actions.Progress // counted as the CLI counts (actions.RabbitProgress)
 	paused     bool
 	cancelling bool
 	result     QueueResult
@@ -675,8 +681,12 @@ func (r *qRun) pause(ctx context.Context) bool {
 func (r *qRun) execute(s QueueService, readOnly bool) {
 	res, err := s.Execute(context.Background(), r.hash, QueueExecRequest{
 		ReadOnly: readOnly,
+		// Counted here, on the run's goroutine: the result's lists are
+		// the run's, and only their lengths are kept.
 		Progress: func(p QueueProgress) {
-			r.update(func() { p.Paused = r.paused; r.progress = p })
+			r.update(func() {
+				r.progress = actions.RabbitProgress(r.hash, p.Included, p.Rate, p.Result, time.Since(r.started), r.paused)
+			})
 		},
 		Pause:  r.pause,
 		Cancel: r.cancelCh,
@@ -707,7 +717,7 @@ func (r *qRun) stateText() (string, bool) {
 		return "", false
 	}
 	pr := v.progress
-	return runStateText(v.cancelling, v.paused, pr.Sent+pr.AlreadySent+pr.Failed, pr.Total), true
+	return runStateText(v.cancelling, v.paused, pr.Done(), pr.Total), true
 }
 
 // ---------------------------------------------------------------- plans
