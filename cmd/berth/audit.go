@@ -234,6 +234,10 @@ func (a *app) runAuditVerify(file string) error {
 type auditRepair struct {
 	File     string `json:"file"`
 	Repaired bool   `json:"repaired"`
+	// NothingToRepair says why nothing was repaired: "missing" (no file:
+	// no audit entries yet), "empty", or "complete" (the log ends with a
+	// complete entry); omitted when Repaired.
+	NothingToRepair string `json:"nothing_to_repair,omitempty"`
 	// SetAside is the torn line set aside and the entry that now holds it
 	// (`berth audit -o json` shows its bytes, base64).
 	SetAside *setAside `json:"set_aside,omitempty"`
@@ -271,7 +275,12 @@ func (a *app) runAuditRepair(file string) error {
 	case errors.As(err, &se):
 		res.MirrorWarning = se.Error()
 		fmt.Fprintf(a.stderr, "berth: warning: %v\n", se)
+	case errors.Is(err, audit.ErrNoLog):
+		res.NothingToRepair = "missing"
+	case errors.Is(err, audit.ErrEmptyLog):
+		res.NothingToRepair = "empty"
 	case errors.Is(err, audit.ErrNothingTorn):
+		res.NothingToRepair = "complete"
 	case err != nil:
 		return err
 	}
@@ -295,7 +304,8 @@ func (a *app) runAuditRepair(file string) error {
 			fmt.Fprintf(a.stdout, "Set aside the incomplete last line (%d bytes, sha256 %s…) as entry %d (%s): `berth audit -o json` shows its bytes.\n",
 				s.Bytes, s.SHA256[:12], s.Seq, audit.TornAction)
 		} else {
-			fmt.Fprintf(a.stdout, "Nothing to repair: %s ends with a complete entry.\n", sanitize.Text(res.File))
+			why := map[string]string{"missing": "does not exist (no audit entries yet)", "empty": "is empty", "complete": "ends with a complete entry"}[res.NothingToRepair]
+			fmt.Fprintf(a.stdout, "Nothing to repair: %s %s.\n", sanitize.Text(res.File), why)
 		}
 		if res.Chain.OK {
 			fmt.Fprintf(a.stdout, "OK: %d entries, chain intact (head %s) in %s\n", res.Chain.Entries, res.Chain.Head, sanitize.Text(res.Chain.File))

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -173,5 +174,60 @@ func TestAuditRepairRefusesADamagedLogAndSaysWhenNothingIsTorn(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(file); string(b) != damaged {
 		t.Fatal("a refused repair changed the file")
+	}
+}
+
+// Repair of a log with no entries says why there is nothing to repair, not
+// that the log "ends with a complete entry": the file does not exist (no
+// audit entries yet), or is empty; -o json says which (nothing_to_repair).
+// Exit 0, and no file is created or written.
+func TestAuditRepairSaysWhenTheLogIsMissingOrEmpty(t *testing.T) {
+	isolateConfig(t)
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, why, json string
+		exists          bool
+	}{
+		{"missing", "does not exist (no audit entries yet)", "missing", false},
+		{"empty", "is empty", "empty", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			file := filepath.Join(dir, c.name+".log")
+			if c.exists {
+				if err := os.WriteFile(file, nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out, errOut, code := runBerth(t, "audit", "repair", "--audit-file", file, "--read-only")
+			want := "Nothing to repair: " + file + " " + c.why + ".\nOK: 0 entries, chain intact"
+			if code != 0 || errOut != "" || !strings.HasPrefix(out, want) || strings.Contains(out, "complete entry") {
+				t.Fatalf("exit %d %q\n%s\nwant %s…", code, errOut, out, want)
+			}
+			out, errOut, code = runBerth(t, "audit", "repair", "--audit-file", file, "--read-only", "-o", "json")
+			var res auditRepair
+			if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 || errOut != "" || res.Repaired || res.SetAside != nil ||
+				res.NothingToRepair != c.json || res.File != file || !res.Chain.OK || res.Chain.Entries != 0 {
+				t.Fatalf("-o json: exit %d %v %q\n%s\nwant nothing_to_repair %q", code, err, errOut, out, c.json)
+			}
+			switch b, err := os.ReadFile(file); {
+			case !c.exists && !errors.Is(err, os.ErrNotExist):
+				t.Fatalf("repair created %s: %v", file, err)
+			case c.exists && (err != nil || len(b) != 0):
+				t.Fatalf("repair wrote %q to the empty log (%v)", b, err)
+			}
+		})
+	}
+	// A log ending with a complete entry says so in -o json too.
+	log, err := audit.Open(filepath.Join(dir, "whole.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := log.Append(t.Context(), audit.Entry{Actor: "alice", Action: "offsets.reset", Target: "g"}); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := runBerth(t, "audit", "repair", "--audit-file", log.Path(), "--read-only", "-o", "json")
+	var res auditRepair
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 || res.NothingToRepair != "complete" || res.Chain.Entries != 1 {
+		t.Fatalf("whole log, -o json: exit %d %v\n%s", code, err, out)
 	}
 }

@@ -27,9 +27,23 @@ const TornAction = "audit.torn_write"
 // entry, and it is refused rather than truncated.
 const MaxTorn = 16 << 20
 
-// ErrNothingTorn is SetAsideTorn's answer for a log that ends with a
-// complete entry (or is empty or missing).
-var ErrNothingTorn = errors.New("the log ends with a complete entry: nothing to repair")
+// ErrNothingTorn is SetAsideTorn's answer for a log that is not torn: one
+// that ends with a complete entry is ErrNothingTorn itself; a missing or
+// empty one is ErrNoLog or ErrEmptyLog, which are ErrNothingTorn too
+// (errors.Is) but say why, so that a repair does not claim a complete
+// entry the log does not have.
+var (
+	ErrNothingTorn       = errors.New("the log ends with a complete entry: nothing to repair")
+	ErrNoLog       error = nothingTorn("the log does not exist (no audit entries yet): nothing to repair")
+	ErrEmptyLog    error = nothingTorn("the log is empty: nothing to repair")
+)
+
+// nothingTorn is a reason a log is not torn other than a complete last
+// entry; errors.Is matches it with ErrNothingTorn.
+type nothingTorn string
+
+func (e nothingTorn) Error() string        { return string(e) }
+func (e nothingTorn) Is(target error) bool { return target == ErrNothingTorn }
 
 // TornDetails are the details of a TornAction entry: the fragment set
 // aside, whole (base64 in the JSON), with its length and SHA-256.
@@ -44,14 +58,15 @@ type TornDetails struct {
 // entries before it, and mirrors that entry to the sinks as Append does
 // (a failing sink is a *SinkError after the local write). It refuses when
 // the last complete entry is itself damaged (not a torn write) or the
-// fragment is over MaxTorn; ErrNothingTorn when the log is not torn.
+// fragment is over MaxTorn; ErrNothingTorn (ErrNoLog, ErrEmptyLog) when
+// the log is not torn, changing nothing and creating no file.
 // berthContext is recorded as the entry's Context.
 func (l *Log) SetAsideTorn(ctx context.Context, berthContext string) (Entry, error) {
 	// Without O_APPEND: the new entry is written where the fragment starts
 	// (and WriteAt refuses O_APPEND files).
 	f, err := os.OpenFile(l.path, os.O_RDWR, 0)
 	if errors.Is(err, os.ErrNotExist) {
-		return Entry{}, ErrNothingTorn
+		return Entry{}, ErrNoLog
 	}
 	if err != nil {
 		return Entry{}, fmt.Errorf("audit file %s: %w", l.path, err)
@@ -67,6 +82,9 @@ func (l *Log) SetAsideTorn(ctx context.Context, berthContext string) (Entry, err
 		return Entry{}, fmt.Errorf("audit file %s: %w", l.path, err)
 	}
 	size := st.Size()
+	if size == 0 {
+		return Entry{}, ErrEmptyLog
+	}
 	start, torn, err := tornStart(f, size)
 	if err != nil {
 		return Entry{}, fmt.Errorf("audit file %s: %w", l.path, err)

@@ -111,17 +111,29 @@ func TestSetAsideTornOfAFirstEntry(t *testing.T) {
 	}
 }
 
+// Nothing torn: a missing log (ErrNoLog), an empty one (ErrEmptyLog) and
+// one ending with a complete entry (ErrNothingTorn) are each told apart,
+// all ErrNothingTorn, and nothing is created or changed.
 func TestSetAsideTornWithNothingTorn(t *testing.T) {
 	l := newLog(t)
-	if _, err := l.SetAsideTorn(context.Background(), ""); !errors.Is(err, ErrNothingTorn) {
+	if _, err := l.SetAsideTorn(context.Background(), ""); err != ErrNoLog || !errors.Is(err, ErrNothingTorn) {
 		t.Fatalf("missing file: %v", err)
 	}
 	if _, err := os.Stat(l.Path()); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the repair created the file: %v", err)
 	}
+	if err := os.WriteFile(l.Path(), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.SetAsideTorn(context.Background(), ""); err != ErrEmptyLog || !errors.Is(err, ErrNothingTorn) {
+		t.Fatalf("empty file: %v", err)
+	}
+	if b := readFile(t, l.Path()); len(b) != 0 {
+		t.Fatalf("the repair wrote %q to an empty log", b)
+	}
 	appendN(t, l, 2)
 	before := readFile(t, l.Path())
-	if _, err := l.SetAsideTorn(context.Background(), ""); !errors.Is(err, ErrNothingTorn) {
+	if _, err := l.SetAsideTorn(context.Background(), ""); err != ErrNothingTorn {
 		t.Fatalf("whole log: %v", err)
 	}
 	if !bytes.Equal(readFile(t, l.Path()), before) {
