@@ -745,13 +745,23 @@ func (e *execRun) sendAll(ctx context.Context, chunks [][]sendKey) error {
 		interval = time.Second * time.Duration(batch) / time.Duration(f.Plan.Rate)
 	}
 	start := o.now()
-	total := len(f.Plan.Records)
+	// Progress counts the plan's included records, as a RabbitMQ run's
+	// does: those the plan excluded are listed in Skipped from the start
+	// but are not the run's to settle (0/90,000, not 10,000/100,000
+	// "skipped 10,000" before anything was sent).
+	excluded := 0
+	for _, r := range f.Plan.Records {
+		if !r.Included {
+			excluded++
+		}
+	}
+	total := len(f.Plan.Records) - excluded
 	paused := false
 	report := func() {
 		if o.Progress == nil {
 			return
 		}
-		p := Progress{Plan: f.Hash, Total: total, Sent: res.Sent, AlreadySent: res.AlreadySent + res.listedSent, Skipped: len(res.Skipped) - res.listedSent,
+		p := Progress{Plan: f.Hash, Total: total, Sent: res.Sent, AlreadySent: res.AlreadySent + res.listedSent, Skipped: len(res.Skipped) - res.listedSent - excluded,
 			Failed: failedCount(res), Paused: paused, Elapsed: o.now().Sub(start)}
 		p.ETA = ETA(p.Elapsed, p.Sent, total-p.Done(), f.Plan.Rate)
 		o.Progress(p)

@@ -262,3 +262,32 @@ func (r *partsReader) Read(ctx context.Context, dlq string, coords []redrive.Coo
 	}
 	return r.fakeDLQ.Read(ctx, dlq, coords)
 }
+
+// A Kafka run's progress counts the plan's included records, as a RabbitMQ
+// run's does: the records the plan itself excluded are not the run's to
+// settle, so the first line says 0 of the 4 included, not 2 of 6 with 2
+// "skipped" before anything was sent.
+func TestExecuteProgressCountsTheIncludedRecordsAsRabbitMQDoes(t *testing.T) {
+	var recs []redrive.Record
+	for i := 0; i < 6; i++ {
+		recs = append(recs, deadLetter(0, int64(i), fmt.Sprint("k", i), fmt.Sprint("e", i), 0, int64(100+i)))
+	}
+	f, d := streamPlan(recs...)
+	for _, i := range []int{1, 4} {
+		f.Plan.Records[i].Verdict = redrive.Verdict{Reason: redrive.ReasonEffectCommitted, Detail: "captured"}
+	}
+	f = redrive.NewFile(f.Plan)
+	o := streamOptions(d, 3)
+	var lines []string
+	o.Progress = func(p Progress) { lines = append(lines, p.Counts()) }
+	res, err := Execute(context.Background(), f, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Sent != 4 || len(res.Skipped) != 2 {
+		t.Fatalf("sent %d, skipped %d; want 4 sent and the 2 excluded listed", res.Sent, len(res.Skipped))
+	}
+	if len(lines) < 2 || lines[0] != "0/4 (0%) sent 0 already sent 0 skipped 0 failed 0" || lines[len(lines)-1] != "4/4 (100%) sent 4 already sent 0 skipped 0 failed 0" {
+		t.Fatalf("progress %q; want 0/4 first and 4/4 last", lines)
+	}
+}
