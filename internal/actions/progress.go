@@ -49,13 +49,14 @@ func ETA(elapsed time.Duration, sent, left, rate int) time.Duration {
 
 // RabbitProgress is a RabbitMQ run's progress, counted as its summary
 // counts (RabbitOutcome): total is the plan's included records; sent
-// before is already sent; skipped before the run (the checks run again
-// at execution), changed, not visible and gone are skipped. So done is
+// before, or meanwhile by another plan (already_redriven), is already
+// sent; skipped by the checks run again at execution, changed, not
+// visible and gone are skipped. So done is
 // r.Settled(), and a run that read its whole plan ends at total. rate is
 // the plan's limit (messages per second, 0: none).
 func RabbitProgress(hash string, total, rate int, r RabbitResult, elapsed time.Duration, paused bool) Progress {
-	p := Progress{Plan: hash, Total: total, Sent: r.Sent, AlreadySent: r.AlreadySent + r.DoneBefore,
-		Skipped: len(r.Skipped) + len(r.NotFound), Failed: len(r.Failed), Elapsed: elapsed, Paused: paused}
+	p := Progress{Plan: hash, Total: total, Sent: r.Sent, AlreadySent: r.AlreadySent + r.DoneBefore + r.redriven,
+		Skipped: len(r.Skipped) - r.redriven + len(r.NotFound), Failed: len(r.Failed), Elapsed: elapsed, Paused: paused}
 	p.ETA = ETA(elapsed, p.Sent, total-r.Settled(), rate)
 	return p
 }

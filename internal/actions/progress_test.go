@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"testing"
 	"time"
+
+	"github.com/berth-dev/berth/redrive"
 )
 
 // progressShape is the one shape of `redrive execute`'s progress lines, on
@@ -54,5 +56,19 @@ func TestProgressLine(t *testing.T) {
 				t.Errorf("%q is not of the shape both backends share (%s)", c.p.Line(), progressShape)
 			}
 		})
+	}
+}
+
+// A message another plan redrove meanwhile (already_redriven, found by the
+// checks run again) is already sent in a RabbitMQ run's progress as in its
+// summary: the last progress line and the summary say the same.
+func TestRabbitProgressCountsRedrivenMeanwhileAsItsSummary(t *testing.T) {
+	res := RabbitResult{Sent: 1, Skipped: []RabbitSkip{}}
+	res.skip(RabbitSkip{EventID: "a", Reason: redrive.ReasonAlreadyRedriven})
+	res.skip(RabbitSkip{EventID: "b", Reason: redrive.ReasonEffectCommitted})
+	p := RabbitProgress("b7c8ccb8cb90", 3, 0, res, time.Second, false)
+	out := RabbitOutcome(res)
+	if p.Counts() != "3/3 (100%) sent 1 already sent 1 skipped 1 failed 0" || out.AlreadySent != p.AlreadySent || len(out.Skipped) != p.Skipped {
+		t.Fatalf("progress %q; summary already sent %d, skipped %d: want them to agree (1 and 1)", p.Counts(), out.AlreadySent, len(out.Skipped))
 	}
 }

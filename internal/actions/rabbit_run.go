@@ -160,6 +160,18 @@ type RabbitResult struct {
 	Verification *RabbitVerification `json:"verification,omitempty"`
 	// Stopped says why execution ended early ("" when it finished).
 	Stopped string `json:"stopped,omitempty"`
+	// redriven counts the Skipped already_redriven (RabbitResult.skip).
+	redriven int
+}
+
+// skip lists an included record the checks run again excluded; one the
+// ledger has confirmed from another plan (already_redriven) is counted
+// too, for progress to call it already sent as the summary does.
+func (r *RabbitResult) skip(s RabbitSkip) {
+	if s.Reason == redrive.ReasonAlreadyRedriven {
+		r.redriven++
+	}
+	r.Skipped = append(r.Skipped, s)
 }
 
 // Settled counts the plan's included records whose outcome the run knows:
@@ -357,7 +369,7 @@ func newRabbitRun(ctx context.Context, t RabbitTransport, p redrive.QueuePlan, l
 	}
 	for id, v := range o.Skip {
 		if rec, ok := r.included[id]; ok && !v.Included {
-			r.res.Skipped = append(r.res.Skipped, RabbitSkip{EventID: id, Position: rec.Position, Reason: v.Reason, Detail: v.Detail})
+			r.res.skip(RabbitSkip{EventID: id, Position: rec.Position, Reason: v.Reason, Detail: v.Detail})
 			delete(r.included, id)
 		}
 	}
@@ -874,7 +886,9 @@ func (r *rabbitRun) admit(ctx context.Context) error {
 	}
 	if len(skipped) > 0 {
 		r.mu.Lock()
-		r.res.Skipped = append(r.res.Skipped, skipped...)
+		for _, sk := range skipped {
+			r.res.skip(sk)
+		}
 		r.mu.Unlock()
 	}
 	return nil
