@@ -72,7 +72,7 @@ func TestBatchTimestampsMatchKgo(t *testing.T) {
 
 	kc.CreateTopic(t, "txns", 1, 1, nil)
 	producer := func(id string) *kgo.Client {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(kc.Addrs...), kgo.TransactionalID(id), kgo.ProducerLinger(0))
+		cl, err := kgo.NewClient(kgo.SeedBrokers(kc.Addrs...), kgo.TransactionalID(id), ClassicTransactions(), kgo.ProducerLinger(0))
 		if err != nil {
 			t.Fatal(err)
 		}

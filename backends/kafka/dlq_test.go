@@ -223,7 +223,7 @@ func TestReadDLQAtWaitsForASlowBroker(t *testing.T) {
 	// Where there is no record the read still says so: a commit marker
 	// (partition 1: a record at 0, its marker at 1) and aborted data
 	// (partition 2: aborted at 0, its marker at 1, a record at 2).
-	tx, err := kgo.NewClient(kgo.SeedBrokers(kc.Addrs...), kgo.TransactionalID("berth-test-readat"), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+	tx, err := kgo.NewClient(kgo.SeedBrokers(kc.Addrs...), kgo.TransactionalID("berth-test-readat"), ClassicTransactions(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -262,7 +262,7 @@ func TestLedgerSkipsAbortedTransactions(t *testing.T) {
 	if err := store.EnsureLedger(tctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	txn, err := kgo.NewClient(kgo.SeedBrokers(kc.Addrs...), kgo.TransactionalID("berth-test-ledger"))
+	txn, err := kgo.NewClient(kgo.SeedBrokers(kc.Addrs...), kgo.TransactionalID("berth-test-ledger"), ClassicTransactions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,7 @@ func (k *Cluster) NewRedriveTransport(ctx context.Context, planHash string) (*Re
 		// epoch for the whole run, sequences simply continue. Exactly-once
 		// is the same: each batch and its ledger entries are one
 		// transaction, and a later run fences this one at InitProducerID.
-		kgo.MaxVersions(classicTransactions()),
+		ClassicTransactions(),
 	)
 	if err != nil {
 		return nil, err
@@ -85,9 +85,15 @@ func (k *Cluster) NewRedriveTransport(ctx context.Context, planHash string) (*Re
 	return &RedriveTransport{k: k, tx: tx}, nil
 }
 
+// ClassicTransactions caps a transactional client below KIP-890 part 2
+// (see NewRedriveTransport): every client that runs more than one
+// transaction against the bundled broker needs it, or a later transaction
+// can be refused OUT_OF_ORDER_SEQUENCE_NUMBER (franz-go v1.22.3).
+func ClassicTransactions() kgo.Opt { return kgo.MaxVersions(classicTransactions()) }
+
 // classicTransactions is the newest protocol the client speaks, capped
-// below KIP-890 part 2 (see NewRedriveTransport): franz-go opts into it only
-// when produce >= 12, EndTxn >= 5 and TxnOffsetCommit >= 5 are allowed.
+// below KIP-890 part 2: franz-go opts into it only when produce >= 12,
+// EndTxn >= 5 and TxnOffsetCommit >= 5 are allowed.
 func classicTransactions() *kversion.Versions {
 	v := kversion.Stable()
 	v.SetMaxKeyVersion(int16(kmsg.Produce), 11)

@@ -148,7 +148,7 @@ func TestFirstTimestampsSkipsMarkersAndAborted(t *testing.T) {
 	kc := kafkatest.Start(t, 1)
 	kc.CreateTopic(t, "txn", 1, 1, nil)
 	base := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
-	tx, err := kgo.NewClient(kgo.SeedBrokers(kc.Addrs...), kgo.TransactionalID("berth-test"), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+	tx, err := kgo.NewClient(kgo.SeedBrokers(kc.Addrs...), kgo.TransactionalID("berth-test"), ClassicTransactions(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -155,7 +155,7 @@ func TestRedriveTransactionalExactlyOnce(t *testing.T) {
 	}
 
 	// An aborted transaction in between (a crash mid-batch) must leave nothing visible.
-	tx, err := c.NewKgo(kgo.TransactionalID(kafka.TransactionalID(f.Hash)))
+	tx, err := c.NewKgo(kgo.TransactionalID(kafka.TransactionalID(f.Hash)), kafka.ClassicTransactions())
 	if err != nil {
 		t.Fatal(err)
 	}

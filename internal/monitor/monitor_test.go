@@ -209,7 +209,7 @@ func TestExpiredCompactedAndTransactional(t *testing.T) {
 	r.kc.Commit(t, "slow", map[string]map[int32]int64{"state": {0: 1}})
 	// Transactional topic: committed data, an aborted transaction, markers.
 	r.kc.CreateTopic(t, "txn", 1, 1, nil)
-	tx, err := kgo.NewClient(kgo.SeedBrokers(r.kc.Addrs...), kgo.TransactionalID("berth-mon"), kgo.ProducerLinger(0))
+	tx, err := kgo.NewClient(kgo.SeedBrokers(r.kc.Addrs...), kgo.TransactionalID("berth-mon"), kafka.ClassicTransactions(), kgo.ProducerLinger(0))
 	if err != nil {
 		t.Fatal(err)
 	}
