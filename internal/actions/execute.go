@@ -749,13 +749,8 @@ func (e *execRun) sendAll(ctx context.Context, chunks [][]sendKey) error {
 	// does: those the plan excluded are listed in Skipped from the start
 	// but are not the run's to settle (0/90,000, not 10,000/100,000
 	// "skipped 10,000" before anything was sent).
-	excluded := 0
-	for _, r := range f.Plan.Records {
-		if !r.Included {
-			excluded++
-		}
-	}
-	total := len(f.Plan.Records) - excluded
+	total := f.Plan.Totals().Included
+	excluded := len(f.Plan.Records) - total
 	paused := false
 	report := func() {
 		if o.Progress == nil {

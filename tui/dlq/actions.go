@@ -380,10 +380,21 @@ func (u *planUI) barLine(label string, pr actions.Progress) string {
 	return label + u.bar.ViewAs(float64(pct)/100) + fmt.Sprintf(" %3d%%", pct)
 }
 
-// progressCounts are a run's counts on both brokers' plan pages: those of
-// `berth redrive execute`'s progress line (actions.Progress.Counts), so
-// the console and the CLI count the same run the same.
-func progressCounts(pr actions.Progress) string { return pr.Counts() }
+// sendingLines are both brokers' plan pages' lines while a run sends: the
+// bar and the counts of `berth redrive execute`'s progress line
+// (actions.Progress.Counts), so the console and the CLI count the same run
+// the same, then state. Before the run's first report they say what it
+// does first (starting) instead, with state when held (paused, cancelling):
+// 0/0 would read as done.
+func (u *planUI) sendingLines(starting string, pr actions.Progress, state string, held bool) []string {
+	if pr.Total == 0 {
+		if held {
+			starting += " · " + state
+		}
+		return []string{starting}
+	}
+	return []string{u.barLine("executing ", pr), pr.Counts() + " · " + state}
+}
 
 // firstThree is the lines of the first three of n items (line(i)), then
 // how many more there are (more, a format with %d): the header keeps the

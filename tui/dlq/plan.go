@@ -645,7 +645,6 @@ func (p *PlanPage) runLines() []string {
 	}
 	v := p.view
 	pr := v.progress
-	counts := progressCounts(pr)
 	switch v.phase {
 	case phaseSending:
 		state := fmt.Sprintf("elapsed %s · eta %s", round(pr.Elapsed), round(pr.ETA))
@@ -655,15 +654,7 @@ func (p *PlanPage) runLines() []string {
 		case pr.Paused:
 			state = "PAUSED (p resumes)"
 		}
-		if pr.Total == 0 {
-			// Nothing reported yet: no counts to show (0/0 reads as done).
-			line := "executing: running the checks again and re-reading the records…"
-			if v.cancelling || pr.Paused {
-				line += " · " + state
-			}
-			return []string{line}
-		}
-		return []string{p.barLine("executing ", pr), counts + " · " + state}
+		return p.sendingLines("executing: running the checks again and re-reading the records…", pr, state, v.cancelling || pr.Paused)
 	case phaseVerifying:
 		line := "verifying: reading back every copy and comparing payload hashes"
 		if !v.result.Cancelled && v.err == nil && p.env.Config != nil {
@@ -671,7 +662,7 @@ func (p *PlanPage) runLines() []string {
 				line += fmt.Sprintf(", then watching %s for re-failures for %s (c or esc stops the watch)", sanitize.Text(p.file.Plan.DLQ), w)
 			}
 		}
-		return []string{p.barLine("executed ", pr), counts, line}
+		return []string{p.barLine("executed ", pr), pr.Counts(), line}
 	}
 	var ref *actions.Refusal
 	if errors.As(v.err, &ref) || v.err != nil && v.result.Sent == 0 && len(v.result.Failed) == 0 && len(v.result.Skipped) == 0 {

@@ -508,16 +508,7 @@ func (p *QueuePlanPage) runLines() []string {
 		case v.paused:
 			state = "PAUSED before the next chunk (p resumes)"
 		}
-		if pr.Total == 0 {
-			// The run has not reported yet (it reports once it starts):
-			// no counts to show (0/0 reads as done).
-			line := "executing: running the checks again and reading " + sanitize.Text(p.plan.DLQ) + "…"
-			if v.cancelling || v.paused {
-				line += " · " + state
-			}
-			return []string{line}
-		}
-		return []string{p.barLine("executing ", pr), progressCounts(pr) + " · " + state}
+		return p.sendingLines("executing: running the checks again and reading "+sanitize.Text(p.plan.DLQ)+"…", pr, state, v.cancelling || v.paused)
 	}
 	var ref *ExecRefusal
 	if errors.As(v.err, &ref) {
